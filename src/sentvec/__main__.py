@@ -1,0 +1,5 @@
+import sys
+
+from sentvec.cli import main
+
+sys.exit(main())

@@ -1,0 +1,67 @@
+"""Atomic file writes (temp file in the same directory, fsync, then rename)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -> Iterator[IO[Any]]:
+    """Open a temporary file next to ``path``; rename it onto ``path`` only on success.
+
+    On any exception the temporary file is removed and ``path`` is left untouched, so a reader
+    never sees a half-written file.
+    """
+    if "r" in mode or "a" in mode or "+" in mode:
+        raise ValueError(f"atomic_open supports write modes only, got mode={mode!r}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, mode, **kwargs) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:
+    """Write ``array`` to ``path`` in ``.npy`` format (no pickle), atomically."""
+    with atomic_open(path, "wb") as fh:
+        np.save(fh, np.asarray(array), allow_pickle=False)
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as indented UTF-8 JSON to ``path``, atomically."""
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        json.dump(obj, fh, indent=2, sort_keys=False, ensure_ascii=False)
+        fh.write("\n")
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` as UTF-8, atomically."""
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def load_npy(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read a ``.npy`` file with pickle disabled; clear errors for missing or corrupt files."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"array file not found: {str(p)!r}")
+    try:
+        return np.load(p, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc

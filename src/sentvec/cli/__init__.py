@@ -1,0 +1,69 @@
+"""The ``sentvec`` command line: a thin layer over the public API.
+
+Each sub-command lives in its own module of this package and exposes ``register(subparsers)``,
+which adds its parser(s) and sets ``func`` (taking the parsed ``argparse.Namespace`` and returning
+an exit code). ``main(argv)`` is the entry point and is what the tests call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# modules of sentvec.cli that define sub-commands, in the order --help lists them
+_COMMAND_MODULES = (
+    "eval_sts",
+    "sent2vec",
+    "layers",
+    "transfer",
+    "search",
+    "encode",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every available sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="sentvec",
+        description="Unsupervised sentence embeddings: Sent2Vec and WhiteningBERT.",
+    )
+    from sentvec import __version__
+
+    parser.add_argument("--version", action="version", version=f"sentvec {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"sentvec.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"sentvec.cli.{name}":
+                continue  # command not shipped in this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
+
+    Errors a user can fix (missing files, bad values) print one ``sentvec: error: ...`` line and
+    return 2; they never raise out of ``main``.
+    """
+    parser = build_parser()
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (FileNotFoundError, ValueError, TypeError, OSError) as exc:
+        print(f"sentvec: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("sentvec: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
