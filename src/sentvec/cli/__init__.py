@@ -15,8 +15,9 @@ from collections.abc import Sequence
 # modules of sentvec.cli that define sub-commands, in the order --help lists them
 _COMMAND_MODULES = (
     "eval_sts",
-    "sent2vec",
     "layers",
+    "train",
+    "sent2vec",
     "transfer",
     "search",
     "encode",
@@ -57,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (FileNotFoundError, ValueError, TypeError, OSError) as exc:
+    except (FileNotFoundError, ValueError, OSError) as exc:
         print(f"sentvec: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
