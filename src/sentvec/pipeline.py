@@ -1,0 +1,264 @@
+"""Whole pipelines (encoder + optional whitening) and name/path resolution for encoders.
+
+``load_encoder`` is the one place that turns a ``--model`` argument into an encoder:
+
+* a directory holding ``pipeline.json``            -> :class:`Pipeline`
+* an official sent2vec ``.bin`` file (by magic)    -> :class:`sentvec.Sent2Vec`
+* a directory saved by ``Sent2Vec.save``           -> :class:`sentvec.Sent2Vec`
+* anything else (alias such as ``"minilm"``, a Hugging Face model directory or hub name)
+                                                   -> :class:`sentvec.TransformerEncoder`
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec._validation import check_sentences
+
+PIPELINE_FILE = "pipeline.json"
+PIPELINE_FORMAT = "sentvec-pipeline"
+PIPELINE_VERSION = 1
+_SENT2VEC_MAGIC = 793712314
+
+
+def _is_sent2vec_bin(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return False
+    return len(head) == 4 and int.from_bytes(head, "little", signed=True) == _SENT2VEC_MAGIC
+
+
+def _is_transformer_dir(path: Path) -> bool:
+    return (path / "config.json").is_file() or (path / "sentvec_encoder.json").is_file()
+
+
+def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Any:
+    """Return the encoder named by ``name_or_path``.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        A saved pipeline directory, an official sent2vec ``.bin`` file, a directory written by
+        ``Sent2Vec.save``, a Hugging Face model directory, a model alias (``"minilm"``) or a hub
+        name (loaded only from the local Hugging Face cache when offline).
+    **overrides
+        Keyword arguments for ``TransformerEncoder.from_pretrained`` (``pooling``, ``layers``,
+        ``max_length``, ``device``); ignored keys set to ``None`` are dropped. Passing transformer
+        options for a Sent2Vec model or a pipeline raises ``ValueError``.
+
+    Returns
+    -------
+    encoder
+        An object with ``encode(sentences, ...) -> ndarray (n, d) float32``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``name_or_path`` looks like a path (contains a separator or starts with ``.``/``~``)
+        and does not exist.
+    ValueError
+        If a file exists but is not a model sentvec can read.
+    """
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    text = os.fspath(name_or_path)
+    path = Path(text).expanduser()
+    if path.is_dir() and (path / PIPELINE_FILE).is_file():
+        _reject_overrides(overrides, "a saved pipeline")
+        return Pipeline.load(path)
+    if path.is_file():
+        if _is_sent2vec_bin(path):
+            _reject_overrides(overrides, "a Sent2Vec model")
+            from sentvec.sent2vec.model import Sent2Vec
+
+            return Sent2Vec.load(path)
+        raise ValueError(
+            f"{text!r} is a file but not an official sent2vec .bin model (wrong magic number); "
+            "give a sent2vec .bin, a model directory or a model name"
+        )
+    if path.is_dir() and not _is_transformer_dir(path):
+        _reject_overrides(overrides, "a Sent2Vec model")
+        from sentvec.sent2vec.model import Sent2Vec
+
+        return Sent2Vec.load(path)
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    return TransformerEncoder.from_pretrained(text, **overrides)
+
+
+def _reject_overrides(overrides: dict[str, Any], what: str) -> None:
+    if overrides:
+        raise ValueError(f"options {sorted(overrides)} do not apply to {what}")
+
+
+class Pipeline:
+    """An encoder followed by an optional fitted :class:`sentvec.Whitening`.
+
+    ``encode`` returns ``whitening.transform(encoder.encode(sentences))``, then optionally
+    L2-normalises. Saved as a directory: ``pipeline.json`` (format, version, component types),
+    ``encoder/`` (the encoder's own format) and ``whitening/``; no pickle anywhere.
+
+    Parameters
+    ----------
+    encoder : object
+        A :class:`sentvec.TransformerEncoder` or :class:`sentvec.Sent2Vec` (anything with
+        ``encode`` can be used in memory; saving needs one of those two).
+    whitening : sentvec.Whitening, optional
+        A fitted whitening transform whose ``n_features_in_`` equals the encoder's dimension.
+    """
+
+    def __init__(self, encoder: Any, whitening: Any = None) -> None:
+        if not callable(getattr(encoder, "encode", None)):
+            raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
+        if whitening is not None:
+            from sklearn.utils.validation import check_is_fitted
+
+            check_is_fitted(whitening)
+        self.encoder = encoder
+        self.whitening = whitening
+
+    @property
+    def preferred_text_variant(self) -> str:
+        return str(getattr(self.encoder, "preferred_text_variant", "senteval"))
+
+    def config_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description (encoder description + whitening summary)."""
+        from sentvec.encoders.base import describe_encoder
+
+        info = describe_encoder(self.encoder)
+        if self.whitening is not None:
+            info["pipeline_whitening"] = {
+                "n_components": getattr(self.whitening, "n_components_", None),
+                "n_features_in": getattr(self.whitening, "n_features_in_", None),
+                "n_samples_seen": int(getattr(self.whitening, "n_samples_seen_", 0) or 0),
+            }
+        return info
+
+    def encode(self, sentences: Any, *, batch_size: int | None = None,
+               show_progress_bar: bool | None = None, normalize: bool = False) -> np.ndarray:
+        """Encode then whiten.
+
+        Returns
+        -------
+        ndarray of shape (n, k), float32
+            ``(k,)`` for a single string; ``(0, k)`` for an empty list. ``k`` is the whitening's
+            number of kept components (the encoder's dimension when no whitening is set).
+        """
+        items, single = check_sentences(sentences)
+        kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
+        if batch_size is not None:
+            kwargs["batch_size"] = batch_size
+        X = np.asarray(self.encoder.encode(items, **kwargs), dtype=np.float32)
+        if self.whitening is not None:
+            if len(X):
+                X = np.asarray(self.whitening.transform(X), dtype=np.float32)
+            else:
+                X = np.zeros((0, self._out_dim(X.shape[1])), dtype=np.float32)
+        if normalize and len(X):
+            norms = np.linalg.norm(X, axis=1, keepdims=True)
+            X = X / np.where(norms > 0, norms, 1.0)
+        return X[0] if single else X
+
+    def _out_dim(self, d: int) -> int:
+        comp = getattr(self.whitening, "components_", None)
+        if comp is not None:
+            return int(np.asarray(comp).shape[1]) if np.asarray(comp).shape[0] == d else int(
+                np.asarray(comp).shape[0])
+        return d
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the pipeline directory atomically (built in a temp dir, then renamed)."""
+        from sentvec._io import atomic_write_json
+
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            enc_type = self._save_encoder(tmp / "encoder")
+            if self.whitening is not None:
+                self.whitening.save(tmp / "whitening")
+            atomic_write_json(tmp / PIPELINE_FILE, {
+                "format": PIPELINE_FORMAT,
+                "version": PIPELINE_VERSION,
+                "encoder": {"type": enc_type, "path": "encoder"},
+                "whitening": None if self.whitening is None else {"path": "whitening"},
+            })
+            if target.exists():
+                old = target.with_name(f".{target.name}.old")
+                shutil.rmtree(old, ignore_errors=True)
+                os.replace(target, old)
+                os.replace(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    def _save_encoder(self, directory: Path) -> str:
+        from sentvec.encoders.transformer import TransformerEncoder
+        from sentvec.sent2vec.model import Sent2Vec
+
+        if isinstance(self.encoder, TransformerEncoder):
+            self.encoder.save_pretrained(directory)
+            return "transformer"
+        if isinstance(self.encoder, Sent2Vec):
+            self.encoder.save(directory)
+            return "sent2vec"
+        raise TypeError(
+            f"cannot save an encoder of type {type(self.encoder).__name__}; "
+            "only TransformerEncoder and Sent2Vec pipelines can be saved"
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> "Pipeline":
+        """Read a directory written by :meth:`save`.
+
+        Raises
+        ------
+        FileNotFoundError
+            If the directory or ``pipeline.json`` is missing.
+        ValueError
+            If ``pipeline.json`` is not a sentvec pipeline of a known version.
+        """
+        root = Path(path)
+        cfg_path = root / PIPELINE_FILE
+        if not cfg_path.is_file():
+            raise FileNotFoundError(f"no {PIPELINE_FILE} in {str(root)!r}: not a saved pipeline")
+        try:
+            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{str(cfg_path)!r} is not valid JSON: {exc}") from exc
+        if not isinstance(cfg, dict) or cfg.get("format") != PIPELINE_FORMAT:
+            raise ValueError(f"{str(cfg_path)!r} is not a sentvec pipeline file")
+        if cfg.get("version") != PIPELINE_VERSION:
+            raise ValueError(
+                f"unsupported pipeline version {cfg.get('version')!r} (this sentvec reads "
+                f"version {PIPELINE_VERSION})"
+            )
+        enc = cfg.get("encoder") or {}
+        enc_dir = root / str(enc.get("path", "encoder"))
+        if enc.get("type") == "transformer":
+            from sentvec.encoders.transformer import TransformerEncoder
+
+            encoder = TransformerEncoder.from_pretrained(str(enc_dir))
+        elif enc.get("type") == "sent2vec":
+            from sentvec.sent2vec.model import Sent2Vec
+
+            encoder = Sent2Vec.load(enc_dir)
+        else:
+            raise ValueError(f"unknown encoder type {enc.get('type')!r} in {str(cfg_path)!r}")
+        whitening = None
+        if cfg.get("whitening"):
+            from sentvec.whitening import Whitening
+
+            whitening = Whitening.load(root / str(cfg["whitening"].get("path", "whitening")))
+        return cls(encoder, whitening)
