@@ -1,0 +1,299 @@
+"""A disk cache of pooled sentence vectors (per-layer or final), so a second run takes seconds.
+
+One entry is two files named by the SHA-256 of its key: ``<digest>.npy`` (the array, no pickle)
+and ``<digest>.json`` (the full key, written last: it is the commit marker). Both are written
+atomically, so a reader sees either a complete entry or none. The key holds everything that
+changes the vectors: model name/path, a fingerprint of the model files (relative name, size and
+modification time of every file) or of the encoder's configuration, text variant, pooling,
+maximum length, the SHA-256 of the sentence list, the sentvec version and the cache format
+version. Any change of any component gives another digest, so stale vectors are never reused. An
+entry that cannot be read (truncated, wrong shape, non-finite values, key mismatch) is ignored
+with a :class:`CacheWarning` and recomputed.
+
+Location: ``directory`` argument, else ``$SENTVEC_CACHE``, else ``~/.cache/sentvec``. Nothing is
+created until the first write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
+
+#: Environment variable naming the cache directory.
+CACHE_ENV = "SENTVEC_CACHE"
+#: Bumped whenever the layout of cache entries (or the pooled values' definition) changes.
+CACHE_FORMAT_VERSION = 1
+#: Sub-directory of the cache root holding sentence-vector entries.
+VECTORS_SUBDIR = "vectors"
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was unusable (corrupt or mismatched) and is being recomputed."""
+
+
+def default_cache_dir() -> Path:
+    """Return the cache root: ``$SENTVEC_CACHE`` if set and non-empty, else ``~/.cache/sentvec``."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "sentvec"
+
+
+def sentences_sha256(sentences: Iterable[str]) -> tuple[str, int]:
+    """Return the SHA-256 (hex) of a sentence list and its length.
+
+    Each sentence is hashed as its UTF-8 byte length (8 bytes, little endian) followed by its
+    bytes, so ``["ab", "c"]`` and ``["a", "bc"]`` differ and order matters.
+    """
+    h = hashlib.sha256()
+    n = 0
+    for s in sentences:
+        b = s.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+        n += 1
+    return h.hexdigest(), n
+
+
+def fingerprint_path(path: str | os.PathLike[str]) -> str:
+    """Return a SHA-256 (hex) over the relative name, size and mtime (ns) of the files at ``path``.
+
+    ``path`` may be a file or a directory (walked recursively, hidden entries skipped). Rewriting
+    or touching a weight file changes the fingerprint; file contents are not read (fast for
+    gigabyte-sized weights).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    """
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"model path not found: {str(root)!r}")
+    if root.is_file():
+        files = [root]
+        base = root.parent
+    else:
+        base = root
+        files = sorted(
+            p for p in root.rglob("*")
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        )
+    h = hashlib.sha256()
+    for p in files:
+        st = p.stat()
+        h.update(f"{p.relative_to(base).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """Everything that determines a cached array of sentence vectors.
+
+    Attributes
+    ----------
+    model : str
+        Model name or resolved path, as the encoder describes itself.
+    model_fingerprint : str
+        :func:`fingerprint_path` of the model files, or a hash of the encoder configuration when
+        there are no local files.
+    text_variant : str
+        Which text was fed to the model (``"senteval"``: tokenized + lower-cased, or ``"raw"``),
+        or another label for non-STS text (e.g. ``"corpus:moses-lower"``).
+    pooling : str
+        Pooling (``"mean"``, ``"cls"``, ...), or several joined by ``+``.
+    max_length : int or None
+        Tokenizer truncation length (``None``: the model's maximum).
+    sentences_sha256 : str
+        :func:`sentences_sha256` of the sentence list, in order.
+    n_sentences : int
+        Number of sentences (rows of the cached array).
+    kind : str
+        What the array holds: ``"layers"`` (``(n, L+1, d)`` per-layer pooled vectors) or
+        ``"embeddings"`` (``(n, d)``).
+    config_sha256 : str
+        SHA-256 of the encoder's full ``config_dict()`` (covers options not listed above).
+    sentvec_version : str
+        Version of the code that computed the vectors.
+    format_version : int
+        :data:`CACHE_FORMAT_VERSION`.
+    """
+
+    model: str
+    model_fingerprint: str
+    text_variant: str
+    pooling: str
+    max_length: int | None
+    sentences_sha256: str
+    n_sentences: int
+    kind: str = "layers"
+    config_sha256: str = ""
+    sentvec_version: str = field(default_factory=lambda: _sentvec_version())
+    format_version: int = CACHE_FORMAT_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the key as a JSON-serialisable dict."""
+        return dataclasses.asdict(self)
+
+    def digest(self) -> str:
+        """Return the SHA-256 (hex) of the canonical JSON of the key: the entry's file name."""
+        return hashlib.sha256(_canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
+
+
+def _sentvec_version() -> str:
+    from sentvec import __version__
+
+    return __version__
+
+
+def _find_model_path(encoder: Any, config: Mapping[str, Any]) -> Path | None:
+    for attr in ("model_path", "name_or_path", "path"):
+        value = getattr(encoder, attr, None)
+        if isinstance(value, (str, os.PathLike)) and Path(value).expanduser().exists():
+            return Path(value).expanduser()
+    for name in ("model_path", "path", "name_or_path", "model"):
+        value = config.get(name)
+        if isinstance(value, str) and value and Path(value).expanduser().exists():
+            return Path(value).expanduser()
+    return None
+
+
+def encoder_cache_key(encoder: Any, sentences: list[str], *, kind: str = "layers",
+                      pooling: str | None = None, text_variant: str | None = None,
+                      max_length: int | None = None) -> CacheKey:
+    """Build the :class:`CacheKey` of ``encoder`` applied to ``sentences``.
+
+    The model identity comes from ``encoder.config_dict()`` (see
+    :func:`sentvec.encoders.base.describe_encoder`): its ``model``/``name_or_path`` entry names
+    the model; when a local model directory or file can be found, its files are fingerprinted
+    (names, sizes, mtimes), otherwise the fingerprint is the hash of the whole configuration.
+
+    Parameters
+    ----------
+    encoder : object
+        Any encoder; ``config_dict()`` is used when present.
+    sentences : list of str
+        The exact sentence list whose vectors are cached (order matters).
+    kind : str
+        ``"layers"`` or ``"embeddings"`` (see :class:`CacheKey`).
+    pooling, text_variant, max_length
+        Override what the configuration says (e.g. the pooling passed to ``encode_layers``).
+    """
+    from sentvec.encoders.base import describe_encoder, text_variant_of
+
+    config = describe_encoder(encoder)
+    config_hash = hashlib.sha256(_canonical_json(config).encode("utf-8")).hexdigest()
+    model = next((str(config[k]) for k in ("model", "name_or_path", "model_path", "path",
+                                          "encoder") if config.get(k)), type(encoder).__name__)
+    model_path = _find_model_path(encoder, config)
+    fingerprint = fingerprint_path(model_path) if model_path is not None else config_hash
+    if pooling is None:
+        pooling = str(config.get("pooling", ""))
+    if max_length is None:
+        ml = config.get("max_length")
+        max_length = int(ml) if isinstance(ml, (int, np.integer)) else None
+    if text_variant is None:
+        text_variant = text_variant_of(encoder)
+    digest, n = sentences_sha256(sentences)
+    return CacheKey(model=model, model_fingerprint=fingerprint, text_variant=str(text_variant),
+                    pooling=str(pooling), max_length=max_length, sentences_sha256=digest,
+                    n_sentences=n, kind=kind, config_sha256=config_hash)
+
+
+class VectorCache:
+    """Disk cache of sentence-vector arrays keyed by :class:`CacheKey`.
+
+    Parameters
+    ----------
+    directory : path-like, optional
+        Cache root (default :func:`default_cache_dir`). Entries go to ``<root>/vectors/``.
+    enabled : bool
+        ``False`` makes :meth:`load` always miss and :meth:`save` a no-op (``--no-cache``).
+    """
+
+    def __init__(self, directory: str | os.PathLike[str] | None = None, *,
+                 enabled: bool = True) -> None:
+        root = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        self.directory = root / VECTORS_SUBDIR
+        self.enabled = bool(enabled)
+
+    def paths(self, key: CacheKey) -> tuple[Path, Path]:
+        """Return ``(array_path, key_path)`` of the entry for ``key``."""
+        d = key.digest()
+        return self.directory / f"{d}.npy", self.directory / f"{d}.json"
+
+    def load(self, key: CacheKey) -> np.ndarray | None:
+        """Return the cached array for ``key``, or ``None`` on a miss.
+
+        A present but unusable entry (unreadable JSON or ``.npy``, a stored key different from
+        ``key``, a row count other than ``key.n_sentences``, a dtype other than float32 or
+        non-finite values) emits a :class:`CacheWarning` naming the file and the reason, and
+        counts as a miss.
+        """
+        if not self.enabled:
+            return None
+        arr_path, key_path = self.paths(key)
+        if not key_path.is_file():
+            return None
+        try:
+            stored = json.loads(key_path.read_text(encoding="utf-8"))
+            if stored != key.to_dict():
+                raise ValueError("stored key differs from the requested key")
+            arr = load_npy(arr_path)
+            if arr.dtype != np.float32:
+                raise ValueError(f"dtype {arr.dtype}, expected float32")
+            if arr.ndim < 2 or arr.shape[0] != key.n_sentences:
+                raise ValueError(f"shape {arr.shape}, expected {key.n_sentences} rows")
+            if not np.isfinite(arr).all():
+                raise ValueError("array holds non-finite values")
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            warnings.warn(f"ignoring unusable cache entry {str(key_path.with_suffix(''))!r}: "
+                          f"{exc}; recomputing", CacheWarning, stacklevel=2)
+            return None
+        return arr
+
+    def save(self, key: CacheKey, array: np.ndarray) -> None:
+        """Store ``array`` (float32, first axis = sentences) under ``key``, atomically.
+
+        The ``.npy`` file is written first and the key file last, so an interrupted write leaves
+        no entry that :meth:`load` would accept.
+
+        Raises
+        ------
+        ValueError
+            If the array's row count differs from ``key.n_sentences``.
+        """
+        if not self.enabled:
+            return
+        arr = np.ascontiguousarray(array, dtype=np.float32)
+        if arr.ndim < 2 or arr.shape[0] != key.n_sentences:
+            raise ValueError(f"array of shape {arr.shape} does not match "
+                             f"n_sentences={key.n_sentences}")
+        arr_path, key_path = self.paths(key)
+        atomic_save_npy(arr_path, arr)
+        atomic_write_json(key_path, key.to_dict())
+
+    def get_or_compute(self, key: CacheKey,
+                       compute: Callable[[], np.ndarray]) -> tuple[np.ndarray, bool]:
+        """Return ``(array, hit)``: the cached array, or ``compute()`` stored then returned."""
+        arr = self.load(key)
+        if arr is not None:
+            return arr, True
+        arr = np.ascontiguousarray(compute(), dtype=np.float32)
+        self.save(key, arr)
+        return arr, False

@@ -1,0 +1,216 @@
+"""Tests for sentvec.cache: key components, hits/misses, corrupt entries, location."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+from sentvec.cache import (
+    CACHE_ENV,
+    CacheKey,
+    CacheWarning,
+    VectorCache,
+    default_cache_dir,
+    encoder_cache_key,
+    fingerprint_path,
+    sentences_sha256,
+)
+
+SENTS = ["a man is playing a guitar .", "a woman slices an onion .", "it 's raining ."]
+
+
+def _key(**changes):
+    digest, n = sentences_sha256(SENTS)
+    base = CacheKey(model="minilm", model_fingerprint="f" * 64, text_variant="senteval",
+                    pooling="mean", max_length=None, sentences_sha256=digest, n_sentences=n,
+                    kind="layers", config_sha256="c" * 64)
+    return dataclasses.replace(base, **changes)
+
+
+def _array(n=3, layers=4, d=5, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, layers, d)).astype(np.float32)
+
+
+def test_sentences_sha256_matches_length_prefixed_oracle():
+    h = hashlib.sha256()
+    for s in SENTS:
+        b = s.encode("utf-8")
+        h.update(len(b).to_bytes(8, "little") + b)
+    assert sentences_sha256(SENTS) == (h.hexdigest(), 3)
+    # boundaries and order matter
+    assert sentences_sha256(["ab", "c"])[0] != sentences_sha256(["a", "bc"])[0]
+    assert sentences_sha256(["x", "y"])[0] != sentences_sha256(["y", "x"])[0]
+
+
+def test_roundtrip_and_hit(tmp_path):
+    cache = VectorCache(tmp_path)
+    key = _key()
+    arr = _array()
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return arr
+
+    out1, hit1 = cache.get_or_compute(key, compute)
+    out2, hit2 = cache.get_or_compute(key, compute)
+    assert (hit1, hit2) == (False, True)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(out2, arr)
+    assert out2.dtype == np.float32
+    npy, js = cache.paths(key)
+    assert npy.is_file() and js.is_file()
+    assert json.loads(js.read_text()) == key.to_dict()
+    assert npy.parent == tmp_path / "vectors"
+
+
+@pytest.mark.parametrize("change", [
+    {"model": "mpnet"},
+    {"model_fingerprint": "0" * 64},
+    {"text_variant": "raw"},
+    {"pooling": "cls"},
+    {"max_length": 128},
+    {"sentences_sha256": sentences_sha256(SENTS[::-1])[0]},
+    {"n_sentences": 4},
+    {"kind": "embeddings"},
+    {"config_sha256": "d" * 64},
+    {"sentvec_version": "0.0.0-other"},
+    {"format_version": 999},
+])
+def test_any_changed_key_component_misses(tmp_path, change):
+    cache = VectorCache(tmp_path)
+    cache.save(_key(), _array())
+    other = _key(**change)
+    assert other.digest() != _key().digest()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a plain miss must not warn
+        assert cache.load(other) is None
+    np.testing.assert_array_equal(cache.load(_key()), _array())
+
+
+def test_corrupt_array_is_recomputed_with_warning(tmp_path):
+    cache = VectorCache(tmp_path)
+    key = _key()
+    cache.save(key, _array(seed=1))
+    npy, _ = cache.paths(key)
+    npy.write_bytes(npy.read_bytes()[:40])  # truncated file
+    with pytest.warns(CacheWarning, match="unusable cache entry"):
+        out, hit = cache.get_or_compute(key, lambda: _array(seed=2))
+    assert not hit
+    np.testing.assert_array_equal(out, _array(seed=2))
+    # the entry was repaired
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(cache.load(key), _array(seed=2))
+
+
+@pytest.mark.parametrize("damage", ["json", "key_mismatch", "rows", "dtype", "nonfinite",
+                                    "missing_npy"])
+def test_other_damage_warns_and_misses(tmp_path, damage):
+    cache = VectorCache(tmp_path)
+    key = _key()
+    cache.save(key, _array())
+    npy, js = cache.paths(key)
+    if damage == "json":
+        js.write_text("{not json")
+    elif damage == "key_mismatch":
+        js.write_text(json.dumps(_key(pooling="max").to_dict()))
+    elif damage == "rows":
+        np.save(npy, _array(n=2))
+    elif damage == "dtype":
+        np.save(npy, _array().astype(np.float64))
+    elif damage == "nonfinite":
+        bad = _array()
+        bad[0, 0, 0] = np.nan
+        np.save(npy, bad)
+    elif damage == "missing_npy":
+        npy.unlink()
+    with pytest.warns(CacheWarning):
+        assert cache.load(key) is None
+
+
+def test_array_without_key_file_is_a_silent_miss(tmp_path):
+    cache = VectorCache(tmp_path)
+    key = _key()
+    cache.save(key, _array())
+    cache.paths(key)[1].unlink()  # as if interrupted before the commit marker
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.load(key) is None
+
+
+def test_disabled_cache_never_reads_or_writes(tmp_path):
+    VectorCache(tmp_path).save(_key(), _array())
+    off = VectorCache(tmp_path / "other", enabled=False)
+    off.save(_key(), _array())
+    assert not (tmp_path / "other").exists()
+    calls = []
+    off_same = VectorCache(tmp_path, enabled=False)
+    _, hit = off_same.get_or_compute(_key(), lambda: calls.append(1) or _array())
+    assert not hit and calls == [1]
+
+
+def test_save_rejects_row_mismatch(tmp_path):
+    with pytest.raises(ValueError, match="n_sentences=3"):
+        VectorCache(tmp_path).save(_key(), _array(n=5))
+
+
+def test_cache_dir_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "envcache"))
+    assert default_cache_dir() == tmp_path / "envcache"
+    VectorCache().save(_key(), _array())
+    assert len(list((tmp_path / "envcache" / "vectors").glob("*.npy"))) == 1
+    monkeypatch.delenv(CACHE_ENV)
+    assert default_cache_dir() == default_cache_dir().home() / ".cache" / "sentvec"
+
+
+def test_fingerprint_tracks_size_and_mtime(tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\0" * 100)
+    f1 = fingerprint_path(model)
+    assert fingerprint_path(model) == f1
+    st = (model / "model.safetensors").stat()
+    os.utime(model / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    f2 = fingerprint_path(model)
+    assert f2 != f1
+    (model / "model.safetensors").write_bytes(b"\0" * 101)
+    os.utime(model / "model.safetensors", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert fingerprint_path(model) not in (f1, f2)
+    with pytest.raises(FileNotFoundError, match="nope"):
+        fingerprint_path(tmp_path / "nope")
+
+
+class _FakeEncoder:
+    preferred_text_variant = "senteval"
+
+    def __init__(self, path, pooling="mean"):
+        self.model_path = str(path)
+        self.pooling = pooling
+
+    def config_dict(self):
+        return {"model": "fake", "model_path": self.model_path, "pooling": self.pooling,
+                "max_length": 64}
+
+    def encode(self, sentences, **kwargs):  # pragma: no cover - protocol only
+        raise NotImplementedError
+
+
+def test_encoder_cache_key_uses_files_and_config(tmp_path):
+    (tmp_path / "w.bin").write_bytes(b"123")
+    enc = _FakeEncoder(tmp_path)
+    key = encoder_cache_key(enc, SENTS)
+    assert key.model == "fake"
+    assert key.model_fingerprint == fingerprint_path(tmp_path)
+    assert (key.pooling, key.max_length, key.text_variant) == ("mean", 64, "senteval")
+    assert key.n_sentences == 3
+    assert encoder_cache_key(_FakeEncoder(tmp_path, "cls"), SENTS).digest() != key.digest()
+    assert encoder_cache_key(enc, SENTS, pooling="cls+mean").pooling == "cls+mean"
+    assert encoder_cache_key(enc, SENTS[:2]).digest() != key.digest()
