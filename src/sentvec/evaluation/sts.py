@@ -1,0 +1,573 @@
+"""STS readers (SentEval and raw layouts) and the WhiteningBERT STS protocol.
+
+Readers: :func:`load_sts` returns :class:`STSTask` objects (STS12-16, STS Benchmark, SICK-R)
+holding only the scored pairs. Scoring: :func:`score_sts` takes embeddings of
+:func:`unique_sentences` and computes cosine similarity, Spearman and Pearson correlation x 100
+per subset, three aggregations per task and optional whitening (WhiteningBERT Table 1
+protocol, see ``docs/whiteningbert.md``); :func:`evaluate_sts` encodes and scores in one go.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from sentvec._validation import check_choice, check_embeddings
+from sentvec.evaluation.results import (
+    AGGREGATIONS,
+    STSResult,
+    WhiteningInfo,
+    aggregate_scores,
+    correlations,
+)
+
+__all__ = [
+    "STS_TASKS", "STS_SUBSETS", "TEXT_VARIANTS", "STSSubset", "STSTask", "load_sts",
+    "unique_sentences", "score_sts", "evaluate_sts", "cosine_similarity_rows",
+]
+
+STS_TASKS: tuple[str, ...] = (
+    "STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
+#: Fixed subset lists (SentEval / WhiteningBERT); files are never globbed.
+STS_SUBSETS: dict[str, tuple[str, ...]] = {
+    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
+    "STS13": ("FNWN", "headlines", "OnWN"),
+    "STS14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
+    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
+    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
+}
+TextVariant = Literal["senteval", "raw"]
+TEXT_VARIANTS: tuple[str, ...] = ("senteval", "raw")
+_VARIANT_DIRS = {"senteval": "downstream", "raw": "raw"}
+#: Splits per task; SICK's "dev" is accepted as an alias of "trial" (SentEval's name for it).
+STS_SPLITS: dict[str, tuple[str, ...]] = {
+    **{name: ("test",) for name in STS_SUBSETS},
+    "STSBenchmark": ("train", "dev", "test"),
+    "SICKRelatedness": ("train", "trial", "test"),
+}
+_STSB_FILES = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
+_SICK_FILES = {"train": "SICK_train.txt", "trial": "SICK_trial.txt",
+               "test": "SICK_test_annotated.txt"}
+WhiteningMode = Literal["none", "year"]
+WHITENING_MODES: tuple[str, ...] = ("none", "year")
+
+
+@dataclass(frozen=True, eq=False)
+class STSSubset:
+    """The scored pairs of one STS subset (e.g. STS12 MSRpar, or the STS-B test split).
+
+    Attributes
+    ----------
+    name : str
+    sent1, sent2 : tuple of str, length n_pairs
+        The two sides of each pair, whitespace-stripped, otherwise as in the file.
+    gold : ndarray of shape (n_pairs,), float64, read-only
+        Gold similarity in [0, 5] (SICK relatedness in [1, 5]).
+    """
+
+    name: str
+    sent1: tuple[str, ...]
+    sent2: tuple[str, ...]
+    gold: np.ndarray
+
+    def __post_init__(self) -> None:
+        gold = np.array(self.gold, dtype=np.float64)
+        if gold.ndim != 1 or not (len(self.sent1) == len(self.sent2) == len(gold)):
+            raise ValueError(
+                f"subset {self.name!r}: sent1, sent2 and gold lengths differ "
+                f"({len(self.sent1)}, {len(self.sent2)}, {gold.shape})")
+        gold.setflags(write=False)
+        object.__setattr__(self, "sent1", tuple(self.sent1))
+        object.__setattr__(self, "sent2", tuple(self.sent2))
+        object.__setattr__(self, "gold", gold)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.gold)
+
+
+@dataclass(frozen=True, eq=False)
+class STSTask:
+    """One STS task (a SemEval year, STS-B or SICK-R) as a tuple of scored subsets.
+
+    Attributes
+    ----------
+    name : str
+        One of :data:`STS_TASKS` (any name for user-built tasks).
+    subsets : tuple of STSSubset
+    variant : {"senteval", "raw"}
+        Which text was read: SentEval's tokenised (lower-cased for STS) files or the raw ones.
+    split : str
+        ``"test"`` for STS12-16; the split of STS-B / SICK.
+    """
+
+    name: str
+    subsets: tuple[STSSubset, ...]
+    variant: str
+    split: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "subsets", tuple(self.subsets))
+
+    @property
+    def n_pairs(self) -> int:
+        return sum(s.n_pairs for s in self.subsets)
+
+    @property
+    def subset_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.subsets)
+
+
+# --------------------------------------------------------------------------- readers
+def _read_lines(path: Path) -> list[str]:
+    """UTF-8 lines without BOM and line terminators (\\n or \\r\\n); only \\n splits lines."""
+    if not path.is_file():
+        raise FileNotFoundError(f"STS data file not found: {str(path)!r}")
+    text = path.read_bytes().decode("utf-8-sig")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def _read_semeval(directory: Path, subset: str) -> STSSubset:
+    inp = directory / f"STS.input.{subset}.txt"
+    gs = directory / f"STS.gs.{subset}.txt"
+    pairs, golds = _read_lines(inp), _read_lines(gs)
+    if len(pairs) != len(golds):
+        raise ValueError(f"{str(inp)!r} has {len(pairs)} lines but {str(gs)!r} has {len(golds)}")
+    s1: list[str] = []
+    s2: list[str] = []
+    gold: list[float] = []
+    for i, (pair, g) in enumerate(zip(pairs, golds), 1):
+        g = g.strip()
+        if not g:  # unscored pair (STS15/16 hold the whole released set): skipped like SentEval
+            continue
+        fields = pair.split("\t")
+        if len(fields) < 2:  # raw STS16 has 4 columns (sentences + sources): take the first 2
+            raise ValueError(f"{str(inp)!r} line {i}: expected 2 tab-separated sentences")
+        s1.append(fields[0].strip())
+        s2.append(fields[1].strip())
+        gold.append(_parse_score(g, gs, i))
+    return STSSubset(subset, tuple(s1), tuple(s2), np.array(gold))
+
+
+def _parse_score(text: str, path: Path, line: int) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{str(path)!r} line {line}: score {text!r} is not a number") from None
+
+
+def _read_table(path: Path, *, name: str, score_col: int, sent_cols: tuple[int, int],
+                header: str | None) -> STSSubset:
+    """Tab-separated file, no CSV quoting (quotes are part of the sentences)."""
+    lines = _read_lines(path)
+    if header is not None and lines and lines[0].startswith(header):
+        lines = lines[1:]
+        first = 2
+    else:
+        first = 1
+    need = max(score_col, *sent_cols) + 1
+    s1: list[str] = []
+    s2: list[str] = []
+    gold: list[float] = []
+    for i, line in enumerate(lines, first):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < need:
+            raise ValueError(f"{str(path)!r} line {i}: expected at least {need} tab-separated "
+                             f"fields, got {len(fields)}")
+        s1.append(fields[sent_cols[0]].strip())
+        s2.append(fields[sent_cols[1]].strip())
+        gold.append(_parse_score(fields[score_col].strip(), path, i))
+    return STSSubset(name, tuple(s1), tuple(s2), np.array(gold))
+
+
+def _variant_root(base: Path, variant: str) -> Path:
+    """Find the folder holding ``STS/`` and/or ``SICK/`` for ``variant`` under ``base``."""
+    sub = _VARIANT_DIRS[variant]
+    for cand in (base / sub, base / "data" / sub, base):
+        if (cand / "STS").is_dir() or (cand / "SICK").is_dir():
+            return cand
+    return base / sub
+
+
+def _task_dir(root: Path, name: str) -> Path:
+    if name == "SICKRelatedness":
+        return root / "SICK"
+    if name == "STSBenchmark":
+        return root / "STS" / "STSBenchmark"
+    return root / "STS" / f"{name}-en-test"
+
+
+def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
+             variant: TextVariant = "senteval", split: str = "test") -> list[STSTask]:
+    """Read STS tasks (only their scored pairs).
+
+    Parameters
+    ----------
+    tasks : str or iterable of str, optional
+        Names from :data:`STS_TASKS` (SentEval's names); default all seven, in that order.
+    data_dir : path-like, optional
+        Root of the data. Default: ``sentvec._data.data_dir()`` (``$SENTVEC_DATA`` or the copy
+        shipped in the package). The variant's folder (``downstream/`` for "senteval", ``raw/``
+        for "raw") is looked up in ``data_dir``, in ``data_dir/data`` (a SentEval checkout), or
+        ``data_dir`` itself when it directly holds ``STS/`` and ``SICK/``.
+    variant : {"senteval", "raw"}
+        "senteval": SentEval's preprocessed files (Moses-tokenised; STS lower-cased), the text
+        WhiteningBERT evaluates on. "raw": the official untokenised, cased files.
+    split : str
+        "test" (default). STSBenchmark also has "train", "dev"; SICKRelatedness "train",
+        "trial" ("dev" is accepted as an alias). STS12-16 have only "test".
+
+    Returns
+    -------
+    list of STSTask
+
+    Notes
+    -----
+    STS12-16: fixed subset lists (:data:`STS_SUBSETS`); pairs with an empty gold line are skipped
+    (SentEval). STS-B: 7+ tab-separated fields, score = column 5, sentences = columns 6 and 7
+    (the official files have 9 fields on some lines and literal double quotes: no CSV
+    quoting). SICK: header line, sentences = columns 2, 3, relatedness = column 4. CRLF line ends
+    and a UTF-8 BOM are tolerated; sentences are whitespace-stripped.
+
+    Raises
+    ------
+    ValueError
+        Unknown task, variant or split (the message lists the options), or a malformed file.
+    FileNotFoundError
+        A data directory or file is missing (the message names the path).
+    """
+    from sentvec._data import data_dir as _data_dir
+
+    check_choice("variant", variant, TEXT_VARIANTS)
+    if tasks is None:
+        names = list(STS_TASKS)
+    elif isinstance(tasks, str):
+        names = [tasks]
+    else:
+        names = list(tasks)
+    for name in names:
+        check_choice("task", name, STS_TASKS)
+    all_splits = sorted(set(chain.from_iterable(STS_SPLITS.values())) | {"dev"})
+    check_choice("split", split, all_splits)
+    for name in names:
+        actual = "trial" if (name == "SICKRelatedness" and split == "dev") else split
+        if actual not in STS_SPLITS[name]:
+            raise ValueError(f"split={split!r} is invalid for task {name!r}; expected one of "
+                             f"{list(STS_SPLITS[name])}")
+    root = _variant_root(_data_dir(data_dir), variant)
+    out: list[STSTask] = []
+    for name in names:
+        directory = _task_dir(root, name)
+        if not directory.is_dir():
+            raise FileNotFoundError(f"STS task directory not found: {str(directory)!r}")
+        if name in STS_SUBSETS:
+            subsets = tuple(_read_semeval(directory, s) for s in STS_SUBSETS[name])
+            out.append(STSTask(name, subsets, variant, "test"))
+        elif name == "STSBenchmark":
+            sub = _read_table(directory / _STSB_FILES[split], name=split, score_col=4,
+                              sent_cols=(5, 6), header=None)
+            out.append(STSTask(name, (sub,), variant, split))
+        else:
+            actual = "trial" if split == "dev" else split
+            sub = _read_table(directory / _SICK_FILES[actual], name=actual, score_col=3,
+                              sent_cols=(1, 2), header="pair_ID")
+            out.append(STSTask(name, (sub,), variant, actual))
+    return out
+
+
+# --------------------------------------------------------------------------- scoring
+def _as_task_list(tasks: Any) -> list[STSTask]:
+    if isinstance(tasks, STSTask):
+        return [tasks]
+    items = list(tasks)
+    for i, t in enumerate(items):
+        if not isinstance(t, STSTask):
+            raise TypeError(f"tasks[{i}] must be an STSTask, got {type(t).__name__}")
+    if not items:
+        raise ValueError("tasks is empty")
+    names = [t.name for t in items]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate task names in tasks: {names}")
+    return items
+
+
+def unique_sentences(tasks: STSTask | Iterable[STSTask]) -> list[str]:
+    """Every distinct sentence of ``tasks``, in first-seen order (pair by pair, sent1 first)."""
+    seen: dict[str, None] = {}
+    for task in _as_task_list(tasks):
+        for sub in task.subsets:
+            for a, b in zip(sub.sent1, sub.sent2):
+                seen[a] = None
+                seen[b] = None
+    return list(seen)
+
+
+def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise cosine similarity of two (n, d) arrays.
+
+    Returns
+    -------
+    cos : ndarray of shape (n,), float64
+        Cosine of each row pair; 0.0 where a row is a zero vector (cosine undefined).
+    undefined : ndarray of shape (n,), bool
+        True where either row has zero norm.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    num = np.einsum("ij,ij->i", A, B)
+    den = np.sqrt(np.einsum("ij,ij->i", A, A)) * np.sqrt(np.einsum("ij,ij->i", B, B))
+    undefined = ~(den > 0)
+    cos = np.divide(num, den, out=np.zeros_like(num), where=~undefined)
+    return cos, undefined
+
+
+def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    out = []
+    for sub in task.subsets:
+        try:
+            i1 = np.fromiter((index[s] for s in sub.sent1), dtype=np.intp, count=sub.n_pairs)
+            i2 = np.fromiter((index[s] for s in sub.sent2), dtype=np.intp, count=sub.n_pairs)
+        except KeyError as exc:
+            missing = [s for s in chain(sub.sent1, sub.sent2) if s not in index]
+            raise KeyError(
+                f"{len(set(missing))} sentence(s) of {task.name}/{sub.name} are not in "
+                f"`sentences`, e.g. {exc.args[0]!r:.80}; embed unique_sentences(tasks)") from None
+        out.append((i1, i2))
+    return out
+
+
+def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embeddings: Any, *,
+              whitening: Any = "none", n_components: int | None = None,
+              aggregation: str = "mean", metadata: Mapping[str, Any] | None = None) -> STSResult:
+    """Score precomputed sentence embeddings on STS tasks.
+
+    Parameters
+    ----------
+    tasks : STSTask or iterable of STSTask
+    sentences : sequence of str, length n
+        ``embeddings[i]`` is the vector of ``sentences[i]``; every sentence of ``tasks`` must be
+        present (extra sentences are ignored; for duplicates the first occurrence is used).
+    embeddings : array-like of shape (n, d)
+    whitening : {"none", "year"} or fitted Whitening
+        "none": raw cosine. "year": WhiteningBERT's protocol: for each task, fit mu and Sigma on
+        both sentences of **all** scored pairs of the task (all subsets of a SemEval year,
+        duplicates kept; the split's own pairs for STS-B / SICK-R) and score every subset with
+        it. A fitted :class:`sentvec.Whitening` is applied to all sentences.
+    n_components : int, optional
+        Dimensions kept by "year" whitening (BERT-whitening's k); invalid with "none" or a
+        fitted instance.
+    aggregation : {"mean", "wmean", "all"}
+        Which task score :attr:`STSResult.task_scores` holds: unweighted mean over subsets
+        (WhiteningBERT, default), mean weighted by pair counts (SentEval), or Spearman over all
+        subsets' pairs concatenated (SimCSE). All three are kept in the result.
+    metadata : mapping, optional
+        Stored in the result (model, pooling, layers, ...); the tasks' text variant is added.
+
+    Returns
+    -------
+    STSResult
+        Spearman and Pearson correlations x 100.
+
+    Warns
+    -----
+    UserWarning
+        When a zero vector makes a cosine undefined (that pair's cosine is set to 0 and counted)
+        or a correlation is undefined (constant predictions: NaN, counted).
+
+    Raises
+    ------
+    KeyError
+        A task sentence is missing from ``sentences``.
+    ValueError
+        Bad shapes, non-finite embeddings, unknown modes.
+    """
+    task_list = _as_task_list(tasks)
+    check_choice("aggregation", aggregation, AGGREGATIONS)
+    sentences = list(sentences)
+    emb = check_embeddings(embeddings, name="embeddings")
+    if emb.shape[0] != len(sentences):
+        raise ValueError(f"embeddings has {emb.shape[0]} rows but sentences has {len(sentences)}")
+    fitted = None
+    if isinstance(whitening, str):
+        check_choice("whitening", whitening, WHITENING_MODES)
+        if whitening == "none" and n_components is not None:
+            raise ValueError("n_components applies to whitening; it is invalid with whitening='none'")
+    else:
+        from sklearn.utils.validation import check_is_fitted
+
+        if not callable(getattr(whitening, "transform", None)):
+            raise ValueError(f"whitening={whitening!r} is invalid; expected one of "
+                             f"{list(WHITENING_MODES)} or a fitted Whitening")
+        check_is_fitted(whitening)
+        if n_components is not None:
+            raise ValueError("n_components is invalid with an already fitted Whitening")
+        fitted = whitening
+    index: dict[str, int] = {}
+    for i, s in enumerate(sentences):
+        index.setdefault(s, i)
+
+    per_task_idx = [_pair_indices(t, index) for t in task_list]
+    shared = None
+    if fitted is not None:
+        used = np.unique(np.concatenate([np.concatenate(p) for t in per_task_idx for p in t]))
+        shared = (used, fitted.transform(emb[used]))
+
+    preds: dict[str, list[np.ndarray]] = {}
+    fit_sizes: dict[str, int] = {}
+    n_zero_vectors = n_zero_pairs = 0
+    for task, pairs in zip(task_list, per_task_idx):
+        rows = np.concatenate([np.concatenate(p) for p in pairs])
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        if shared is not None:
+            Z = shared[1][np.searchsorted(shared[0], uniq)]
+        elif whitening == "year":
+            from sentvec.whitening import Whitening
+
+            w = Whitening(n_components).fit(emb[rows])  # both sides of all pairs, duplicates kept
+            fit_sizes[task.name] = int(rows.shape[0])
+            Z = w.transform(emb[uniq])
+        else:
+            Z = emb[uniq]
+        zero = ~(np.einsum("ij,ij->i", Z, Z) > 0)
+        n_zero_vectors += int(zero.sum())
+        task_preds = []
+        start = 0
+        for i1, _ in pairs:
+            n = len(i1)
+            j1 = inverse[start:start + n]
+            j2 = inverse[start + n:start + 2 * n]
+            start += 2 * n
+            cos, undefined = cosine_similarity_rows(Z[j1], Z[j2])
+            n_zero_pairs += int(undefined.sum())
+            task_preds.append(cos)
+        preds[task.name] = task_preds
+    if n_zero_pairs:
+        warnings.warn(
+            f"score_sts: {n_zero_vectors} sentence vector(s) are zero, so the cosine of "
+            f"{n_zero_pairs} pair(s) is undefined; those cosines were set to 0",
+            UserWarning, stacklevel=2)
+
+    golds = {t.name: [s.gold for s in t.subsets] for t in task_list}
+    names = {t.name: list(t.subset_names) for t in task_list}
+    scores = aggregate_scores(preds, golds, names)
+    if scores.n_undefined:
+        warnings.warn(
+            f"score_sts: {scores.n_undefined} correlation(s) are undefined (constant predictions "
+            "or gold); they are NaN, and so is any aggregate that includes them",
+            UserWarning, stacklevel=2)
+    if fitted is not None:
+        info = WhiteningInfo(mode="fitted", n_components=int(getattr(fitted, "n_components_", 0))
+                             or None, fit_corpus="fitted Whitening instance",
+                             fit_size=int(getattr(fitted, "n_samples_seen_", 0)) or None)
+    elif whitening == "year":
+        info = WhiteningInfo(mode="year", n_components=n_components,
+                             fit_corpus="each task's scored pairs (both sides, duplicates kept)",
+                             fit_size=sum(fit_sizes.values()), fit_sizes=fit_sizes)
+    else:
+        info = WhiteningInfo(mode="none")
+    meta = dict(metadata or {})
+    variants = sorted({t.variant for t in task_list})
+    meta["text_variant"] = variants[0] if len(variants) == 1 else variants  # the text fed
+    return STSResult.from_scores(scores, aggregation=aggregation, whitening=info, metadata=meta,
+                                 n_zero_vectors=n_zero_vectors, n_zero_cosine_pairs=n_zero_pairs)
+
+
+def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
+                 n_components: int | None = None, aggregation: str = "mean",
+                 batch_size: int | None = None, show_progress_bar: bool | None = None,
+                 metadata: Mapping[str, Any] | None = None) -> STSResult:
+    """Encode the tasks' sentences with ``encoder`` and score them (see :func:`score_sts`).
+
+    Parameters
+    ----------
+    encoder : object with ``encode(sentences, **kw) -> ndarray (n, d)``
+    tasks : iterable of STSTask or of task names, optional
+        Default: all seven tasks, read with the encoder's preferred text variant
+        (``sentvec.encoders.base.text_variant_of``). Names are read the same way.
+    whitening : {"none", "year"}, fitted Whitening, list of str or ndarray
+        As :func:`score_sts`, plus a corpus to fit on: a list of sentences (encoded with the same
+        encoder in a second ``encode`` call) or an ndarray (n, d) of embeddings. The corpus and
+        its size are recorded in the result.
+    n_components : int, optional
+        Dimensions kept by the whitening fitted here ("year" or a corpus).
+    batch_size, show_progress_bar : optional
+        Passed to ``encoder.encode`` when not None.
+    metadata : mapping, optional
+        Added to the encoder's own description (``describe_encoder``).
+
+    Returns
+    -------
+    STSResult
+
+    Notes
+    -----
+    All distinct task sentences are encoded in ONE ``encode`` call (:func:`unique_sentences`).
+    """
+    from sentvec.encoders.base import describe_encoder, text_variant_of
+
+    if not callable(getattr(encoder, "encode", None)):
+        raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
+    if tasks is None:
+        task_list = load_sts(variant=text_variant_of(encoder))
+    elif isinstance(tasks, (str, STSTask)):
+        tasks = [tasks]
+        task_list = None
+    else:
+        tasks = list(tasks)
+        task_list = None
+    if task_list is None:
+        if all(isinstance(t, str) for t in tasks):
+            task_list = load_sts(tasks, variant=text_variant_of(encoder))
+        else:
+            task_list = _as_task_list(tasks)
+    kwargs: dict[str, Any] = {}
+    if batch_size is not None:
+        kwargs["batch_size"] = batch_size
+    if show_progress_bar is not None:
+        kwargs["show_progress_bar"] = show_progress_bar
+
+    def encode(items: list[str]) -> np.ndarray:
+        out = np.asarray(encoder.encode(items, **kwargs))
+        if out.ndim != 2 or out.shape[0] != len(items):
+            raise ValueError(f"encoder.encode returned shape {out.shape} for {len(items)} "
+                             "sentences; expected (n, d)")
+        return out
+
+    sentences = unique_sentences(task_list)
+    emb = encode(sentences)
+    corpus_info = None
+    if isinstance(whitening, np.ndarray) or (
+            isinstance(whitening, (list, tuple)) and not isinstance(whitening, str)):
+        from sentvec.whitening import Whitening
+
+        if isinstance(whitening, np.ndarray):
+            corpus = check_embeddings(whitening, name="whitening corpus", n_features=emb.shape[1])
+            desc = "embeddings array"
+        else:
+            from sentvec._validation import check_sentences
+
+            items, _ = check_sentences(whitening, name="whitening corpus")
+            corpus = encode(items)
+            desc = "sentences encoded with the evaluated encoder"
+        fitted = Whitening(n_components).fit(corpus)
+        corpus_info = WhiteningInfo(mode="corpus", n_components=n_components, fit_corpus=desc,
+                                    fit_size=int(corpus.shape[0]))
+        whitening, n_components = fitted, None
+    meta = describe_encoder(encoder)
+    meta.update(metadata or {})
+    result = score_sts(task_list, sentences, emb, whitening=whitening, n_components=n_components,
+                       aggregation=aggregation, metadata=meta)
+    if corpus_info is not None:
+        result = result.replace(whitening=corpus_info)
+    return result
