@@ -1,0 +1,578 @@
+"""TransformerEncoder: sentence vectors from a pre-trained transformer (WhiteningBERT, Sect. 3).
+
+A sentence vector pools the token vectors of chosen hidden states (``mean`` = token=AVG, ``cls``,
+or ``max``) and averages the pooled vectors of the chosen layers, ``s = (s^1 + s^L) / 2`` for the
+paper's "L1+L12". Whitening is a separate post-processing step (:class:`sentvec.Whitening`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from sentvec._io import atomic_write_json
+from sentvec._validation import check_choice, check_positive_int, check_sentences
+from sentvec.encoders.models import resolve_model
+from sentvec.encoders.pooling import (
+    MEAN_MODES,
+    POOLING_MODES,
+    MeanMode,
+    Pooling,
+    normalize_layers,
+    pool,
+    pool_all_layers,
+    pool_layers,
+)
+
+#: File written by ``save_pretrained`` next to the Hugging Face files.
+ENCODER_CONFIG_NAME = "sentvec_encoder.json"
+ENCODER_CONFIG_FORMAT = "sentvec-transformer-encoder"
+ENCODER_CONFIG_VERSION = 1
+
+DEFAULT_POOLING: Pooling = "mean"
+DEFAULT_LAYERS: tuple[int, ...] = (1, -1)
+DEFAULT_BATCH_SIZE = 32
+
+#: ``show_progress_bar=None`` shows a bar for at least this many distinct sentences (TTY only).
+AUTO_PROGRESS_MIN_SENTENCES = 1000
+#: Distinct sentences tokenized and length-sorted together (bounds memory for huge inputs).
+_CHUNK_SENTENCES = 32768
+#: A batch of short sentences may hold up to this many tokens (token budget: batch_size x 64),
+#: so short sentences go in bigger batches; a batch never exceeds ``4 * batch_size`` sentences.
+_TOKENS_PER_SLOT = 64
+_MAX_BATCH_GROWTH = 4
+
+
+class TruncationWarning(UserWarning):
+    """Some inputs were longer than the encoder's ``max_length`` and were truncated."""
+
+
+def _default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _model_max_length(model: Any, tokenizer: Any, model_dir: str | None) -> int:
+    """Longest input the model accepts (tokens, special tokens included).
+
+    ``max_seq_length`` from a sentence-transformers ``sentence_bert_config.json`` when present
+    (the length the model was trained and is used with), else the tokenizer's
+    ``model_max_length`` when it is set, capped by the position-embedding table.
+    """
+    pos = getattr(model.config, "max_position_embeddings", None)
+    tok = getattr(tokenizer, "model_max_length", None)
+    limit = tok if isinstance(tok, int) and 0 < tok < 1_000_000 else pos
+    if limit is None:
+        limit = 512
+    if isinstance(pos, int) and pos > 0:
+        limit = min(limit, pos)
+    if model_dir is not None:
+        st_config = Path(model_dir) / "sentence_bert_config.json"
+        if st_config.is_file():
+            try:
+                seq = json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length")
+            except (OSError, ValueError):
+                seq = None
+            if isinstance(seq, int) and 0 < seq < limit:
+                limit = seq
+    return int(limit)
+
+
+def _read_encoder_config(model_dir: str) -> dict[str, Any]:
+    path = Path(model_dir) / ENCODER_CONFIG_NAME
+    if not path.is_file():
+        return {}
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(cfg, dict) or cfg.get("format") != ENCODER_CONFIG_FORMAT:
+        raise ValueError(f"{str(path)!r} is not a sentvec encoder config (format != {ENCODER_CONFIG_FORMAT!r})")
+    if cfg.get("version", 0) > ENCODER_CONFIG_VERSION:
+        raise ValueError(
+            f"{str(path)!r} has version {cfg.get('version')}; this sentvec reads up to "
+            f"{ENCODER_CONFIG_VERSION}"
+        )
+    return cfg
+
+
+class TransformerEncoder:
+    """Sentence encoder over a Hugging Face encoder-only transformer (BERT, MPNet, RoBERTa, ...).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        An encoder returning ``last_hidden_state`` and, on request, ``hidden_states``.
+    tokenizer : transformers tokenizer
+        Its ``__call__`` must add the model's special tokens ([CLS] ... [SEP] for BERT).
+    pooling : {"mean", "cls", "max"}, default "mean"
+        Token pooling: masked mean over all real tokens including [CLS] and [SEP] (token=AVG),
+        first token's hidden vector (token=CLS, not ``pooler_output``), or masked max.
+    layers : int or sequence of int, default (1, -1)
+        Hugging Face ``hidden_states`` indices (0 = embedding output, l = transformer layer l,
+        negatives count from the end). Each chosen layer is pooled and the pooled vectors are
+        averaged; the default is the paper's L1 + L_last.
+    max_length : int, optional
+        Longest input in tokens (special tokens included); longer inputs are truncated with one
+        :class:`TruncationWarning` per call giving the count. Default: the model's limit
+        (``max_seq_length`` of a sentence-transformers config, else the tokenizer's
+        ``model_max_length`` capped by the position embeddings).
+    mean_mode : {"exact", "paper"}, default "exact"
+        ``"paper"`` divides the masked sum by n + 0.01 as the WhiteningBERT code does.
+    device : str or torch.device, optional
+        Default: ``"cuda"`` if available, else ``"cpu"``. The model is moved there.
+    name_or_path : str, optional
+        What the model was loaded from, for :meth:`config_dict`.
+
+    Raises
+    ------
+    ValueError
+        Unknown ``pooling`` or ``mean_mode`` (the message lists the options); a layer index out
+        of range (the message names the valid range); ``max_length`` above the model's limit.
+
+    Notes
+    -----
+    Torch's thread count is left as the user set it. Empty and whitespace-only strings are valid
+    inputs: they tokenize to ``[CLS] [SEP]`` and get that sequence's vector.
+    """
+
+    #: Text variant of the STS data this encoder is evaluated on by default (tokenized and
+    #: lower-cased SentEval files, as in WhiteningBERT's evaluation).
+    preferred_text_variant = "senteval"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        pooling: Pooling = DEFAULT_POOLING,
+        layers: int | Sequence[int] = DEFAULT_LAYERS,
+        max_length: int | None = None,
+        mean_mode: MeanMode = "exact",
+        device: str | torch.device | None = None,
+        name_or_path: str | None = None,
+        _model_dir: str | None = None,
+        _source_model: str | None = None,
+    ) -> None:
+        self._pooling: Pooling = check_choice("pooling", pooling, POOLING_MODES)
+        self._mean_mode: MeanMode = check_choice("mean_mode", mean_mode, MEAN_MODES)
+        config = model.config
+        self.num_layers = int(config.num_hidden_layers)
+        self.hidden_size = int(config.hidden_size)
+        self._layers_arg = (int(layers),) if isinstance(layers, (int, np.integer)) else tuple(int(x) for x in layers)
+        self._layer_idx = normalize_layers(self._layers_arg, self.num_layers + 1)
+        self._model_dir = _model_dir
+        model_limit = _model_max_length(model, tokenizer, _model_dir)
+        if max_length is None:
+            self._max_length = model_limit
+        else:
+            max_length = check_positive_int("max_length", max_length, minimum=2)
+            pos = getattr(config, "max_position_embeddings", None)
+            if isinstance(pos, int) and max_length > pos:
+                raise ValueError(
+                    f"max_length={max_length} is invalid; the model has {pos} position embeddings"
+                )
+            self._max_length = max_length
+        self.device = torch.device(device) if device is not None else _default_device()
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.name_or_path = name_or_path or getattr(config, "_name_or_path", None) or type(model).__name__
+        self._source_model = _source_model
+        self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_pretrained(
+        cls,
+        name_or_path: str | os.PathLike[str],
+        *,
+        pooling: Pooling | None = None,
+        layers: int | Sequence[int] | None = None,
+        max_length: int | None = None,
+        mean_mode: MeanMode | None = None,
+        device: str | torch.device | None = None,
+        **model_kwargs: Any,
+    ) -> TransformerEncoder:
+        """Load an encoder from an alias, a local Hugging Face directory or a hub name.
+
+        Parameters
+        ----------
+        name_or_path : str or path-like
+            ``"minilm"`` / ``"mpnet"`` (and their long names, see
+            :mod:`sentvec.encoders.models`), a local model directory (possibly written by
+            :meth:`save_pretrained`), or a hub name passed to ``transformers`` unchanged.
+        pooling, layers, max_length, mean_mode
+            ``None`` takes the value saved in the directory's ``sentvec_encoder.json`` if there
+            is one, else the defaults ``"mean"``, ``(1, -1)``, the model's limit, ``"exact"``.
+        device : str or torch.device, optional
+        **model_kwargs
+            Passed to ``transformers.AutoModel.from_pretrained`` (e.g. ``dtype``, or
+            ``num_hidden_layers=2`` to keep only the first two layers).
+
+        Raises
+        ------
+        FileNotFoundError
+            A path that does not exist or is not a model directory (no download is attempted),
+            or an alias whose packages are not installed.
+        OSError
+            ``transformers`` could not load a hub name (not cached and no network).
+        ValueError
+            Bad ``pooling``, ``layers``, ``mean_mode`` or ``max_length``.
+        """
+        if pooling is not None:
+            check_choice("pooling", pooling, POOLING_MODES)
+        if mean_mode is not None:
+            check_choice("mean_mode", mean_mode, MEAN_MODES)
+        resolved = resolve_model(name_or_path)
+        is_local = os.path.isdir(resolved)
+        saved = _read_encoder_config(resolved) if is_local else {}
+        from transformers import AutoModel, AutoTokenizer
+
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(resolved)
+            model = AutoModel.from_pretrained(resolved, **model_kwargs)
+        except OSError as exc:
+            if is_local:
+                raise
+            raise OSError(
+                f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a local "
+                f"directory, and transformers could not find it as a hub model ({exc})"
+            ) from exc
+        return cls(
+            model,
+            tokenizer,
+            pooling=pooling or saved.get("pooling", DEFAULT_POOLING),
+            layers=layers if layers is not None else tuple(saved.get("layers", DEFAULT_LAYERS)),
+            max_length=max_length if max_length is not None else saved.get("max_length"),
+            mean_mode=mean_mode or saved.get("mean_mode", "exact"),
+            device=device,
+            name_or_path=str(name_or_path),
+            _model_dir=resolved if is_local else None,
+            _source_model=saved.get("source_model"),
+        )
+
+    def with_options(self, **changes: Any) -> TransformerEncoder:
+        """A new encoder sharing this one's model and tokenizer, with some options changed.
+
+        Accepts ``pooling``, ``layers``, ``max_length``, ``mean_mode``; no weights are copied.
+        """
+        allowed = {"pooling", "layers", "max_length", "mean_mode"}
+        unknown = set(changes) - allowed
+        if unknown:
+            raise TypeError(f"with_options() got unexpected options {sorted(unknown)}; allowed: {sorted(allowed)}")
+        opts: dict[str, Any] = {
+            "pooling": self._pooling,
+            "layers": self._layers_arg,
+            "max_length": self._max_length,
+            "mean_mode": self._mean_mode,
+        }
+        opts.update(changes)
+        return type(self)(
+            self.model, self.tokenizer, device=self.device, name_or_path=self.name_or_path,
+            _model_dir=self._model_dir, _source_model=self._source_model, **opts,
+        )
+
+    # ------------------------------------------------------------------ description
+    @property
+    def pooling(self) -> Pooling:
+        """Token pooling mode."""
+        return self._pooling
+
+    @property
+    def layers(self) -> tuple[int, ...]:
+        """Hidden-state indices as given (may be negative)."""
+        return self._layers_arg
+
+    @property
+    def layer_indices(self) -> tuple[int, ...]:
+        """Hidden-state indices in ``[0, num_layers]``."""
+        return self._layer_idx
+
+    @property
+    def max_length(self) -> int:
+        """Longest input in tokens (special tokens included); longer inputs are truncated."""
+        return self._max_length
+
+    @property
+    def mean_mode(self) -> MeanMode:
+        return self._mean_mode
+
+    def get_sentence_embedding_dimension(self) -> int:
+        """Dimension d of the sentence vectors (the model's hidden size)."""
+        return self.hidden_size
+
+    def config_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description for result records."""
+        return {
+            "encoder": type(self).__name__,
+            "model": self.name_or_path,
+            "model_path": self._model_dir,
+            "source_model": self._source_model,
+            "model_type": getattr(self.model.config, "model_type", None),
+            "pooling": self._pooling,
+            "layers": list(self._layers_arg),
+            "layer_indices": list(self._layer_idx),
+            "mean_mode": self._mean_mode,
+            "max_length": self._max_length,
+            "hidden_size": self.hidden_size,
+            "num_layers": self.num_layers,
+            "text_variant": self.preferred_text_variant,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"TransformerEncoder({self.name_or_path!r}, pooling={self._pooling!r}, "
+            f"layers={self._layers_arg}, max_length={self._max_length}, device='{self.device}')"
+        )
+
+    # ------------------------------------------------------------------ encoding
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        show_progress_bar: bool | None = None,
+        normalize: bool = False,
+    ) -> np.ndarray:
+        """Encode sentences into vectors.
+
+        Parameters
+        ----------
+        sentences : str or sequence of str
+            Empty and whitespace-only strings are valid; they encode as ``[CLS] [SEP]``.
+        batch_size : int, default 32
+            Sentences per forward pass for typical lengths; batches of short sentences may hold
+            up to 4x more (a token budget of ``64 * batch_size``), long ones fewer.
+        show_progress_bar : bool, optional
+            ``None``: shown for at least 1,000 distinct sentences when stderr is a terminal.
+        normalize : bool, default False
+            Scale each vector to unit L2 norm.
+
+        Returns
+        -------
+        ndarray of shape (n, d), dtype float32
+            ``(0, d)`` for an empty list, ``(d,)`` for a single string. Each distinct sentence
+            is encoded once; its vector does not depend on the other sentences of the call.
+
+        Raises
+        ------
+        TypeError
+            If ``sentences`` is not a str or a sequence of str.
+
+        Warns
+        -----
+        TruncationWarning
+            Once per call if any input is longer than ``max_length`` tokens, with the count.
+        """
+        items, single = check_sentences(sentences)
+        need_all = self._layer_idx != (self.num_layers,)
+
+        def fn(out: Any, mask: torch.Tensor) -> torch.Tensor:
+            if not need_all:
+                return pool(out.last_hidden_state.float(), mask, self._pooling, mean_mode=self._mean_mode)
+            hs = [h.float() for h in out.hidden_states]
+            return pool_layers(hs, mask, self._pooling, self._layer_idx, mean_mode=self._mean_mode)
+
+        vecs = self._run(items, fn, (self.hidden_size,), need_all, batch_size, show_progress_bar)
+        if normalize:
+            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+            vecs = vecs / np.maximum(norms, np.finfo(np.float32).tiny)
+        return vecs[0] if single else vecs
+
+    def encode_layers(
+        self,
+        sentences: str | Sequence[str],
+        *,
+        pooling: Pooling | Sequence[Pooling] | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        show_progress_bar: bool | None = None,
+    ) -> np.ndarray | dict[str, np.ndarray]:
+        """Pooled vectors of every hidden state, from one forward pass per distinct sentence.
+
+        Parameters
+        ----------
+        sentences : str or sequence of str
+        pooling : str or tuple of str, optional
+            One mode (default: the encoder's) or several, e.g. ``("cls", "mean")``.
+        batch_size, show_progress_bar
+            As in :meth:`encode`.
+
+        Returns
+        -------
+        ndarray of shape (n, L + 1, d), dtype float32, or dict
+            ``out[:, l]`` is the vector of hidden state l (0 = embedding output), equal to
+            ``encode`` with ``layers=(l,)``; averaging ``out[:, [i, j]]`` over axis 1 equals
+            ``layers=(i, j)``. With a tuple of poolings: a dict pooling -> such an array.
+            A single string gives shape (L + 1, d).
+        """
+        if pooling is None:
+            modes: tuple[str, ...] = (self._pooling,)
+            as_dict = False
+        elif isinstance(pooling, str):
+            modes, as_dict = (pooling,), False
+        else:
+            modes, as_dict = tuple(pooling), True
+            if not modes:
+                raise ValueError("pooling=() is invalid; name at least one of " f"{sorted(POOLING_MODES)}")
+        for m in modes:
+            check_choice("pooling", m, POOLING_MODES)
+        items, single = check_sentences(sentences)
+        K = self.num_layers + 1
+
+        def fn(out: Any, mask: torch.Tensor) -> torch.Tensor:
+            hs = [h.float() for h in out.hidden_states]
+            return torch.stack(
+                [pool_all_layers(hs, mask, m, mean_mode=self._mean_mode) for m in modes], dim=1
+            )  # (B, P, K, d)
+
+        arr = self._run(items, fn, (len(modes), K, self.hidden_size), True, batch_size, show_progress_bar)
+        if single:
+            arr = arr[0]
+        if not as_dict:
+            return arr[..., 0, :, :]
+        return {m: np.ascontiguousarray(arr[..., i, :, :]) for i, m in enumerate(modes)}
+
+    # ------------------------------------------------------------------ internals
+    def _tokenize(self, texts: list[str]) -> tuple[list[list[int]], int, int]:
+        """Token ids per text (special tokens added, truncated to max_length).
+
+        Returns the id lists, the number of truncated texts and the longest original length.
+        """
+        tok = self.tokenizer
+        ids = tok(texts, add_special_tokens=True, truncation=False, padding=False,
+                  return_attention_mask=False, return_token_type_ids=False, verbose=False)["input_ids"]
+        ids = list(ids)
+        limit = self._max_length
+        too_long = [i for i, x in enumerate(ids) if len(x) > limit]
+        longest = max((len(ids[i]) for i in too_long), default=0)
+        if too_long:
+            cut = tok([texts[i] for i in too_long], add_special_tokens=True, truncation=True,
+                      max_length=limit, padding=False, return_attention_mask=False,
+                      return_token_type_ids=False, verbose=False)["input_ids"]
+            for i, x in zip(too_long, cut):
+                ids[i] = x
+        return ids, len(too_long), longest
+
+    def _batches(self, lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
+        """Split positions into batches of similar length, longest first, under a token budget."""
+        order = np.argsort(-lengths, kind="stable")
+        budget = batch_size * _TOKENS_PER_SLOT
+        cap = batch_size * _MAX_BATCH_GROWTH
+        batches, start, n = [], 0, len(order)
+        while start < n:
+            longest = int(lengths[order[start]])
+            size = max(1, min(cap, budget // max(longest, 1)))
+            batches.append(order[start:start + size])
+            start += size
+        return batches
+
+    def _run(
+        self,
+        items: list[str],
+        fn: Callable[[Any, torch.Tensor], torch.Tensor],
+        row_shape: tuple[int, ...],
+        hidden_states: bool,
+        batch_size: int,
+        show_progress_bar: bool | None,
+    ) -> np.ndarray:
+        """Encode the distinct items once; return fn's rows for every item, float32."""
+        batch_size = check_positive_int("batch_size", batch_size)
+        index: dict[str, int] = {}
+        inverse = np.fromiter((index.setdefault(s, len(index)) for s in items), dtype=np.int64, count=len(items))
+        unique = list(index)
+        out = np.empty((len(unique), *row_shape), dtype=np.float32)
+        if show_progress_bar is None:
+            show_progress_bar = len(unique) >= AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
+        n_truncated, longest = 0, 0
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(unique), desc="Encoding", unit="sent", disable=not show_progress_bar) as bar, \
+                torch.inference_mode():
+            for c0 in range(0, len(unique), _CHUNK_SENTENCES):
+                chunk = unique[c0:c0 + _CHUNK_SENTENCES]
+                ids, n_cut, long_ = self._tokenize(chunk)
+                n_truncated += n_cut
+                longest = max(longest, long_)
+                lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+                for batch in self._batches(lengths, batch_size):
+                    T = int(lengths[batch].max())
+                    input_ids = np.full((len(batch), T), self._pad_id, dtype=np.int64)
+                    mask = np.zeros((len(batch), T), dtype=np.int64)
+                    for r, j in enumerate(batch):
+                        row = ids[j]
+                        input_ids[r, :len(row)] = row
+                        mask[r, :len(row)] = 1
+                    ids_t = torch.from_numpy(input_ids).to(self.device)
+                    mask_t = torch.from_numpy(mask).to(self.device)
+                    res = self.model(input_ids=ids_t, attention_mask=mask_t,
+                                     output_hidden_states=hidden_states, return_dict=True)
+                    out[c0 + batch] = fn(res, mask_t).to("cpu", torch.float32).numpy()
+                    bar.update(len(batch))
+        if n_truncated:
+            warnings.warn(
+                f"{n_truncated} of {len(unique)} distinct sentences were longer than "
+                f"max_length={self._max_length} tokens (longest: {longest}) and were truncated "
+                f"to {self._max_length} tokens",
+                TruncationWarning,
+                stacklevel=3,
+            )
+        return out[inverse]
+
+    # ------------------------------------------------------------------ saving
+    def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
+        """Write the model, tokenizer and ``sentvec_encoder.json`` into directory ``path``.
+
+        The files are written into a temporary sibling directory first; a new ``path`` appears
+        in one rename, an existing one has each file replaced atomically (other files in it are
+        kept). Weights are saved as safetensors (no pickle). :meth:`from_pretrained` on ``path``
+        restores the pooling, layers, max_length and mean_mode.
+
+        Returns
+        -------
+        Path
+            ``path``.
+        """
+        target = Path(path)
+        if target.exists() and not target.is_dir():
+            raise FileExistsError(f"{str(target)!r} exists and is not a directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        try:
+            self.model.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            atomic_write_json(tmp / ENCODER_CONFIG_NAME, {
+                "format": ENCODER_CONFIG_FORMAT,
+                "version": ENCODER_CONFIG_VERSION,
+                "pooling": self._pooling,
+                "layers": list(self._layers_arg),
+                "max_length": self._max_length,
+                "mean_mode": self._mean_mode,
+                "source_model": self._source_model or self.name_or_path,
+            })
+            if not target.exists():
+                os.replace(tmp, target)
+                return target
+            if not any(target.iterdir()):
+                target.rmdir()
+                os.replace(tmp, target)
+                return target
+            names = sorted(p.name for p in tmp.iterdir())
+            names.remove(ENCODER_CONFIG_NAME)
+            for name in [*names, ENCODER_CONFIG_NAME]:  # the sentvec config last
+                dest = target / name
+                if dest.is_dir() and not dest.is_symlink():
+                    shutil.rmtree(dest)
+                os.replace(tmp / name, dest)
+            return target
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
