@@ -1,0 +1,584 @@
+"""Layer-combination analysis of WhiteningBERT (Figures 1 and 2 of Huang et al., 2021).
+
+All combinations are scored from one forward pass: the encoder's ``encode_layers`` pools every
+hidden state of every distinct STS sentence once, giving ``P`` of shape ``(n, L+1, d)``
+(index 0 = embedding output, index l = transformer layer l), and a combination of hidden states
+``(i, j, ...)`` is the **mean of the pooled per-layer vectors** ``P[:, (i, j, ...)].mean(1)``,
+scored with :func:`sentvec.evaluation.sts.score_sts`.
+
+For mean (token=AVG, exact or the authors' ``n + 0.01`` divisor) and CLS pooling, averaging the
+pooled vectors equals pooling the averaged token vectors, which is what the authors' code does
+(``LayerNPooling``), because both poolings are linear in the token vectors. For max pooling the
+two differ; sentvec then computes (and labels) the mean of the per-layer max-pooled vectors,
+which is also what ``TransformerEncoder.encode(layers=...)`` returns, so the search and
+``sentvec eval-sts`` always agree. The authors sum the two layers in their two-layer script; the
+sum and the mean differ by a factor only, which changes neither cosines nor whitened cosines.
+
+Figure 2 ranks, for each number m of combined hidden states, the best combination. As in the
+authors' ``evaluation_stsbenchmark_layerN.py`` (``itertools.combinations(range(13), N)``) the
+candidates include index 0 (the embedding output) unless asked otherwise. The search is
+exhaustive for every m with at most ``exhaustive_limit`` combinations (all 2^7 - 1 = 127 for a
+6-layer model) and a beam search above it (the ``beam_width`` best combinations of size m - 1,
+each extended by one more hidden state); each :class:`SizeBest` records which was used and how
+many of the C(K, m) combinations were scored.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+from sentvec._validation import check_choice, check_positive_int
+
+#: Whitening modes of the layer search: none, or fitted per STS year (the paper's protocol).
+LayerWhitening = Literal["none", "year"]
+LAYER_WHITENING_MODES: tuple[str, ...] = get_args(LayerWhitening)
+
+#: How a size-m group of combinations was searched.
+SearchMethod = Literal["exhaustive", "beam"]
+SEARCH_METHODS: tuple[str, ...] = get_args(SearchMethod)
+
+DEFAULT_EXHAUSTIVE_LIMIT = 128
+DEFAULT_BEAM_WIDTH = 8
+
+COMBINATION_NOTE = (
+    "combination = mean of the pooled per-layer sentence vectors; for mean and CLS pooling this "
+    "equals pooling the mean of the layers' token vectors (the authors' LayerNPooling); for max "
+    "pooling it does not (sentvec's encode(layers=...) computes the same mean of pooled vectors)"
+)
+
+
+def layer_label(layers: Sequence[int]) -> str:
+    """``(1, 6) -> "L1+L6"``; index 0 is the embedding output ``"L0"``."""
+    return "+".join(f"L{i}" for i in layers)
+
+
+def normalize_combination(layers: Sequence[int] | int, n_hidden_states: int) -> tuple[int, ...]:
+    """Validate hidden-state indices and return them as a sorted tuple in ``[0, K)``.
+
+    Negative indices count from the end (-1 = last layer).
+
+    Raises
+    ------
+    ValueError
+        Empty, non-integer, out-of-range or repeated indices (the message names the valid range).
+    """
+    if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
+        layers = (int(layers),)
+    items = tuple(layers)
+    if not items:
+        raise ValueError("layers=() is invalid; name at least one hidden state")
+    out = []
+    for raw in items:
+        if isinstance(raw, bool) or not isinstance(raw, (int, np.integer)):
+            raise ValueError(f"layers={items!r} is invalid; {raw!r} is not an integer")
+        if not -n_hidden_states <= int(raw) < n_hidden_states:
+            raise ValueError(f"layer index {raw} is out of range; valid hidden-state indices are "
+                             f"{-n_hidden_states}..{n_hidden_states - 1}")
+        out.append(int(raw) % n_hidden_states)
+    if len(set(out)) != len(out):
+        raise ValueError(f"layers={items!r} names a hidden state more than once")
+    return tuple(sorted(out))
+
+
+def _check_per_layer(per_layer: Any) -> np.ndarray:
+    P = np.asarray(per_layer)
+    if P.ndim != 3:
+        raise ValueError(f"per_layer must have shape (n_sentences, n_hidden_states, dim), "
+                         f"got {P.shape}")
+    if P.dtype not in (np.float32, np.float64):
+        raise TypeError(f"per_layer must be float32 or float64, got {P.dtype}")
+    return P
+
+
+def combine_layers(per_layer: np.ndarray, layers: Sequence[int] | int) -> np.ndarray:
+    """Mean of the pooled vectors of the chosen hidden states.
+
+    Parameters
+    ----------
+    per_layer : ndarray of shape (n_sentences, L + 1, d), float32
+        Pooled vectors of every hidden state (``TransformerEncoder.encode_layers``).
+    layers : int or sequence of int
+        Hidden-state indices (0 = embedding output, -1 = last layer).
+
+    Returns
+    -------
+    ndarray of shape (n_sentences, d), same dtype as ``per_layer``
+        ``per_layer[:, layers].mean(axis=1)`` computed in the input precision (a single layer is
+        returned as a copy of that layer).
+    """
+    P = _check_per_layer(per_layer)
+    idx = normalize_combination(layers, P.shape[1])
+    if len(idx) == 1:
+        return np.array(P[:, idx[0], :])
+    return P[:, list(idx), :].mean(axis=1, dtype=P.dtype)
+
+
+@dataclass(frozen=True)
+class CombinationScore:
+    """STS score of one combination of hidden states.
+
+    Attributes
+    ----------
+    layers : tuple of int
+        Sorted hidden-state indices (0 = embedding output).
+    whitening : {"none", "year"}
+    average : float
+        Mean of the task scores (Spearman rho x 100), the y value of Figures 1 and 2.
+    task_scores : tuple of (str, float)
+        Per-task scores in task order.
+    """
+
+    layers: tuple[int, ...]
+    whitening: str
+    average: float
+    task_scores: tuple[tuple[str, float], ...]
+
+    @property
+    def label(self) -> str:
+        """``"L1+L6"``."""
+        return layer_label(self.layers)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {"layers": list(self.layers), "label": self.label, "whitening": self.whitening,
+                "average": self.average, "task_scores": dict(self.task_scores)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CombinationScore":
+        """Inverse of :meth:`to_dict`."""
+        return cls(tuple(int(i) for i in d["layers"]), str(d["whitening"]), float(d["average"]),
+                   tuple((str(k), float(v)) for k, v in dict(d["task_scores"]).items()))
+
+
+class CombinationScorer:
+    """Scores layer combinations of fixed per-layer vectors, memoising each result.
+
+    Parameters
+    ----------
+    per_layer : ndarray of shape (n_sentences, L + 1, d)
+        Pooled per-layer vectors of ``sentences``.
+    tasks : list of STSTask
+        Tasks to score (from :func:`sentvec.evaluation.sts.load_sts`).
+    sentences : list of str
+        Row order of ``per_layer`` (normally ``unique_sentences(tasks)``).
+    aggregation : str
+        Passed to ``score_sts`` (``"mean"``: the paper's unweighted mean over subsets).
+    n_components : int, optional
+        Whitening dimension k (``None``: keep all d).
+    """
+
+    def __init__(self, per_layer: np.ndarray, tasks: Sequence[Any], sentences: Sequence[str], *,
+                 aggregation: str = "mean", n_components: int | None = None) -> None:
+        self.per_layer = _check_per_layer(per_layer)
+        if self.per_layer.shape[0] != len(sentences):
+            raise ValueError(f"per_layer has {self.per_layer.shape[0]} rows but "
+                             f"{len(sentences)} sentences were given")
+        self.tasks = list(tasks)
+        self.sentences = list(sentences)
+        self.aggregation = aggregation
+        self.n_components = n_components
+        self.n_hidden_states = int(self.per_layer.shape[1])
+        self._memo: dict[tuple[tuple[int, ...], str], CombinationScore] = {}
+        self.n_scored = 0
+        self.seconds = 0.0
+
+    def result(self, layers: Sequence[int] | int, whitening: str = "none") -> Any:
+        """Return the full ``STSResult`` of one combination (not memoised)."""
+        from sentvec.evaluation.sts import score_sts
+
+        check_choice("whitening", whitening, LAYER_WHITENING_MODES)
+        emb = combine_layers(self.per_layer, layers)
+        return score_sts(self.tasks, self.sentences, emb, whitening=whitening,
+                         n_components=self.n_components, aggregation=self.aggregation)
+
+    def score(self, layers: Sequence[int] | int, whitening: str = "none") -> CombinationScore:
+        """Return the (memoised) :class:`CombinationScore` of one combination."""
+        idx = normalize_combination(layers, self.n_hidden_states)
+        key = (idx, whitening)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        t0 = time.perf_counter()
+        res = self.result(idx, whitening)
+        self.seconds += time.perf_counter() - t0
+        self.n_scored += 1
+        out = CombinationScore(idx, whitening, float(res.average),
+                               tuple((str(k), float(v)) for k, v in dict(res.task_scores).items()))
+        self._memo[key] = out
+        return out
+
+
+def evaluate_pairs(scorer: CombinationScorer, *,
+                   whitening: Sequence[str] = LAYER_WHITENING_MODES) -> tuple[CombinationScore, ...]:
+    """Score every pair ``(i, j)``, ``i <= j`` (``i == j``: the single layer) of hidden states.
+
+    Returns
+    -------
+    tuple of CombinationScore
+        ``K (K + 1) / 2`` entries per whitening mode (28 for a 6-layer model), ordered by
+        whitening mode, then ``i``, then ``j``.
+    """
+    K = scorer.n_hidden_states
+    out = []
+    for w in whitening:
+        check_choice("whitening", w, LAYER_WHITENING_MODES)
+        for i in range(K):
+            for j in range(i, K):
+                out.append(scorer.score((i,) if i == j else (i, j), w))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class SizeBest:
+    """Best combination of exactly ``n_layers`` hidden states (one point of Figure 2).
+
+    Attributes
+    ----------
+    n_layers : int
+    whitening : {"none", "year"}
+    best : CombinationScore
+    n_evaluated : int
+        Combinations of this size that were scored.
+    n_possible : int
+        C(K, n_layers) for K candidate hidden states.
+    method : {"exhaustive", "beam"}
+    """
+
+    n_layers: int
+    whitening: str
+    best: CombinationScore
+    n_evaluated: int
+    n_possible: int
+    method: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {"n_layers": self.n_layers, "whitening": self.whitening,
+                "best": self.best.to_dict(), "n_evaluated": self.n_evaluated,
+                "n_possible": self.n_possible, "method": self.method}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SizeBest":
+        """Inverse of :meth:`to_dict`."""
+        return cls(int(d["n_layers"]), str(d["whitening"]),
+                   CombinationScore.from_dict(d["best"]), int(d["n_evaluated"]),
+                   int(d["n_possible"]), str(d["method"]))
+
+
+def search_combinations(scorer: CombinationScorer, *,
+                        whitening: Sequence[str] = LAYER_WHITENING_MODES,
+                        max_layers: int | None = None,
+                        include_embedding_layer: bool = True,
+                        exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+                        beam_width: int = DEFAULT_BEAM_WIDTH) -> tuple[SizeBest, ...]:
+    """Best combination for each number of combined hidden states (Figure 2).
+
+    Parameters
+    ----------
+    scorer : CombinationScorer
+    whitening : sequence of {"none", "year"}
+        Each mode is searched independently (the best combination may differ).
+    max_layers : int, optional
+        Largest number of combined hidden states (default: all candidates).
+    include_embedding_layer : bool
+        Whether hidden state 0 (the non-contextual embedding output) is a candidate; the
+        authors' search includes it.
+    exhaustive_limit : int
+        Sizes with at most this many combinations are searched exhaustively.
+    beam_width : int
+        Above the limit, the ``beam_width`` best combinations of the previous size are each
+        extended by one candidate (a greedy beam search: the optimum may be missed).
+
+    Returns
+    -------
+    tuple of SizeBest
+        One entry per (whitening mode, size), sizes ascending; ties broken by the
+        lexicographically smallest layer tuple.
+    """
+    exhaustive_limit = check_positive_int("exhaustive_limit", exhaustive_limit)
+    beam_width = check_positive_int("beam_width", beam_width)
+    candidates = tuple(range(0 if include_embedding_layer else 1, scorer.n_hidden_states))
+    K = len(candidates)
+    top = K if max_layers is None else min(check_positive_int("max_layers", max_layers), K)
+    out = []
+    for w in whitening:
+        check_choice("whitening", w, LAYER_WHITENING_MODES)
+        ranked: list[tuple[int, ...]] = []
+        for m in range(1, top + 1):
+            total = math.comb(K, m)
+            if total <= exhaustive_limit or not ranked:
+                combos = list(itertools.combinations(candidates, m))
+                method = "exhaustive"
+            else:
+                combos = sorted({tuple(sorted(seed + (c,))) for seed in ranked[:beam_width]
+                                 for c in candidates if c not in seed})
+                method = "beam"
+            scores = sorted((scorer.score(c, w) for c in combos),
+                            key=lambda s: (-s.average, s.layers))
+            ranked = [s.layers for s in scores]
+            out.append(SizeBest(m, w, scores[0], len(scores), total, method))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LayerTimings:
+    """Wall times of one layer analysis (seconds).
+
+    Attributes
+    ----------
+    forward_s : float
+        Computing (or loading from the cache) the per-layer vectors of all sentences.
+    cache_hit : bool
+        Whether the per-layer vectors came from the disk cache.
+    pairs_s : float
+        Scoring all pairs (Figure 1), both whitening modes.
+    search_s : float
+        Scoring the extra combinations of the size search (Figure 2).
+    n_scored : int
+        Distinct (combination, whitening) pairs scored.
+    """
+
+    forward_s: float
+    cache_hit: bool
+    pairs_s: float
+    search_s: float
+    n_scored: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {"forward_s": self.forward_s, "cache_hit": self.cache_hit,
+                "pairs_s": self.pairs_s, "search_s": self.search_s, "n_scored": self.n_scored}
+
+
+@dataclass(frozen=True)
+class LayerAnalysis:
+    """Result of :func:`analyze_layers`: Figure 1 (all pairs) and Figure 2 (best per size).
+
+    Attributes
+    ----------
+    model : str
+        Model name as given.
+    encoder : dict
+        The encoder's self-description (``config_dict()``).
+    pooling, text_variant, aggregation : str
+    n_components : int or None
+        Whitening dimension k (``None``: all d).
+    n_hidden_states : int
+        K = L + 1.
+    n_sentences : int
+        Distinct sentences encoded.
+    tasks : tuple of str
+    pairs : tuple of CombinationScore
+        Every ``(i, j)``, ``i <= j``, per whitening mode.
+    by_size : tuple of SizeBest
+        Best combination per size and whitening mode.
+    include_embedding_layer : bool
+        Whether hidden state 0 was a candidate of the size search.
+    exhaustive_limit, beam_width : int
+        Search budget (see :func:`search_combinations`).
+    timings : LayerTimings
+    combination : str
+        What a combination computes (see the module docstring).
+    """
+
+    model: str
+    encoder: dict[str, Any]
+    pooling: str
+    text_variant: str
+    aggregation: str
+    n_components: int | None
+    n_hidden_states: int
+    n_sentences: int
+    tasks: tuple[str, ...]
+    pairs: tuple[CombinationScore, ...]
+    by_size: tuple[SizeBest, ...]
+    include_embedding_layer: bool
+    exhaustive_limit: int
+    beam_width: int
+    timings: LayerTimings
+    combination: str = field(default=COMBINATION_NOTE)
+
+    @property
+    def whitening_modes(self) -> tuple[str, ...]:
+        """Whitening modes present, in order."""
+        return tuple(dict.fromkeys(p.whitening for p in self.pairs))
+
+    def pair_matrix(self, whitening: str = "none") -> np.ndarray:
+        """Figure 1 as a symmetric ``(K, K)`` float64 array (NaN where not scored)."""
+        M = np.full((self.n_hidden_states,) * 2, np.nan)
+        for p in self.pairs:
+            if p.whitening == whitening:
+                i, j = (p.layers[0], p.layers[-1])
+                M[i, j] = M[j, i] = p.average
+        return M
+
+    def best_pair(self, whitening: str = "none") -> CombinationScore:
+        """Best entry of Figure 1 for ``whitening`` (ties: smallest layer tuple)."""
+        cands = [p for p in self.pairs if p.whitening == whitening]
+        if not cands:
+            raise ValueError(f"no pair scores for whitening={whitening!r}; "
+                             f"available: {list(self.whitening_modes)}")
+        return min(cands, key=lambda s: (-s.average, s.layers))
+
+    def curve(self, whitening: str = "none") -> tuple[SizeBest, ...]:
+        """Figure 2 points for ``whitening``, sizes ascending."""
+        return tuple(s for s in self.by_size if s.whitening == whitening)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict (round-trips through :meth:`from_dict`)."""
+        return {
+            "model": self.model, "encoder": dict(self.encoder), "pooling": self.pooling,
+            "text_variant": self.text_variant, "aggregation": self.aggregation,
+            "n_components": self.n_components, "n_hidden_states": self.n_hidden_states,
+            "n_sentences": self.n_sentences, "tasks": list(self.tasks),
+            "combination": self.combination,
+            "search": {"include_embedding_layer": self.include_embedding_layer,
+                       "exhaustive_limit": self.exhaustive_limit, "beam_width": self.beam_width},
+            "timings": self.timings.to_dict(),
+            "pairs": [p.to_dict() for p in self.pairs],
+            "by_size": [s.to_dict() for s in self.by_size],
+        }
+
+    def to_json(self) -> str:
+        """Indented JSON text of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "LayerAnalysis":
+        """Inverse of :meth:`to_dict`."""
+        s, t = d["search"], d["timings"]
+        return cls(
+            model=str(d["model"]), encoder=dict(d["encoder"]), pooling=str(d["pooling"]),
+            text_variant=str(d["text_variant"]), aggregation=str(d["aggregation"]),
+            n_components=d["n_components"], n_hidden_states=int(d["n_hidden_states"]),
+            n_sentences=int(d["n_sentences"]), tasks=tuple(d["tasks"]),
+            pairs=tuple(CombinationScore.from_dict(p) for p in d["pairs"]),
+            by_size=tuple(SizeBest.from_dict(x) for x in d["by_size"]),
+            include_embedding_layer=bool(s["include_embedding_layer"]),
+            exhaustive_limit=int(s["exhaustive_limit"]), beam_width=int(s["beam_width"]),
+            timings=LayerTimings(float(t["forward_s"]), bool(t["cache_hit"]),
+                                 float(t["pairs_s"]), float(t["search_s"]), int(t["n_scored"])),
+            combination=str(d.get("combination", COMBINATION_NOTE)))
+
+    def to_markdown(self) -> str:
+        """Markdown: settings, the Figure-1 grids, the Figure-2 table and the timings."""
+        K = self.n_hidden_states
+        lines = [f"# Layer analysis: {self.model} ({self.pooling} pooling)", "",
+                 f"- Tasks: {', '.join(self.tasks)} ({self.n_sentences} distinct sentences, "
+                 f"text variant `{self.text_variant}`); score = {self.aggregation} over "
+                 "subsets per task, then mean of the task scores (Spearman rho x 100).",
+                 f"- Hidden states 0..{K - 1} (0 = embedding output, {K - 1} = last layer); "
+                 f"{self.combination}.",
+                 "- Whitening `year`: fitted per STS year on the sentences of all scored pairs of "
+                 "that year (STS-B / SICK-R: the test split), as in the paper"
+                 + ("" if self.n_components is None else f"; k = {self.n_components}") + ".", ""]
+        for w in self.whitening_modes:
+            M = self.pair_matrix(w)
+            best = self.best_pair(w)
+            lines += [f"## Figure 1: every pair (i, j), whitening = {w}", "",
+                      f"Best pair: **{best.label}** = {best.average:.2f}.", "",
+                      "| i \\ j | " + " | ".join(f"L{j}" for j in range(K)) + " |",
+                      "|---|" + "---:|" * K]
+            for i in range(K):
+                cells = [f"{M[i, j]:.2f}" if j >= i else "" for j in range(K)]
+                lines.append(f"| L{i} | " + " | ".join(cells) + " |")
+            lines.append("")
+        lines += ["## Figure 2: best combination per number of hidden states", "",
+                  "candidates: hidden states "
+                  + ("0" if self.include_embedding_layer else "1") + f"..{K - 1}; exhaustive "
+                  f"when C(K, m) <= {self.exhaustive_limit}, else beam search of width "
+                  f"{self.beam_width}.", "",
+                  "| whitening | m | best combination | avg | searched |", "|---|---:|---|---:|---|"]
+        for s in self.by_size:
+            lines.append(f"| {s.whitening} | {s.n_layers} | {s.best.label} | "
+                         f"{s.best.average:.2f} | {s.method} ({s.n_evaluated} of "
+                         f"{s.n_possible}) |")
+        t = self.timings
+        lines += ["", "## Wall times", "",
+                  f"- per-layer vectors: {t.forward_s:.1f} s "
+                  f"({'disk cache hit' if t.cache_hit else 'one forward pass'})",
+                  f"- all pairs scored: {t.pairs_s:.1f} s; size search (extra combinations): "
+                  f"{t.search_s:.1f} s; {t.n_scored} (combination, whitening) scorings in all",
+                  ""]
+        return "\n".join(lines)
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=120)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def plot_pair_heatmap(analysis: LayerAnalysis, path: Any) -> None:
+    """Write Figure 1 (annotated heat maps of all pairs, one panel per whitening mode) as PNG.
+
+    Uses matplotlib's Agg canvas directly (no pyplot, no global backend change); the file is
+    written atomically.
+    """
+    from sentvec._io import atomic_open
+
+    modes = analysis.whitening_modes
+    K = analysis.n_hidden_states
+    fig = _figure(4.2 * len(modes) + 0.8, 4.2)
+    for n, w in enumerate(modes):
+        ax = fig.add_subplot(1, len(modes), n + 1)
+        M = analysis.pair_matrix(w)
+        im = ax.imshow(M, cmap="RdYlBu_r", origin="upper")
+        best = analysis.best_pair(w)
+        for i in range(K):
+            for j in range(K):
+                if np.isfinite(M[i, j]):
+                    bold = (min(i, j), max(i, j)) == (best.layers[0], best.layers[-1])
+                    ax.text(j, i, f"{M[i, j]:.1f}", ha="center", va="center",
+                            fontsize=7 if K <= 8 else 5,
+                            fontweight="bold" if bold else "normal")
+        ticks = [f"L{i}" for i in range(K)]
+        ax.set_xticks(range(K), ticks, fontsize=7)
+        ax.set_yticks(range(K), ticks, fontsize=7)
+        ax.set_title(f"whitening={w}; best {best.label} = {best.average:.2f}", fontsize=9)
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    fig.suptitle(f"{analysis.model}: STS avg of every two-layer combination "
+                 f"({analysis.pooling} pooling)", fontsize=10)
+    fig.tight_layout()
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
+
+
+def plot_size_curve(analysis: LayerAnalysis, path: Any) -> None:
+    """Write Figure 2 (best STS average per number of combined hidden states) as PNG."""
+    from sentvec._io import atomic_open
+
+    fig = _figure(6.4, 4.0)
+    ax = fig.add_subplot(1, 1, 1)
+    for w, marker in zip(analysis.whitening_modes, "os"):
+        pts = analysis.curve(w)
+        if not pts:
+            continue
+        xs = [p.n_layers for p in pts]
+        ys = [p.best.average for p in pts]
+        ax.plot(xs, ys, marker=marker, label=f"whitening={w}")
+        for p in pts:
+            ax.annotate(p.best.label + ("*" if p.method == "beam" else ""),
+                        (p.n_layers, p.best.average), textcoords="offset points",
+                        xytext=(0, 6), ha="center", fontsize=6)
+    ax.set_xlabel("number of combined hidden states")
+    ax.set_ylabel("best STS avg (Spearman x 100)")
+    ax.set_title(f"{analysis.model}: best combination per size"
+                 + (" (* = beam search)" if any(s.method == "beam" for s in analysis.by_size)
+                    else ""), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")

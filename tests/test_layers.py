@@ -1,0 +1,199 @@
+"""Tests for sentvec.evaluation.layers: combination math, pair grid, size search, results, plots."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from sentvec.evaluation.layers import (
+    CombinationScorer,
+    LayerAnalysis,
+    LayerTimings,
+    combine_layers,
+    evaluate_pairs,
+    layer_label,
+    normalize_combination,
+    plot_pair_heatmap,
+    plot_size_curve,
+    search_combinations,
+)
+
+
+def _per_layer(n=6, K=5, d=4, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, K, d)).astype(np.float32)
+
+
+# ---------------------------------------------------------------- combination math
+
+def test_combine_layers_is_mean_of_chosen_layers():
+    P = _per_layer()
+    for layers in [(0,), (1, 4), (0, 2, 3), (4, 3, 1, 0)]:
+        want = np.zeros((P.shape[0], P.shape[2]), dtype=np.float64)
+        for i in layers:
+            want += P[:, i, :]
+        want /= len(layers)
+        got = combine_layers(P, layers)
+        assert got.dtype == np.float32 and got.shape == (6, 4)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(combine_layers(P, -1), P[:, 4])
+    np.testing.assert_array_equal(combine_layers(P, (1, -1)), combine_layers(P, (4, 1)))
+
+
+def test_two_layer_mean_is_bitwise_torch_stack_mean():
+    torch = pytest.importorskip("torch")
+    P = _per_layer(n=50, K=7, d=16, seed=3)
+    want = torch.stack([torch.from_numpy(P[:, 1]), torch.from_numpy(P[:, 6])]).mean(0).numpy()
+    np.testing.assert_array_equal(combine_layers(P, (1, 6)), want)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_pooling_then_averaging_vs_averaging_then_pooling(pooling):
+    torch = pytest.importorskip("torch")
+    from sentvec.encoders.pooling import average_layers, pool, pool_all_layers
+
+    g = torch.Generator().manual_seed(0)
+    hidden = [torch.randn(3, 5, 8, generator=g) for _ in range(4)]
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
+    per_layer = pool_all_layers(hidden, mask, pooling).numpy()
+    ours = combine_layers(per_layer, (1, 3))
+    token_avg_then_pool = pool(average_layers(hidden, (1, 3)), mask, pooling).numpy()
+    if pooling == "max":  # the documented exception: max is not linear
+        assert not np.allclose(ours, token_avg_then_pool, atol=1e-3)
+    else:
+        np.testing.assert_allclose(ours, token_avg_then_pool, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad, match", [((), "at least one"), ((1, 1), "more than once"),
+                                        ((5,), "out of range"), ((-6,), "out of range"),
+                                        ((1.5,), "not an integer")])
+def test_normalize_combination_errors(bad, match):
+    with pytest.raises(ValueError, match=match):
+        normalize_combination(bad, 5)
+
+
+def test_normalize_and_label():
+    assert normalize_combination((-1, 1), 7) == (1, 6)
+    assert layer_label((0, 1, 12)) == "L0+L1+L12"
+    with pytest.raises(ValueError, match="shape"):
+        combine_layers(np.zeros((3, 4)), (0,))
+
+
+# ---------------------------------------------------------------- search (synthetic scores)
+
+class _SyntheticScorer(CombinationScorer):
+    """Score = a fixed, known function of the layer set (no STS data needed)."""
+
+    def __init__(self, K, seed=0):
+        super().__init__(np.zeros((1, K, 2), np.float32), [], ["x"])
+        rng = np.random.default_rng(seed)
+        self.w = rng.standard_normal(K)
+        self.calls = 0
+
+    def truth(self, layers, whitening):
+        layers = tuple(sorted(layers))
+        base = float(np.mean(self.w[list(layers)])) - 0.15 * (len(layers) - 3) ** 2
+        return 50.0 + base + (1.0 if whitening == "year" else 0.0) * self.w[layers[0]]
+
+    def result(self, layers, whitening="none"):
+        self.calls += 1
+        layers = normalize_combination(layers, self.n_hidden_states)
+        avg = self.truth(layers, whitening)
+        return SimpleNamespace(average=avg, task_scores={"T": avg})
+
+
+def test_pairs_cover_upper_triangle_once():
+    s = _SyntheticScorer(7)
+    pairs = evaluate_pairs(s, whitening=("none", "year"))
+    assert len(pairs) == 2 * 28
+    got = {(p.layers, p.whitening) for p in pairs}
+    want = {((i,) if i == j else (i, j), w) for w in ("none", "year")
+            for i in range(7) for j in range(i, 7)}
+    assert got == want
+    assert s.calls == 56
+    evaluate_pairs(s)  # memoised: no new scoring
+    assert s.calls == 56 and s.n_scored == 56
+    for p in pairs:
+        assert p.average == pytest.approx(s.truth(p.layers, p.whitening))
+
+
+def test_exhaustive_search_matches_brute_force_for_7_states():
+    s = _SyntheticScorer(7, seed=1)
+    res = search_combinations(s, whitening=("none", "year"))
+    assert len(res) == 14
+    assert s.n_scored == 2 * 127  # every non-empty subset of 7 hidden states, per mode
+    for sb in res:
+        assert sb.method == "exhaustive" and sb.n_possible == math.comb(7, sb.n_layers)
+        assert sb.n_evaluated == sb.n_possible
+        brute = max(itertools.combinations(range(7), sb.n_layers),
+                    key=lambda c: s.truth(c, sb.whitening))
+        assert sb.best.layers == brute
+        assert sb.best.average == pytest.approx(s.truth(brute, sb.whitening))
+
+
+def test_search_without_embedding_layer_and_max_layers():
+    s = _SyntheticScorer(7, seed=2)
+    res = search_combinations(s, whitening=("none",), include_embedding_layer=False,
+                              max_layers=3)
+    assert [r.n_layers for r in res] == [1, 2, 3]
+    assert all(0 not in r.best.layers for r in res)
+    assert [r.n_possible for r in res] == [6, 15, 20]
+
+
+def test_beam_search_budget_for_13_states():
+    s = _SyntheticScorer(13, seed=3)
+    res = search_combinations(s, whitening=("none",), exhaustive_limit=100, beam_width=4)
+    methods = {r.n_layers: r.method for r in res}
+    assert methods[1] == methods[2] == methods[11] == methods[12] == methods[13] == "exhaustive"
+    assert all(methods[m] == "beam" for m in range(3, 11))  # C(13, m) > 100
+    for r in res:
+        if r.method == "beam":
+            assert r.n_evaluated <= 4 * (13 - r.n_layers + 1) < r.n_possible
+        # the reported best is the true score of that combination
+        assert r.best.average == pytest.approx(s.truth(r.best.layers, "none"))
+    assert s.n_scored < 1000 < 2 ** 13 - 1
+    # beam never reports more than the exhaustive optimum
+    for r in res:
+        opt = max(s.truth(c, "none") for c in itertools.combinations(range(13), r.n_layers))
+        assert r.best.average <= opt + 1e-12
+
+
+# ---------------------------------------------------------------- results and plots
+
+def _analysis(K=4):
+    s = _SyntheticScorer(K, seed=4)
+    pairs = evaluate_pairs(s)
+    sizes = search_combinations(s)
+    return LayerAnalysis(model="synthetic", encoder={"model": "synthetic"}, pooling="mean",
+                         text_variant="senteval", aggregation="mean", n_components=None,
+                         n_hidden_states=K, n_sentences=1, tasks=("T",), pairs=pairs,
+                         by_size=sizes, include_embedding_layer=True, exhaustive_limit=128,
+                         beam_width=8, timings=LayerTimings(1.0, False, 0.5, 0.25, s.n_scored))
+
+
+def test_analysis_matrix_best_and_json_roundtrip():
+    a = _analysis()
+    M = a.pair_matrix("none")
+    np.testing.assert_array_equal(M, M.T)
+    assert np.isfinite(M).all()
+    best = a.best_pair("year")
+    assert best.average == pytest.approx(np.nanmax(a.pair_matrix("year")))
+    back = LayerAnalysis.from_dict(json.loads(a.to_json()))
+    assert back == a
+    md = a.to_markdown()
+    assert "Figure 1" in md and "Figure 2" in md and best.label in md
+    with pytest.raises(ValueError, match="available"):
+        a.best_pair("corpus")
+
+
+def test_plots_write_png(tmp_path):
+    a = _analysis()
+    plot_pair_heatmap(a, tmp_path / "fig1.png")
+    plot_size_curve(a, tmp_path / "fig2.png")
+    for name in ("fig1.png", "fig2.png"):
+        data = (tmp_path / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
