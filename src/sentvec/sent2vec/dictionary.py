@@ -1,0 +1,468 @@
+"""The Sent2Vec vocabulary, built and ordered exactly as the official sent2vec code does it.
+
+Facts reproduced from epfml/sent2vec (``src/dictionary.cc``, ``src/model.cc``):
+
+* **Tokens.** The corpus is read byte by byte; the separators are space, ``\\n``, ``\\r``, ``\\t``,
+  ``\\v``, ``\\f`` and NUL. Each newline yields the end-of-sentence word ``</s>`` after the
+  line's words, so ``</s>`` is an ordinary vocabulary word whose count is the number of newlines,
+  and ``ntokens`` counts it. A last line without a newline gets no ``</s>``.
+* **Words and labels.** A token starting with ``__label__`` is a *label*, not a word; labels
+  sort after all words, are cut with ``minCountLabel``, and are never sentence features.
+* **Order.** Entries are kept in first-occurrence order, ``<PLACEHOLDER>`` (count 10^18) is
+  appended, the list is sorted with ``std::sort`` by (type, count descending), entries below
+  ``minCount`` are removed, and when ``maxVocabSize`` is set the list is sorted again and cut.
+  ``std::sort`` is not stable: ties are ordered by libstdc++'s introsort, emulated in
+  :mod:`sentvec.sent2vec._stdsort`. The placeholder therefore gets id 0; its count is then
+  reset to 0. (If more than 22.5 million distinct tokens are seen while reading, the official
+  code prunes rare ones on the fly; that is reproduced too.)
+* **Hashing.** The row of the n-gram starting at ``ids[i]`` is
+  ``nwords + h mod bucket`` with ``h = ids[i]``, then ``h = h * 116049371 + ids[j]`` in
+  unsigned 64-bit arithmetic (wrapping), computed on the ids left after out-of-vocabulary
+  tokens have been dropped. Repeats are kept.
+
+Only NumPy is imported here; the sort is compiled with Numba on first use for large vocabularies.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import re
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec.sent2vec._stdsort import std_sort_order
+
+#: End-of-sentence word added for every newline (official ``Dictionary::EOS``).
+EOS = "</s>"
+#: First vocabulary entry of every sent2vec model; replaces the target word in its context.
+PLACEHOLDER = "<PLACEHOLDER>"
+#: Official default label prefix (``-label``).
+LABEL_PREFIX = "__label__"
+#: Multiplier of the official n-gram hash (``Dictionary::addNgrams``).
+NGRAM_HASH_MULTIPLIER = 116049371
+#: The official hash table size; reading prunes once more than 0.75 of it is filled.
+MAX_VOCAB_SIZE = 30_000_000
+#: Count the official code gives ``<PLACEHOLDER>`` while sorting (reset to 0 afterwards).
+PLACEHOLDER_SORT_COUNT = 10**18
+#: Size of the official negative-sampling table (``NEGATIVE_TABLE_SIZE``).
+NEGATIVE_TABLE_SIZE = 10_000_000
+
+# bytes.split() splits on b" \t\n\r\x0b\x0c"; the official reader also splits on NUL.
+_NUL = b"\x00"
+_EOS_B = EOS.encode()
+_PLACEHOLDER_B = PLACEHOLDER.encode()
+_SEPARATORS_RE = re.compile("[ \t\n\r\x0b\x0c\x00]+")
+_TYPE_WORD, _TYPE_LABEL = 0, 1
+
+
+def split_tokens(text: str) -> list[str]:
+    """Split ``text`` into tokens with the official reader's separators.
+
+    The separators are space, ``\\n``, ``\\r``, ``\\t``, ``\\v``, ``\\f`` and NUL, and nothing
+    else (unlike :meth:`str.split`, non-breaking and other Unicode spaces stay inside tokens).
+    A newline is treated as one more separator here; the official reader would end the sentence
+    there (see :meth:`sentvec.sent2vec.model.Sent2Vec.encode`).
+    """
+    return [t for t in _SEPARATORS_RE.split(text) if t]
+
+
+def _sort_keys(counts: np.ndarray, types: np.ndarray) -> np.ndarray:
+    # comparator: type ascending, then count descending  ->  key = type * 2**61 - count
+    return types.astype(np.int64) * (1 << 61) - counts.astype(np.int64)
+
+
+class Dictionary:
+    """Sent2Vec vocabulary: word ids in the official order, counts and n-gram hashing.
+
+    Parameters
+    ----------
+    words : sequence of str
+        Word of each id (``nwords`` entries). Bytes that are not UTF-8 are kept as lone
+        surrogates (``errors="surrogateescape"``) so files round-trip byte for byte.
+    counts : array-like of int, shape (nwords,)
+        Corpus count of each word (0 for ``<PLACEHOLDER>``).
+    ntokens : int
+        Tokens read from the corpus, as the official code counts them (every token including
+        ``</s>`` and labels).
+    bucket : int
+        Number of hash buckets for word n-grams (rows after the ``nwords`` word rows).
+    word_ngrams : int
+        Longest word n-gram used as a feature (2 = unigrams and bigrams).
+    labels, label_counts : sequence, optional
+        Label entries (tokens with the label prefix) that follow the words in the official file;
+        empty for every normal sent2vec model.
+    pruneidx_size : int, default -1
+        Official ``pruneidx_size_`` field (-1: no pruning; only quantized models prune).
+    prune_pairs : ndarray of shape (k, 2), int32, optional
+        Official pruning map, kept only so a file round-trips unchanged.
+
+    Attributes
+    ----------
+    words : list of str
+        ``words[i]`` is the word with id ``i``.
+    counts : ndarray of shape (nwords,), int64
+    nwords, nlabels, ntokens, bucket, word_ngrams : int
+    """
+
+    def __init__(self, words: Iterable[str], counts: Any, *, ntokens: int, bucket: int,
+                 word_ngrams: int, labels: Iterable[str] = (), label_counts: Any = (),
+                 pruneidx_size: int = -1, prune_pairs: Any = None) -> None:
+        self.words: list[str] = list(words)
+        self.counts: np.ndarray = np.asarray(counts, dtype=np.int64).reshape(-1)
+        self.labels: list[str] = list(labels)
+        self.label_counts: np.ndarray = np.asarray(label_counts, dtype=np.int64).reshape(-1)
+        if len(self.words) != self.counts.shape[0]:
+            raise ValueError(f"{len(self.words)} words but {self.counts.shape[0]} counts")
+        if len(self.labels) != self.label_counts.shape[0]:
+            raise ValueError(f"{len(self.labels)} labels but {self.label_counts.shape[0]} counts")
+        for w in self.words:
+            if not isinstance(w, str):
+                raise TypeError(f"words must be str, got {type(w).__name__}: {w!r:.60}")
+        if int(bucket) < 0:
+            raise ValueError(f"bucket={bucket!r} is invalid; expected an integer >= 0")
+        if int(word_ngrams) < 1:
+            raise ValueError(f"word_ngrams={word_ngrams!r} is invalid; expected an integer >= 1")
+        if int(word_ngrams) > 1 and int(bucket) == 0:
+            raise ValueError(f"word_ngrams={word_ngrams} needs bucket > 0 (got bucket=0)")
+        if int(ntokens) < 0:
+            raise ValueError(f"ntokens={ntokens!r} is invalid; expected an integer >= 0")
+        self.ntokens = int(ntokens)
+        self.bucket = int(bucket)
+        self.word_ngrams = int(word_ngrams)
+        self.pruneidx_size = int(pruneidx_size)
+        self.prune_pairs = (np.zeros((0, 2), dtype=np.int32) if prune_pairs is None
+                            else np.asarray(prune_pairs, dtype=np.int32).reshape(-1, 2))
+        self._word2id: dict[str, int] | None = None
+
+    # ------------------------------------------------------------------ basic queries
+    @property
+    def nwords(self) -> int:
+        """Number of words (rows ``0 .. nwords-1`` of the input matrix)."""
+        return len(self.words)
+
+    @property
+    def nlabels(self) -> int:
+        """Number of label entries (0 for normal sent2vec models)."""
+        return len(self.labels)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __repr__(self) -> str:
+        return (f"Dictionary(nwords={self.nwords}, ntokens={self.ntokens}, bucket={self.bucket}, "
+                f"word_ngrams={self.word_ngrams})")
+
+    @property
+    def word2id(self) -> dict[str, int]:
+        """Mapping word -> id (built on first use). A duplicated word maps to its last id,
+        as the official hash table does."""
+        if self._word2id is None:
+            self._word2id = {w: i for i, w in enumerate(self.words)}
+        return self._word2id
+
+    def get_id(self, word: str) -> int:
+        """Id of ``word``, or -1 if it is not a vocabulary word (labels are not words)."""
+        return self.word2id.get(word, -1)
+
+    @property
+    def placeholder_id(self) -> int:
+        """Id of ``<PLACEHOLDER>`` (0 in every official sent2vec model), or -1 if absent."""
+        return 0 if self.words and self.words[0] == PLACEHOLDER else self.get_id(PLACEHOLDER)
+
+    @property
+    def eos_id(self) -> int:
+        """Id of the end-of-sentence word ``</s>``, or -1 if absent."""
+        return self.get_id(EOS)
+
+    def ids(self, tokens: Iterable[str]) -> np.ndarray:
+        """Ids of the in-vocabulary ``tokens``, in order; unknown tokens are dropped.
+
+        A plain lookup: repeats are kept, and a literal ``</s>`` maps to the EOS id (the
+        official reader would end the sentence there; ``Sent2Vec.encode`` ignores it).
+
+        Returns
+        -------
+        ndarray of shape (k,), int32
+        """
+        get = self.word2id.get
+        found = [i for i in (get(t, -1) for t in tokens) if i >= 0]
+        return np.asarray(found, dtype=np.int32)
+
+    def feature_rows(self, ids: np.ndarray) -> np.ndarray:
+        """Input-matrix rows of a sentence: its word ids, then its hashed n-grams.
+
+        Parameters
+        ----------
+        ids : ndarray of shape (k,), int
+            In-vocabulary word ids (out-of-vocabulary tokens already dropped).
+
+        Returns
+        -------
+        ndarray of shape (k + n_ngrams,), int64
+            The official feature list (``Dictionary::addNgrams(line, wordNgrams)``).
+        """
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        return np.concatenate([ids, ngram_rows(ids, self.nwords, self.bucket, self.word_ngrams)])
+
+    # ------------------------------------------------------------------ training tables
+    def keep_probabilities(self, t: float) -> np.ndarray:
+        """Probability of keeping each word as a training target (official discard table).
+
+        ``p = sqrt(t / f) + t / f`` with ``f = count / ntokens`` computed in float32, exactly as
+        ``Dictionary::initTableDiscard`` (paper §2.1 writes min(1, ·); a value >= 1 always keeps).
+        The placeholder's entry uses the count 10^18 it has when the official table is built.
+
+        Returns
+        -------
+        ndarray of shape (nwords,), float32
+        """
+        t = float(t)
+        if not (t > 0 and np.isfinite(t)):
+            raise ValueError(f"t={t!r} is invalid; expected a finite number > 0")
+        counts = self.counts.copy()
+        if self.placeholder_id == 0:
+            counts[0] = PLACEHOLDER_SORT_COUNT
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            f = counts.astype(np.float32) / np.float32(self.ntokens)
+            r = t / f.astype(np.float64)
+            return (np.sqrt(r) + r).astype(np.float32)
+
+    def negative_table(self, size: int = NEGATIVE_TABLE_SIZE) -> np.ndarray:
+        """Unshuffled negative-sampling table: word ``i`` repeated in proportion to count^0.5.
+
+        Built like ``Model::initTableNegatives``: ``z`` is the float32 running sum of
+        ``count**0.5``, and word ``i`` fills ``ceil(float32(float32(c_i * size) / z))`` slots with
+        ``c_i = float32(count_i**0.5)`` (the placeholder, count 0, gets none). The official code
+        then shuffles it with each thread's RNG; so must the caller.
+
+        Returns
+        -------
+        ndarray of shape (~size,), int32
+        """
+        size = int(size)
+        if size < 1:
+            raise ValueError(f"size={size!r} is invalid; expected an integer >= 1")
+        roots = np.sqrt(self.counts.astype(np.float64))
+        z = np.zeros(1, dtype=np.float32)
+        for r in roots.tolist():  # sequential float32 accumulation of double terms
+            z[0] = float(z[0]) + r
+        c = roots.astype(np.float32)
+        q = (c * np.float32(size)) / z[0]
+        reps = np.ceil(q.astype(np.float64)).astype(np.int64)
+        reps[q <= 0] = 0
+        return np.repeat(np.arange(self.nwords, dtype=np.int32), reps)
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def from_corpus(cls, path_or_lines: str | os.PathLike[str] | Iterable[str | bytes], *,
+                    min_count: int = 5, min_count_label: int = 0,
+                    max_vocab_size: int | None = None, bucket: int = 2_000_000,
+                    word_ngrams: int = 2, label_prefix: str = LABEL_PREFIX) -> Dictionary:
+        """Count a corpus and build the vocabulary in the official order.
+
+        Parameters
+        ----------
+        path_or_lines : path or iterable of str/bytes
+            A text file (one sentence per line; ``.xz``, ``.gz`` and ``.bz2`` are decompressed),
+            read as a stream, or an iterable of lines (each item is one line; a missing final
+            ``"\\n"`` is added, so every item ends with ``</s>``).
+        min_count : int, default 5
+            Words seen fewer times are dropped (``-minCount``).
+        min_count_label : int, default 0
+            Same for labels (``-minCountLabel``; labels are rare in sent2vec corpora).
+        max_vocab_size : int or None
+            Keep at most this many entries, ``<PLACEHOLDER>`` included (``-maxVocabSize``).
+        bucket, word_ngrams : int
+            Stored for hashing (``-bucket``, ``-wordNgrams``).
+        label_prefix : str, default "__label__"
+            Tokens starting with it are labels (``-label``).
+
+        Returns
+        -------
+        Dictionary
+
+        Raises
+        ------
+        FileNotFoundError
+            If the path does not exist.
+        ValueError
+            If a parameter is invalid, or no word reaches ``min_count`` (the vocabulary would hold
+            only ``<PLACEHOLDER>``).
+        """
+        for name, v, lo in (("min_count", min_count, 0), ("min_count_label", min_count_label, 0),
+                            ("bucket", bucket, 0), ("word_ngrams", word_ngrams, 1)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+                raise ValueError(f"{name}={v!r} is invalid; expected an integer >= {lo}")
+        if max_vocab_size is not None and (isinstance(max_vocab_size, bool) or not isinstance(
+                max_vocab_size, (int, np.integer)) or max_vocab_size < 1):
+            raise ValueError(f"max_vocab_size={max_vocab_size!r} is invalid; "
+                             "expected None or an integer >= 1")
+        prefix = label_prefix.encode("utf-8")
+        counter, ntokens = _count_tokens(_iter_byte_lines(path_or_lines), prefix)
+        keys = list(counter)
+        counts = np.fromiter(counter.values(), dtype=np.int64, count=len(keys))
+        keys.append(_PLACEHOLDER_B)  # appended even if the corpus contains it, as officially
+        counts = np.append(counts, np.int64(PLACEHOLDER_SORT_COUNT))
+        types = np.array([_TYPE_LABEL if k.startswith(prefix) else _TYPE_WORD for k in keys],
+                         dtype=np.int8)
+        keys, counts, types = _threshold(keys, counts, types, min_count, min_count_label)
+        if max_vocab_size is not None and max_vocab_size < len(keys):
+            order = std_sort_order(_sort_keys(counts, types))[:max_vocab_size]
+            keys = [keys[i] for i in order]
+            counts, types = counts[order], types[order]
+        nwords = int((types == _TYPE_WORD).sum())
+        if nwords <= 1:
+            raise ValueError(f"empty vocabulary: no word occurs at least min_count={min_count} "
+                             f"times in {ntokens} tokens")
+        counts = counts.copy()
+        counts[0] = 0  # placeholder (official: count reset after the discard table is built)
+        dec = [k.decode("utf-8", "surrogateescape") for k in keys]
+        return cls(dec[:nwords], counts[:nwords], ntokens=ntokens, bucket=bucket,
+                   word_ngrams=word_ngrams, labels=dec[nwords:], label_counts=counts[nwords:])
+
+
+# ---------------------------------------------------------------------- hashing
+def ngram_rows(ids: np.ndarray, nwords: int, bucket: int, n: int) -> np.ndarray:
+    """Input-matrix rows of the word n-grams (2 <= length <= n) of one sentence.
+
+    Official order: for each start position i, the n-grams starting at i by increasing length.
+    ``h`` starts at ``ids[i]`` and becomes ``h * 116049371 + ids[j]`` in uint64 arithmetic
+    (wrapping on overflow, as C++ ``uint64_t``); the row is ``nwords + h mod bucket``.
+
+    Parameters
+    ----------
+    ids : ndarray of shape (k,), int
+        In-vocabulary ids of the sentence (out-of-vocabulary tokens already dropped).
+    nwords, bucket, n : int
+
+    Returns
+    -------
+    ndarray of shape (m,), int64
+    """
+    ids = np.asarray(ids).reshape(-1).astype(np.uint64)
+    k = ids.shape[0]
+    if n < 2 or k < 2:
+        return np.zeros(0, dtype=np.int64)
+    if bucket <= 0:
+        raise ValueError("bucket must be > 0 to hash word n-grams")
+    mult = np.uint64(NGRAM_HASH_MULTIPLIER)
+    width = n - 1
+    table = np.full((k, width), -1, dtype=np.int64)
+    h = ids.copy()
+    with np.errstate(over="ignore"):
+        for step in range(1, n):
+            valid = k - step
+            if valid <= 0:
+                break
+            h = h[:valid] * mult + ids[step:]
+            table[:valid, step - 1] = (h % np.uint64(bucket)).astype(np.int64)
+    flat = table.reshape(-1)
+    return np.int64(nwords) + flat[flat >= 0]
+
+
+def bigram_rows(ids: np.ndarray, nwords: int, bucket: int) -> np.ndarray:
+    """Rows ``nwords + (ids[i] * 116049371 + ids[i+1]) mod bucket`` of adjacent id pairs.
+
+    Parameters
+    ----------
+    ids : ndarray of shape (k,), int
+        In-vocabulary ids of one sentence, in order, out-of-vocabulary tokens already dropped
+        (so the neighbours of a dropped token form a bigram, as in the official code).
+
+    Returns
+    -------
+    ndarray of shape (max(k - 1, 0),), int64
+    """
+    return ngram_rows(ids, nwords, bucket, 2)
+
+
+# ---------------------------------------------------------------------- corpus reading
+def _open_binary(path: Path):
+    suffix = path.suffix.lower()
+    if suffix == ".xz":
+        return lzma.open(path, "rb")
+    if suffix == ".gz":
+        return gzip.open(path, "rb")
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def _iter_byte_lines(source: Any) -> Iterator[bytes]:
+    """Yield the corpus as byte lines (each keeps its ``\\n`` if it had one)."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
+        with _open_binary(path) as fh:
+            yield from fh
+        return
+    if isinstance(source, (bytes, bytearray)):
+        raise TypeError("path_or_lines must be a path or an iterable of lines, got bytes")
+    for i, item in enumerate(source):
+        if isinstance(item, str):
+            item = item.encode("utf-8", "surrogateescape")
+        elif not isinstance(item, (bytes, bytearray)):
+            raise TypeError(f"line {i} must be str or bytes, got {type(item).__name__}")
+        if not item.endswith(b"\n"):
+            item = bytes(item) + b"\n"
+        # an item holding several newlines is several lines, as in a file
+        yield from item.splitlines(keepends=True) if item.count(b"\n") > 1 else (bytes(item),)
+
+
+def _count_tokens(lines: Iterable[bytes], label_prefix: bytes) -> tuple[Counter, int]:
+    """Count tokens in first-occurrence order (with ``</s>`` per newline), pruning like the
+    official reader when more than 0.75 * MAX_VOCAB_SIZE distinct tokens are held."""
+    counter: Counter = Counter()
+    update = counter.update
+    ntokens = 0
+    limit = 0.75 * MAX_VOCAB_SIZE
+    min_threshold = 1
+    warned_ff = False
+    for lineno, line in enumerate(lines, 1):
+        if _NUL in line:
+            line = line.replace(_NUL, b" ")
+        if not warned_ff and b"\xff" in line:
+            warnings.warn(f"corpus line {lineno} contains byte 0xFF; the official reader stops "
+                          "reading the corpus at that byte, sentvec reads on", stacklevel=3)
+            warned_ff = True
+        toks = line.split()
+        if line.endswith(b"\n"):
+            toks.append(_EOS_B)
+        ntokens += len(toks)
+        if len(counter) + len(toks) <= limit:
+            update(toks)
+            continue
+        for tok in toks:  # token by token near the pruning limit, exactly as officially
+            counter[tok] += 1
+            if len(counter) > limit:
+                min_threshold += 1
+                counter = _prune_counter(counter, min_threshold, label_prefix)
+        update = counter.update
+    return counter, ntokens
+
+
+def _prune_counter(counter: Counter, t: int, label_prefix: bytes) -> Counter:
+    keys = list(counter)
+    counts = np.fromiter(counter.values(), dtype=np.int64, count=len(keys))
+    types = np.array([_TYPE_LABEL if k.startswith(label_prefix) else _TYPE_WORD for k in keys],
+                     dtype=np.int8)
+    keys, counts, _ = _threshold(keys, counts, types, t, t)
+    return Counter(dict(zip(keys, counts.tolist())))
+
+
+def _threshold(keys: list, counts: np.ndarray, types: np.ndarray, t: int, tl: int):
+    """``Dictionary::threshold``: std::sort by (type, -count), then drop rare entries (stable)."""
+    order = std_sort_order(_sort_keys(counts, types))
+    counts, types = counts[order], types[order]
+    keep = np.where(types == _TYPE_WORD, counts >= t, counts >= tl)
+    idx = order[keep]
+    return [keys[i] for i in idx], counts[keep], types[keep]
