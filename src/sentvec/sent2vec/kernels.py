@@ -1,0 +1,559 @@
+"""Numba kernels of the Sent2Vec trainer (imports only numpy and numba).
+
+Every kernel takes arrays and scalars only, never a model object, and releases the GIL
+(``nogil=True``), so the trainer runs one kernel call per worker thread on shared matrices
+without locks (Hogwild), as the official ``epfml/sent2vec`` trainer does.
+
+Semantics (official C++ code, ``src/fasttext.cc`` ``FastText::sent2vec`` and ``src/model.cc``
+``Model::update``), for one sentence of in-vocabulary ids ``w[0..L-1]`` (``L >= 2``):
+
+* every position ``t`` draws a uniform number ``u``; it is a target when
+  ``u <= keep_prob[w[t]]`` (discard table ``sqrt(t/f) + t/f``) and ``target_ok[w[t]]``
+  (count ``>= min_count_label``); other positions stay in the context;
+* the context of target ``t`` is the sentence with ``w[t]`` replaced by the placeholder id
+  (official) or removed (``exclude_target``, the paper's ``S \\ {w_t}``), plus its word n-grams;
+* dropout (``word_ngrams >= 2`` and ``dropout_k > 0``): positions are drawn uniformly from
+  ``{1, ..., L}`` until ``dropout_k`` distinct ones are drawn or only two positions remain
+  (``dictionary.cc`` ``addNgrams``: position 0 is never drawn; the value ``L`` lies past the
+  sentence and is a draw that removes nothing). A dropped position removes every n-gram that
+  touches it; unigrams are never removed;
+* an n-gram ``(a, b)`` has row ``nwords + (a * 116049371 + b) mod bucket`` (uint64 arithmetic,
+  longer n-grams fold left);
+* hidden vector = mean of the context rows of ``wi``; ``neg + 1`` binary logistic steps on the
+  rows of ``wo`` (the target, then ``neg`` negatives read cyclically from a shuffled
+  count^0.5 table, skipping the target); the gradient is divided by the number of context
+  features and added to every context row (repeats accumulate);
+* the sigmoid and log are the official 512-entry tables over [-8, 8] (``exact_sigmoid``
+  switches to ``1 / (1 + exp(-x))`` and ``log``);
+* the learning rate of a sentence is ``lr0 * (1 - progress)``, progress counted in tokens over
+  all epochs and refreshed every ``lr_update_rate`` tokens (``trainThread``).
+
+Update modes:
+
+* ``MODE_TARGET`` ("target"): the official per-target update; every target recomputes its
+  context mean from the current matrix, cost O(dim * L) per target.
+* ``MODE_SENTENCE`` ("sentence"): the sum of the sentence's feature rows is computed once and
+  corrected per target (remove the target's unigram and its two bigrams, add the placeholder
+  row and placeholder bigrams, remove dropped bigrams); the ``wi`` gradient is deferred: each
+  target's share ``a_t = g_t / n_t`` is summed into ``G`` and every row receives, once at the
+  end of the sentence, ``G`` minus the shares of the targets whose context lacked it. Reads of
+  ``wi`` within a sentence therefore see the matrix as it was at the start of the sentence; the
+  ``wo`` updates stay immediate. Cost O(dim * (neg + dropout_k + const)) per target plus
+  O(dim * L) per sentence.
+
+Random numbers come from SplitMix64 (one 64-bit state per thread, ``rng_state``), documented
+so a pure-numpy reference can replay it: ``uniform = (z >> 11) * 2**-53`` and
+``randint(n) = ((z >> 32) * n) >> 32``. Per sentence with ``L >= 2``, each position consumes
+one uniform; each target then consumes its dropout draws (``1 + randint(L)`` per draw).
+
+The optional L1 proximal step (paper appendix B, absent from the official code) soft-thresholds
+every touched row after its update: source rows by ``l1 * lr / n_t`` per context occurrence,
+target rows by ``l1 * lr``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+SIGMOID_TABLE_SIZE = 512
+MAX_SIGMOID = 8.0
+LOG_TABLE_SIZE = 512
+NGRAM_HASH_MULTIPLIER = 116049371
+MODE_TARGET = 0
+MODE_SENTENCE = 1
+#: stats slots (float64 array of length N_STATS, one per thread)
+STAT_LOSS, STAT_TARGETS, STAT_TOKENS, STAT_LR = 0, 1, 2, 3
+N_STATS = 4
+
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
+_U64_MASK = (1 << 64) - 1
+
+
+def sigmoid_table() -> np.ndarray:
+    """Official sigmoid table: float32 array of shape (513,), entry i = sigmoid(16 i / 512 - 8)."""
+    i = np.arange(SIGMOID_TABLE_SIZE + 1, dtype=np.float32)
+    x = (i * np.float32(2 * MAX_SIGMOID)) / np.float32(SIGMOID_TABLE_SIZE) - np.float32(MAX_SIGMOID)
+    return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(np.float32)
+
+
+def log_table() -> np.ndarray:
+    """Official log table: float32 array of shape (513,), entry i = log((i + 1e-5) / 512)."""
+    i = np.arange(LOG_TABLE_SIZE + 1, dtype=np.float64)
+    return np.log((i + 1e-5) / LOG_TABLE_SIZE).astype(np.float32)
+
+
+def rng_initial_state(seed: int, thread_id: int) -> np.ndarray:
+    """Initial SplitMix64 state of a worker: uint64 array of shape (1,).
+
+    ``state = (seed * 0x9E3779B97F4A7C15 + (thread_id + 1) * 0xD1B54A32D192ED03) mod 2**64``.
+    """
+    s = (int(seed) * 0x9E3779B97F4A7C15 + (int(thread_id) + 1) * 0xD1B54A32D192ED03) & _U64_MASK
+    return np.array([s], dtype=np.uint64)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _next_u64(state):
+    s = state[0] + np.uint64(0x9E3779B97F4A7C15)
+    state[0] = s
+    z = (s ^ (s >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _uniform(state):
+    return np.float64(_next_u64(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _randint(state, n):
+    return np.int64(((_next_u64(state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _bigram_row(a, b, nwords, bucket):
+    h = np.uint64(a) * np.uint64(NGRAM_HASH_MULTIPLIER) + np.uint64(b)
+    return np.int64(nwords) + np.int64(h % np.uint64(bucket))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _sigmoid(x, sig_table, exact):
+    if exact:
+        return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
+    if x < -MAX_SIGMOID:
+        return np.float32(0.0)
+    if x > MAX_SIGMOID:
+        return np.float32(1.0)
+    i = np.int64((x + np.float32(MAX_SIGMOID)) * np.float32(SIGMOID_TABLE_SIZE / MAX_SIGMOID / 2))
+    return sig_table[i]
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _log(x, log_table, exact):
+    if exact:
+        return np.log(max(x, np.float32(1e-30)))
+    if x > 1.0:
+        return np.float32(0.0)
+    return log_table[np.int64(x * np.float32(LOG_TABLE_SIZE))]
+
+
+@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _prox_row(mat, row, alpha):
+    """Soft-threshold ``mat[row]`` by ``alpha`` (paper eq. 6)."""
+    for d in range(mat.shape[1]):
+        v = mat[row, d]
+        if v > alpha:
+            mat[row, d] = v - alpha
+        elif v < -alpha:
+            mat[row, d] = v + alpha
+        else:
+            mat[row, d] = np.float32(0.0)
+
+
+@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _negative_sampling(wo, hidden, grad, target, neg, neg_table, neg_pos, lr,
+                       sig_table, log_table, exact, l1):
+    """Official ``Model::negativeSampling``: ``neg + 1`` logistic steps; returns the loss.
+
+    ``grad`` (zeroed here) receives ``sum_k alpha_k * wo[k]`` with ``wo`` rows read before their
+    own update; ``wo`` rows are updated at once.
+    """
+    dim = hidden.shape[0]
+    for d in range(dim):
+        grad[d] = np.float32(0.0)
+    loss = 0.0
+    ntable = neg_table.shape[0]
+    pos = neg_pos[0]
+    for k in range(neg + 1):
+        if k == 0:
+            row = target
+            label = np.float32(1.0)
+        else:
+            row = neg_table[pos]
+            pos += 1
+            if pos == ntable:
+                pos = 0
+            while row == target:
+                row = neg_table[pos]
+                pos += 1
+                if pos == ntable:
+                    pos = 0
+            label = np.float32(0.0)
+        score = np.float32(0.0)
+        for d in range(dim):
+            score += wo[row, d] * hidden[d]
+        p = _sigmoid(score, sig_table, exact)
+        alpha = lr * (label - p)
+        for d in range(dim):
+            grad[d] += alpha * wo[row, d]
+            wo[row, d] += alpha * hidden[d]
+        if l1 > 0.0:
+            _prox_row(wo, row, np.float32(l1) * lr)
+        if k == 0:
+            loss -= _log(p, log_table, exact)
+        else:
+            loss -= _log(np.float32(1.0) - p, log_table, exact)
+    neg_pos[0] = pos
+    return loss
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _draw_dropout(L, k, rng_state, disc, dropped):
+    """Official dropout draws; returns how many positions were marked (incl. the past-end one)."""
+    ndrop = 0
+    while ndrop < k and L - ndrop > 2:
+        p = 1 + _randint(rng_state, L)
+        if disc[p] == 0:
+            disc[p] = 1
+            dropped[ndrop] = p
+            ndrop += 1
+    return ndrop
+
+
+@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _sentence_target_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                          sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                          placeholder, lr, exclude_target, exact, l1,
+                          line, ctx, disc, dropped, hidden, grad):
+    dim = wi.shape[1]
+    loss = 0.0
+    ntargets = 0
+    for t in range(L):
+        u = _uniform(rng_state)
+        wt = w[t]
+        if u > keep_prob[wt] or target_ok[wt] == 0:
+            continue
+        ndrop = 0
+        if word_ngrams > 1 and dropout_k > 0:
+            ndrop = _draw_dropout(L, dropout_k, rng_state, disc, dropped)
+        for j in range(L):
+            line[j] = w[j]
+        line[t] = placeholder
+        n = 0
+        for j in range(L):
+            if j == t and exclude_target:
+                continue
+            ctx[n] = line[j]
+            n += 1
+        if word_ngrams > 1:
+            for i in range(L):
+                if disc[i] != 0 or (exclude_target and i == t):
+                    continue
+                h = np.uint64(line[i])
+                jmax = min(L, i + word_ngrams)
+                for j in range(i + 1, jmax):
+                    if disc[j] != 0 or (exclude_target and j == t):
+                        break
+                    h = h * np.uint64(NGRAM_HASH_MULTIPLIER) + np.uint64(line[j])
+                    ctx[n] = np.int64(nwords) + np.int64(h % np.uint64(bucket))
+                    n += 1
+        for q in range(ndrop):
+            disc[dropped[q]] = 0
+        if n == 0:
+            continue
+        for d in range(dim):
+            hidden[d] = np.float32(0.0)
+        for c in range(n):
+            r = ctx[c]
+            for d in range(dim):
+                hidden[d] += wi[r, d]
+        inv = np.float32(1.0) / np.float32(n)
+        for d in range(dim):
+            hidden[d] *= inv
+        loss += _negative_sampling(wo, hidden, grad, wt, neg, neg_table, neg_pos, lr,
+                                   sig_table, log_table, exact, l1)
+        ntargets += 1
+        for d in range(dim):
+            grad[d] *= inv
+        for c in range(n):
+            r = ctx[c]
+            for d in range(dim):
+                wi[r, d] += grad[d]
+            if l1 > 0.0:
+                _prox_row(wi, r, np.float32(l1) * lr * inv)
+    return loss, ntargets
+
+
+@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                            sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                            placeholder, lr, exclude_target, exact, l1,
+                            bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set,
+                            A, C, As, Cs, S, G, hidden, grad):
+    dim = wi.shape[1]
+    bigrams = word_ngrams > 1
+    nslots = L - 1 if bigrams else 0
+    # sum of every feature row of the full sentence, from wi as it is now
+    for d in range(dim):
+        S[d] = np.float32(0.0)
+        G[d] = np.float32(0.0)
+    for j in range(L):
+        r = w[j]
+        for d in range(dim):
+            S[d] += wi[r, d]
+        is_tgt[j] = 0
+    for i in range(nslots):
+        r = _bigram_row(w[i], w[i + 1], nwords, bucket)
+        bid[i] = r
+        c_set[i] = 0
+        for d in range(dim):
+            S[d] += wi[r, d]
+    Gs = 0.0
+    npend = 0
+    loss = 0.0
+    ntargets = 0
+    for t in range(L):
+        u = _uniform(rng_state)
+        wt = w[t]
+        if u > keep_prob[wt] or target_ok[wt] == 0:
+            continue
+        ndrop = 0
+        if bigrams and dropout_k > 0:
+            ndrop = _draw_dropout(L, dropout_k, rng_state, disc, dropped)
+        # context sum = S - target row (+ placeholder row)
+        for d in range(dim):
+            hidden[d] = S[d] - wi[wt, d]
+        n = L - 1
+        if not exclude_target:
+            for d in range(dim):
+                hidden[d] += wi[placeholder, d]
+            n = L
+        nrem = 0
+        if bigrams:
+            n += nslots
+            for i in range(t - 1, t + 1):
+                if i < 0 or i >= nslots:
+                    continue
+                r = bid[i]
+                for d in range(dim):
+                    hidden[d] -= wi[r, d]
+                n -= 1
+                if (not exclude_target) and disc[i] == 0 and disc[i + 1] == 0:
+                    if i == t - 1:
+                        r = _bigram_row(w[t - 1], placeholder, nwords, bucket)
+                    else:
+                        r = _bigram_row(placeholder, w[t + 1], nwords, bucket)
+                    for d in range(dim):
+                        hidden[d] += wi[r, d]
+                    n += 1
+                    pend_row[npend] = r
+                    pend_t[npend] = t
+                    npend += 1
+            # slots removed by dropout that do not touch the target, each counted once
+            for q in range(ndrop):
+                p = dropped[q]
+                if p >= L:
+                    continue
+                i = p - 1
+                if i >= 0 and i != t - 1 and i != t and disc[i] == 0:
+                    removed[nrem] = i
+                    nrem += 1
+                i = p
+                if i < nslots and i != t - 1 and i != t:
+                    removed[nrem] = i
+                    nrem += 1
+            for q in range(nrem):
+                r = bid[removed[q]]
+                for d in range(dim):
+                    hidden[d] -= wi[r, d]
+            n -= nrem
+        for q in range(ndrop):
+            disc[dropped[q]] = 0
+        inv = np.float32(1.0) / np.float32(n)
+        for d in range(dim):
+            hidden[d] *= inv
+        loss += _negative_sampling(wo, hidden, grad, wt, neg, neg_table, neg_pos, lr,
+                                   sig_table, log_table, exact, l1)
+        ntargets += 1
+        # deferred share of this target: a_t = g_t / n_t
+        for d in range(dim):
+            a = grad[d] * inv
+            A[t, d] = a
+            G[d] += a
+        is_tgt[t] = 1
+        s_t = np.float32(l1) * lr * inv
+        As[t] = s_t
+        Gs += s_t
+        for q in range(nrem):
+            i = removed[q]
+            if c_set[i] == 0:
+                c_set[i] = 1
+                Cs[i] = s_t
+                for d in range(dim):
+                    C[i, d] = A[t, d]
+            else:
+                Cs[i] += s_t
+                for d in range(dim):
+                    C[i, d] += A[t, d]
+    if ntargets == 0:
+        return loss, ntargets
+    # apply the deferred updates: every row gets G minus the shares of the targets that lacked it
+    for j in range(L):
+        r = w[j]
+        if is_tgt[j] != 0:
+            for d in range(dim):
+                wi[r, d] += G[d] - A[j, d]
+            alpha = Gs - As[j]
+        else:
+            for d in range(dim):
+                wi[r, d] += G[d]
+            alpha = Gs
+        if l1 > 0.0:
+            _prox_row(wi, r, np.float32(alpha))
+    if not exclude_target:
+        for d in range(dim):
+            wi[placeholder, d] += G[d]
+        if l1 > 0.0:
+            _prox_row(wi, placeholder, np.float32(Gs))
+    for i in range(nslots):
+        r = bid[i]
+        for d in range(dim):
+            grad[d] = G[d]
+        alpha = Gs
+        if is_tgt[i] != 0:
+            for d in range(dim):
+                grad[d] -= A[i, d]
+            alpha -= As[i]
+        if is_tgt[i + 1] != 0:
+            for d in range(dim):
+                grad[d] -= A[i + 1, d]
+            alpha -= As[i + 1]
+        if c_set[i] != 0:
+            for d in range(dim):
+                grad[d] -= C[i, d]
+            alpha -= Cs[i]
+        for d in range(dim):
+            wi[r, d] += grad[d]
+        if l1 > 0.0:
+            _prox_row(wi, r, np.float32(alpha))
+    for q in range(npend):
+        r = pend_row[q]
+        t = pend_t[q]
+        for d in range(dim):
+            wi[r, d] += A[t, d]
+        if l1 > 0.0:
+            _prox_row(wi, r, np.float32(As[t]))
+    return loss, ntargets
+
+
+@njit(nogil=True, cache=True)
+def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
+              rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+              placeholder, lr0, lr_update_rate, tokens_before, total_tokens, mode,
+              exclude_target, exact_sigmoid, l1, stats):
+    """Train on sentences ``first .. last-1`` of a token-id corpus; update ``wi``/``wo`` in place.
+
+    Parameters
+    ----------
+    tokens : ndarray of shape (n_tokens,), int32
+        In-vocabulary word ids of the whole corpus, sentence after sentence.
+    offsets : ndarray of shape (n_sentences + 1,), int64
+        Sentence ``s`` is ``tokens[offsets[s]:offsets[s + 1]]``.
+    first, last : int
+        Sentence range of this job.
+    wi : ndarray of shape (nwords + bucket, dim), float32
+        Input (source) matrix, shared between threads.
+    wo : ndarray of shape (nwords, dim), float32
+        Output (target) matrix, shared between threads.
+    keep_prob : ndarray of shape (nwords,), float32
+        Target keep probability (official discard table).
+    target_ok : ndarray of shape (nwords,), uint8
+        1 where the word count is ``>= min_count_label``.
+    neg_table : ndarray of shape (table_size,), int32
+        This thread's shuffled count^0.5 negatives table.
+    neg_pos : ndarray of shape (1,), int64
+        This thread's cyclic position in ``neg_table`` (updated).
+    rng_state : ndarray of shape (1,), uint64
+        This thread's SplitMix64 state (updated).
+    sig_table, log_table : ndarray of shape (513,), float32
+        From :func:`sigmoid_table` and :func:`log_table`.
+    nwords, bucket, word_ngrams, dropout_k, neg, placeholder : int
+        Vocabulary size, n-gram buckets, n-gram order, dropout K, negatives, placeholder id.
+    lr0 : float
+        Initial learning rate.
+    lr_update_rate : int
+        The learning rate is refreshed after more than this many tokens.
+    tokens_before : int
+        Tokens (over all epochs) that precede this job in the training stream.
+    total_tokens : int
+        Tokens of all epochs; the learning rate reaches 0 there.
+    mode : int
+        :data:`MODE_TARGET` or :data:`MODE_SENTENCE` (the latter needs ``word_ngrams <= 2``).
+    exclude_target : bool
+        Paper variant: the target is removed from its context instead of replaced.
+    exact_sigmoid : bool
+        Use exact sigmoid/log instead of the official tables.
+    l1 : float
+        L1 proximal weight tau (0 disables it).
+    stats : ndarray of shape (N_STATS,), float64
+        This thread's tallies: loss sum, targets, tokens, last learning rate (incremented).
+    """
+    dim = wi.shape[1]
+    max_len = 1
+    for s in range(first, last):
+        ln = offsets[s + 1] - offsets[s]
+        if ln > max_len:
+            max_len = ln
+    k = max(dropout_k, 1)
+    disc = np.zeros(max_len + 1, dtype=np.uint8)
+    dropped = np.zeros(k, dtype=np.int64)
+    hidden = np.zeros(dim, dtype=np.float32)
+    grad = np.zeros(dim, dtype=np.float32)
+    # scratch buffers (the other mode's buffers get length 0)
+    tmode = mode == MODE_TARGET
+    nt = max_len if tmode else 0
+    ns = 0 if tmode else max_len
+    line = np.zeros(nt, dtype=np.int64)
+    ctx = np.zeros(nt * max(word_ngrams, 1), dtype=np.int64)
+    bid = np.zeros(ns, dtype=np.int64)
+    removed = np.zeros(2 * k, dtype=np.int64)
+    pend_row = np.zeros(2 * ns, dtype=np.int64)
+    pend_t = np.zeros(2 * ns, dtype=np.int64)
+    is_tgt = np.zeros(ns, dtype=np.uint8)
+    c_set = np.zeros(ns, dtype=np.uint8)
+    A = np.zeros((ns, dim), dtype=np.float32)
+    C = np.zeros((ns, dim), dtype=np.float32)
+    As = np.zeros(ns, dtype=np.float32)
+    Cs = np.zeros(ns, dtype=np.float32)
+    S = np.zeros(dim, dtype=np.float32)
+    G = np.zeros(dim, dtype=np.float32)
+    flushed = 0
+    unflushed = 0
+    loss = 0.0
+    ntargets = 0
+    lr = lr0
+    for s in range(first, last):
+        progress = (tokens_before + flushed) / total_tokens
+        lr = lr0 * (1.0 - progress)
+        if lr < 0.0:
+            lr = 0.0
+        a = offsets[s]
+        L = offsets[s + 1] - a
+        if L > 1:
+            w = tokens[a:a + L]
+            lr32 = np.float32(lr)
+            if tmode:
+                sl, st = _sentence_target_mode(
+                    w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                    sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                    placeholder, lr32, exclude_target, exact_sigmoid, l1,
+                    line, ctx, disc, dropped, hidden, grad)
+            else:
+                sl, st = _sentence_sentence_mode(
+                    w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                    sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                    placeholder, lr32, exclude_target, exact_sigmoid, l1,
+                    bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set,
+                    A, C, As, Cs, S, G, hidden, grad)
+            loss += sl
+            ntargets += st
+        unflushed += L
+        if unflushed > lr_update_rate:
+            flushed += unflushed
+            unflushed = 0
+    stats[STAT_LOSS] += loss
+    stats[STAT_TARGETS] += ntargets
+    stats[STAT_TOKENS] += flushed + unflushed
+    stats[STAT_LR] = lr
+    return flushed + unflushed
