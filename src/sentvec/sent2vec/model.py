@@ -1,0 +1,448 @@
+"""The Sent2Vec model: load/save (official ``.bin`` or a directory) and sentence embedding.
+
+A sentence vector is the mean of the input-matrix rows of its in-vocabulary words and of its
+hashed word n-grams (paper eq. 2, §2.2), computed exactly as the official ``textVector``:
+unknown tokens are dropped *before* n-grams form, repeats count, and a sentence with no known
+word gets a zero vector (counted and warned about here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec._io import atomic_save_npy, atomic_write_text, load_npy
+from sentvec._validation import check_positive_int, check_sentences
+from sentvec.sent2vec.binfile import (ARGS_HEADER, ModelFormatError, is_bin_file, read_bin,
+                                      write_bin)
+from sentvec.sent2vec.dictionary import EOS, Dictionary
+from sentvec.sent2vec.preprocessing import Preprocessing
+
+#: ``format`` field of a sentvec Sent2Vec model directory's ``config.json``.
+DIR_FORMAT = "sentvec-sent2vec"
+DIR_FORMAT_VERSION = 1
+_CONFIG, _VOCAB = "config.json", "vocab.json"
+_ARRAYS = ("counts", "label_counts", "prune_pairs", "input", "output")
+_DEFAULT_BATCH = 16384
+_PARALLEL_MIN = 2048  # below this many sentences a batch is embedded on one thread
+
+
+@dataclass(frozen=True)
+class EncodeStats:
+    """What happened to the sentences of one ``encode`` call.
+
+    Attributes
+    ----------
+    n_sentences : int
+    n_zero : int
+        Sentences with no in-vocabulary word (zero vectors), ``n_empty`` included.
+    n_empty : int
+        Empty or whitespace-only sentences.
+    n_eos_tokens : int
+        Literal ``</s>`` tokens ignored (the official wrapper would end the sentence there).
+    """
+
+    n_sentences: int
+    n_zero: int
+    n_empty: int
+    n_eos_tokens: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class Sent2Vec:
+    """A Sent2Vec model (paper: Pagliardini et al. 2018, arXiv:1703.02507).
+
+    Parameters
+    ----------
+    dictionary : Dictionary
+        Vocabulary in the official order, with ``bucket`` and ``word_ngrams``.
+    input_matrix : ndarray of shape (nwords + bucket (+1), dim), float32
+        Source vectors: word rows, then hashed n-gram rows (official files have one extra row).
+    output_matrix : ndarray of shape (nwords, dim), float32, optional
+        Target vectors (only needed to write a complete ``.bin``; zeros if omitted).
+    args : dict, optional
+        Hyper-parameters by official flag name (``dim``, ``epoch``, ``lr``, ``minCount``, ...).
+    preprocessing : Preprocessing or dict, optional
+        Text preparation applied by :meth:`encode` (default: none, as the official code).
+
+    Attributes
+    ----------
+    dim, nwords : int
+    words : list of str
+    preferred_text_variant : str
+        ``"senteval"``: the reference models were trained on Moses-tokenized lower-cased text.
+    """
+
+    preferred_text_variant = "senteval"
+
+    def __init__(self, dictionary: Dictionary, input_matrix: np.ndarray,
+                 output_matrix: np.ndarray | None = None, *, args: dict[str, Any] | None = None,
+                 preprocessing: Preprocessing | dict[str, Any] | None = None) -> None:
+        if not isinstance(dictionary, Dictionary):
+            raise TypeError(f"dictionary must be a Dictionary, got {type(dictionary).__name__}")
+        inp = input_matrix if isinstance(input_matrix, np.memmap) else np.asarray(input_matrix)
+        if inp.ndim != 2 or inp.dtype != np.float32:
+            raise ValueError(f"input_matrix must be a 2-D float32 array, got shape {inp.shape} "
+                             f"dtype {inp.dtype}")
+        need = dictionary.nwords + (dictionary.bucket if dictionary.word_ngrams > 1 else 0)
+        if inp.shape[0] < need:
+            raise ValueError(f"input_matrix has {inp.shape[0]} rows; the dictionary needs at least "
+                             f"{need} (nwords {dictionary.nwords} + bucket {dictionary.bucket})")
+        if output_matrix is None:
+            output_matrix = np.zeros((dictionary.nwords, inp.shape[1]), dtype=np.float32)
+        out = output_matrix if isinstance(output_matrix, np.memmap) else np.asarray(output_matrix)
+        if out.shape != (dictionary.nwords, inp.shape[1]) or out.dtype != np.float32:
+            raise ValueError(f"output_matrix must be float32 of shape "
+                             f"{(dictionary.nwords, inp.shape[1])}, got {out.shape} {out.dtype}")
+        self.dictionary = dictionary
+        self.input_matrix = inp
+        self.output_matrix = out
+        self.args: dict[str, Any] = dict(args or {})
+        self.args.update(dim=int(inp.shape[1]), wordNgrams=dictionary.word_ngrams,
+                         bucket=dictionary.bucket)
+        if isinstance(preprocessing, Preprocessing):
+            self.preprocessing = preprocessing
+        else:
+            self.preprocessing = Preprocessing.from_dict(preprocessing)
+        self.source: str | None = None
+        self._table: tuple | None = None
+
+    # ------------------------------------------------------------------ description
+    @property
+    def dim(self) -> int:
+        return int(self.input_matrix.shape[1])
+
+    @property
+    def nwords(self) -> int:
+        return self.dictionary.nwords
+
+    @property
+    def words(self) -> list[str]:
+        return self.dictionary.words
+
+    def __repr__(self) -> str:
+        return (f"Sent2Vec(nwords={self.nwords}, dim={self.dim}, "
+                f"word_ngrams={self.dictionary.word_ngrams}, bucket={self.dictionary.bucket})")
+
+    def config_dict(self) -> dict[str, Any]:
+        """JSON-serialisable description for result records."""
+        return {"encoder": "Sent2Vec", "source": self.source, "dim": self.dim,
+                "nwords": self.nwords, "ntokens": self.dictionary.ntokens,
+                "args": {k: v for k, v in self.args.items()},
+                "preprocessing": self.preprocessing.to_dict()}
+
+    def get_word_vector(self, word: str) -> np.ndarray:
+        """Input-matrix row of ``word`` (shape (dim,), float32).
+
+        Raises
+        ------
+        KeyError
+            If ``word`` is not in the vocabulary.
+        """
+        i = self.dictionary.get_id(word)
+        if i < 0:
+            raise KeyError(f"{word!r} is not in the vocabulary")
+        return np.array(self.input_matrix[i])
+
+    # ------------------------------------------------------------------ loading / saving
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, mmap: bool = True) -> Sent2Vec:
+        """Load an official ``.bin`` file or a directory written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+            ``.bin`` file (recognised by its magic number) or model directory.
+        mmap : bool, default True
+            Memory-map the matrices of a model directory (``.bin`` files are read into memory).
+
+        Raises
+        ------
+        FileNotFoundError
+            If ``path`` does not exist.
+        ModelFormatError
+            If it is neither a valid ``.bin`` nor a valid model directory (a ValueError).
+        """
+        p = Path(path)
+        if not p.exists():
+            raise FileNotFoundError(f"model not found: {str(p)!r}")
+        if p.is_dir():
+            model = cls._load_dir(p, mmap=mmap)
+        else:
+            b = read_bin(p)
+            model = cls(b.dictionary, b.input_matrix, b.output_matrix, args=b.args)
+        model.source = str(p)
+        return model
+
+    @classmethod
+    def _load_dir(cls, d: Path, *, mmap: bool) -> Sent2Vec:
+        cfg_path = d / _CONFIG
+        if not cfg_path.is_file():
+            raise ModelFormatError(f"{str(d)!r} is not a sentvec Sent2Vec model directory "
+                                   f"(no {_CONFIG})")
+        try:
+            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+            vocab = json.loads((d / _VOCAB).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelFormatError(f"{str(d)!r}: unreadable model config: {exc}") from exc
+        if not isinstance(cfg, dict) or cfg.get("format") != DIR_FORMAT:
+            raise ModelFormatError(f"{str(cfg_path)!r} is not a {DIR_FORMAT} config")
+        if cfg.get("format_version") != DIR_FORMAT_VERSION:
+            raise ModelFormatError(f"{str(cfg_path)!r}: unsupported format_version "
+                                   f"{cfg.get('format_version')!r}")
+        arrays = {}
+        for name in _ARRAYS:
+            f = d / f"{name}.npy"
+            if mmap and name in ("input", "output"):
+                try:
+                    arrays[name] = np.load(f, mmap_mode="r", allow_pickle=False)
+                except (OSError, ValueError) as exc:
+                    raise ModelFormatError(f"{str(f)!r}: {exc}") from exc
+            else:
+                try:
+                    arrays[name] = load_npy(f)
+                except FileNotFoundError as exc:
+                    raise ModelFormatError(f"{str(d)!r}: missing {name}.npy") from exc
+        dc = cfg["dictionary"]
+        try:
+            dictionary = Dictionary(vocab["words"], arrays["counts"], ntokens=dc["ntokens"],
+                                    bucket=dc["bucket"], word_ngrams=dc["word_ngrams"],
+                                    labels=vocab.get("labels", []),
+                                    label_counts=arrays["label_counts"],
+                                    pruneidx_size=dc.get("pruneidx_size", -1),
+                                    prune_pairs=arrays["prune_pairs"])
+            return cls(dictionary, arrays["input"], arrays["output"], args=cfg.get("args"),
+                       preprocessing=cfg.get("preprocessing"))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFormatError(f"{str(d)!r}: inconsistent model files: {exc}") from exc
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Write the model as a directory (``config.json``, ``vocab.json``, ``*.npy``; no pickle).
+
+        The directory is written under a temporary name next to ``directory`` and renamed into
+        place; an existing model directory there is replaced.
+
+        Raises
+        ------
+        FileExistsError
+            If ``directory`` exists and is not empty and not a sentvec Sent2Vec model directory.
+        """
+        target = Path(directory)
+        if target.exists() and not (target.is_dir() and (
+                not any(target.iterdir()) or _is_model_dir(target))):
+            raise FileExistsError(f"{str(target)!r} exists and is not a Sent2Vec model directory")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        try:
+            d = self.dictionary
+            cfg = {"format": DIR_FORMAT, "format_version": DIR_FORMAT_VERSION,
+                   "args": self.args, "preprocessing": self.preprocessing.to_dict(),
+                   "dictionary": {"nwords": d.nwords, "nlabels": d.nlabels, "ntokens": d.ntokens,
+                                  "bucket": d.bucket, "word_ngrams": d.word_ngrams,
+                                  "pruneidx_size": d.pruneidx_size},
+                   "dim": self.dim}
+            atomic_write_text(tmp / _CONFIG, json.dumps(cfg, indent=2, default=_json_default) + "\n")
+            # ensure_ascii keeps non-UTF-8 bytes (lone surrogates) representable
+            atomic_write_text(tmp / _VOCAB, json.dumps({"words": d.words, "labels": d.labels}))
+            for name, arr in (("counts", d.counts), ("label_counts", d.label_counts),
+                              ("prune_pairs", d.prune_pairs), ("input", self.input_matrix),
+                              ("output", self.output_matrix)):
+                atomic_save_npy(tmp / f"{name}.npy", arr)
+            old = None
+            if target.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old",
+                                            dir=target.parent))
+                os.rename(target, old / "model")
+            os.rename(tmp, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return target
+
+    def save_bin(self, path: str | os.PathLike[str]) -> Path:
+        """Write an official sent2vec ``.bin`` file (readable by the official binary), atomically.
+
+        The ``.bin`` format cannot record :attr:`preprocessing`; a warning says so when it is not
+        the default.
+        """
+        if not self.preprocessing.is_identity:
+            warnings.warn(f"the .bin format cannot record preprocessing "
+                          f"{self.preprocessing.to_dict()}; apply it yourself to text given to "
+                          "this file's model", UserWarning, stacklevel=2)
+        write_bin(path, args=self.args, dictionary=self.dictionary,
+                  input_matrix=self.input_matrix, output_matrix=self.output_matrix)
+        return Path(path)
+
+    # ------------------------------------------------------------------ inference
+    def _lookup_table(self) -> tuple:
+        if self._table is None:
+            from sentvec.sent2vec import _infer
+
+            enc = [w.encode("utf-8", "surrogateescape") for w in self.dictionary.words]
+            offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+            np.cumsum([len(b) for b in enc], out=offsets[1:])
+            wbytes = np.frombuffer(b"".join(enc), dtype=np.uint8) if enc else np.zeros(
+                0, np.uint8)
+            skip = self.dictionary.eos_id
+            table = _infer.build_table(wbytes, offsets, skip)
+            self._table = (table, wbytes, offsets, skip)
+        return self._table
+
+    def encode_with_stats(self, sentences: Any, *, batch_size: int | None = None,
+                          show_progress_bar: bool | None = None, normalize: bool = False,
+                          num_threads: int | None = None) -> tuple[np.ndarray, EncodeStats]:
+        """Like :meth:`encode`, without warnings, also returning :class:`EncodeStats`."""
+        items, single = check_sentences(sentences)
+        batch = _DEFAULT_BATCH if batch_size is None else check_positive_int(
+            "batch_size", batch_size)
+        threads = _default_threads() if num_threads is None else check_positive_int(
+            "num_threads", num_threads)
+        from sentvec.sent2vec import _infer
+
+        table, wbytes, woffsets, skip = self._lookup_table()
+        n = len(items)
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        nfeat = np.zeros(n, dtype=np.int64)
+        ntok = np.zeros(n, dtype=np.int64)
+        nskip = np.zeros(n, dtype=np.int64)
+        prep = self.preprocessing
+        mat = self.input_matrix
+        d = self.dictionary
+        starts = range(0, n, batch)
+        if show_progress_bar:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, desc="Sent2Vec encode", unit="batch")
+        pool = ThreadPoolExecutor(threads) if threads > 1 and n >= _PARALLEL_MIN else None
+        try:
+            for lo in starts:
+                hi = min(n, lo + batch)
+                chunk = items[lo:hi]
+                if not prep.is_identity:
+                    chunk = [prep.prepare_for_lookup(s) for s in chunk]
+                enc = [_encode_utf8(s) for s in chunk]
+                offs = np.zeros(len(enc) + 1, dtype=np.int64)
+                np.cumsum([len(b) for b in enc], out=offs[1:])
+                data = np.frombuffer(b"".join(enc) or b"\x00", dtype=np.uint8)
+                views = (out[lo:hi], nfeat[lo:hi], ntok[lo:hi], nskip[lo:hi])
+
+                def run(a: int, b: int) -> None:
+                    _infer.embed_range(data, offs, a, b, table, wbytes, woffsets, skip, mat,
+                                       d.nwords, d.bucket, d.word_ngrams, *views)
+
+                m = hi - lo
+                if pool is None or m < _PARALLEL_MIN:
+                    run(0, m)
+                else:
+                    parts = min(threads * 4, m)
+                    bounds = [m * i // parts for i in range(parts + 1)]
+                    list(pool.map(run, bounds[:-1], bounds[1:]))
+        finally:
+            if pool is not None:
+                pool.shutdown()
+        if normalize:
+            norms = np.linalg.norm(out, axis=1, keepdims=True)
+            np.divide(out, norms, out=out, where=norms > 0)
+        stats = EncodeStats(n_sentences=n, n_zero=int((nfeat == 0).sum()),
+                            n_empty=int((ntok == 0).sum()), n_eos_tokens=int(nskip.sum()))
+        return (out[0] if single else out), stats
+
+    def encode(self, sentences: Any, *, batch_size: int | None = None,
+               show_progress_bar: bool | None = None, normalize: bool = False,
+               num_threads: int | None = None) -> np.ndarray:
+        """Embed sentences: mean of the input rows of their known words and hashed n-grams.
+
+        Each item is one sentence. Tokens are split on the official separators (space, ``\\t``,
+        ``\\r``, ``\\v``, ``\\f``, NUL) after the model's :attr:`preprocessing`. Deliberate
+        differences from the official wrapper, which would silently cut the sentence: a newline
+        inside an item is one more separator, and a literal ``</s>`` token is ignored (not
+        averaged, and its neighbours form a bigram), with a warning counting them.
+
+        Parameters
+        ----------
+        sentences : str or sequence of str
+        batch_size : int, optional
+            Sentences prepared per batch (memory bound); default 16384.
+        show_progress_bar : bool, optional
+            Show a tqdm bar over batches.
+        normalize : bool, default False
+            Scale each non-zero vector to unit L2 norm.
+        num_threads : int, optional
+            Threads for the (GIL-free) kernel; default: the CPUs available to this process.
+
+        Returns
+        -------
+        ndarray of shape (n, dim), float32
+            ``(dim,)`` for a single string, ``(0, dim)`` for an empty list. Sentences without any
+            in-vocabulary word (including empty and whitespace-only ones) get zero vectors; one
+            UserWarning gives their count.
+
+        Raises
+        ------
+        TypeError
+            If ``sentences`` is not a str or a sequence of str.
+        """
+        emb, stats = self.encode_with_stats(sentences, batch_size=batch_size,
+                                            show_progress_bar=show_progress_bar,
+                                            normalize=normalize, num_threads=num_threads)
+        warn_encode_stats(stats, stacklevel=3)
+        return emb
+
+
+def warn_encode_stats(stats: EncodeStats, *, stacklevel: int = 2) -> None:
+    """Issue the UserWarnings ``encode`` gives for zero vectors and ignored ``</s>`` tokens."""
+    if stats.n_zero:
+        warnings.warn(f"{stats.n_zero} of {stats.n_sentences} sentences have no in-vocabulary "
+                      f"word ({stats.n_empty} empty or whitespace-only); their vectors are zero",
+                      UserWarning, stacklevel=stacklevel)
+    if stats.n_eos_tokens:
+        warnings.warn(f"ignored {stats.n_eos_tokens} literal {EOS!r} tokens (the official "
+                      "wrapper would end the sentence at each)", UserWarning,
+                      stacklevel=stacklevel)
+
+
+def _encode_utf8(s: str) -> bytes:
+    try:
+        return s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # lone surrogates not made by surrogateescape: keep them, unmatched
+        return s.encode("utf-8", "surrogatepass")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    raise TypeError(f"args value {obj!r} of type {type(obj).__name__} is not JSON-serialisable")
+
+
+def _is_model_dir(d: Path) -> bool:
+    try:
+        cfg = json.loads((d / _CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(cfg, dict) and cfg.get("format") == DIR_FORMAT
+
+
+__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "is_bin_file", "ARGS_HEADER",
+           "warn_encode_stats"]
