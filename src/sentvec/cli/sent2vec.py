@@ -1,0 +1,171 @@
+"""``sentvec embed`` and ``sentvec tokenize``: Sent2Vec inference and its text preparation.
+
+``embed`` writes exactly one vector per input line, always: empty and unknown-word lines give zero
+rows, counted on stderr. Input must be UTF-8; ``--errors`` chooses what a line that is not does:
+``strict`` (default) stops with an error naming the line number, ``replace`` substitutes U+FFFD,
+``surrogateescape`` keeps the raw bytes (they can then match non-UTF-8 vocabulary entries, as in
+the official binary, which works on bytes); the last two report how many lines were affected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+ERRORS = ("strict", "replace", "surrogateescape")
+TOKENIZERS = ("moses", "whitespace")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``embed`` and ``tokenize`` sub-commands."""
+    p = subparsers.add_parser(
+        "embed", help="embed each line of a text file with a Sent2Vec model",
+        description="One Sent2Vec vector per input line (official .bin or sentvec directory). "
+                    "Empty or unknown-word lines give zero rows, counted on stderr.")
+    p.add_argument("model", help="official sent2vec .bin file or sentvec model directory")
+    p.add_argument("--input", "-i", default="-", help="text file, one sentence per line "
+                   "(default: stdin)")
+    p.add_argument("--output", "-o", default="-",
+                   help="OUT.npy (float32 array, written atomically) or a text file with one "
+                        "vector per line like 'fasttext print-sentence-vectors' (default: stdout)")
+    p.add_argument("--batch-size", type=int, default=16384, help="lines per batch")
+    p.add_argument("--threads", type=int, default=None, help="kernel threads (default: all CPUs)")
+    p.add_argument("--normalize", action="store_true", help="scale vectors to unit L2 norm")
+    p.add_argument("--errors", choices=ERRORS, default="strict",
+                   help="what to do with lines that are not valid UTF-8 (default: strict)")
+    p.set_defaults(func=_run_embed)
+
+    t = subparsers.add_parser(
+        "tokenize", help="prepare text as Sent2Vec inference does (Moses, lower-case)",
+        description="Stream lines through the text preparation a Sent2Vec model applies; the "
+                    "defaults are the reference-corpus recipe (Moses, lower-cased).")
+    t.add_argument("--input", "-i", default="-", help="text file (default: stdin)")
+    t.add_argument("--output", "-o", default="-", help="text file (default: stdout)")
+    t.add_argument("--tokenizer", choices=TOKENIZERS, default="moses")
+    t.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
+                   help="lower-case after tokenizing (default: yes)")
+    t.add_argument("--errors", choices=ERRORS, default="strict",
+                   help="what to do with lines that are not valid UTF-8 (default: strict)")
+    t.set_defaults(func=_run_tokenize)
+
+
+class _LineReader:
+    """Decode the lines of a byte stream, counting lines that needed the ``errors`` handler."""
+
+    def __init__(self, source: str, errors: str) -> None:
+        self.source, self.errors, self.n_bad = source, errors, 0
+
+    def __iter__(self) -> Iterator[str]:
+        with ExitStack() as stack:
+            if self.source == "-":
+                fh: IO[bytes] = sys.stdin.buffer
+            else:
+                path = Path(self.source)
+                if not path.is_file():
+                    raise FileNotFoundError(f"input file not found: {self.source!r}")
+                fh = stack.enter_context(open(path, "rb"))
+            for lineno, raw in enumerate(fh, 1):
+                if raw.endswith(b"\n"):
+                    raw = raw[:-1]
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    if self.errors == "strict":
+                        raise ValueError(
+                            f"{self._name()} line {lineno} is not valid UTF-8 ({exc.reason} at "
+                            f"byte {exc.start}); use --errors replace or surrogateescape"
+                        ) from None
+                    self.n_bad += 1
+                    yield raw.decode("utf-8", self.errors)
+
+    def _name(self) -> str:
+        return "stdin" if self.source == "-" else repr(self.source)
+
+
+def _batches(lines: Iterator[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _run_embed(args: argparse.Namespace) -> int:
+    from sentvec._io import atomic_open, atomic_save_npy
+    from sentvec._validation import check_positive_int
+    from sentvec.sent2vec.model import Sent2Vec
+
+    batch_size = check_positive_int("--batch-size", args.batch_size)
+    threads = None if args.threads is None else check_positive_int("--threads", args.threads)
+    model = Sent2Vec.load(args.model)
+    reader = _LineReader(args.input, args.errors)
+    out_is_npy = args.output != "-" and args.output.endswith(".npy")
+    totals = np.zeros(4, dtype=np.int64)  # lines, zero, empty, eos tokens
+    chunks: list[np.ndarray] = []
+
+    def embed(batch: list[str]) -> np.ndarray:
+        emb, st = model.encode_with_stats(batch, batch_size=batch_size, normalize=args.normalize,
+                                          num_threads=threads)
+        totals[:] += (st.n_sentences, st.n_zero, st.n_empty, st.n_eos_tokens)
+        return emb
+
+    with ExitStack() as stack:
+        if out_is_npy:
+            text_out = None
+        elif args.output == "-":
+            text_out = sys.stdout
+        else:
+            text_out = stack.enter_context(atomic_open(args.output, "w", encoding="utf-8"))
+        for batch in _batches(iter(reader), batch_size):
+            emb = embed(batch)
+            if text_out is None:
+                chunks.append(emb)
+            else:
+                text_out.write("".join(" ".join(f"{v:.6g}" for v in row) + "\n"
+                                       for row in emb.tolist()))
+        if out_is_npy:
+            result = (np.concatenate(chunks) if chunks
+                      else np.zeros((0, model.dim), dtype=np.float32))
+            atomic_save_npy(args.output, result)
+    n, n_zero, n_empty, n_eos = (int(x) for x in totals)
+    msg = (f"sentvec embed: {n} lines -> {n} vectors of dim {model.dim}; {n_zero} zero vectors "
+           f"({n_empty} empty or whitespace-only lines, {n_zero - n_empty} with no known word)")
+    if n_eos:
+        msg += f"; ignored {n_eos} literal '</s>' tokens"
+    if reader.n_bad:
+        msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
+    print(msg, file=sys.stderr)
+    return 0
+
+
+def _run_tokenize(args: argparse.Namespace) -> int:
+    from sentvec._io import atomic_open
+    from sentvec.sent2vec.preprocessing import Preprocessing
+
+    prep = Preprocessing(lowercase=bool(args.lowercase), tokenizer=args.tokenizer)
+    reader = _LineReader(args.input, args.errors)
+    n = 0
+    with ExitStack() as stack:
+        if args.output == "-":
+            sys.stdout.flush()
+            out: IO[bytes] = sys.stdout.buffer
+        else:
+            out = stack.enter_context(atomic_open(args.output, "wb"))
+        for line in reader:
+            out.write((prep.prepare(line) + "\n").encode("utf-8", "surrogateescape"))
+            n += 1
+        out.flush()
+    msg = f"sentvec tokenize: {n} lines ({args.tokenizer}, lowercase={bool(args.lowercase)})"
+    if reader.n_bad:
+        msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
+    print(msg, file=sys.stderr)
+    return 0
