@@ -112,28 +112,49 @@ class WhiteningStatistics:
         return cls(0, np.zeros(d), np.zeros((d, d)))
 
     @classmethod
-    def from_array(cls, X: Any) -> "WhiteningStatistics":
+    def from_array(cls, X: Any, sample_weight: Any = None) -> "WhiteningStatistics":
         """Statistics of the rows of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
             Any float dtype; accumulated in float64, in row chunks of 16,384 to bound memory.
+        sample_weight : array-like of shape (n_samples,) of non-negative int, optional
+            Repeat counts: row ``i`` counts as ``sample_weight[i]`` identical rows (so the
+            statistics equal those of ``np.repeat(X, sample_weight, axis=0)``).
 
         Raises
         ------
         ValueError
-            If ``X`` is not 2-D, has no rows, or holds NaN or infinity.
+            If ``X`` is not 2-D, has no rows, holds NaN or infinity, or the weights are not
+            non-negative integers of the right length with a positive sum.
         """
         arr = check_embeddings(X, min_rows=1)
-        total: WhiteningStatistics | None = None
+        weights = None
+        if sample_weight is not None:
+            w = np.asarray(sample_weight)
+            if (w.shape != (arr.shape[0],) or not np.issubdtype(w.dtype, np.integer)
+                    or (w < 0).any() or w.sum() <= 0):
+                raise ValueError("sample_weight must be non-negative integers, one per row, "
+                                 "with a positive sum")
+            weights = w.astype(np.float64)
+        total = cls.empty(arr.shape[1])
         for start in range(0, arr.shape[0], _CHUNK_ROWS):
             chunk = np.asarray(arr[start:start + _CHUNK_ROWS], dtype=np.float64)
-            mean = chunk.mean(axis=0)
-            centred = chunk - mean
-            part = cls(chunk.shape[0], mean, centred.T @ centred)
-            total = part if total is None else total.merge(part)
-        assert total is not None
+            if weights is None:
+                n = chunk.shape[0]
+                mean = chunk.mean(axis=0)
+                centred = chunk - mean
+                scatter = centred.T @ centred
+            else:
+                cw = weights[start:start + _CHUNK_ROWS]
+                n = int(cw.sum())
+                if n == 0:
+                    continue
+                mean = cw @ chunk / n
+                centred = chunk - mean
+                scatter = (centred * cw[:, None]).T @ centred
+            total = total.merge(cls(n, mean, scatter))
         return total
 
     def merge(self, other: "WhiteningStatistics") -> "WhiteningStatistics":

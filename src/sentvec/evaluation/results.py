@@ -95,6 +95,8 @@ class WhiteningInfo(JSONRecord):
     fit_size : int or None
         Number of fit rows (for "year": summed over tasks; per task in ``fit_sizes``).
     fit_sizes : dict of str to int
+    n_dropped : dict of str to int
+        Per task, whitening directions dropped as numerically zero (singular covariance).
     """
 
     mode: str = "none"
@@ -102,6 +104,7 @@ class WhiteningInfo(JSONRecord):
     fit_corpus: str | None = None
     fit_size: int | None = None
     fit_sizes: dict[str, int] = field(default_factory=dict)
+    n_dropped: dict[str, int] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- correlations

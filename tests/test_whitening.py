@@ -1,0 +1,261 @@
+"""Tests of sentvec.whitening against hand-computed values, numpy and scikit-learn oracles."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.decomposition import PCA
+from sklearn.exceptions import NotFittedError
+
+from sentvec.whitening import Whitening, WhiteningStatistics
+
+
+def _correlated(n: int = 400, d: int = 12, seed: int = 0, dtype=np.float64) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(d, d)) * np.linspace(2.0, 0.2, d)[:, None]
+    return (rng.normal(size=(n, d)) @ A + rng.normal(size=d) * 5).astype(dtype)
+
+
+def _diag_data() -> np.ndarray:
+    """All 8 sign patterns scaled by (2, 1, 0.5): mean 0, covariance exactly diag(4, 1, 0.25)."""
+    signs = np.array(list(itertools.product([-1.0, 1.0], repeat=3)))
+    return signs * np.array([2.0, 1.0, 0.5])
+
+
+def test_diagonal_covariance_gives_inverse_sqrt_matrix():
+    X = _diag_data()
+    np.testing.assert_allclose(np.cov(X.T, bias=True), np.diag([4.0, 1.0, 0.25]), atol=1e-15)
+    w = Whitening().fit(X)
+    np.testing.assert_allclose(np.abs(w.whitening_matrix_), np.diag([0.5, 1.0, 2.0]), atol=1e-12)
+    # deterministic signs: largest-magnitude entry of each component positive
+    np.testing.assert_allclose(w.whitening_matrix_, np.diag([0.5, 1.0, 2.0]), atol=1e-12)
+    np.testing.assert_allclose(w.explained_variance_, [4.0, 1.0, 0.25], atol=1e-12)
+    np.testing.assert_allclose(w.mean_, 0.0, atol=1e-15)
+    # x_hat = (x - mu) U D^-1/2 with U = I: every pattern becomes +-1 in every coordinate
+    np.testing.assert_allclose(np.abs(w.transform(X)), 1.0, atol=1e-12)
+
+
+def test_whitened_mean_zero_identity_covariance():
+    X = _correlated()
+    Z = Whitening().fit_transform(X)
+    np.testing.assert_allclose(Z.mean(axis=0), 0.0, atol=1e-10)
+    np.testing.assert_allclose(np.cov(Z.T, bias=True), np.eye(X.shape[1]), atol=1e-9)
+
+
+def test_matches_numpy_eigendecomposition_and_keeps_largest_first():
+    X = _correlated()
+    k = 5
+    w = Whitening(n_components=k).fit(X)
+    evals, evecs = np.linalg.eigh(np.cov(X.T, bias=True))
+    order = np.argsort(evals)[::-1][:k]
+    np.testing.assert_allclose(w.explained_variance_, evals[order], rtol=1e-10)
+    assert np.all(np.diff(w.explained_variance_) < 0)
+    # each component equals the numpy eigenvector up to sign
+    dots = np.abs(np.sum(w.components_ * evecs[:, order].T, axis=1))
+    np.testing.assert_allclose(dots, 1.0, atol=1e-10)
+    Z = w.transform(X)
+    assert Z.shape == (X.shape[0], k)
+    np.testing.assert_allclose(np.cov(Z.T, bias=True), np.eye(k), atol=1e-9)
+    assert w.n_components_ == k and w.n_features_in_ == X.shape[1] and w.n_dropped_ == 0
+
+
+def test_agrees_with_sklearn_pca_whiten_up_to_sign_and_n_scale():
+    X = _correlated()
+    n = X.shape[0]
+    ours = Whitening(n_components=6).fit_transform(X)
+    ref = PCA(n_components=6, whiten=True, svd_solver="full").fit_transform(X)
+    # PCA divides by the (N-1)-normalised variance, we by the N-normalised one
+    ref = ref * np.sqrt(n / (n - 1))
+    signs = np.sign(np.sum(ours * ref, axis=0))
+    np.testing.assert_allclose(ours, ref * signs, atol=1e-8)
+
+
+def test_signs_do_not_depend_on_row_order():
+    X = _correlated()
+    perm = np.random.default_rng(3).permutation(len(X))
+    a, b = Whitening().fit(X), Whitening().fit(X[perm])
+    np.testing.assert_allclose(a.components_, b.components_, atol=1e-9)
+    idx = np.argmax(np.abs(a.components_), axis=1)
+    assert np.all(a.components_[np.arange(len(idx)), idx] > 0)
+
+
+def test_partial_fit_equals_fit():
+    X = _correlated(n=1000)
+    full = Whitening(n_components=8).fit(X)
+    inc = Whitening(n_components=8)
+    for chunk in np.array_split(X, [137, 400, 401, 777]):
+        inc.partial_fit(chunk)
+    assert inc.n_samples_seen_ == full.n_samples_seen_ == 1000
+    np.testing.assert_allclose(inc.mean_, full.mean_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(inc.statistics_.covariance, full.statistics_.covariance,
+                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(inc.transform(X), full.transform(X), atol=1e-8)
+
+
+def test_statistics_merge_and_raw_sums():
+    X = _correlated(n=300)
+    parts = [WhiteningStatistics.from_array(p) for p in np.array_split(X, 4)]
+    merged = parts[3].merge(parts[0]).merge(parts[2] + parts[1])  # any order
+    direct = WhiteningStatistics.from_array(X)
+    assert merged.n_samples == 300
+    np.testing.assert_allclose(merged.mean, X.mean(axis=0), atol=1e-12)
+    np.testing.assert_allclose(merged.covariance, np.cov(X.T, bias=True), atol=1e-10)
+    np.testing.assert_allclose(merged.sum, X.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(merged.sum_outer, X.T @ X, rtol=1e-10)
+    a = Whitening.from_statistics(merged, n_components=4)
+    b = Whitening(n_components=4).fit(X)
+    np.testing.assert_allclose(a.transform(X), b.transform(X), atol=1e-8)
+    assert direct.merge(WhiteningStatistics.empty(X.shape[1])) is direct
+    with pytest.raises(ValueError, match="features"):
+        direct.merge(WhiteningStatistics.from_array(X[:, :3]))
+
+
+def test_sample_weight_equals_repeated_rows():
+    X = _correlated(n=50)
+    counts = np.random.default_rng(1).integers(0, 4, size=50)
+    counts[0] = 1
+    a = WhiteningStatistics.from_array(X, sample_weight=counts)
+    b = WhiteningStatistics.from_array(np.repeat(X, counts, axis=0))
+    assert a.n_samples == b.n_samples == counts.sum()
+    np.testing.assert_allclose(a.mean, b.mean, atol=1e-12)
+    np.testing.assert_allclose(a.scatter, b.scatter, atol=1e-9)
+    with pytest.raises(ValueError, match="sample_weight"):
+        WhiteningStatistics.from_array(X, sample_weight=np.full(50, 0.5))
+
+
+def test_dask_fit_matches_numpy():
+    da = pytest.importorskip("dask.array")
+    X = _correlated(n=500, d=9)
+    lazy = da.from_array(X, chunks=(37, 4))  # row and column blocks, uneven last block
+    w_dask = Whitening(n_components=5).fit(lazy)
+    w_np = Whitening(n_components=5).fit(X)
+    assert w_dask.n_samples_seen_ == 500
+    np.testing.assert_allclose(w_dask.mean_, w_np.mean_, atol=1e-10)
+    np.testing.assert_allclose(w_dask.statistics_.covariance, w_np.statistics_.covariance,
+                               atol=1e-10)
+    out = w_dask.transform(lazy)
+    assert out.shape == (500, 5)
+    np.testing.assert_allclose(out.compute(), w_np.transform(X), atol=1e-8)
+
+
+def test_fewer_rows_than_features_drops_null_directions_with_warning():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 20))
+    with pytest.warns(UserWarning, match=r"dropped 15 of the 20 requested directions"):
+        w = Whitening().fit(X)
+    assert w.n_components_ == 5 and w.n_dropped_ == 15  # rank of 6 centred rows is 5
+    Z = w.transform(X)
+    assert np.isfinite(Z).all()
+    np.testing.assert_allclose(np.cov(Z.T, bias=True), np.eye(5), atol=1e-8)
+    # new rows with components in the null space stay bounded (no 1e8 / inf)
+    new = rng.normal(size=(50, 20))
+    assert np.abs(w.transform(new)).max() < 100
+    # the naive formula blows up on the same data
+    evals, evecs = np.linalg.eigh(np.cov(X.T, bias=True))
+    with np.errstate(all="ignore"):
+        naive = (new - X.mean(0)) @ evecs / np.sqrt(evals)
+    assert not np.all(np.abs(naive) < 1e4)  # NaN compares False too
+
+
+def test_repeated_rows_with_n_components():
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(3, 8))
+    X = np.repeat(base, 40, axis=0)  # 120 rows, rank 2 after centring
+    with pytest.warns(UserWarning, match="dropped 2 of the 4"):
+        w = Whitening(n_components=4).fit(X)
+    Z = w.transform(X)
+    assert Z.shape == (120, 2) and np.isfinite(Z).all() and np.abs(Z).max() < 10
+
+
+def test_invalid_inputs_raise_value_error():
+    X = _correlated(n=20, d=4)
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        Whitening().fit(X[:1])
+    bad = X.copy()
+    bad[3, 2] = np.nan
+    with pytest.raises(ValueError, match="non-finite"):
+        Whitening().fit(bad)
+    with pytest.raises(ValueError, match="identical"):
+        Whitening().fit(np.ones((5, 4)))
+    with pytest.raises(ValueError, match="n_components"):
+        Whitening(n_components=5).fit(X)
+    with pytest.raises(ValueError, match="n_components"):
+        Whitening(n_components=0).fit(X)
+    with pytest.raises(ValueError, match="eps"):
+        Whitening(eps=-1.0).fit(X)
+    with pytest.raises(NotFittedError):
+        Whitening().transform(X)
+    w = Whitening().fit(X)
+    with pytest.raises(ValueError, match="features"):
+        w.transform(X[:, :3])
+    inc = Whitening()
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        inc.partial_fit(X[:1])
+    assert not hasattr(inc, "statistics_")  # left unchanged
+
+
+def test_dtype_preserved():
+    X32 = _correlated(dtype=np.float32)
+    w = Whitening(n_components=4).fit(X32)
+    assert w.transform(X32).dtype == np.float32
+    assert w.fit_transform(X32).dtype == np.float32
+    assert w.transform(X32.astype(np.float64)).dtype == np.float64
+    np.testing.assert_allclose(w.transform(X32), w.transform(X32.astype(np.float64)),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_save_load_round_trip(tmp_path):
+    X = _correlated()
+    w = Whitening(n_components=7, eps=1e-9).fit(X)
+    w.save(tmp_path / "wh")
+    cfg = json.loads((tmp_path / "wh" / "whitening.json").read_text())
+    assert cfg["n_components"] == 7 and cfg["n_features_in"] == X.shape[1]
+    assert not any(p.suffix in {".pkl", ".pickle"} for p in (tmp_path / "wh").iterdir())
+    back = Whitening.load(tmp_path / "wh")
+    assert back.get_params() == w.get_params()
+    np.testing.assert_array_equal(back.transform(X), w.transform(X))
+    np.testing.assert_allclose(back.explained_variance_ratio_, w.explained_variance_ratio_)
+    back.partial_fit(X)  # statistics survive the round trip
+    assert back.n_samples_seen_ == 2 * len(X)
+    np.testing.assert_allclose(back.mean_, w.mean_, atol=1e-10)
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="whitening.json"):
+        Whitening.load(tmp_path / "nothing")
+    w = Whitening().fit(_correlated(d=4))
+    w.save(tmp_path / "a")
+    (tmp_path / "a" / "mean.npy").write_bytes(b"not an npy file")
+    with pytest.raises(ValueError, match="mean.npy"):
+        Whitening.load(tmp_path / "a")
+    w.save(tmp_path / "b")
+    (tmp_path / "b" / "components.npy").unlink()
+    with pytest.raises(FileNotFoundError, match="components.npy"):
+        Whitening.load(tmp_path / "b")
+    w.save(tmp_path / "c")
+    (tmp_path / "c" / "whitening.json").write_text("{not json")
+    with pytest.raises(ValueError, match="whitening.json"):
+        Whitening.load(tmp_path / "c")
+    w.save(tmp_path / "d")
+    np.save(tmp_path / "d" / "mean.npy", np.zeros(3))
+    with pytest.raises(ValueError, match="corrupt"):
+        Whitening.load(tmp_path / "d")
+
+
+def test_sklearn_clone_and_params():
+    w = Whitening(n_components=3, eps=1e-8)
+    assert w.get_params() == {"n_components": 3, "eps": 1e-8}
+    c = clone(w)
+    assert c is not w and c.get_params() == w.get_params()
+    w.set_params(n_components=2)
+    assert w.n_components == 2
+    fitted = Whitening(2).fit(_correlated(d=4))
+    assert not hasattr(clone(fitted), "mean_")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Whitening(n_components=None)  # __init__ validates nothing and warns nothing
