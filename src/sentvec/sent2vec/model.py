@@ -22,8 +22,7 @@ import numpy as np
 
 from sentvec._io import atomic_save_npy, atomic_write_text, load_npy
 from sentvec._validation import check_positive_int, check_sentences
-from sentvec.sent2vec.binfile import (ARGS_HEADER, ModelFormatError, is_bin_file, read_bin,
-                                      write_bin)
+from sentvec.sent2vec.binfile import ModelFormatError, read_bin, write_bin
 from sentvec.sent2vec.dictionary import EOS, Dictionary
 from sentvec.sent2vec.preprocessing import Preprocessing
 
@@ -259,7 +258,8 @@ class Sent2Vec:
                                   "bucket": d.bucket, "word_ngrams": d.word_ngrams,
                                   "pruneidx_size": d.pruneidx_size},
                    "dim": self.dim}
-            atomic_write_text(tmp / _CONFIG, json.dumps(cfg, indent=2, default=_json_default) + "\n")
+            text = json.dumps(cfg, indent=2, default=_json_default)
+            atomic_write_text(tmp / _CONFIG, text + "\n")
             # ensure_ascii keeps non-UTF-8 bytes (lone surrogates) representable
             atomic_write_text(tmp / _VOCAB, json.dumps({"words": d.words, "labels": d.labels}))
             for name, arr in (("counts", d.counts), ("label_counts", d.label_counts),
@@ -444,5 +444,4 @@ def _is_model_dir(d: Path) -> bool:
     return isinstance(cfg, dict) and cfg.get("format") == DIR_FORMAT
 
 
-__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "is_bin_file", "ARGS_HEADER",
-           "warn_encode_stats"]
+__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "warn_encode_stats"]
