@@ -43,23 +43,46 @@ def _introsort_impl(keys: np.ndarray, vals: np.ndarray) -> None:  # pragma: no c
         depth = stack[sp, 2]
         while last - first > _THRESHOLD:
             if depth == 0:
-                # __partial_sort(first, last, last): make_heap then sort_heap
+                # __partial_sort(first, last, last): make_heap, then sort_heap; both phases run
+                # __adjust_heap (inlined once below) on (hole, heap length, moved value)
                 length = last - first
-                parent = (length - 2) // 2
-                while True:
-                    _adjust_heap(keys, vals, first, parent, length, keys[first + parent],
-                                 vals[first + parent])
-                    if parent == 0:
-                        break
-                    parent -= 1
-                end = last
-                while end - first > 1:
-                    end -= 1
-                    vk = keys[end]
-                    vv = vals[end]
-                    keys[end] = keys[first]
-                    vals[end] = vals[first]
-                    _adjust_heap(keys, vals, first, 0, end - first, vk, vv)
+                nmake = (length - 2) // 2 + 1
+                for step in range(nmake + length - 1):
+                    if step < nmake:
+                        hole = (length - 2) // 2 - step
+                        hlen = length
+                        vk = keys[first + hole]
+                        vv = vals[first + hole]
+                    else:
+                        end = last - 1 - (step - nmake)
+                        vk = keys[end]
+                        vv = vals[end]
+                        keys[end] = keys[first]
+                        vals[end] = vals[first]
+                        hole = 0
+                        hlen = end - first
+                    top = hole
+                    second = hole
+                    while second < (hlen - 1) // 2:
+                        second = 2 * (second + 1)
+                        if keys[first + second] < keys[first + second - 1]:
+                            second -= 1
+                        keys[first + hole] = keys[first + second]
+                        vals[first + hole] = vals[first + second]
+                        hole = second
+                    if (hlen & 1) == 0 and second == (hlen - 2) // 2:
+                        second = 2 * (second + 1)
+                        keys[first + hole] = keys[first + second - 1]
+                        vals[first + hole] = vals[first + second - 1]
+                        hole = second - 1
+                    parent = (hole - 1) // 2  # __push_heap
+                    while hole > top and keys[first + parent] < vk:
+                        keys[first + hole] = keys[first + parent]
+                        vals[first + hole] = vals[first + parent]
+                        hole = parent
+                        parent = (hole - 1) // 2
+                    keys[first + hole] = vk
+                    vals[first + hole] = vv
                 break
             depth -= 1
             # __unguarded_partition_pivot: median of (first+1, mid, last-1) moved to first
@@ -110,60 +133,27 @@ def _introsort_impl(keys: np.ndarray, vals: np.ndarray) -> None:  # pragma: no c
             stack[sp, 2] = depth
             sp += 1
             last = cut
-    # __final_insertion_sort
+    # __final_insertion_sort: guarded insertion for the first 16, unguarded for the rest
     guarded_end = n if n <= _THRESHOLD else _THRESHOLD
-    for i in range(1, guarded_end):
+    for i in range(1, n):
         vk = keys[i]
         vv = vals[i]
-        if vk < keys[0]:
+        if i < guarded_end and vk < keys[0]:
             for j in range(i, 0, -1):
                 keys[j] = keys[j - 1]
                 vals[j] = vals[j - 1]
             keys[0] = vk
             vals[0] = vv
-        else:
-            _linear_insert(keys, vals, i)
-    for i in range(guarded_end, n):
-        _linear_insert(keys, vals, i)
-
-
-def _linear_insert(keys, vals, last):  # pragma: no cover - jitted
-    vk = keys[last]
-    vv = vals[last]
-    nxt = last - 1
-    while vk < keys[nxt]:
-        keys[last] = keys[nxt]
-        vals[last] = vals[nxt]
-        last = nxt
-        nxt -= 1
-    keys[last] = vk
-    vals[last] = vv
-
-
-def _adjust_heap(keys, vals, first, hole, length, vk, vv):  # pragma: no cover - jitted
-    top = hole
-    second = hole
-    while second < (length - 1) // 2:
-        second = 2 * (second + 1)
-        if keys[first + second] < keys[first + second - 1]:
-            second -= 1
-        keys[first + hole] = keys[first + second]
-        vals[first + hole] = vals[first + second]
-        hole = second
-    if (length & 1) == 0 and second == (length - 2) // 2:
-        second = 2 * (second + 1)
-        keys[first + hole] = keys[first + second - 1]
-        vals[first + hole] = vals[first + second - 1]
-        hole = second - 1
-    # __push_heap
-    parent = (hole - 1) // 2
-    while hole > top and keys[first + parent] < vk:
-        keys[first + hole] = keys[first + parent]
-        vals[first + hole] = vals[first + parent]
-        hole = parent
-        parent = (hole - 1) // 2
-    keys[first + hole] = vk
-    vals[first + hole] = vv
+        else:  # __unguarded_linear_insert
+            pos = i
+            nxt = i - 1
+            while vk < keys[nxt]:
+                keys[pos] = keys[nxt]
+                vals[pos] = vals[nxt]
+                pos = nxt
+                nxt -= 1
+            keys[pos] = vk
+            vals[pos] = vv
 
 
 _JITTED = None
@@ -175,15 +165,7 @@ def _jitted():
     if _JITTED is None:
         import numba
 
-        li = numba.njit(cache=True, nogil=True)(_linear_insert)
-        ah = numba.njit(cache=True, nogil=True)(_adjust_heap)
-        g = dict(_introsort_impl.__globals__)
-        g["_linear_insert"] = li
-        g["_adjust_heap"] = ah
-        import types
-
-        fn = types.FunctionType(_introsort_impl.__code__, g, "_introsort_impl")
-        _JITTED = numba.njit(nogil=True)(fn)
+        _JITTED = numba.njit(cache=True, nogil=True)(_introsort_impl)
     return _JITTED
 
 
