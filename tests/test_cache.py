@@ -214,3 +214,19 @@ def test_encoder_cache_key_uses_files_and_config(tmp_path):
     assert encoder_cache_key(_FakeEncoder(tmp_path, "cls"), SENTS).digest() != key.digest()
     assert encoder_cache_key(enc, SENTS, pooling="cls+mean").pooling == "cls+mean"
     assert encoder_cache_key(enc, SENTS[:2]).digest() != key.digest()
+
+
+def test_layers_key_ignores_encoders_own_layer_choice(tmp_path):
+    class Enc(_FakeEncoder):
+        def __init__(self, path, layers):
+            super().__init__(path)
+            self.layers = layers
+
+        def config_dict(self):
+            return {**super().config_dict(), "layers": list(self.layers), "max_length": 64}
+
+    a, b = Enc(tmp_path, (1, -1)), Enc(tmp_path, (-1,))
+    assert (encoder_cache_key(a, SENTS, pooling="cls").digest()
+            == encoder_cache_key(b, SENTS, pooling="cls").digest())
+    assert (encoder_cache_key(a, SENTS, kind="embeddings").digest()
+            != encoder_cache_key(b, SENTS, kind="embeddings").digest())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 import json
 import math
 from types import SimpleNamespace
@@ -197,3 +198,57 @@ def test_plots_write_png(tmp_path):
     for name in ("fig1.png", "fig2.png"):
         data = (tmp_path / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+# ---------------------------------------------------------------- with a real (2-layer) model
+
+def _small_sts_dir(root):
+    """A data dir with the first lines of STS13 (3 subsets x 70) and STS-B test (200 pairs)."""
+    from sentvec._data import data_dir
+
+    src = data_dir() / "downstream" / "STS"
+    sts13 = root / "downstream" / "STS" / "STS13-en-test"
+    sts13.mkdir(parents=True)
+    for sub in ("FNWN", "headlines", "OnWN"):
+        for kind in ("input", "gs"):
+            name = f"STS.{kind}.{sub}.txt"
+            lines = (src / "STS13-en-test" / name).read_text(encoding="utf-8").splitlines(True)
+            (sts13 / name).write_text("".join(lines[:70]), encoding="utf-8")
+    stsb = root / "downstream" / "STS" / "STSBenchmark"
+    stsb.mkdir(parents=True)
+    lines = (src / "STSBenchmark" / "sts-test.csv").read_text(encoding="utf-8").splitlines(True)
+    (stsb / "sts-test.csv").write_text("".join(lines[:200]), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def small_sts(tmp_path_factory):
+    from sentvec.evaluation.sts import load_sts
+
+    root = _small_sts_dir(tmp_path_factory.mktemp("sts-small"))
+    return root, load_sts(["STS13", "STSBenchmark"], data_dir=root)
+
+
+@pytest.mark.slow
+def test_search_best_pair_equals_encoder_with_that_pair(tiny_minilm, small_sts, tmp_path):
+    from sentvec.cache import VectorCache
+    from sentvec.evaluation.layers import analyze_layers
+    from sentvec.evaluation.sts import evaluate_sts
+
+    _, tasks = small_sts
+    cache = VectorCache(tmp_path)
+    a = analyze_layers(tiny_minilm, tasks, cache=cache, show_progress_bar=False)
+    assert a.n_hidden_states == 3 and not a.timings.cache_hit
+    assert len(a.pairs) == 2 * 6 and a.timings.n_scored == 2 * 7
+    for w in ("none", "year"):
+        best = a.best_pair(w)
+        enc = tiny_minilm.with_options(layers=best.layers)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # singular fit sets of the small data
+            res = evaluate_sts(enc, tasks, whitening=w)
+        assert res.average == best.average  # exactly: same vectors, same scoring
+        assert tuple(res.task_scores.items()) == best.task_scores
+    # second run: per-layer vectors from the disk cache, identical results
+    b = analyze_layers(tiny_minilm, tasks, cache=cache, show_progress_bar=False)
+    assert b.timings.cache_hit
+    assert b.pairs == a.pairs and b.by_size == a.by_size

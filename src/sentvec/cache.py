@@ -36,6 +36,8 @@ CACHE_ENV = "SENTVEC_CACHE"
 CACHE_FORMAT_VERSION = 1
 #: Sub-directory of the cache root holding sentence-vector entries.
 VECTORS_SUBDIR = "vectors"
+#: Encoder options that do not change per-layer vectors (``kind="layers"`` keys ignore them).
+_LAYER_INDEPENDENT = ("pooling", "layers", "layer_indices")
 
 
 class CacheWarning(UserWarning):
@@ -182,6 +184,9 @@ def encoder_cache_key(encoder: Any, sentences: list[str], *, kind: str = "layers
     :func:`sentvec.encoders.base.describe_encoder`): its ``model``/``name_or_path`` entry names
     the model; when a local model directory or file can be found, its files are fingerprinted
     (names, sizes, mtimes), otherwise the fingerprint is the hash of the whole configuration.
+    For ``kind="layers"`` the encoder's own ``pooling`` / ``layers`` / ``layer_indices`` options
+    are left out of the configuration hash (``encode_layers`` pools every hidden state with the
+    pooling named in the key), so encoders differing only in those share per-layer entries.
 
     Parameters
     ----------
@@ -197,7 +202,11 @@ def encoder_cache_key(encoder: Any, sentences: list[str], *, kind: str = "layers
     from sentvec.encoders.base import describe_encoder, text_variant_of
 
     config = describe_encoder(encoder)
-    config_hash = hashlib.sha256(_canonical_json(config).encode("utf-8")).hexdigest()
+    hashed = dict(config)
+    if kind == "layers":  # encode_layers ignores the encoder's own pooling / layer choice
+        for name in _LAYER_INDEPENDENT:
+            hashed.pop(name, None)
+    config_hash = hashlib.sha256(_canonical_json(hashed).encode("utf-8")).hexdigest()
     model = next((str(config[k]) for k in ("model", "name_or_path", "model_path", "path",
                                           "encoder") if config.get(k)), type(encoder).__name__)
     model_path = _find_model_path(encoder, config)

@@ -582,3 +582,416 @@ def plot_size_curve(analysis: LayerAnalysis, path: Any) -> None:
     fig.tight_layout()
     with atomic_open(path, "wb") as fh:
         fig.savefig(fh, format="png")
+
+
+def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
+                         pooling: str | Sequence[str] = "mean", text_variant: str = "senteval",
+                         cache: Any = None, batch_size: int | None = None,
+                         show_progress_bar: bool | None = None
+                         ) -> tuple[dict[str, np.ndarray], bool, float]:
+    """Per-layer pooled vectors of ``sentences``, from the disk cache or one forward pass.
+
+    Parameters
+    ----------
+    encoder : TransformerEncoder
+        Anything with ``encode_layers(sentences, pooling=tuple, ...) -> dict``.
+    sentences : sequence of str
+    pooling : str or sequence of str
+        Each mode is cached under its own key; all missing modes come from ONE forward pass.
+    text_variant : str
+        Recorded in the cache key (which text the sentences are).
+    cache : sentvec.cache.VectorCache, optional
+        ``None``: no caching.
+    batch_size, show_progress_bar : optional
+        Passed to ``encode_layers``.
+
+    Returns
+    -------
+    vectors : dict of str to ndarray of shape (n, L + 1, d), float32
+    cache_hit : bool
+        True when every pooling came from the cache (no forward pass ran).
+    seconds : float
+        Wall time of loading and/or computing.
+
+    Raises
+    ------
+    TypeError
+        If the encoder has no ``encode_layers`` (e.g. Sent2Vec: it has no layers).
+    """
+    from sentvec.cache import encoder_cache_key
+
+    if not callable(getattr(encoder, "encode_layers", None)):
+        raise TypeError(f"{type(encoder).__name__} has no encode_layers(); the layer analysis "
+                        "needs a transformer encoder")
+    poolings = (pooling,) if isinstance(pooling, str) else tuple(dict.fromkeys(pooling))
+    sentences = list(sentences)
+    t0 = time.perf_counter()
+    keys = {p: encoder_cache_key(encoder, sentences, kind="layers", pooling=p,
+                                 text_variant=text_variant) for p in poolings}
+    out: dict[str, np.ndarray] = {}
+    if cache is not None:
+        for p in poolings:
+            arr = cache.load(keys[p])
+            if arr is not None:
+                out[p] = arr
+    missing = tuple(p for p in poolings if p not in out)
+    if missing:
+        kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
+        if batch_size is not None:
+            kwargs["batch_size"] = batch_size
+        computed = encoder.encode_layers(sentences, pooling=missing, **kwargs)
+        for p in missing:
+            out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
+            if cache is not None:
+                cache.save(keys[p], out[p])
+    return {p: out[p] for p in poolings}, not missing, time.perf_counter() - t0
+
+
+def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
+                   whitening: Sequence[str] = LAYER_WHITENING_MODES,
+                   max_layers: int | None = None, include_embedding_layer: bool = True,
+                   exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+                   beam_width: int = DEFAULT_BEAM_WIDTH, search: bool = True,
+                   aggregation: str = "mean", n_components: int | None = None,
+                   cache: Any = None, batch_size: int | None = None,
+                   show_progress_bar: bool | None = None,
+                   model_name: str | None = None) -> LayerAnalysis:
+    """Figure 1 and Figure 2 of WhiteningBERT for one encoder, from one forward pass.
+
+    Parameters
+    ----------
+    encoder : TransformerEncoder
+    tasks : list of STSTask, optional
+        Default: all seven STS tasks in the encoder's preferred text variant.
+    pooling : {"mean", "cls", "max"}
+        Token pooling of every hidden state (see the module docstring for max).
+    whitening : sequence of {"none", "year"}
+    max_layers, include_embedding_layer, exhaustive_limit, beam_width
+        Size search (Figure 2), see :func:`search_combinations`.
+    search : bool
+        ``False`` scores the pairs only (Figure 1).
+    aggregation : {"mean", "wmean", "all"}
+    n_components : int, optional
+        Whitening dimension k.
+    cache : sentvec.cache.VectorCache, optional
+    model_name : str, optional
+        Label for the result (default: the encoder's ``model`` description).
+
+    Returns
+    -------
+    LayerAnalysis
+    """
+    from sentvec.encoders.base import describe_encoder, text_variant_of
+    from sentvec.evaluation.sts import load_sts, unique_sentences
+
+    task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
+    variants = sorted({t.variant for t in task_list})
+    variant = variants[0] if len(variants) == 1 else "+".join(variants)
+    sentences = unique_sentences(task_list)
+    vectors, hit, forward_s = pooled_layer_vectors(
+        encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,
+        batch_size=batch_size, show_progress_bar=show_progress_bar)
+    scorer = CombinationScorer(vectors[pooling], task_list, sentences, aggregation=aggregation,
+                               n_components=n_components)
+    pairs = evaluate_pairs(scorer, whitening=whitening)
+    pairs_s = scorer.seconds
+    by_size: tuple[SizeBest, ...] = ()
+    if search:
+        by_size = search_combinations(scorer, whitening=whitening, max_layers=max_layers,
+                                      include_embedding_layer=include_embedding_layer,
+                                      exhaustive_limit=exhaustive_limit, beam_width=beam_width)
+    desc = describe_encoder(encoder)
+    return LayerAnalysis(
+        model=model_name or str(desc.get("model", type(encoder).__name__)), encoder=desc,
+        pooling=pooling, text_variant=variant, aggregation=aggregation,
+        n_components=n_components, n_hidden_states=scorer.n_hidden_states,
+        n_sentences=len(sentences), tasks=tuple(t.name for t in task_list), pairs=pairs,
+        by_size=by_size, include_embedding_layer=include_embedding_layer,
+        exhaustive_limit=exhaustive_limit, beam_width=beam_width,
+        timings=LayerTimings(forward_s, hit, pairs_s, scorer.seconds - pairs_s,
+                             scorer.n_scored))
+
+
+# --------------------------------------------------------------------------- whitening sweep
+#: How outside-corpus text is prepared: as is, lower-cased, or Moses-tokenized and lower-cased
+#: (sacremoses ``MosesTokenizer("en").tokenize(line, escape=False)``, the preprocessing of the
+#: SentEval STS files and of ``enwiki-2015-sentences-1M.tok.lower.txt.xz``).
+CorpusPreprocessing = Literal["none", "lower", "moses-lower"]
+CORPUS_PREPROCESSING: tuple[str, ...] = get_args(CorpusPreprocessing)
+
+
+def prepare_corpus(lines: Sequence[str], preprocessing: str = "moses-lower", *,
+                   exclude: Sequence[str] = ()) -> tuple[list[str], int]:
+    """Preprocess outside-corpus sentences and drop any that is an evaluation sentence.
+
+    Parameters
+    ----------
+    lines : sequence of str
+        One sentence per item; blank items are dropped.
+    preprocessing : {"none", "lower", "moses-lower"}
+    exclude : sequence of str
+        Sentences that must not be fitted on (the STS test sentences); compared after
+        preprocessing.
+
+    Returns
+    -------
+    sentences : list of str
+    n_excluded : int
+        Corpus sentences dropped because they equal an excluded sentence.
+    """
+    check_choice("preprocessing", preprocessing, CORPUS_PREPROCESSING)
+    items = [s.strip() for s in lines if s.strip()]
+    if preprocessing == "lower":
+        items = [s.lower() for s in items]
+    elif preprocessing == "moses-lower":
+        from sacremoses import MosesTokenizer
+
+        tok = MosesTokenizer("en")
+        items = [" ".join(tok.tokenize(s, escape=False)).lower() for s in items]
+    banned = set(exclude)
+    kept = [s for s in items if s not in banned]
+    return kept, len(items) - len(kept)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """STS score for one whitening fit and dimension k.
+
+    Attributes
+    ----------
+    fit : {"none", "year", "corpus"}
+        No whitening; fitted per STS year on the test pairs (paper protocol); fitted once on
+        the outside corpus and applied to every task.
+    k : int
+        Kept dimensions (the full d for "none").
+    average : float
+    task_scores : tuple of (str, float)
+    """
+
+    fit: str
+    k: int
+    average: float
+    task_scores: tuple[tuple[str, float], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {"fit": self.fit, "k": self.k, "average": self.average,
+                "task_scores": dict(self.task_scores)}
+
+
+@dataclass(frozen=True)
+class WhiteningSweep:
+    """STS average versus whitening dimension k (BERT-whitening's dimension reduction).
+
+    Attributes
+    ----------
+    model : str
+    layers : tuple of int
+        Combined hidden states (the encoder's layer choice, e.g. (1, 6)).
+    pooling, text_variant, aggregation : str
+    dim : int
+        Full dimension d.
+    corpus : dict
+        Path, preprocessing, sentences read / used / excluded (equal to a test sentence).
+    points : tuple of SweepPoint
+    timings : dict of str to float
+        Seconds: ``sts_vectors``, ``corpus_vectors``, ``scoring``.
+    """
+
+    model: str
+    layers: tuple[int, ...]
+    pooling: str
+    text_variant: str
+    aggregation: str
+    dim: int
+    corpus: dict[str, Any]
+    points: tuple[SweepPoint, ...]
+    timings: dict[str, float]
+
+    def series(self, fit: str) -> tuple[SweepPoint, ...]:
+        """Points of one fit, k ascending."""
+        return tuple(sorted((p for p in self.points if p.fit == fit), key=lambda p: p.k))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {"model": self.model, "layers": list(self.layers), "pooling": self.pooling,
+                "text_variant": self.text_variant, "aggregation": self.aggregation,
+                "dim": self.dim, "corpus": dict(self.corpus),
+                "points": [p.to_dict() for p in self.points], "timings": dict(self.timings)}
+
+    def to_json(self) -> str:
+        """Indented JSON text of :meth:`to_dict`."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def to_markdown(self) -> str:
+        """Markdown table: one row per k, one column per fit."""
+        fits = [f for f in ("year", "corpus") if self.series(f)]
+        base = self.series("none")
+        c = self.corpus
+        lines = [f"# Whitening dimension sweep: {self.model}, {layer_label(self.layers)}, "
+                 f"{self.pooling} pooling", "",
+                 f"- STS text variant `{self.text_variant}`; {self.aggregation} over subsets, "
+                 "mean of the task scores (Spearman rho x 100).",
+                 "- `year`: mu and Sigma fitted per STS year on both sides of all its scored "
+                 "test pairs (the paper's protocol, transductive).",
+                 f"- `corpus`: fitted once on {c.get('n_used')} sentences of "
+                 f"`{c.get('path')}` (preprocessing `{c.get('preprocessing')}`; "
+                 f"{c.get('n_excluded')} sentences equal to a test sentence removed), applied "
+                 "to every task." if c else "- no outside corpus.", ""]
+        if base:
+            lines += [f"No whitening: {base[0].average:.2f}.", ""]
+        lines += ["| k | " + " | ".join(fits) + " |", "|---:|" + "---:|" * len(fits)]
+        ks = sorted({p.k for p in self.points if p.fit != "none"})
+        for k in ks:
+            row = [next((f"{p.average:.2f}" for p in self.series(f) if p.k == k), "-")
+                   for f in fits]
+            lines.append(f"| {k}{' (d)' if k == self.dim else ''} | " + " | ".join(row) + " |")
+        t = self.timings
+        lines += ["", "Wall times: " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()), ""]
+        return "\n".join(lines)
+
+
+def whitening_sweep(sts_vectors: np.ndarray, tasks: Sequence[Any], sentences: Sequence[str], *,
+                    ks: Sequence[int | None], corpus_vectors: np.ndarray | None = None,
+                    aggregation: str = "mean") -> tuple[SweepPoint, ...]:
+    """Score STS with whitening reduced to each k, fitted per year and/or on a corpus.
+
+    Parameters
+    ----------
+    sts_vectors : ndarray of shape (n, d)
+        Vectors of ``sentences`` (all distinct STS sentences).
+    tasks : list of STSTask
+    sentences : list of str
+    ks : sequence of int or None
+        Dimensions to keep (``None``: all d); each must be <= d.
+    corpus_vectors : ndarray of shape (m, d), optional
+        Outside-corpus vectors for the "corpus" fit (skipped when ``None``).
+    aggregation : {"mean", "wmean", "all"}
+
+    Returns
+    -------
+    tuple of SweepPoint
+        The "none" baseline, then "year" and "corpus" points per k.
+
+    Raises
+    ------
+    ValueError
+        A k larger than d or not positive.
+    """
+    from sentvec.evaluation.sts import score_sts
+    from sentvec.whitening import Whitening
+
+    d = int(np.asarray(sts_vectors).shape[1])
+    dims = []
+    for k in ks:
+        k = d if k is None else check_positive_int("k", k)
+        if k > d:
+            raise ValueError(f"k={k} is invalid; expected at most the dimension d={d}")
+        dims.append(k)
+    dims = sorted(set(dims))
+
+    def point(fit: str, k: int, res: Any) -> SweepPoint:
+        return SweepPoint(fit, k, float(res.average),
+                          tuple((str(a), float(b)) for a, b in res.task_scores.items()))
+
+    out = [point("none", d, score_sts(tasks, sentences, sts_vectors, aggregation=aggregation))]
+    for k in dims:
+        out.append(point("year", k, score_sts(tasks, sentences, sts_vectors, whitening="year",
+                                               n_components=None if k == d else k,
+                                               aggregation=aggregation)))
+    if corpus_vectors is not None:
+        for k in dims:
+            w = Whitening(None if k == d else k).fit(corpus_vectors)
+            out.append(point("corpus", k, score_sts(tasks, sentences, sts_vectors, whitening=w,
+                                                     aggregation=aggregation)))
+    return tuple(out)
+
+
+def plot_whitening_sweep(sweep: WhiteningSweep, path: Any) -> None:
+    """Write the STS average versus k (log-scaled x axis) as PNG."""
+    from sentvec._io import atomic_open
+
+    fig = _figure(6.4, 4.0)
+    ax = fig.add_subplot(1, 1, 1)
+    for fit, marker in (("year", "o"), ("corpus", "s")):
+        pts = sweep.series(fit)
+        if pts:
+            ax.plot([p.k for p in pts], [p.average for p in pts], marker=marker,
+                    label=f"whitening fitted per year (paper)" if fit == "year"
+                    else f"whitening fitted on corpus ({sweep.corpus.get('n_used')} sentences)")
+    base = sweep.series("none")
+    if base:
+        ax.axhline(base[0].average, color="grey", linestyle="--", label="no whitening")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("kept dimensions k")
+    ax.set_ylabel("STS avg (Spearman x 100)")
+    ax.set_title(f"{sweep.model} {layer_label(sweep.layers)}: whitening dimension sweep",
+                 fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
+
+
+# --------------------------------------------------------------------------- Table 1 rows
+#: (token label, pooling, layers) of WhiteningBERT Table 1; -1 is the last layer.
+TABLE1_CONFIGS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("CLS", "cls", (-1,)), ("AVG", "mean", (-1,)), ("AVG", "mean", (1,)),
+    ("AVG", "mean", (1, -1)))
+
+
+@dataclass(frozen=True)
+class Table1Row:
+    """One row of a WhiteningBERT Table 1-style report.
+
+    Attributes
+    ----------
+    model : str
+    token : str
+        "CLS", "AVG", or "-" for encoders without token pooling (Sent2Vec).
+    layers : str
+        "L6", "L1+L6", or "-" for encoders without layers.
+    whitening : bool
+        Fitted per STS year (the paper's protocol) when True.
+    result : STSResult
+        Holds all three aggregations (``scores_by_aggregation``).
+    """
+
+    model: str
+    token: str
+    layers: str
+    whitening: bool
+    result: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {"model": self.model, "token": self.token, "layers": self.layers,
+                "whitening": self.whitening, "result": self.result.to_dict()}
+
+
+def table1_rows(model: str, per_layer: Mapping[str, np.ndarray], tasks: Sequence[Any],
+                sentences: Sequence[str]) -> tuple[Table1Row, ...]:
+    """Table 1 rows (CLS/AVG x last layer / L1 / L1+last, each without and with whitening).
+
+    Parameters
+    ----------
+    model : str
+    per_layer : mapping of pooling to ndarray of shape (n, L + 1, d)
+        Needs ``"cls"`` and ``"mean"`` (rows of a missing pooling are skipped).
+    tasks, sentences
+        As for :func:`sentvec.evaluation.sts.score_sts`.
+    """
+    from sentvec.evaluation.sts import score_sts
+
+    rows = []
+    for token, pooling, layers in TABLE1_CONFIGS:
+        if pooling not in per_layer:
+            continue
+        P = per_layer[pooling]
+        idx = normalize_combination(layers, P.shape[1])
+        emb = combine_layers(P, idx)
+        for w in (False, True):
+            res = score_sts(tasks, sentences, emb, whitening="year" if w else "none")
+            rows.append(Table1Row(model, token, layer_label(idx), w, res))
+    return tuple(rows)

@@ -1,0 +1,390 @@
+"""``sentvec layers``, ``sentvec whiten-sweep`` and ``sentvec report``.
+
+* ``layers``: WhiteningBERT Figures 1 and 2 for one model (all pairs of hidden states and the
+  best combination per size, without and with whitening) from one forward pass, written as JSON,
+  Markdown and two PNG figures.
+* ``whiten-sweep``: STS average versus whitening dimension k, whitening fitted per STS year
+  (the paper's protocol) and on an outside corpus (default: the packaged Wikipedia sample).
+* ``report``: one Markdown report with Table 1-style rows (CLS / AVG x last / L1 / L1+last,
+  each without and with whitening) for every available encoder, under the three STS
+  aggregations.
+
+Per-layer vectors are cached on disk (``$SENTVEC_CACHE`` or ``~/.cache/sentvec``;
+``--no-cache`` disables), so a second run of any of the three commands skips the forward pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_KS = "8,16,32,64,128,256"
+DEFAULT_CORPUS_SIZE = 10_000
+
+
+# --------------------------------------------------------------------------- shared options
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+
+
+def _str_list(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tasks", type=_str_list, default=None,
+                   help="comma-separated STS tasks (default: all seven)")
+    p.add_argument("--data-dir", default=None, help="evaluation data root (default: packaged)")
+    p.add_argument("--variant", choices=("senteval", "raw"), default=None,
+                   help="STS text fed to the model (default: the encoder's preference, "
+                        "'senteval' = tokenized and lower-cased as in the paper)")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
+                                                     "~/.cache/sentvec)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _cache(args: argparse.Namespace) -> Any:
+    from sentvec.cache import VectorCache
+
+    return VectorCache(args.cache_dir, enabled=not args.no_cache)
+
+
+def _slug(name: str) -> str:
+    base = Path(name).name if ("/" in name or "\\" in name) else name
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-").lower() or "model"
+
+
+def _load_tasks(args: argparse.Namespace, encoder: Any) -> list[Any]:
+    from sentvec.encoders.base import text_variant_of
+    from sentvec.evaluation.sts import load_sts
+
+    variant = args.variant or text_variant_of(encoder)
+    return load_sts(args.tasks, data_dir=args.data_dir, variant=variant)
+
+
+def _load_transformer(name: str, **overrides: Any) -> Any:
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentvec.pipeline import load_encoder
+
+    enc = load_encoder(name, **overrides)
+    if not callable(getattr(enc, "encode_layers", None)):
+        raise ValueError(f"model {name!r} ({type(enc).__name__}) has no hidden layers; "
+                         "this command needs a transformer encoder")
+    return enc
+
+
+def _progress(args: argparse.Namespace) -> bool | None:
+    return False if args.quiet else None
+
+
+# --------------------------------------------------------------------------- sentvec layers
+def run_layers(args: argparse.Namespace) -> int:
+    """``sentvec layers``: Figures 1 and 2 for one model."""
+    from sentvec._io import atomic_write_json, atomic_write_text
+    from sentvec.evaluation.layers import analyze_layers, plot_pair_heatmap, plot_size_curve
+
+    t0 = time.perf_counter()
+    encoder = _load_transformer(args.model, max_length=args.max_length)
+    tasks = _load_tasks(args, encoder)
+    if args.max_combination is not None and args.max_combination < 0:
+        raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
+    analysis = analyze_layers(
+        encoder, tasks, pooling=args.pooling, max_layers=args.max_combination or None,
+        include_embedding_layer=not args.no_embedding_layer,
+        exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
+        search=args.max_combination != 0,
+        aggregation=args.aggregation, n_components=args.k, cache=_cache(args),
+        batch_size=args.batch_size, show_progress_bar=_progress(args), model_name=args.model)
+    out = Path(args.out)
+    stem = f"{_slug(args.model)}-{args.pooling}"
+    data = analysis.to_dict()
+    data["timings"]["total_s"] = time.perf_counter() - t0
+    atomic_write_json(out / f"{stem}-layers.json", data)
+    atomic_write_text(out / f"{stem}-layers.md", analysis.to_markdown()
+                      + f"- total command wall time: {data['timings']['total_s']:.1f} s\n")
+    plot_pair_heatmap(analysis, out / f"{stem}-fig1-pairs.png")
+    if analysis.by_size:
+        plot_size_curve(analysis, out / f"{stem}-fig2-sizes.png")
+    for w in analysis.whitening_modes:
+        best = analysis.best_pair(w)
+        print(f"whitening={w}: best pair {best.label} = {best.average:.2f}")
+        for s in analysis.curve(w):
+            print(f"  {s.n_layers} layers: {s.best.label} = {s.best.average:.2f} "
+                  f"[{s.method}, {s.n_evaluated}/{s.n_possible}]")
+    t = analysis.timings
+    print(f"vectors {t.forward_s:.1f} s ({'cache hit' if t.cache_hit else 'forward pass'}), "
+          f"pairs {t.pairs_s:.1f} s, size search {t.search_s:.1f} s, "
+          f"total {data['timings']['total_s']:.1f} s; wrote {out}/{stem}-*")
+    return 0
+
+
+# --------------------------------------------------------------------------- whiten-sweep
+def run_whiten_sweep(args: argparse.Namespace) -> int:
+    """``sentvec whiten-sweep``: STS average versus whitening dimension k."""
+    from sentvec._data import corpus_sample_path
+    from sentvec._io import atomic_write_json, atomic_write_text
+    from sentvec._validation import check_path_exists, check_positive_int
+    from sentvec.evaluation.layers import (
+        WhiteningSweep, combine_layers, plot_whitening_sweep, pooled_layer_vectors,
+        prepare_corpus, whitening_sweep)
+    from sentvec.evaluation.sts import unique_sentences
+
+    t0 = time.perf_counter()
+    encoder = _load_transformer(args.model, layers=tuple(args.layers), pooling=args.pooling,
+                                max_length=args.max_length)
+    tasks = _load_tasks(args, encoder)
+    variant = tasks[0].variant
+    sentences = unique_sentences(tasks)
+    cache = _cache(args)
+    vecs, _, sts_s = pooled_layer_vectors(encoder, sentences, pooling=args.pooling,
+                                          text_variant=variant, cache=cache,
+                                          batch_size=args.batch_size,
+                                          show_progress_bar=_progress(args))
+    layers = tuple(encoder.layer_indices)
+    sts_vectors = combine_layers(vecs[args.pooling], layers)
+    corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
+    if not args.no_corpus:
+        path = check_path_exists(args.corpus or corpus_sample_path(), what="corpus file")
+        size = check_positive_int("corpus_size", args.corpus_size)
+        with open(path, encoding="utf-8") as fh:
+            lines = [line for _, line in zip(range(size), fh)]
+        prep = args.corpus_preprocessing
+        if prep == "auto":
+            prep = "moses-lower" if variant == "senteval" else "none"
+        corpus, n_excluded = prepare_corpus(lines, prep, exclude=sentences)
+        if len(corpus) < 2:
+            raise ValueError(f"the corpus {str(path)!r} has fewer than 2 usable sentences")
+        cvecs, _, corpus_s = pooled_layer_vectors(
+            encoder, corpus, pooling=args.pooling, text_variant=f"corpus:{prep}", cache=cache,
+            batch_size=args.batch_size, show_progress_bar=_progress(args))
+        corpus_vectors = combine_layers(cvecs[args.pooling], layers)
+        corpus_info = {"path": str(path), "preprocessing": prep, "n_read": len(lines),
+                       "n_used": len(corpus), "n_excluded": n_excluded}
+    t1 = time.perf_counter()
+    d = sts_vectors.shape[1]
+    ks = sorted({k for k in args.k if k <= d} | {d})
+    skipped = sorted(k for k in args.k if k > d)
+    if skipped:
+        print(f"note: k={skipped} exceed the dimension d={d} and were skipped", file=sys.stderr)
+    points = whitening_sweep(sts_vectors, tasks, sentences, ks=ks,
+                             corpus_vectors=corpus_vectors, aggregation=args.aggregation)
+    sweep = WhiteningSweep(
+        model=args.model, layers=layers, pooling=args.pooling, text_variant=variant,
+        aggregation=args.aggregation, dim=d, corpus=corpus_info, points=points,
+        timings={"sts_vectors_s": sts_s, "corpus_vectors_s": corpus_s,
+                 "scoring_s": time.perf_counter() - t1, "total_s": time.perf_counter() - t0})
+    out = Path(args.out)
+    stem = f"{_slug(args.model)}-{args.pooling}"
+    atomic_write_json(out / f"{stem}-whiten-sweep.json", sweep.to_dict())
+    atomic_write_text(out / f"{stem}-whiten-sweep.md", sweep.to_markdown())
+    plot_whitening_sweep(sweep, out / f"{stem}-whiten-sweep.png")
+    print(sweep.to_markdown())
+    return 0
+
+
+# --------------------------------------------------------------------------- report
+def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tuple[Any, dict]:
+    from sentvec.evaluation.layers import pooled_layer_vectors, table1_rows
+    from sentvec.evaluation.sts import unique_sentences
+
+    encoder = _load_transformer(name)
+    tasks = _load_tasks(args, encoder)
+    sentences = unique_sentences(tasks)
+    vecs, hit, secs = pooled_layer_vectors(encoder, sentences, pooling=("cls", "mean"),
+                                           text_variant=tasks[0].variant, cache=cache,
+                                           batch_size=args.batch_size,
+                                           show_progress_bar=_progress(args))
+    t0 = time.perf_counter()
+    rows = table1_rows(name, vecs, tasks, sentences)
+    info = {"model": name, "description": encoder.config_dict(), "n_sentences": len(sentences),
+            "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": hit,
+            "scoring_s": time.perf_counter() - t0}
+    return rows, info
+
+
+def _report_sent2vec(path: str, args: argparse.Namespace) -> tuple[Any, dict]:
+    from sentvec.evaluation.layers import Table1Row
+    from sentvec.evaluation.sts import score_sts, unique_sentences
+    from sentvec.pipeline import load_encoder
+
+    encoder = load_encoder(path)
+    tasks = _load_tasks(args, encoder)
+    sentences = unique_sentences(tasks)
+    t0 = time.perf_counter()
+    emb = encoder.encode(sentences)
+    secs = time.perf_counter() - t0
+    label = f"Sent2Vec ({Path(path).name})"
+    rows = tuple(Table1Row(label, "-", "-", w, score_sts(tasks, sentences, emb,
+                                                          whitening="year" if w else "none"))
+                 for w in (False, True))
+    desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
+    return rows, {"model": label, "description": desc, "n_sentences": len(sentences),
+                  "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": False,
+                  "scoring_s": time.perf_counter() - t0 - secs}
+
+
+def render_report(rows: list[Any], infos: list[dict], skipped: list[tuple[str, str]],
+                  *, command: str) -> str:
+    """Markdown of the report (Table 1-style rows, aggregations side by side, provenance)."""
+    from sentvec import __version__
+    from sentvec.evaluation.results import TABLE_COLUMNS
+
+    def fmt(v: float) -> str:
+        return "nan" if v != v else f"{v:.2f}"
+
+    head = ["Model", "token", "layer", "whitening"] + [h for _, h in TABLE_COLUMNS] + ["Avg."]
+    lines = ["# Reproduction report: WhiteningBERT Table 1 protocol", "",
+             f"Generated by `{command}` (sentvec {__version__}, Python "
+             f"{platform.python_version()}, {platform.machine()}) on "
+             f"{datetime.date.today().isoformat()}.", "",
+             "Protocol (docs/whiteningbert.md): cosine similarity, Spearman rho x 100; STS12-16 "
+             "scored per subset; STS-B and SICK-R test splits. Whitening (T) is fitted per STS "
+             "year on both sentences of all scored pairs of that year (STS-B / SICK-R: the test "
+             "split), as the authors do (transductive). token=AVG: mean over all real tokens "
+             "including [CLS]/[SEP]; token=CLS: first token's hidden state; L0 = embedding "
+             "output; a layer combination is the mean of the pooled per-layer vectors. All rows "
+             "of one model come from one forward pass (per-layer vectors, cached).", ""]
+    for agg, title in (("mean", "unweighted mean over the subsets of a year (WhiteningBERT)"),
+                       ("wmean", "mean weighted by subset size (SentEval, BERT-whitening)"),
+                       ("all", "Spearman over all subsets concatenated (SimCSE)")):
+        lines += [f"## Aggregation `{agg}`: {title}", "",
+                  "| " + " | ".join(head) + " |", "|---|---|---|---|" + "---:|" * 8]
+        for r in rows:
+            scores = r.result.task_scores_for(agg)
+            cells = [fmt(scores[t]) if t in scores else "-" for t, _ in TABLE_COLUMNS]
+            cells.append(fmt(r.result.average_for(agg)))
+            lines.append(f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
+                         + " | ".join(cells) + " |")
+        lines.append("")
+    lines += ["## Averages side by side", "",
+              "| Model | token | layer | whitening | Avg. mean | Avg. wmean | Avg. all |",
+              "|---|---|---|---|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
+                     + " | ".join(fmt(r.result.average_for(a)) for a in ("mean", "wmean", "all"))
+                     + " |")
+    lines += ["", "## Encoders", ""]
+    for i in infos:
+        d = i["description"]
+        lines.append(f"- **{i['model']}**: {d.get('encoder', '')} "
+                     f"{d.get('source_model') or d.get('model') or ''} "
+                     f"({d.get('num_layers', '-')} layers, d = {d.get('hidden_size', d.get('dim', '-'))}"
+                     f", max_length {d.get('max_length', '-')}); text `{i['text_variant']}`, "
+                     f"{i['n_sentences']} distinct sentences; vectors {i['vectors_s']:.1f} s "
+                     f"({'cache hit' if i['cache_hit'] else 'computed'}), scoring "
+                     f"{i['scoring_s']:.1f} s.")
+    if skipped:
+        lines += ["", "## Skipped", ""]
+        lines += [f"- **{name}**: {why}" for name, why in skipped]
+    lines += ["", "## Context", "",
+              "The paper's rows are raw MLM-pretrained models (BERT-base, RoBERTa, DistilBERT, "
+              "LaBSE; MiniLM in appendix Table 2: 55.30 -> 66.51 for L1+L12 without -> with "
+              "whitening). None of those is installable here; the models above are "
+              "sentence-transformers checkpoints already fine-tuned for similarity "
+              "(all-MiniLM-L6-v2: 6 layers, 384-d), so absolute numbers are not comparable with "
+              "Table 1 and whitening is not expected to help them as much.", ""]
+    return "\n".join(lines)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``sentvec report``: Table 1-style rows for every available encoder."""
+    from sentvec._io import atomic_write_text
+
+    cache = _cache(args)
+    rows: list[Any] = []
+    infos: list[dict] = []
+    skipped: list[tuple[str, str]] = []
+    for name in args.models:
+        try:
+            r, info = _report_transformer(name, args, cache)
+        except (FileNotFoundError, OSError, ImportError) as exc:
+            skipped.append((name, str(exc)))
+            print(f"skipped {name}: {exc}", file=sys.stderr)
+            continue
+        rows += r
+        infos.append(info)
+    if args.sent2vec:
+        r, info = _report_sent2vec(args.sent2vec, args)
+        rows += r
+        infos.append(info)
+    if not rows:
+        raise ValueError("no encoder could be evaluated: "
+                         + "; ".join(f"{n}: {w}" for n, w in skipped))
+    command = f"sentvec report --models {','.join(args.models)}"
+    if args.sent2vec:
+        command += f" --sent2vec {args.sent2vec}"
+    if args.tasks:
+        command += f" --tasks {','.join(args.tasks)}"
+    text = render_report(rows, infos, skipped, command=command)
+    atomic_write_text(args.out, text)
+    print(f"wrote {args.out} ({len(rows)} rows, {len(skipped)} skipped)")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``layers``, ``whiten-sweep`` and ``report`` sub-commands."""
+    p = subparsers.add_parser("layers", help="WhiteningBERT Figures 1-2: layer combinations",
+                              description=run_layers.__doc__)
+    p.add_argument("--model", required=True, help="model alias, directory or hub name")
+    p.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean")
+    p.add_argument("--max-combination", type=int, default=None,
+                   help="largest number of combined hidden states in the Figure-2 search "
+                        "(default: all; 0 = pairs only)")
+    p.add_argument("--exhaustive-limit", type=int, default=128,
+                   help="sizes with at most this many combinations are searched exhaustively; "
+                        "larger ones by beam search")
+    p.add_argument("--beam-width", type=int, default=8)
+    p.add_argument("--no-embedding-layer", action="store_true",
+                   help="exclude hidden state 0 from the Figure-2 candidates")
+    p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean")
+    p.add_argument("--k", type=int, default=None, help="whitening dimension (default: all)")
+    p.add_argument("--max-length", type=int, default=None)
+    p.add_argument("--out", default="layers-out", help="output directory")
+    _add_common(p)
+    p.set_defaults(func=run_layers)
+
+    s = subparsers.add_parser("whiten-sweep", help="STS average versus whitening dimension k",
+                              description=run_whiten_sweep.__doc__)
+    s.add_argument("--model", required=True)
+    s.add_argument("--layers", type=_int_list, default=[1, -1],
+                   help="hidden states to combine (default 1,-1)")
+    s.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean")
+    s.add_argument("--k", type=_int_list, default=_int_list(DEFAULT_KS),
+                   help=f"dimensions to keep (default {DEFAULT_KS}; d is always added)")
+    s.add_argument("--corpus", default=None,
+                   help="outside corpus, one sentence per line (default: the packaged "
+                        "10,000-sentence Wikipedia sample)")
+    s.add_argument("--corpus-size", type=int, default=DEFAULT_CORPUS_SIZE,
+                   help="first N lines of the corpus")
+    s.add_argument("--corpus-preprocessing", default="auto",
+                   choices=("auto", "none", "lower", "moses-lower"),
+                   help="auto: moses-lower for the senteval STS text, none for raw")
+    s.add_argument("--no-corpus", action="store_true", help="per-year fit only")
+    s.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean")
+    s.add_argument("--max-length", type=int, default=None)
+    s.add_argument("--out", default="layers-out")
+    _add_common(s)
+    s.set_defaults(func=run_whiten_sweep)
+
+    r = subparsers.add_parser("report", help="Markdown report of Table 1-style rows",
+                              description=run_report.__doc__)
+    r.add_argument("--models", type=_str_list, default=["minilm", "mpnet"],
+                   help="comma-separated transformer models (default minilm,mpnet)")
+    r.add_argument("--sent2vec", default=None, help="a Sent2Vec model (.bin or directory)")
+    r.add_argument("--out", default="docs/REPRODUCTION.md")
+    _add_common(r)
+    r.set_defaults(func=run_report)
