@@ -109,6 +109,8 @@ class WhiteningInfo(JSONRecord):
 
 # --------------------------------------------------------------------------- correlations
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    if x.min() == x.max() or y.min() == y.max():  # constant: undefined (not rounding noise)
+        return math.nan
     x = x - x.mean()
     y = y - y.mean()
     den = math.sqrt(float(x @ x) * float(y @ y))
