@@ -306,7 +306,7 @@ class Dictionary:
             raise ValueError(f"max_vocab_size={max_vocab_size!r} is invalid; "
                              "expected None or an integer >= 1")
         prefix = label_prefix.encode("utf-8")
-        counter, ntokens = _count_tokens(_iter_byte_lines(path_or_lines), prefix)
+        counter, ntokens = _count_tokens(_iter_byte_blocks(path_or_lines), prefix)
         keys = list(counter)
         counts = np.fromiter(counter.values(), dtype=np.int64, count=len(keys))
         keys.append(_PLACEHOLDER_B)  # appended even if the corpus contains it, as officially
@@ -396,17 +396,34 @@ def _open_binary(path: Path):
     return open(path, "rb")
 
 
-def _iter_byte_lines(source: Any) -> Iterator[bytes]:
-    """Yield the corpus as byte lines (each keeps its ``\\n`` if it had one)."""
+_BLOCK = 1 << 22  # bytes of complete lines counted at a time
+
+
+def _iter_byte_blocks(source: Any) -> Iterator[bytes]:
+    """Yield the corpus as byte blocks of complete lines (only the last may lack its newline)."""
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
             raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
         with _open_binary(path) as fh:
-            yield from fh
+            rest = b""
+            while True:
+                chunk = fh.read(_BLOCK)
+                if not chunk:
+                    break
+                cut = chunk.rfind(b"\n")
+                if cut < 0:
+                    rest += chunk
+                    continue
+                yield rest + chunk[:cut + 1]
+                rest = chunk[cut + 1:]
+            if rest:
+                yield rest
         return
     if isinstance(source, (bytes, bytearray)):
         raise TypeError("path_or_lines must be a path or an iterable of lines, got bytes")
+    batch: list[bytes] = []
+    size = 0
     for i, item in enumerate(source):
         if isinstance(item, str):
             item = item.encode("utf-8", "surrogateescape")
@@ -414,39 +431,46 @@ def _iter_byte_lines(source: Any) -> Iterator[bytes]:
             raise TypeError(f"line {i} must be str or bytes, got {type(item).__name__}")
         if not item.endswith(b"\n"):
             item = bytes(item) + b"\n"
-        # an item holding several newlines is several lines, as in a file
-        yield from item.splitlines(keepends=True) if item.count(b"\n") > 1 else (bytes(item),)
+        batch.append(bytes(item))
+        size += len(item)
+        if size >= _BLOCK:
+            yield b"".join(batch)
+            batch, size = [], 0
+    if batch:
+        yield b"".join(batch)
 
 
-def _count_tokens(lines: Iterable[bytes], label_prefix: bytes) -> tuple[Counter, int]:
+def _count_tokens(blocks: Iterable[bytes], label_prefix: bytes) -> tuple[Counter, int]:
     """Count tokens in first-occurrence order (with ``</s>`` per newline), pruning like the
     official reader when more than 0.75 * MAX_VOCAB_SIZE distinct tokens are held."""
     counter: Counter = Counter()
-    update = counter.update
     ntokens = 0
     limit = 0.75 * MAX_VOCAB_SIZE
     min_threshold = 1
+    lines_before = 0
     warned_ff = False
-    for lineno, line in enumerate(lines, 1):
-        if _NUL in line:
-            line = line.replace(_NUL, b" ")
-        if not warned_ff and b"\xff" in line:
+    eos = b" " + _EOS_B + b" "
+    for block in blocks:
+        if _NUL in block:
+            block = block.replace(_NUL, b" ")
+        ff = -1 if warned_ff else block.find(b"\xff")
+        if ff >= 0:
+            lineno = lines_before + block.count(b"\n", 0, ff) + 1
             warnings.warn(f"corpus line {lineno} contains byte 0xFF; the official reader stops "
                           "reading the corpus at that byte, sentvec reads on", stacklevel=3)
             warned_ff = True
-        toks = line.split()
-        if line.endswith(b"\n"):
-            toks.append(_EOS_B)
+        lines_before += block.count(b"\n")
+        # every newline becomes the word </s> after its line's words, in reading order
+        toks = block.replace(b"\n", eos).split()
         ntokens += len(toks)
         if len(counter) + len(toks) <= limit:
-            update(toks)
+            counter.update(toks)
             continue
         for tok in toks:  # token by token near the pruning limit, exactly as officially
             counter[tok] += 1
             if len(counter) > limit:
                 min_threshold += 1
                 counter = _prune_counter(counter, min_threshold, label_prefix)
-        update = counter.update
     return counter, ntokens
 
 
