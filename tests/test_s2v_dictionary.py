@@ -130,6 +130,8 @@ def test_ids_drop_oov_keep_repeats(dict_min2):
     ids = dict_min2.ids(["the", "qqqzzz", "city", "the"])
     assert ids.dtype == np.int32 and ids.tolist() == [the, city, the]
     assert dict_min2.get_id("qqqzzz") == -1
+    with pytest.raises(TypeError, match="single string"):
+        dict_min2.ids("the city")
 
 
 def test_bigram_hash_matches_big_integer_formula():

@@ -191,7 +191,15 @@ class Dictionary:
         Returns
         -------
         ndarray of shape (k,), int32
+
+        Raises
+        ------
+        TypeError
+            If ``tokens`` is a single string.
         """
+        if isinstance(tokens, (str, bytes)):
+            raise TypeError("tokens must be a sequence of str, not a single string; split it "
+                            "first (split_tokens)")
         get = self.word2id.get
         found = [i for i in (get(t, -1) for t in tokens) if i >= 0]
         return np.asarray(found, dtype=np.int32)
