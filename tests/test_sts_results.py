@@ -342,3 +342,15 @@ def test_nan_survives_json_as_null():
     data = json.loads(res.to_json())
     assert data["task_scores"]["T"] is None
     assert math.isnan(STSResult.from_dict(data).task_scores["T"])
+
+
+def test_identical_vectors_tie_exactly_at_one():
+    from sentvec.evaluation.sts import cosine_similarity_rows
+
+    rng = np.random.default_rng(7)
+    A = rng.normal(size=(200, 50)).astype(np.float32) * rng.uniform(0.1, 10, size=(200, 1))
+    cos, undefined = cosine_similarity_rows(A, A)
+    assert not undefined.any() and np.all(cos == 1.0)  # exact, so Spearman sees real ties
+    B = rng.normal(size=(200, 50))
+    ref = np.sum(A * B, 1) / np.linalg.norm(A, axis=1) / np.linalg.norm(B, axis=1)
+    np.testing.assert_allclose(cosine_similarity_rows(A, B)[0], ref, atol=1e-12)
