@@ -11,6 +11,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sentvec.whitening import Whitening, WhiteningStatistics
 
@@ -174,11 +175,11 @@ def test_repeated_rows_with_n_components():
 
 def test_invalid_inputs_raise_value_error():
     X = _correlated(n=20, d=4)
-    with pytest.raises(ValueError, match="at least 2 rows"):
+    with pytest.raises(ValueError, match="minimum of 2"):
         Whitening().fit(X[:1])
     bad = X.copy()
     bad[3, 2] = np.nan
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(ValueError, match="NaN"):
         Whitening().fit(bad)
     with pytest.raises(ValueError, match="identical"):
         Whitening().fit(np.ones((5, 4)))
@@ -259,3 +260,9 @@ def test_sklearn_clone_and_params():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Whitening(n_components=None)  # __init__ validates nothing and warns nothing
+
+
+@parametrize_with_checks([Whitening()])
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
 from sentvec._validation import check_embeddings, check_float_range, check_positive_int
@@ -214,7 +214,7 @@ def _is_dask_array(X: Any) -> bool:
     return type(X).__module__.split(".")[0] == "dask" and hasattr(X, "to_delayed")
 
 
-class Whitening(TransformerMixin, BaseEstimator):
+class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Whitening transform of sentence embeddings, optionally reducing the dimension.
 
     Fits ``mu`` (mean) and ``Sigma = U D U^T`` (covariance **normalised by N**, the number of fit
@@ -290,9 +290,7 @@ class Whitening(TransformerMixin, BaseEstimator):
         if _is_dask_array(X):
             stats = _statistics_of_dask(X)
         else:
-            arr = check_embeddings(X, name="X")
-            if arr.shape[0] < 2:
-                raise ValueError(f"X needs at least 2 rows to estimate a covariance, got {arr.shape[0]}")
+            arr = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
             stats = WhiteningStatistics.from_array(arr)
         return self.fit_statistics(stats)
 
@@ -307,8 +305,7 @@ class Whitening(TransformerMixin, BaseEstimator):
         """
         self._check_params()
         previous = getattr(self, "statistics_", None)
-        arr = check_embeddings(X, name="X", min_rows=1,
-                               n_features=None if previous is None else previous.n_features)
+        arr = validate_data(self, X, dtype=[np.float64, np.float32], reset=previous is None)
         stats = WhiteningStatistics.from_array(arr)
         if previous is not None:
             stats = previous.merge(stats)
@@ -411,8 +408,12 @@ class Whitening(TransformerMixin, BaseEstimator):
                                 chunks=(X.chunks[0], (self.n_components_,)))
         return self._transform_array(X)
 
+    @property
+    def _n_features_out(self) -> int:
+        return int(self.n_components_)
+
     def _transform_array(self, X: Any) -> np.ndarray:
-        arr = check_embeddings(X, name="X", n_features=self.n_features_in_)
+        arr = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         dtype = arr.dtype
         centred = arr - self.mean_.astype(dtype)
         return centred @ self.whitening_matrix_.astype(dtype)
