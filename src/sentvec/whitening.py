@@ -352,7 +352,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 f"singular (numerical rank {rank}, eigenvalues <= eps*max = {self.eps:g}*{top:.3g} "
                 f"treated as zero); dropped {self.n_dropped_} of the {k} requested directions, "
                 f"so the output has {kept} columns instead of {k}",
-                UserWarning, stacklevel=2,
+                UserWarning, stacklevel=3,
             )
         self.statistics_ = statistics
         self.mean_ = statistics.mean.copy()

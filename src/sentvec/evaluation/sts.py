@@ -434,8 +434,10 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
     Warns
     -----
     UserWarning
-        When a zero vector makes a cosine undefined (that pair's cosine is set to 0 and counted)
-        or a correlation is undefined (constant predictions: NaN, counted).
+        When a zero vector makes a cosine undefined (that pair's cosine is set to 0 and counted),
+        a correlation is undefined (constant predictions: NaN, counted), or "year" whitening
+        drops numerically-zero directions of a singular covariance (one warning per call; counts
+        per task in ``result.whitening.n_dropped``).
 
     Raises
     ------
@@ -509,8 +511,9 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
     if any(dropped.values()):
         shown = ", ".join(f"{t}: {n}" for t, n in dropped.items() if n)
         warnings.warn(
-            "score_sts: year whitening found numerically singular covariances (eigenvalues "
-            f"<= 1e-10 x the largest); dropped that many directions per task ({shown})",
+            "score_sts: year whitening met numerically singular covariances and dropped "
+            f"{sum(dropped.values())} eigen-direction(s) with eigenvalue <= 1e-10 x the largest "
+            f"(per task: {shown}); the whitened vectors have that many fewer dimensions",
             UserWarning, stacklevel=2)
     if n_zero_pairs:
         warnings.warn(
