@@ -19,11 +19,15 @@ _LAZY: dict[str, str] = {
     "Pipeline": "sentvec.pipeline",
     # whitening
     "Whitening": "sentvec.whitening",
+    "WhiteningStatistics": "sentvec.whitening",
     # STS evaluation
     "load_sts": "sentvec.evaluation.sts",
     "evaluate_sts": "sentvec.evaluation.sts",
     "STSTask": "sentvec.evaluation.sts",
     "STSResult": "sentvec.evaluation.results",
+    "score_sts": "sentvec.evaluation.sts",
+    "unique_sentences": "sentvec.evaluation.sts",
+    "results_table_markdown": "sentvec.evaluation.results",
     # transfer tasks
     "load_transfer": "sentvec.evaluation.transfer",
     "evaluate_transfer": "sentvec.evaluation.transfer",

@@ -136,7 +136,7 @@ class Pipeline:
         info = describe_encoder(self.encoder)
         if self.whitening is not None:
             info["pipeline_whitening"] = {
-                "n_components": getattr(self.whitening, "n_components_", None),
+                "n_components": int(self.whitening.n_components_),
                 "n_features_in": getattr(self.whitening, "n_features_in_", None),
                 "n_samples_seen": int(getattr(self.whitening, "n_samples_seen_", 0) or 0),
             }
@@ -168,11 +168,7 @@ class Pipeline:
         return X[0] if single else X
 
     def _out_dim(self, d: int) -> int:
-        comp = getattr(self.whitening, "components_", None)
-        if comp is not None:
-            return int(np.asarray(comp).shape[1]) if np.asarray(comp).shape[0] == d else int(
-                np.asarray(comp).shape[0])
-        return d
+        return int(getattr(self.whitening, "n_components_", d))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the pipeline directory atomically (built in a temp dir, then renamed)."""
