@@ -54,7 +54,10 @@ target rows by ``l1 * lr``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.core.codegen import ll as _ll
+from numba.extending import intrinsic
 
 SIGMOID_TABLE_SIZE = 512
 MAX_SIGMOID = 8.0
@@ -111,6 +114,64 @@ def _randint(state, n):
     return np.int64(((_next_u64(state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
+# llvm.prefetch is overloaded on the pointer type: "p0" with opaque pointers (LLVM >= 15)
+_PREFETCH_NAME = "llvm.prefetch.p0" if _ll.llvm_version_info[0] >= 15 else "llvm.prefetch.p0i8"
+
+
+@intrinsic
+def _prefetch(typingctx, arr, row, col):
+    """Hint the CPU to load the cache line holding ``arr[row, col]`` (no semantic effect)."""
+    if not isinstance(arr, types.Array) or arr.ndim != 2:
+        return None
+    sig = types.void(arr, row, col)
+
+    def codegen(context, builder, signature, args):
+        aryty, rowty, colty = signature.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        r = context.cast(builder, args[1], rowty, types.intp)
+        c = context.cast(builder, args[2], colty, types.intp)
+        ptr = cgutils.get_item_pointer2(
+            context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
+            strides=cgutils.unpack_tuple(builder, ary.strides), layout=aryty.layout,
+            inds=[r, c], boundscheck=False)
+        ir = cgutils.ir
+        i8p = ir.PointerType(ir.IntType(8))
+        i32 = ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, _PREFETCH_NAME)
+        # (address, rw=0 read, locality=3 keep in all caches, cache type=1 data)
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _prefetch_row(mat, row):
+    for c in range(0, mat.shape[1], 16):  # one hint per 64-byte line of float32
+        _prefetch(mat, row, c)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _prefetch_negatives(wo, neg_table, pos, count):
+    n = neg_table.shape[0]
+    for q in range(count):
+        _prefetch_row(wo, neg_table[(pos + q) % n])
+
+
+@njit(nogil=True, cache=True)
+def shuffle_table(table, rng_state):
+    """Shuffle ``table`` in place (Fisher-Yates, ``j = randint(i + 1)`` for i = n-1 .. 1).
+
+    The official code shuffles the negatives table once per thread with that thread's RNG.
+    """
+    for i in range(table.shape[0] - 1, 0, -1):
+        j = _randint(rng_state, i + 1)
+        tmp = table[i]
+        table[i] = table[j]
+        table[j] = tmp
+
+
 @njit(nogil=True, cache=True, inline="always")
 def _bigram_row(a, b, nwords, bucket):
     h = np.uint64(a) * np.uint64(NGRAM_HASH_MULTIPLIER) + np.uint64(b)
@@ -165,6 +226,8 @@ def _negative_sampling(wo, hidden, grad, target, neg, neg_table, neg_pos, lr,
     loss = 0.0
     ntable = neg_table.shape[0]
     pos = neg_pos[0]
+    # rows the next target will most likely use (this target's were hinted by the last call)
+    _prefetch_negatives(wo, neg_table, pos + neg, neg)
     for k in range(neg + 1):
         if k == 0:
             row = target
@@ -252,6 +315,9 @@ def _sentence_target_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
             disc[dropped[q]] = 0
         if n == 0:
             continue
+        _prefetch_row(wo, wt)
+        for c in range(n):
+            _prefetch_row(wi, ctx[c])
         for d in range(dim):
             hidden[d] = np.float32(0.0)
         for c in range(n):
@@ -285,6 +351,14 @@ def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_p
     bigrams = word_ngrams > 1
     nslots = L - 1 if bigrams else 0
     # sum of every feature row of the full sentence, from wi as it is now
+    for i in range(nslots):
+        r = _bigram_row(w[i], w[i + 1], nwords, bucket)
+        bid[i] = r
+        c_set[i] = 0
+        _prefetch_row(wi, r)
+    for j in range(L):
+        _prefetch_row(wi, w[j])
+        is_tgt[j] = 0
     for d in range(dim):
         S[d] = np.float32(0.0)
         G[d] = np.float32(0.0)
@@ -292,11 +366,8 @@ def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_p
         r = w[j]
         for d in range(dim):
             S[d] += wi[r, d]
-        is_tgt[j] = 0
     for i in range(nslots):
-        r = _bigram_row(w[i], w[i + 1], nwords, bucket)
-        bid[i] = r
-        c_set[i] = 0
+        r = bid[i]
         for d in range(dim):
             S[d] += wi[r, d]
     Gs = 0.0
@@ -308,6 +379,12 @@ def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_p
         wt = w[t]
         if u > keep_prob[wt] or target_ok[wt] == 0:
             continue
+        _prefetch_row(wo, wt)
+        if bigrams and not exclude_target:
+            if t > 0:
+                _prefetch_row(wi, _bigram_row(w[t - 1], placeholder, nwords, bucket))
+            if t + 1 < L:
+                _prefetch_row(wi, _bigram_row(placeholder, w[t + 1], nwords, bucket))
         ndrop = 0
         if bigrams and dropout_k > 0:
             ndrop = _draw_dropout(L, dropout_k, rng_state, disc, dropped)

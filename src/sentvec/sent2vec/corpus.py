@@ -1,0 +1,329 @@
+"""Corpus streaming for the Sent2Vec trainer: text -> int32 word ids on disk, once.
+
+The corpus is read as a byte stream, line by line, never held in memory. Tokens are split exactly
+as the official reader (and :mod:`sentvec.sent2vec.dictionary`) splits them: on space, ``\\t``,
+``\\n``, ``\\r``, ``\\v``, ``\\f`` and NUL; other bytes, including non-UTF-8 ones, stay inside
+tokens (vocabulary words keep such bytes as surrogate escapes). A sentence ends at a newline and
+also at a literal ``</s>`` token (official ``Dictionary::getLine`` stops there); out-of-vocabulary
+tokens are dropped before the sentence is stored, so their neighbours become adjacent, as in the
+official trainer.
+
+Only sentences with at least two in-vocabulary tokens can give a training target (the official
+trainer returns early on shorter lines); shorter ones are counted and left out of the id file.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+
+
+def _open_binary(path: Path):
+    suffix = path.suffix.lower()
+    if suffix == ".xz":
+        return lzma.open(path, "rb")
+    if suffix == ".gz":
+        return gzip.open(path, "rb")
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")
+    return open(path, "rb")
+
+
+def check_corpus(corpus: Any) -> Path | list[str]:
+    """Validate the ``corpus`` argument of :func:`~sentvec.sent2vec.trainer.train_sent2vec`.
+
+    Returns
+    -------
+    pathlib.Path or list of str
+        The path of an existing file, or the lines of an in-memory corpus.
+
+    Raises
+    ------
+    FileNotFoundError
+        If a path is given and no such file exists.
+    TypeError
+        If ``corpus`` is neither a path nor a sequence of str (one-shot iterators are refused:
+        the trainer reads the corpus twice).
+    """
+    if isinstance(corpus, (str, os.PathLike)):
+        p = Path(corpus)
+        if not p.exists():
+            raise FileNotFoundError(f"corpus file not found: {str(p)!r}")
+        if not p.is_file():
+            raise FileNotFoundError(f"corpus path is not a file: {str(p)!r}")
+        return p
+    if isinstance(corpus, (bytes, bytearray)) or not isinstance(corpus, Sequence):
+        raise TypeError("corpus must be a path or a sequence of str lines (read twice), "
+                        f"got {type(corpus).__name__}")
+    lines = list(corpus)
+    for i, s in enumerate(lines):
+        if not isinstance(s, str):
+            raise TypeError(f"corpus[{i}] must be str, got {type(s).__name__}")
+    return lines
+
+
+@dataclass
+class CorpusIds:
+    """A corpus converted to word ids, stored in a temporary directory.
+
+    Attributes
+    ----------
+    tokens : ndarray of shape (n_tokens,), int32
+        Memory-mapped ids of the stored sentences, one after the other.
+    offsets : ndarray of shape (n_sentences + 1,), int64
+        Sentence ``s`` is ``tokens[offsets[s]:offsets[s + 1]]``.
+    raw_tokens : int
+        Tokens read from the text (in and out of vocabulary, literal ``</s>`` excluded).
+    n_lines : int
+        Lines read.
+    short_sentences : int
+        Sentences left out because fewer than two of their tokens are in the vocabulary.
+    directory : pathlib.Path
+        Where the files live; :meth:`close` deletes it.
+    """
+
+    tokens: np.ndarray = field(repr=False)
+    offsets: np.ndarray = field(repr=False)
+    raw_tokens: int
+    n_lines: int
+    short_sentences: int
+    directory: Path
+
+    @property
+    def n_sentences(self) -> int:
+        """Stored sentences (each has at least two in-vocabulary tokens)."""
+        return int(self.offsets.shape[0] - 1)
+
+    @property
+    def n_tokens(self) -> int:
+        """In-vocabulary tokens of the stored sentences (the work of one epoch)."""
+        return int(self.offsets[-1])
+
+    @property
+    def max_sentence_length(self) -> int:
+        """Longest stored sentence, in tokens (0 if there is none)."""
+        return int(np.diff(self.offsets).max()) if self.n_sentences else 0
+
+    def close(self) -> None:
+        """Release the memory map and delete the temporary directory."""
+        self.tokens = np.zeros(0, dtype=np.int32)
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> CorpusIds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_FNV_OFFSET = np.uint64(14695981039346656037)
+_FNV_PRIME = np.uint64(1099511628211)
+_BLOCK_BYTES = 16 << 20
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_sep(b):
+    return b == 32 or b == 10 or b == 13 or b == 9 or b == 11 or b == 12 or b == 0
+
+@njit(cache=True, nogil=True)
+def _fnv(data, lo, hi):
+    h = _FNV_OFFSET
+    for i in range(lo, hi):
+        h = (h ^ np.uint64(data[i])) * _FNV_PRIME
+    return h
+
+@njit(cache=True, nogil=True)
+def _same(data, lo, hi, wbytes, wlo, whi):
+    if hi - lo != whi - wlo:
+        return False
+    for i in range(hi - lo):
+        if data[lo + i] != wbytes[wlo + i]:
+            return False
+    return True
+
+@njit(cache=True, nogil=True)
+def _build_table(wbytes, woffsets):
+    n = woffsets.shape[0] - 1
+    cap = 16
+    while cap < 2 * n + 1:
+        cap *= 2
+    table = np.full(cap, -1, dtype=np.int32)
+    mask = np.uint64(cap - 1)
+    for w in range(n):
+        slot = _fnv(wbytes, woffsets[w], woffsets[w + 1]) & mask
+        while table[slot] != -1:
+            o = table[slot]
+            if _same(wbytes, woffsets[w], woffsets[w + 1], wbytes, woffsets[o], woffsets[o + 1]):
+                break
+            slot = (slot + np.uint64(1)) & mask
+        table[slot] = w  # a later duplicate wins, as in the official hash table
+    return table
+
+@njit(cache=True, nogil=True)
+def _lookup(data, lo, hi, table, wbytes, woffsets):
+    mask = np.uint64(table.shape[0] - 1)
+    slot = _fnv(data, lo, hi) & mask
+    while True:
+        w = table[slot]
+        if w == -1:
+            return -1
+        if _same(data, lo, hi, wbytes, woffsets[w], woffsets[w + 1]):
+            return w
+        slot = (slot + np.uint64(1)) & mask
+
+@njit(cache=True, nogil=True)
+def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
+    """Tokenize ``data`` (whole lines); store sentences of >= 2 known ids.
+
+    counters: [stored tokens, stored sentences, raw tokens, lines, short sentences].
+    """
+    nt = 0
+    ns = 0
+    raw = 0
+    lines = 0
+    short = 0
+    start = 0  # first stored token of the current sentence
+    i = 0
+    end = data.shape[0]
+    while i < end:
+        b = data[i]
+        if b == 10 or _is_sep(b):
+            if b == 10:
+                lines += 1
+                if nt - start >= 2:
+                    lens[ns] = nt - start
+                    ns += 1
+                    start = nt
+                else:
+                    short += nt - start > 0
+                    nt = start
+            i += 1
+            continue
+        j = i
+        while j < end and not _is_sep(data[j]):
+            j += 1
+        w = _lookup(data, i, j, table, wbytes, woffsets)
+        if w == eos_id and w >= 0:  # a literal </s> ends the sentence (getLine)
+            if nt - start >= 2:
+                lens[ns] = nt - start
+                ns += 1
+                start = nt
+            else:
+                short += nt - start > 0
+                nt = start
+        else:
+            raw += 1
+            if w >= 0:
+                out[nt] = w
+                nt += 1
+        i = j
+    if nt - start >= 2:  # last line without a newline
+        lens[ns] = nt - start
+        ns += 1
+    else:
+        short += nt - start > 0
+        nt = start
+    if end > 0 and data[end - 1] != 10:
+        lines += 1
+    counters[0] = nt
+    counters[1] = ns
+    counters[2] = raw
+    counters[3] = lines
+    counters[4] = short
+
+
+
+
+def _iter_blocks(corpus: Path | list[str]) -> Iterator[bytes]:
+    """Yield the corpus in blocks that end at a newline (the last one may not)."""
+    if isinstance(corpus, list):
+        yield "\n".join(corpus).encode("utf-8", "surrogateescape")
+        return
+    with _open_binary(corpus) as fh:
+        rest = b""
+        while True:
+            chunk = fh.read(_BLOCK_BYTES)
+            if not chunk:
+                break
+            chunk = rest + chunk
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:
+                rest = chunk
+                continue
+            rest = chunk[cut:]
+            yield chunk[:cut]
+        if rest:
+            yield rest
+
+
+def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, *,
+                   directory: str | os.PathLike[str] | None = None) -> CorpusIds:
+    """Stream the corpus once and write its in-vocabulary word ids to a temporary file.
+
+    Tokenizing and vocabulary lookup run in a compiled loop over byte blocks, so no Python work
+    is done per token.
+
+    Parameters
+    ----------
+    corpus : pathlib.Path or list of str
+        From :func:`check_corpus`.
+    words : sequence of str
+        Vocabulary words by id (non-UTF-8 bytes as surrogate escapes).
+    eos_id : int
+        Id of ``</s>`` (-1 if absent); a literal ``</s>`` token ends a sentence.
+    directory : path-like, optional
+        Parent of the temporary directory (default: the system temp directory).
+
+    Returns
+    -------
+    CorpusIds
+        Memory-mapped ids; call :meth:`CorpusIds.close` (or use ``with``) to delete the files.
+    """
+    encoded = [w.encode("utf-8", "surrogateescape") for w in words]
+    woffsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in encoded], out=woffsets[1:])
+    wbytes = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    if wbytes.size == 0:
+        wbytes = np.zeros(1, dtype=np.uint8)
+    table = _build_table(wbytes, woffsets)
+    tmp = Path(tempfile.mkdtemp(prefix="sentvec-s2v-", dir=directory))
+    tok_path = tmp / "tokens.int32"
+    lengths: list[np.ndarray] = []
+    total = raw = n_lines = short = 0
+    counters = np.zeros(5, dtype=np.int64)
+    try:
+        with open(tok_path, "wb") as out:
+            for block in _iter_blocks(corpus):
+                data = np.frombuffer(block, dtype=np.uint8)
+                ids = np.empty(data.size // 2 + 1, dtype=np.int32)
+                lens = np.empty(data.size // 4 + 1, dtype=np.int64)
+                _convert_block(data, table, wbytes, woffsets, eos_id, ids, lens, counters)
+                nt, ns = int(counters[0]), int(counters[1])
+                out.write(ids[:nt].tobytes())
+                lengths.append(lens[:ns].copy())
+                total += nt
+                raw += int(counters[2])
+                n_lines += int(counters[3])
+                short += int(counters[4])
+        off = np.zeros(sum(x.size for x in lengths) + 1, dtype=np.int64)
+        if off.size > 1:
+            np.cumsum(np.concatenate(lengths), out=off[1:])
+        tokens = (np.memmap(tok_path, dtype=np.int32, mode="r", shape=(total,)) if total
+                  else np.zeros(0, dtype=np.int32))
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return CorpusIds(tokens=tokens, offsets=off, raw_tokens=raw, n_lines=n_lines,
+                     short_sentences=short, directory=tmp)

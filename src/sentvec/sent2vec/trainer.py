@@ -1,0 +1,696 @@
+"""Sent2Vec training: gensim-style orchestration around GIL-free Numba kernels.
+
+Pipeline (the corpus is streamed from disk, never held in memory):
+
+1. pass 1 builds the :class:`~sentvec.sent2vec.dictionary.Dictionary` (official id order);
+2. pass 2 converts the corpus once to int32 word ids in a temporary memory-mapped file with
+   sentence offsets (:mod:`sentvec.sent2vec.corpus`), so epochs do no Python work per token;
+3. a producer thread cuts each epoch into jobs (ranges of sentences, about ``job_tokens``
+   tokens) and puts them on a bounded queue; ``thread`` worker threads each call
+   :func:`sentvec.sent2vec.kernels.train_job`, which releases the GIL and updates the shared
+   matrices without locks (Hogwild), with its own SplitMix64 state, its own shuffled negatives
+   table and its own float64 loss tallies; the main thread shows progress and the producer
+   writes checkpoints between jobs.
+
+The learning rate decays linearly, ``lr * (1 - progress)``, with progress counted in tokens over
+all epochs (official ``trainThread``). With ``thread=1`` a run is bit-reproducible.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import shutil
+import sys
+import threading
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from sentvec._io import atomic_write_json, atomic_write_text
+from sentvec._validation import check_choice, check_float_range, check_positive_int
+
+logger = logging.getLogger(__name__)
+
+UpdateMode = Literal["sentence", "target"]
+#: ``update`` modes: deferred per-sentence source updates (fast) or official per-target ones.
+UPDATE_MODES: tuple[str, ...] = ("sentence", "target")
+Loss = Literal["ns"]
+#: Only negative sampling is implemented (the official sent2vec command forces ``-loss ns``).
+LOSSES: tuple[str, ...] = ("ns",)
+Sigmoid = Literal["table", "exact"]
+#: ``sigmoid``: the official 512-entry lookup tables, or exact ``1 / (1 + exp(-x))``.
+SIGMOIDS: tuple[str, ...] = ("table", "exact")
+_STATE_FILE, _MODEL_DIR, _LATEST = "trainer_state.json", "model", "LATEST"
+_STATE_VERSION = 1
+# hyper-parameters that must match when resuming from a checkpoint
+_RESUME_KEYS = ("dim", "epoch", "lr", "lr_update_rate", "min_count", "min_count_label", "neg",
+                "word_ngrams", "dropout_k", "t", "bucket", "max_vocab_size", "seed", "loss",
+                "update", "exclude_target", "l1", "sigmoid", "job_tokens", "thread")
+
+
+@dataclass(frozen=True)
+class EpochReport:
+    """Tallies of one epoch (summed over threads).
+
+    Attributes
+    ----------
+    epoch : int
+        0-based epoch index.
+    loss : float
+        Mean over targets of the summed logistic losses (positive + ``neg`` negatives), as the
+        official trainer prints it.
+    targets : int
+        Training targets (positions kept after subsampling and ``min_count_label``).
+    tokens : int
+        In-vocabulary tokens processed.
+    seconds : float
+        Wall time of the epoch's training loop.
+    final_lr : float
+        Learning rate of the last sentence of the epoch.
+    """
+
+    epoch: int
+    loss: float
+    targets: int
+    tokens: int
+    seconds: float
+    final_lr: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TrainingReport:
+    """Sizes and timings of a training run (``Sent2VecTrainer.report_``).
+
+    Attributes
+    ----------
+    nwords : int
+        Vocabulary size (``<PLACEHOLDER>`` and ``</s>`` included).
+    n_sentences : int
+        Sentences with at least two in-vocabulary tokens (those that can train).
+    n_tokens : int
+        In-vocabulary tokens of those sentences (work of one epoch).
+    raw_tokens : int
+        Tokens of the corpus text, in and out of vocabulary (the unit of words/s figures).
+    threads : int
+    vocab_seconds, convert_seconds, init_seconds, train_seconds, total_seconds : float
+        Dictionary pass, id conversion, matrix and table set-up, training loop, everything.
+    epochs : tuple of EpochReport
+        Epochs trained in this run (after a resume: only the remaining ones).
+    """
+
+    nwords: int
+    n_sentences: int
+    n_tokens: int
+    raw_tokens: int
+    threads: int
+    vocab_seconds: float
+    convert_seconds: float
+    init_seconds: float
+    train_seconds: float
+    total_seconds: float
+    epochs: tuple[EpochReport, ...] = field(default_factory=tuple)
+
+    @property
+    def words_per_sec_per_thread(self) -> float:
+        """Corpus words (``raw_tokens`` per epoch) per second of training loop, per thread."""
+        if self.train_seconds <= 0:
+            return 0.0
+        return self.raw_tokens * len(self.epochs) / self.train_seconds / self.threads
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["epochs"] = [e.to_dict() for e in self.epochs]
+        d["words_per_sec_per_thread"] = self.words_per_sec_per_thread
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def _check_int(name: str, value: Any, minimum: int) -> int:
+    return check_positive_int(name, value, minimum=minimum)
+
+
+def _check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name}={value!r} is invalid; expected True or False")
+    return bool(value)
+
+
+class Sent2VecTrainer:
+    """Train a Sent2Vec model (Pagliardini et al. 2018) with the official code's semantics.
+
+    Defaults are the paper's settings where the paper gives them (Table 5: lr 0.2, 10 negatives,
+    unigrams + bigrams) and the reference recipe of this project otherwise (dim 100, t 1e-4,
+    min counts 5, dropout K 4 as the paper's Wikipedia uni+bi model). The official binary's own
+    defaults differ: ``-lr`` 0.05 (in the release the paper links), ``-wordNgrams`` 1,
+    ``-dropoutK`` 2, ``-minCountLabel`` 0, ``-thread`` 12; pass them explicitly to match it.
+
+    Parameters
+    ----------
+    dim : int, default 100
+        Embedding dimension (``-dim``).
+    epoch : int, default 5
+        Passes over the corpus (``-epoch``).
+    lr : float, default 0.2
+        Initial learning rate (``-lr``), decayed linearly to 0 over all epochs' tokens.
+    lr_update_rate : int, default 100
+        Tokens between learning-rate refreshes (``-lrUpdateRate``).
+    min_count : int, default 5
+        Words seen fewer times are out of vocabulary (``-minCount``).
+    min_count_label : int, default 5
+        Words seen fewer times are never targets but stay in contexts (``-minCountLabel``).
+    neg : int, default 10
+        Negatives per target, drawn from the count^0.5 table, never the target (``-neg``).
+    word_ngrams : int, default 2
+        Longest word n-gram feature (``-wordNgrams``; 1 = unigrams, which forces ``bucket`` 0 as
+        the official argument parser does).
+    dropout_k : int, default 4
+        Positions dropped per target, removing the n-grams that touch them (``-dropoutK``).
+    t : float, default 1e-4
+        Target subsampling threshold (``-t``): keep probability ``sqrt(t/f) + t/f``.
+    bucket : int, default 2_000_000
+        Hash buckets for n-grams (``-bucket``).
+    max_vocab_size : int, optional
+        Keep at most this many vocabulary entries (``-maxVocabSize``).
+    thread : int, default 2
+        Worker threads (``-thread``).
+    seed : int, default 1
+        Seeds matrix initialisation, per-thread random streams and negatives-table shuffles.
+    loss : {"ns"}
+        Negative sampling (the only loss of the sent2vec command).
+    update : {"sentence", "target"}, default "sentence"
+        ``"target"``: the official per-target source update. ``"sentence"``: source-matrix
+        updates of a sentence are accumulated and applied once at its end (reads within the
+        sentence see the matrix as it was at its start); several times faster, same objective
+        (see :mod:`sentvec.sent2vec.kernels`). Needs ``word_ngrams <= 2``.
+    exclude_target : bool, default False
+        Paper variant: remove the target from its context (``S \\ {w_t}``) instead of the
+        official placeholder substitution.
+    l1 : float, default 0.0
+        Paper appendix B L1 weight tau (proximal soft-threshold after each update; the paper
+        used 0.0005; not in the official code).
+    sigmoid : {"table", "exact"}, default "table"
+        Official lookup tables or exact sigmoid/log.
+    job_tokens : int, default 10_000
+        Approximate tokens per job handed to a worker.
+    checkpoint_dir : path-like, optional
+        Write a checkpoint (a Sent2Vec model directory plus trainer state) there after every
+        epoch and every ``checkpoint_every`` minutes; each is written under a temporary name and
+        renamed into place, then ``LATEST`` is updated atomically.
+    checkpoint_every : float, optional
+        Minutes between mid-epoch checkpoints (needs ``checkpoint_dir``).
+    keep_checkpoints : int, default 1
+        Checkpoints kept (older ones are deleted).
+    resume_from : path-like, optional
+        A checkpoint directory (or a ``checkpoint_dir`` holding ``LATEST``) to continue from; its
+        hyper-parameters must equal these.
+    show_progress_bar : bool, optional
+        tqdm bar with words/s/thread, lr, loss and ETA; default: when stderr is a terminal.
+    tmp_dir : path-like, optional
+        Where the temporary id file goes (default: the system temp directory).
+    """
+
+    def __init__(self, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
+                 lr_update_rate: int = 100, min_count: int = 5, min_count_label: int = 5,
+                 neg: int = 10, word_ngrams: int = 2, dropout_k: int = 4, t: float = 1e-4,
+                 bucket: int = 2_000_000, max_vocab_size: int | None = None, thread: int = 2,
+                 seed: int = 1, loss: Loss = "ns", update: UpdateMode = "sentence",
+                 exclude_target: bool = False, l1: float = 0.0, sigmoid: Sigmoid = "table",
+                 job_tokens: int = 10_000, checkpoint_dir: str | os.PathLike[str] | None = None,
+                 checkpoint_every: float | None = None, keep_checkpoints: int = 1,
+                 resume_from: str | os.PathLike[str] | None = None,
+                 show_progress_bar: bool | None = None,
+                 tmp_dir: str | os.PathLike[str] | None = None) -> None:
+        self.dim = _check_int("dim", dim, 1)
+        self.epoch = _check_int("epoch", epoch, 1)
+        self.lr = check_float_range("lr", lr, low=0.0, low_inclusive=False)
+        self.lr_update_rate = _check_int("lr_update_rate", lr_update_rate, 1)
+        self.min_count = _check_int("min_count", min_count, 1)
+        self.min_count_label = _check_int("min_count_label", min_count_label, 0)
+        self.neg = _check_int("neg", neg, 1)
+        self.word_ngrams = _check_int("word_ngrams", word_ngrams, 1)
+        self.dropout_k = _check_int("dropout_k", dropout_k, 0)
+        self.t = check_float_range("t", t, low=0.0, low_inclusive=False)
+        self.bucket = _check_int("bucket", bucket, 0)
+        if self.word_ngrams > 1 and self.bucket == 0:
+            raise ValueError(f"bucket=0 is invalid with word_ngrams={self.word_ngrams}: n-grams "
+                             "need hash buckets (use bucket > 0, or word_ngrams=1)")
+        if self.word_ngrams == 1:
+            self.bucket = 0  # official Args::parseArgs: no n-grams, no buckets
+        self.max_vocab_size = (None if max_vocab_size is None
+                               else _check_int("max_vocab_size", max_vocab_size, 2))
+        self.thread = _check_int("thread", thread, 1)
+        self.seed = _check_int("seed", seed, 0)
+        self.loss = check_choice("loss", loss, LOSSES)
+        self.update = check_choice("update", update, UPDATE_MODES)
+        if self.update == "sentence" and self.word_ngrams > 2:
+            raise ValueError(f"update='sentence' supports word_ngrams <= 2, got "
+                             f"word_ngrams={self.word_ngrams}; use update='target'")
+        self.exclude_target = _check_bool("exclude_target", exclude_target)
+        self.l1 = check_float_range("l1", l1, low=0.0)
+        self.sigmoid = check_choice("sigmoid", sigmoid, SIGMOIDS)
+        self.job_tokens = _check_int("job_tokens", job_tokens, 1)
+        self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
+        if checkpoint_every is not None:
+            checkpoint_every = check_float_range("checkpoint_every", checkpoint_every, low=0.0,
+                                                 low_inclusive=False)
+            if self.checkpoint_dir is None:
+                raise ValueError("checkpoint_every needs checkpoint_dir")
+        self.checkpoint_every = checkpoint_every
+        self.keep_checkpoints = _check_int("keep_checkpoints", keep_checkpoints, 1)
+        self.resume_from = None if resume_from is None else _find_checkpoint(Path(resume_from))
+        if show_progress_bar is not None:
+            show_progress_bar = _check_bool("show_progress_bar", show_progress_bar)
+        self.show_progress_bar = show_progress_bar
+        self.tmp_dir = tmp_dir
+        self.report_: TrainingReport | None = None
+
+    def config(self) -> dict[str, Any]:
+        """Hyper-parameters as a JSON-serialisable dict (sentvec names)."""
+        return {k: getattr(self, k) for k in _RESUME_KEYS}
+
+    def official_args(self) -> dict[str, Any]:
+        """Hyper-parameters by official flag name (stored with the model and in ``.bin``)."""
+        return {"dim": self.dim, "epoch": self.epoch, "lr": self.lr,
+                "lrUpdateRate": self.lr_update_rate, "minCount": self.min_count,
+                "minCountLabel": self.min_count_label, "neg": self.neg,
+                "wordNgrams": self.word_ngrams, "dropoutK": self.dropout_k, "t": self.t,
+                "bucket": self.bucket, "maxVocabSize": self.max_vocab_size or 0,
+                "thread": self.thread, "loss": "ns", "model": "sent2vec",
+                "sentvec": {"update": self.update, "exclude_target": self.exclude_target,
+                            "l1": self.l1, "sigmoid": self.sigmoid, "seed": self.seed}}
+
+    # ------------------------------------------------------------------ training
+    def fit(self, corpus: Any) -> Any:
+        """Build the vocabulary, convert the corpus and train; return the model.
+
+        Parameters
+        ----------
+        corpus : path-like or sequence of str
+            Text file, one tokenized sentence per line (``.xz``/``.gz``/``.bz2`` decompressed
+            on the fly), or the lines themselves. Bytes that are not UTF-8 are kept inside
+            tokens as the official byte-level reader keeps them (a warning counts such words).
+
+        Returns
+        -------
+        Sent2Vec
+            Input matrix of shape (nwords + bucket, dim), float32, and output matrix.
+
+        Raises
+        ------
+        FileNotFoundError
+            If the corpus file does not exist.
+        ValueError
+            If the corpus is empty, has no word reaching ``min_count``, or has no sentence with
+            a trainable target (two in-vocabulary tokens, one with count >= ``min_count_label``).
+        """
+        from sentvec.sent2vec import corpus as corpus_mod
+        from sentvec.sent2vec.dictionary import Dictionary
+        from sentvec.sent2vec.model import Sent2Vec
+
+        src = corpus_mod.check_corpus(corpus)
+        if isinstance(src, Path) and src.stat().st_size == 0 or isinstance(src, list) and not any(
+                s.strip() for s in src):
+            raise ValueError(f"corpus {str(src) if isinstance(src, Path) else '(lines)'} is "
+                             "empty: nothing to train on")
+        t0 = time.perf_counter()
+        state = None
+        if self.resume_from is not None:
+            state, ckpt_model = self._load_checkpoint()
+            dictionary = ckpt_model.dictionary
+        else:
+            dictionary = Dictionary.from_corpus(
+                src if isinstance(src, Path) else src, min_count=self.min_count,
+                min_count_label=0, max_vocab_size=self.max_vocab_size,
+                bucket=self.bucket, word_ngrams=self.word_ngrams)
+        _warn_non_utf8(dictionary.words)
+        t1 = time.perf_counter()
+        ids = corpus_mod.convert_corpus(src, dictionary.words, dictionary.eos_id,
+                                        directory=self.tmp_dir)
+        try:
+            t2 = time.perf_counter()
+            counts = dictionary.counts
+            # the placeholder (count 0) is a target only when min_count_label is 0, as officially
+            target_ok = (counts >= self.min_count_label).astype(np.uint8)
+            if ids.n_sentences == 0:
+                raise ValueError("no sentence of the corpus has two in-vocabulary tokens "
+                                 f"(min_count={self.min_count}): nothing to train on")
+            if not target_ok[np.asarray(ids.tokens)].any():
+                raise ValueError("no token of the corpus can be a target: every word is below "
+                                 f"min_count_label={self.min_count_label}")
+            logger.info("sent2vec: %d words, %d sentences, %d tokens", dictionary.nwords,
+                        ids.n_sentences, ids.n_tokens)
+            if state is None:
+                wi = _init_input(dictionary.nwords + self.bucket, self.dim, self.seed)
+                wo = np.zeros((dictionary.nwords, self.dim), dtype=np.float32)
+            else:
+                wi = np.array(ckpt_model.input_matrix, dtype=np.float32, order="C")
+                wo = np.array(ckpt_model.output_matrix, dtype=np.float32, order="C")
+                del ckpt_model
+            run = _Run(self, dictionary, ids, wi, wo, target_ok, state)
+            t3 = time.perf_counter()
+            epochs = run.train()
+            t4 = time.perf_counter()
+        finally:
+            ids.close()
+        model = Sent2Vec(dictionary, wi, wo, args=self.official_args())
+        self.report_ = TrainingReport(
+            nwords=dictionary.nwords, n_sentences=ids.n_sentences, n_tokens=ids.n_tokens,
+            raw_tokens=ids.raw_tokens, threads=self.thread, vocab_seconds=t1 - t0,
+            convert_seconds=t2 - t1, init_seconds=t3 - t2, train_seconds=t4 - t3,
+            total_seconds=time.perf_counter() - t0, epochs=tuple(epochs))
+        return model
+
+    # ------------------------------------------------------------------ checkpoints
+    def _load_checkpoint(self) -> tuple[dict[str, Any], Any]:
+        from sentvec.sent2vec.model import Sent2Vec
+
+        ck = self.resume_from
+        state = json.loads((ck / _STATE_FILE).read_text(encoding="utf-8"))
+        if state.get("version") != _STATE_VERSION:
+            raise ValueError(f"{str(ck)!r}: unsupported trainer state version "
+                             f"{state.get('version')!r}")
+        mine = self.config()
+        diff = {k: (state["config"].get(k), mine[k]) for k in _RESUME_KEYS
+                if state["config"].get(k) != mine[k]}
+        if diff:
+            shown = ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
+            raise ValueError(f"cannot resume from {str(ck)!r}: hyper-parameters differ ({shown})")
+        return state, Sent2Vec.load(ck / _MODEL_DIR, mmap=False)
+
+    def _save_checkpoint(self, run: _Run, epoch: int, job: int) -> Path:
+        from sentvec.sent2vec.model import Sent2Vec
+
+        root = self.checkpoint_dir
+        root.mkdir(parents=True, exist_ok=True)
+        n = 1 + max([int(p.name[5:]) for p in root.glob("ckpt-*") if p.name[5:].isdigit()],
+                    default=0)
+        final = root / f"ckpt-{n:06d}"
+        tmp = root / f".ckpt-{n:06d}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        try:
+            Sent2Vec(run.dictionary, run.wi, run.wo, args=self.official_args()).save(
+                tmp / _MODEL_DIR)
+            atomic_write_json(tmp / _STATE_FILE, run.state_dict(epoch, job))
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        atomic_write_text(root / _LATEST, final.name + "\n")
+        old = sorted(p for p in root.glob("ckpt-*") if p.name[5:].isdigit() and p != final)
+        for p in old[:max(0, len(old) - (self.keep_checkpoints - 1))]:
+            shutil.rmtree(p, ignore_errors=True)
+        logger.info("sent2vec: checkpoint %s (epoch %d, job %d)", final, epoch, job)
+        return final
+
+
+def _find_checkpoint(p: Path) -> Path:
+    if not p.exists():
+        raise FileNotFoundError(f"checkpoint not found: {str(p)!r}")
+    if (p / _LATEST).is_file():
+        p = p / (p / _LATEST).read_text(encoding="utf-8").strip()
+    if not (p / _STATE_FILE).is_file() or not (p / _MODEL_DIR).is_dir():
+        raise FileNotFoundError(f"{str(p)!r} is not a sentvec Sent2Vec training checkpoint "
+                                f"(no {_STATE_FILE} and {_MODEL_DIR}/)")
+    return p
+
+
+def _warn_non_utf8(words: list[str]) -> None:
+    bad = sum(1 for w in words if not w.isascii() and _has_surrogate(w))
+    if bad:
+        warnings.warn(f"{bad} vocabulary words contain bytes that are not UTF-8; they are kept "
+                      "byte for byte, as the official reader keeps them (surrogate escapes in "
+                      "Python strings)", UserWarning, stacklevel=4)
+
+
+def _has_surrogate(w: str) -> bool:
+    try:
+        w.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _init_input(rows: int, dim: int, seed: int) -> np.ndarray:
+    """Input matrix uniform in [-1/dim, 1/dim) (official ``Matrix::uniform(1.0 / dim)``)."""
+    wi = np.empty((rows, dim), dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    step = max(1, (1 << 24) // dim)
+    for a in range(0, rows, step):
+        rng.random(out=wi[a:a + step], dtype=np.float32)
+    wi *= np.float32(2.0 / dim)
+    wi -= np.float32(1.0 / dim)
+    return wi
+
+
+class _Run:
+    """State of one training run: shared matrices, per-thread streams, jobs, threads."""
+
+    def __init__(self, trainer: Sent2VecTrainer, dictionary: Any, ids: Any, wi: np.ndarray,
+                 wo: np.ndarray, target_ok: np.ndarray, state: dict[str, Any] | None) -> None:
+        from sentvec.sent2vec import kernels
+
+        self.k = kernels
+        self.tr = trainer
+        self.dictionary = dictionary
+        self.ids = ids
+        self.wi, self.wo = wi, wo
+        self.target_ok = target_ok
+        self.keep = dictionary.keep_probabilities(trainer.t)
+        table = dictionary.negative_table()
+        nth = trainer.thread
+        self.tables = []
+        for i in range(nth):  # each thread walks its own shuffle of the table (official)
+            tab = table.copy()
+            kernels.shuffle_table(tab, kernels.rng_initial_state(trainer.seed, -1 - i))
+            self.tables.append(tab)
+        self.rng = [kernels.rng_initial_state(trainer.seed, i) for i in range(nth)]
+        self.neg_pos = [np.zeros(1, dtype=np.int64) for _ in range(nth)]
+        self.stats = np.zeros((nth, trainer.epoch, kernels.N_STATS), dtype=np.float64)
+        self.sig, self.log = kernels.sigmoid_table(), kernels.log_table()
+        self.tokens = np.asarray(ids.tokens)
+        self.offsets = ids.offsets
+        n_tok = ids.n_tokens
+        marks = np.arange(0, n_tok, trainer.job_tokens, dtype=np.int64)
+        starts = np.unique(np.searchsorted(self.offsets, marks, side="right") - 1)
+        self.job_starts = np.append(starts, ids.n_sentences).astype(np.int64)
+        self.njobs = len(self.job_starts) - 1
+        self.total = n_tok * trainer.epoch
+        self.start = (0, 0)
+        self.epoch_seconds = [0.0] * trainer.epoch
+        self.done_before = [0] * trainer.epoch
+        if state is not None:
+            self._restore(state)
+        self.mode = kernels.MODE_SENTENCE if trainer.update == "sentence" else kernels.MODE_TARGET
+        # compile (or load from the numba cache) before any clock starts
+        self._call(0, np.zeros(kernels.N_STATS), 0, 0, 0)
+
+    def _restore(self, state: dict[str, Any]) -> None:
+        if state["n_tokens"] != self.ids.n_tokens or state["njobs"] != self.njobs:
+            raise ValueError("cannot resume: the corpus differs from the checkpoint's "
+                             f"({self.ids.n_tokens} tokens vs {state['n_tokens']})")
+        for i in range(self.tr.thread):
+            self.rng[i][0] = np.uint64(int(state["rng"][i]))
+            self.neg_pos[i][0] = int(state["neg_pos"][i])
+        self.stats[:] = np.asarray(state["stats"], dtype=np.float64)
+        self.start = (int(state["epoch"]), int(state["job"]))
+        self.epoch_seconds = [float(x) for x in state["epoch_seconds"]]
+
+    def state_dict(self, epoch: int, job: int) -> dict[str, Any]:
+        return {"version": _STATE_VERSION, "config": self.tr.config(), "epoch": epoch,
+                "job": job, "n_tokens": self.ids.n_tokens, "njobs": self.njobs,
+                "rng": [str(int(r[0])) for r in self.rng],
+                "neg_pos": [int(p[0]) for p in self.neg_pos], "stats": self.stats.tolist(),
+                "epoch_seconds": self.epoch_seconds}
+
+    def _call(self, tid: int, stats: np.ndarray, first: int, last: int, before: int) -> None:
+        tr, d = self.tr, self.dictionary
+        self.k.train_job(self.tokens, self.offsets, first, last, self.wi, self.wo, self.keep,
+                         self.target_ok, self.tables[tid], self.neg_pos[tid], self.rng[tid],
+                         self.sig, self.log, d.nwords, max(tr.bucket, 1), tr.word_ngrams,
+                         tr.dropout_k, tr.neg, max(d.placeholder_id, 0), tr.lr,
+                         tr.lr_update_rate, before, self.total, self.mode, tr.exclude_target,
+                         tr.sigmoid == "exact", tr.l1, stats)
+
+    def train(self) -> list[EpochReport]:
+        tr = self.tr
+        q: queue.Queue = queue.Queue(maxsize=2 * tr.thread)
+        stop = threading.Event()
+        cond = threading.Condition()
+        errors: list[BaseException] = []
+        counts = {"issued": 0, "done": 0}
+        epoch_done = [0] * tr.epoch
+        epoch_t0 = [0.0] * tr.epoch
+        e0, j0 = self.start
+
+        def worker(tid: int) -> None:
+            while True:
+                item = q.get()
+                if item is None:
+                    return
+                e, j = item
+                try:
+                    if not stop.is_set():
+                        first, last = int(self.job_starts[j]), int(self.job_starts[j + 1])
+                        self._call(tid, self.stats[tid, e], first, last,
+                                   e * self.ids.n_tokens + int(self.offsets[first]))
+                except BaseException as exc:  # surfaced by the main thread
+                    errors.append(exc)
+                    stop.set()
+                with cond:
+                    counts["done"] += 1
+                    epoch_done[e] += 1
+                    if epoch_done[e] == self.njobs - (j0 if e == e0 else 0):
+                        self.epoch_seconds[e] += time.perf_counter() - epoch_t0[e]
+                    cond.notify_all()
+
+        def drain() -> None:
+            with cond:
+                cond.wait_for(lambda: counts["done"] == counts["issued"] or stop.is_set())
+
+        def checkpoint(e: int, j: int) -> None:
+            drain()
+            if not stop.is_set():
+                tr._save_checkpoint(self, e, j)
+
+        def producer() -> None:
+            last_ckpt = time.monotonic()
+            try:
+                for e in range(e0, tr.epoch):
+                    epoch_t0[e] = time.perf_counter()
+                    for j in range(j0 if e == e0 else 0, self.njobs):
+                        if tr.checkpoint_every is not None and (
+                                time.monotonic() - last_ckpt) >= 60 * tr.checkpoint_every:
+                            checkpoint(e, j)
+                            last_ckpt = time.monotonic()
+                        while not stop.is_set():
+                            try:
+                                q.put((e, j), timeout=0.1)
+                                break
+                            except queue.Full:
+                                continue
+                        if stop.is_set():
+                            return
+                        with cond:
+                            counts["issued"] += 1
+                    if tr.checkpoint_dir is not None:
+                        checkpoint(e + 1, 0)
+                        last_ckpt = time.monotonic()
+            except BaseException as exc:
+                errors.append(exc)
+                stop.set()
+            finally:
+                for _ in range(tr.thread):
+                    q.put(None)
+
+        threads = [threading.Thread(target=worker, args=(i,), name=f"sent2vec-worker-{i}",
+                                    daemon=True) for i in range(tr.thread)]
+        threads.append(threading.Thread(target=producer, name="sent2vec-producer", daemon=True))
+        show = tr.show_progress_bar
+        if show is None:
+            show = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        bar = None
+        done0 = int(self.stats[:, :, self.k.STAT_TOKENS].sum())
+        if show:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=self.total, initial=done0, unit="tok", unit_scale=True,
+                       desc="Sent2Vec", smoothing=0.1)
+        t_start = time.perf_counter()
+        for th in threads:
+            th.start()
+        try:
+            while True:
+                alive = [th for th in threads if th.is_alive()]
+                if not alive:
+                    break
+                alive[0].join(0.25)
+                if bar is not None:
+                    self._progress(bar, done0, t_start)
+        except KeyboardInterrupt:
+            stop.set()
+            for th in threads:
+                th.join()
+            raise
+        finally:
+            if bar is not None:
+                self._progress(bar, done0, t_start)
+                bar.close()
+        if errors:
+            raise errors[0]
+        return self._reports(e0)
+
+    def _progress(self, bar: Any, done0: int, t_start: float) -> None:
+        S = self.k
+        tok = int(self.stats[:, :, S.STAT_TOKENS].sum())
+        bar.update(tok - bar.n)
+        e = int(min(self.tr.epoch - 1, tok // max(self.ids.n_tokens, 1)))
+        st = self.stats[:, e]
+        lr = st[:, S.STAT_LR]
+        lr_now = float(lr[lr > 0].min()) if (lr > 0).any() else self.tr.lr
+        el = max(time.perf_counter() - t_start, 1e-9)
+        bar.set_postfix(
+            {"words/s/thread": f"{(tok - done0) / el / self.tr.thread:,.0f}",
+             "lr": f"{lr_now:.6f}",
+             "loss": f"{st[:, S.STAT_LOSS].sum() / max(st[:, S.STAT_TARGETS].sum(), 1):.4f}",
+             "epoch": e + 1}, refresh=False)
+
+    def _reports(self, e0: int) -> list[EpochReport]:
+        S = self.k
+        out = []
+        for e in range(e0, self.tr.epoch):
+            st = self.stats[:, e]
+            lr = st[:, S.STAT_LR]
+            out.append(EpochReport(
+                epoch=e, loss=float(st[:, S.STAT_LOSS].sum() / max(st[:, S.STAT_TARGETS].sum(), 1)),
+                targets=int(st[:, S.STAT_TARGETS].sum()), tokens=int(st[:, S.STAT_TOKENS].sum()),
+                seconds=float(self.epoch_seconds[e]),
+                final_lr=float(lr[lr > 0].min()) if (lr > 0).any() else 0.0))
+        return out
+
+
+def train_sent2vec(corpus: Any, **kwargs: Any) -> Any:
+    """Train a Sent2Vec model on a corpus; see :class:`Sent2VecTrainer` for every parameter.
+
+    ``train_sent2vec(corpus, dim=100, epoch=5, lr=0.2, lr_update_rate=100, min_count=5,
+    min_count_label=5, neg=10, word_ngrams=2, dropout_k=4, t=1e-4, bucket=2_000_000,
+    max_vocab_size=None, thread=2, seed=1, loss="ns", update="sentence", exclude_target=False,
+    l1=0.0, sigmoid="table", checkpoint_dir=None, checkpoint_every=None, keep_checkpoints=1,
+    resume_from=None, show_progress_bar=None, tmp_dir=None)``
+
+    Parameters
+    ----------
+    corpus : path-like or sequence of str
+        One tokenized sentence per line.
+    **kwargs
+        Keyword-only hyper-parameters of :class:`Sent2VecTrainer`; all are validated before
+        the corpus is read.
+
+    Returns
+    -------
+    Sent2Vec
+        The trained model (``encode``, ``save``, ``save_bin``).
+
+    Raises
+    ------
+    FileNotFoundError
+        Missing corpus file or checkpoint.
+    ValueError
+        An invalid hyper-parameter (the message names it), an empty corpus, or a corpus with no
+        trainable target.
+    TypeError
+        A corpus that is neither a path nor a sequence of str, or an unknown keyword.
+    """
+    return Sent2VecTrainer(**kwargs).fit(corpus)
