@@ -84,11 +84,12 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Any:
             f"{text!r} is a file but not an official sent2vec .bin model (wrong magic number); "
             "give a sent2vec .bin, a model directory or a model name"
         )
-    if path.is_dir() and not _is_transformer_dir(path):
-        _reject_overrides(overrides, "a Sent2Vec model")
-        from sentvec.sent2vec.model import Sent2Vec
+    if path.is_dir():
+        from sentvec.sent2vec.model import Sent2Vec, is_model_dir
 
-        return Sent2Vec.load(path)
+        if is_model_dir(path) or not _is_transformer_dir(path):
+            _reject_overrides(overrides, "a Sent2Vec model")
+            return Sent2Vec.load(path)
     from sentvec.encoders.transformer import TransformerEncoder
 
     return TransformerEncoder.from_pretrained(text, **overrides)

@@ -246,7 +246,7 @@ class Sent2Vec:
         """
         target = Path(directory)
         if target.exists() and not (target.is_dir() and (
-                not any(target.iterdir()) or _is_model_dir(target))):
+                not any(target.iterdir()) or is_model_dir(target))):
             raise FileExistsError(f"{str(target)!r} exists and is not a Sent2Vec model directory")
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
@@ -436,7 +436,8 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"args value {obj!r} of type {type(obj).__name__} is not JSON-serialisable")
 
 
-def _is_model_dir(d: Path) -> bool:
+def is_model_dir(d: Path) -> bool:
+    """True if ``d`` holds a ``config.json`` of the sentvec Sent2Vec directory format."""
     try:
         cfg = json.loads((d / _CONFIG).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -444,4 +445,4 @@ def _is_model_dir(d: Path) -> bool:
     return isinstance(cfg, dict) and cfg.get("format") == DIR_FORMAT
 
 
-__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "warn_encode_stats"]
+__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "is_model_dir", "warn_encode_stats"]
