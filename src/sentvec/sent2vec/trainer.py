@@ -343,6 +343,8 @@ class Sent2VecTrainer:
             counts = dictionary.counts
             # the placeholder (count 0) is a target only when min_count_label is 0, as officially
             target_ok = (counts >= self.min_count_label).astype(np.uint8)
+            if ids.raw_tokens == 0:
+                raise ValueError("corpus is empty (only whitespace): nothing to train on")
             if ids.n_sentences == 0:
                 raise ValueError("no sentence of the corpus has two in-vocabulary tokens "
                                  f"(min_count={self.min_count}): nothing to train on")

@@ -1,0 +1,186 @@
+"""Sent2Vec trainer: reproducibility, schedule, loss, model output, checkpoints, bad inputs."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentvec.sent2vec.trainer import Sent2VecTrainer, train_sent2vec
+
+SAMPLE = Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt"
+SMALL = dict(dim=16, bucket=5000, min_count=2, min_count_label=2, neg=5, dropout_k=2,
+             epoch=2, show_progress_bar=False)
+M64 = (1 << 64) - 1
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()[:1500]
+    p = tmp_path_factory.mktemp("s2v") / "corpus.txt"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+@pytest.fixture(scope="module")
+def shuffled(tmp_path_factory) -> Path:
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()[:3000]
+    random.Random(0).shuffle(lines)  # article order makes late-epoch online loss rise
+    p = tmp_path_factory.mktemp("s2v") / "shuffled.txt"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+def fit(path, **kw):
+    tr = Sent2VecTrainer(**{**SMALL, **kw})
+    return tr.fit(path), tr.report_
+
+
+@pytest.mark.parametrize("update", ["sentence", "target"])
+def test_one_thread_is_bit_reproducible(corpus, update):
+    m1, r1 = fit(corpus, thread=1, update=update)
+    m2, r2 = fit(corpus, thread=1, update=update)
+    assert np.array_equal(m1.input_matrix, m2.input_matrix)
+    assert np.array_equal(m1.output_matrix, m2.output_matrix)
+    assert r1.epochs[-1].loss == r2.epochs[-1].loss
+    m3, _ = fit(corpus, thread=1, update=update, seed=2)
+    assert not np.array_equal(m1.input_matrix, m3.input_matrix)
+
+
+def test_in_memory_lines_equal_file(corpus):
+    lines = corpus.read_text(encoding="utf-8").splitlines()
+    m1, _ = fit(corpus, thread=1)
+    m2, _ = fit(lines, thread=1)
+    assert np.array_equal(m1.input_matrix, m2.input_matrix)
+
+
+def test_two_threads_finish_and_match_one_thread_quality(corpus):
+    m1, r1 = fit(corpus, thread=1)
+    m2, r2 = fit(corpus, thread=2)
+    assert r2.threads == 2 and len(r2.epochs) == 2
+    assert r2.epochs[-1].tokens == r1.epochs[-1].tokens  # every job ran exactly once
+    assert r2.epochs[-1].loss == pytest.approx(r1.epochs[-1].loss, rel=0.03)
+    assert r2.epochs[-1].loss < r2.epochs[0].loss
+    assert not np.array_equal(m1.input_matrix, m2.input_matrix)  # Hogwild order differs
+
+
+def test_lr_decays_linearly_to_zero(corpus):
+    _, rep = fit(corpus, thread=1, epoch=4, lr=0.3, job_tokens=2000)
+    n = rep.n_tokens
+    for e in rep.epochs:  # lr of the last sentence of epoch e is lr*(1 - progress)
+        expected = 0.3 * (1 - (e.epoch + 1) / 4)
+        assert e.final_lr == pytest.approx(expected, abs=0.3 * 200 / (4 * n) + 1e-3)
+    assert rep.epochs[-1].final_lr < 0.3 * 1e-3
+
+
+def test_loss_decreases_over_epochs(shuffled):
+    _, rep = fit(shuffled, thread=1, epoch=4)
+    losses = [e.loss for e in rep.epochs]
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert rep.epochs[0].targets > 1000
+
+
+def test_encode_is_mean_of_input_rows(corpus):
+    model, _ = fit(corpus, thread=1)
+    d = model.dictionary
+    index = {w: i for i, w in enumerate(d.words)}
+    sents = ["the city is located in the north of the country .",
+             "anarchism is a political philosophy", "zzqx unknown the"]
+    got = model.encode(sents)
+    for s, v in zip(sents, got):
+        ids = [index[w] for w in s.split() if w in index]
+        rows = list(ids) + [d.nwords + ((a * 116049371 + b) & M64) % d.bucket
+                            for a, b in zip(ids, ids[1:])]
+        ref = np.asarray(model.input_matrix, dtype=np.float64)[rows].mean(0)
+        np.testing.assert_allclose(v, ref, rtol=1e-5, atol=1e-6)
+    assert model.input_matrix.shape == (d.nwords + 5000, 16)
+    assert model.args["lr"] == 0.2 and model.args["dropoutK"] == 2
+
+
+def test_unigram_model_with_bucket_zero(corpus):
+    model, rep = fit(corpus, thread=1, word_ngrams=1, bucket=0)
+    assert model.dictionary.bucket == 0
+    assert model.input_matrix.shape == (model.dictionary.nwords, 16)
+    assert rep.epochs[-1].targets > 0
+    # bucket is forced to 0 for unigram models, as the official argument parser does
+    model2, _ = fit(corpus, thread=1, word_ngrams=1, bucket=777)
+    assert model2.input_matrix.shape[0] == model2.dictionary.nwords
+
+
+def test_paper_variants_change_the_model(corpus):
+    base, _ = fit(corpus, thread=1)
+    excl, _ = fit(corpus, thread=1, exclude_target=True)
+    l1, _ = fit(corpus, thread=1, l1=5e-3)
+    assert not np.array_equal(base.input_matrix, excl.input_matrix)
+    assert (np.asarray(l1.output_matrix) == 0).sum() > (np.asarray(base.output_matrix) == 0).sum()
+
+
+def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
+    kw = dict(thread=1, epoch=2, job_tokens=8000)
+    full, _ = fit(corpus, **kw)
+    ck = tmp_path / "ck"
+    resumed_from_mid = None
+    m, _ = fit(corpus, **kw, checkpoint_dir=ck, checkpoint_every=1e-9, keep_checkpoints=100)
+    assert np.array_equal(m.input_matrix, full.input_matrix)  # pausing changes nothing
+    cks = sorted(p for p in ck.glob("ckpt-*"))
+    assert len(cks) > 4 and (ck / "LATEST").read_text().strip() == cks[-1].name
+    resumed_from_mid = cks[len(cks) // 2]  # a checkpoint in the middle of training
+    res, rep = fit(corpus, **kw, resume_from=resumed_from_mid)
+    assert np.array_equal(res.input_matrix, full.input_matrix)
+    assert np.array_equal(res.output_matrix, full.output_matrix)
+    assert 0 < len(rep.epochs) <= 2
+    # the checkpoint is a loadable model directory
+    from sentvec.sent2vec.model import Sent2Vec
+    assert Sent2Vec.load(cks[0] / "model").dim == 16
+    with pytest.raises(ValueError, match="dim"):
+        fit(corpus, **{**kw, "dim": 8}, resume_from=ck)
+
+
+def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys):
+    fit(corpus, thread=1, show_progress_bar=True)
+    err = capsys.readouterr().err
+    assert "words/s/thread" in err and "lr=" in err and "loss=" in err
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(dim=0), "dim=0"), (dict(lr=0.0), "lr=0.0"), (dict(lr=-1), "lr=-1"),
+    (dict(bucket=0), "bucket=0"), (dict(epoch=0), "epoch=0"), (dict(neg=0), "neg=0"),
+    (dict(t=0), "t=0"), (dict(loss="hs"), "loss='hs'"), (dict(update="fast"), "update='fast'"),
+    (dict(word_ngrams=3), "word_ngrams"), (dict(thread=0), "thread=0"),
+    (dict(checkpoint_every=5.0), "checkpoint_dir"), (dict(sigmoid="tanh"), "sigmoid"),
+    (dict(l1=-1.0), "l1=-1.0"), (dict(min_count_label=-1), "min_count_label=-1"),
+])
+def test_bad_arguments_are_rejected_up_front(kw, match, tmp_path):
+    with pytest.raises(ValueError, match=match):
+        train_sent2vec(tmp_path / "does-not-matter.txt", **{**SMALL, **kw})
+
+
+def test_bad_corpora(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        train_sent2vec(tmp_path / "missing.txt", **SMALL)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        train_sent2vec(empty, **SMALL)
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n  \n\n")
+    with pytest.raises(ValueError, match="empty"):
+        train_sent2vec(blank, **SMALL)
+    one = tmp_path / "one-word-lines.txt"
+    one.write_text("alpha\nbeta\nalpha\nbeta\nalpha\n" * 5)
+    with pytest.raises(ValueError, match="two in-vocabulary tokens"):
+        train_sent2vec(one, **SMALL)
+    with pytest.raises(TypeError, match="sequence of str"):
+        train_sent2vec(iter(["a b", "c d"]), **SMALL)
+
+
+def test_non_utf8_bytes_are_kept_with_a_warning(tmp_path):
+    p = tmp_path / "latin1.txt"
+    text = "".join(f"caf\xe9 au lait number {i % 7} here\n" for i in range(60))
+    p.write_bytes(text.encode("latin-1"))
+    with pytest.warns(UserWarning, match="1 vocabulary words contain bytes that are not UTF-8"):
+        model = train_sent2vec(p, **{**SMALL, "min_count": 5, "min_count_label": 5})
+    word = b"caf\xe9".decode("utf-8", "surrogateescape")
+    assert model.dictionary.get_id(word) > 0
