@@ -1,0 +1,128 @@
+"""``sentvec train-sent2vec``: train a Sent2Vec model from a text file.
+
+Accepts the official ``sent2vec`` flag names (``-input -output -dim -epoch -lr -lrUpdateRate
+-wordNgrams -minCount -minCountLabel -neg -thread -t -dropoutK -bucket -maxVocabSize -loss``)
+and their snake-case forms (``--dim``, ``--min-count`` / ``--min_count``, ...). Flags left out
+take :func:`sentvec.train_sent2vec`'s defaults (the paper's: lr 0.2, wordNgrams 2, neg 10, ...),
+which differ from the official binary's own defaults. The model is written as a sentvec model
+directory or an official ``.bin`` file (chosen by ``--format``, by default from the extension).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("auto", "dir", "bin", "both")
+
+# (official flag, snake-case name, type, help)
+_FLAGS: tuple[tuple[str, str, Any, str], ...] = (
+    ("dim", "dim", int, "embedding dimension [100]"),
+    ("epoch", "epoch", int, "passes over the corpus [5]"),
+    ("lr", "lr", float, "initial learning rate [0.2]"),
+    ("lrUpdateRate", "lr_update_rate", int, "tokens between learning-rate updates [100]"),
+    ("wordNgrams", "word_ngrams", int, "longest word n-gram [2]"),
+    ("minCount", "min_count", int, "minimal word count [5]"),
+    ("minCountLabel", "min_count_label", int, "minimal count of a target word [5]"),
+    ("neg", "neg", int, "negatives per target [10]"),
+    ("thread", "thread", int, "worker threads [2]"),
+    ("t", "t", float, "target subsampling threshold [1e-4]"),
+    ("dropoutK", "dropout_k", int, "positions dropped per target [4]"),
+    ("bucket", "bucket", int, "n-gram hash buckets [2000000]"),
+    ("maxVocabSize", "max_vocab_size", int, "vocabulary cap (0: none) [0]"),
+)
+
+
+def _spellings(official: str, snake: str) -> list[str]:
+    names = [f"-{official}", f"--{snake}"]
+    if "_" in snake:
+        names.append(f"--{snake.replace('_', '-')}")
+    if official != snake and official.lower() != snake:
+        names.append(f"--{official}")
+    return list(dict.fromkeys(names))
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``train-sent2vec`` sub-command."""
+    p = subparsers.add_parser(
+        "train-sent2vec", allow_abbrev=False,
+        help="train a Sent2Vec model (official flag names accepted)",
+        description="Train Sent2Vec (Pagliardini et al. 2018) on a text file with one tokenized "
+                    "sentence per line. Official sent2vec flags (-dim, -minCount, ...) and "
+                    "snake-case ones (--dim, --min-count, --min_count) are both accepted.")
+    p.add_argument("-input", "--input", required=True, help="training text file (.xz/.gz/.bz2 ok)")
+    p.add_argument("-output", "--output", required=True,
+                   help="model directory, or FILE.bin for the official binary format")
+    for official, snake, typ, helptext in _FLAGS:
+        p.add_argument(*_spellings(official, snake), dest=snake, type=typ, default=None,
+                       help=helptext)
+    p.add_argument("-loss", "--loss", choices=["ns"], default=None,
+                   help="loss (negative sampling only)")
+    p.add_argument("--format", choices=FORMATS, default="auto",
+                   help="auto: .bin extension -> official .bin, else directory; both: directory "
+                        "plus OUTPUT.bin")
+    p.add_argument("--update", choices=["sentence", "target"], default=None,
+                   help="sentence: deferred per-sentence source updates (fast, default); "
+                        "target: the official per-target updates")
+    p.add_argument("--exclude-target", "--exclude_target", dest="exclude_target",
+                   action="store_true", default=None,
+                   help="paper variant: remove the target from its context")
+    p.add_argument("--l1", type=float, default=None, help="paper appendix-B L1 weight tau [0]")
+    p.add_argument("--sigmoid", choices=["table", "exact"], default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--checkpoint-dir", "--checkpoint_dir", dest="checkpoint_dir", default=None)
+    p.add_argument("--checkpoint-every", "--checkpoint_every", dest="checkpoint_every",
+                   type=float, default=None, help="minutes between checkpoints")
+    p.add_argument("--resume-from", "--resume_from", dest="resume_from", default=None)
+    p.add_argument("--tmp-dir", "--tmp_dir", dest="tmp_dir", default=None,
+                   help="where the temporary token-id file goes")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: when stderr is a terminal)")
+    p.add_argument("--report", default=None, help="write the training report as JSON here")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from sentvec.sent2vec.trainer import Sent2VecTrainer
+
+    kwargs: dict[str, Any] = {}
+    for _, snake, _, _ in _FLAGS:
+        v = getattr(args, snake)
+        if v is not None:
+            kwargs[snake] = v
+    if kwargs.get("max_vocab_size") == 0:
+        kwargs["max_vocab_size"] = None  # official 0 = no cap
+    for name in ("loss", "update", "exclude_target", "l1", "sigmoid", "seed", "checkpoint_dir",
+                 "checkpoint_every", "resume_from", "tmp_dir"):
+        v = getattr(args, name)
+        if v is not None:
+            kwargs[name] = v
+    kwargs["show_progress_bar"] = args.progress
+    out = Path(args.output)
+    fmt = args.format
+    if fmt == "auto":
+        fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
+    trainer = Sent2VecTrainer(**kwargs)
+    model = trainer.fit(args.input)
+    written = []
+    if fmt in ("dir", "both"):
+        written.append(str(model.save(out)))
+    if fmt == "bin":
+        written.append(str(model.save_bin(out)))
+    elif fmt == "both":
+        written.append(str(model.save_bin(out.with_name(out.name + ".bin"))))
+    rep = trainer.report_
+    summary = {"written": written, "nwords": rep.nwords, "sentences": rep.n_sentences,
+               "tokens": rep.raw_tokens, "epochs": len(rep.epochs),
+               "loss": rep.epochs[-1].loss if rep.epochs else None,
+               "train_seconds": round(rep.train_seconds, 3),
+               "words_per_sec_per_thread": round(rep.words_per_sec_per_thread)}
+    print(json.dumps(summary), file=sys.stdout)
+    if args.report:
+        from sentvec._io import atomic_write_text
+
+        atomic_write_text(args.report, rep.to_json() + "\n")
+    return 0

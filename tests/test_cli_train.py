@@ -1,0 +1,74 @@
+"""``sentvec train-sent2vec``: official and snake-case flags, output formats, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentvec.cli import main
+from sentvec.sent2vec.model import Sent2Vec
+
+SAMPLE = Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("cli") / "corpus.txt"
+    p.write_text("\n".join(SAMPLE.read_text(encoding="utf-8").splitlines()[:800]) + "\n",
+                 encoding="utf-8")
+    return p
+
+
+def test_official_flags_write_a_bin_equal_to_snake_case_directory(corpus, tmp_path, capsys):
+    official = ["train-sent2vec", "-input", str(corpus), "-output", str(tmp_path / "m.bin"),
+                "-dim", "12", "-epoch", "2", "-lr", "0.1", "-lrUpdateRate", "50",
+                "-wordNgrams", "2", "-minCount", "2", "-minCountLabel", "3", "-neg", "4",
+                "-thread", "1", "-t", "0.001", "-dropoutK", "3", "-bucket", "3000",
+                "-maxVocabSize", "0", "-loss", "ns", "--no-progress"]
+    assert main(official) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["written"] == [str(tmp_path / "m.bin")] and summary["epochs"] == 2
+    snake = ["train-sent2vec", "--input", str(corpus), "--output", str(tmp_path / "mdir"),
+             "--dim", "12", "--epoch", "2", "--lr", "0.1", "--lr-update-rate", "50",
+             "--word_ngrams", "2", "--min-count", "2", "--min_count_label", "3", "--neg", "4",
+             "--thread", "1", "--t", "0.001", "--dropout-k", "3", "--bucket", "3000",
+             "--report", str(tmp_path / "report.json")]
+    assert main(snake) == 0
+    a = Sent2Vec.load(tmp_path / "m.bin")
+    b = Sent2Vec.load(tmp_path / "mdir")
+    assert a.dim == b.dim == 12 and a.dictionary.bucket == 3000
+    assert a.args["minCount"] == 2 and a.args["neg"] == 4 and a.args["t"] == 0.001
+    # thread=1 runs are bit-reproducible, so both spellings trained the same model
+    np.testing.assert_array_equal(np.asarray(a.input_matrix)[: b.input_matrix.shape[0]],
+                                  np.asarray(b.input_matrix))
+    np.testing.assert_array_equal(a.output_matrix, b.output_matrix)
+    assert b.args["lr"] == 0.1 and b.args["dropoutK"] == 3
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["threads"] == 1 and len(rep["epochs"]) == 2
+
+
+def test_unigram_flags_with_bucket_zero_and_both_formats(corpus, tmp_path):
+    out = tmp_path / "uni"
+    assert main(["train-sent2vec", "-input", str(corpus), "-output", str(out), "-dim", "8",
+                 "-epoch", "1", "-wordNgrams", "1", "-bucket", "0", "-minCount", "2",
+                 "-thread", "1", "--format", "both", "--update", "target"]) == 0
+    d, b = Sent2Vec.load(out), Sent2Vec.load(tmp_path / "uni.bin")
+    assert d.dictionary.word_ngrams == 1 and d.input_matrix.shape[0] == d.nwords
+    np.testing.assert_array_equal(d.input_matrix, b.input_matrix[: d.input_matrix.shape[0]])
+
+
+def test_errors_are_reported_with_exit_code_2(corpus, tmp_path, capsys):
+    assert main(["train-sent2vec", "-input", str(tmp_path / "nope.txt"), "-output",
+                 str(tmp_path / "x")]) == 2
+    assert "nope.txt" in capsys.readouterr().err
+    assert main(["train-sent2vec", "-input", str(corpus), "-output", str(tmp_path / "x"),
+                 "-dim", "0"]) == 2
+    assert "dim=0" in capsys.readouterr().err
+    assert main(["train-sent2vec", "-input", str(corpus), "-output", str(tmp_path / "x"),
+                 "-wordNgrams", "2", "-bucket", "0"]) == 2
+    assert "bucket=0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train-sent2vec", "-input", str(corpus), "-output", "x", "-ws", "5"])
