@@ -1,0 +1,146 @@
+"""``sentvec eval-transfer``: SentEval-style transfer tasks (Sent2Vec paper Table 1 columns).
+
+Logistic regression on frozen sentence vectors: MR, CR, SUBJ, MPQA by 10-fold CV, TREC and MRPC
+(MSRP) train/test, SST2 train/dev/test; C chosen from 2^-2..2^4 by inner 5-fold CV (SST2: dev).
+Prints a Markdown table in the paper's column order: MSRP (acc / F1), MR, CR, SUBJ, MPQA, TREC,
+Avg (of those six, MSRP by accuracy), SST2.
+
+Examples::
+
+    sentvec eval-transfer --model minilm --json minilm-transfer.json
+    sentvec eval-transfer --model runs/sent2vec-wiki1m-sentence --preprocess moses-lower
+    sentvec eval-transfer --model minilm --tasks MR,CR,SST2 --n-jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+_DEFAULT_TASKS = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
+_ALIASES = {"msrp": "MRPC", "sst": "SST2", "sst-2": "SST2"}
+_PREPROCESS_HELP = {
+    "none": "sentences as the task files hold them (whitespace-normalised)",
+    "lower": "lower-cased",
+    "moses-lower": "Moses-tokenised (sacremoses, en) then lower-cased: the reference corpus "
+                   "recipe, for Sent2Vec models trained on it without a preprocessing record",
+}
+
+
+def _tasks(text: str) -> list[str]:
+    from sentvec.evaluation.transfer import TRANSFER_TASKS
+
+    out = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name = _ALIASES.get(part.lower(), part.upper())
+        if name not in TRANSFER_TASKS:
+            raise argparse.ArgumentTypeError(
+                f"unknown task {part!r}; expected some of {list(TRANSFER_TASKS)} (MSRP = MRPC)")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one task name")
+    return out
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``eval-transfer`` sub-command."""
+    p = subparsers.add_parser(
+        "eval-transfer",
+        help="transfer tasks (MRPC MR CR SUBJ MPQA TREC SST2) with logistic regression",
+        description=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
+    )
+    p.add_argument("--model", default="minilm",
+                   help="model alias, Hugging Face directory, sent2vec .bin / directory or saved "
+                        "pipeline (sentvec.pipeline.load_encoder; default: minilm)")
+    p.add_argument("--tasks", type=_tasks, default=list(_DEFAULT_TASKS), metavar="T1,T2,...",
+                   help="tasks among MRPC (=MSRP), MR, CR, SUBJ, MPQA, TREC, SST2 "
+                        "(default: the paper's six)")
+    p.add_argument("--preprocess", choices=tuple(_PREPROCESS_HELP), default="none",
+                   help="; ".join(f"{k} = {v}" for k, v in _PREPROCESS_HELP.items())
+                        + " (default none)")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="evaluation data root holding downstream/ (default: $SENTVEC_DATA or the "
+                        "packaged copy)")
+    p.add_argument("--seed", type=int, default=1111, help="fold shuffling seed (default 1111, SentEval's)")
+    p.add_argument("--kfold", type=_positive, default=10, help="outer folds (default 10)")
+    p.add_argument("--inner-kfold", type=_positive, default=5, help="inner folds choosing C (default 5)")
+    p.add_argument("--batch-size", type=_positive, default=64)
+    p.add_argument("--n-jobs", type=_positive, default=1,
+                   help="threads for independent logistic-regression fits (default 1)")
+    p.add_argument("--device", default=None, help="torch device for transformer models")
+    p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
+    p.set_defaults(func=run)
+
+
+def _preprocess_fn(name: str) -> tuple[Any, bool]:
+    if name == "moses-lower":
+        from sentvec.sent2vec.preprocessing import Preprocessing
+
+        return Preprocessing(lowercase=True, tokenizer="moses").prepare, False
+    return None, name == "lower"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Evaluate each task, print the table; return 0."""
+    from sentvec._io import atomic_write_json
+    from sentvec.encoders.base import describe_encoder
+    from sentvec.evaluation.transfer import evaluate_transfer, transfer_table_markdown
+    from sentvec.pipeline import load_encoder
+
+    t_start = time.perf_counter()
+    encoder = load_encoder(args.model, device=args.device)
+    desc = describe_encoder(encoder)
+    preprocess, lowercase = _preprocess_fn(args.preprocess)
+    results = []
+    for task in args.tasks:
+        r = evaluate_transfer(encoder, task, data_dir=args.data, seed=args.seed, kfold=args.kfold,
+                              inner_kfold=args.inner_kfold, batch_size=args.batch_size,
+                              preprocess=preprocess, lowercase=lowercase, n_jobs=args.n_jobs)
+        f1 = "" if r.f1 is None else f" F1 {r.f1:.2f}"
+        print(f"{task}: acc {r.accuracy:.2f}{f1} (n={r.n_samples}, C={_cs(r.c)}, "
+              f"encode {r.encode_seconds:.1f} s, total {r.wall_seconds:.1f} s)", file=sys.stderr)
+        results.append(r)
+    wall = time.perf_counter() - t_start
+    name = str(desc.get("model") or desc.get("source") or args.model)
+    table = transfer_table_markdown(results, name=name)
+    print(f"model: {args.model} ({desc.get('encoder', '?')}); text: {args.preprocess} = "
+          f"{_PREPROCESS_HELP[args.preprocess]}")
+    print(f"protocol: {results[0].protocol if len(results) == 1 else _protocol_summary(args)}")
+    print()
+    print(table, end="")
+    print(f"\nwall time: {wall:.1f} s")
+    if args.json:
+        atomic_write_json(args.json, {
+            "format": "sentvec-transfer-results", "version": 1, "model_arg": args.model,
+            "model": desc, "preprocess": args.preprocess, "wall_seconds": wall,
+            "table_markdown": table, "results": [r.to_dict() for r in results]})
+    return 0
+
+
+def _cs(cs: tuple[float, ...]) -> str:
+    vals = sorted(set(cs))
+    return ",".join(f"{c:g}" for c in vals)
+
+
+def _protocol_summary(args: argparse.Namespace) -> str:
+    return (f"L2 logistic regression (lbfgs) on raw vectors, C in 2^-2..2^4 by inner "
+            f"{args.inner_kfold}-fold stratified CV; MR CR SUBJ MPQA: {args.kfold}-fold stratified "
+            f"CV (seed {args.seed}); TREC, MRPC: train/test; MRPC features [|u-v|, u*v]; SST2: C "
+            "by dev accuracy")

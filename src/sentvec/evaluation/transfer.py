@@ -1,0 +1,613 @@
+"""SentEval-style transfer (sentence classification) tasks: MR, CR, SUBJ, MPQA, TREC, MRPC, SST2.
+
+Readers follow SentEval's own parsing so that sample counts equal SentEval's (MR 10662, CR 3775,
+SUBJ 10000, MPQA 10606, TREC 5452 + 500, MRPC 4076 + 1725 pairs, SST2 67349 / 872 / 1821):
+
+* MR, CR, SUBJ, MPQA: decoded as latin-1, split with ``str.splitlines``; empty lines are kept
+  (they are samples in SentEval's CR and MPQA totals). Label 1 for ``*.pos`` (SUBJ: objective),
+  0 for ``*.neg`` (SUBJ: subjective), as SentEval's ``BinaryClassifierEval`` assigns them.
+* TREC: latin-1 (``train_5500.label`` line 66 holds one non-UTF-8 byte); coarse labels
+  (ABBR, DESC, ENTY, HUM, LOC, NUM); the fine label after the colon is dropped.
+* MRPC: UTF-8 with byte-order mark and one header line; columns 0 (label), 3 and 4 (sentences).
+* SST2: ``SST/binary/sentiment-{train,dev,test}``, UTF-8, ``text<TAB>label``.
+
+SentEval hands encoders whitespace-split token lists, which batchers join with one space; the
+sentences here are those strings (``" ".join(line.split())``), with no lower-casing or
+tokenization added. Models trained on lower-cased text either carry their own preprocessing (a
+Sent2Vec model applies its preprocessing record in ``encode``) or are evaluated with
+``lowercase=True`` / ``preprocess=...``.
+
+Classifier protocol (the reference README's "Transfer tasks with the official model", i.e.
+SentEval's scikit-learn path with the Sent2Vec paper's grid): L2-regularised logistic regression
+(scikit-learn, lbfgs) on the raw embeddings -- features are not standardised, as in SentEval and
+the reference run -- with the inverse regularisation strength C chosen from ``c_grid``
+(2^-2 ... 2^4) by inner stratified 5-fold cross-validation on the training data:
+
+* MR, CR, SUBJ, MPQA: outer stratified 10-fold CV; C chosen per outer fold; accuracy is the mean
+  over the outer folds. Samples are first put in SentEval's order (stable sort by token count,
+  then label) so that, with ``seed=1111``, the outer folds are SentEval's.
+* TREC, MRPC: C by inner CV on the train split, one fit on all of train, accuracy on test
+  (MRPC also F1 of the paraphrase class). MRPC features are ``[|u - v|, u * v]``
+  (Sent2Vec paper, section 4; SentEval ``mrpc.py``).
+* SST2: C chosen by accuracy on dev, then accuracy on test (SentEval ``SplitClassifier``).
+
+For each C the inner-CV accuracy is rounded to 2 decimals (in percent) and the first best C of the
+ascending grid wins, as in SentEval. Inner fits walk the grid from small to large C with warm
+starts (same optimum, as the L2 problem is strictly convex; far fewer lbfgs iterations).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from sentvec._data import data_dir as _data_dir
+from sentvec._validation import check_choice, check_float_range, check_positive_int
+from sentvec.encoders.base import describe_encoder
+
+TransferTaskName = Literal["MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC", "SST2"]
+#: Supported tasks, in the order of the Sent2Vec paper's Table 1 (SST2 last, an extra column).
+TRANSFER_TASKS: tuple[str, ...] = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC", "SST2")
+#: Tasks averaged in the "Avg" column (Sent2Vec paper Table 1; MRPC counted by accuracy).
+AVERAGED_TASKS: tuple[str, ...] = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
+#: Default C grid: 2^-2 ... 2^4 (reference README).
+DEFAULT_C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-2, 5))
+
+_BINARY_FILES = {
+    "MR": ("rt-polarity.pos", "rt-polarity.neg"),
+    "CR": ("custrev.pos", "custrev.neg"),
+    "SUBJ": ("subj.objective", "subj.subjective"),
+    "MPQA": ("mpqa.pos", "mpqa.neg"),
+}
+_TREC_LABELS = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
+
+
+@dataclass(frozen=True, eq=False)
+class TransferSplit:
+    """One labelled split of a transfer task.
+
+    Attributes
+    ----------
+    name : {"all", "train", "dev", "test"}
+        ``"all"`` for the cross-validated tasks (MR, CR, SUBJ, MPQA).
+    sentences : tuple of str, length n
+        First (or only) sentence of each sample.
+    labels : ndarray of shape (n,), int64
+    pair_sentences : tuple of str or None
+        Second sentence of each pair (MRPC), else None.
+    """
+
+    name: str
+    sentences: tuple[str, ...]
+    labels: np.ndarray
+    pair_sentences: tuple[str, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+
+@dataclass(frozen=True, eq=False)
+class TransferData:
+    """A loaded transfer task: its splits and label names (see :func:`load_transfer`)."""
+
+    task: str
+    splits: tuple[TransferSplit, ...]
+    label_names: tuple[str, ...]
+
+    def split(self, name: str) -> TransferSplit:
+        """Return the split called ``name``; ValueError naming the available ones otherwise."""
+        for s in self.splits:
+            if s.name == name:
+                return s
+        check_choice("split", name, [s.name for s in self.splits])
+        raise AssertionError  # unreachable
+
+    @property
+    def n_samples(self) -> int:
+        """Total number of labelled samples (pairs for MRPC) over all splits."""
+        return sum(len(s) for s in self.splits)
+
+    def all_sentences(self) -> list[str]:
+        """Every sentence of every split (both sides of pairs), with repetitions."""
+        out: list[str] = []
+        for s in self.splits:
+            out.extend(s.sentences)
+            if s.pair_sentences is not None:
+                out.extend(s.pair_sentences)
+        return out
+
+
+def _tokens_joined(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _task_dir(task: str, data_dir: str | Path | None) -> Path:
+    sub = "SST/binary" if task == "SST2" else task
+    d = _data_dir(data_dir) / "downstream" / sub
+    if not d.is_dir():
+        raise FileNotFoundError(f"{task} data directory not found: {str(d)!r}")
+    return d
+
+
+def _read(path: Path, encoding: str) -> str:
+    if not path.is_file():
+        raise FileNotFoundError(f"transfer-task file not found: {str(path)!r}")
+    with open(path, encoding=encoding) as fh:  # universal newlines, as SentEval's io.open
+        return fh.read()
+
+
+def _split(name: str, sents: list[str], labels: list[int], pairs: list[str] | None = None):
+    return TransferSplit(name, tuple(sents), np.asarray(labels, dtype=np.int64),
+                         None if pairs is None else tuple(pairs))
+
+
+def _load_binary(task: str, d: Path) -> TransferData:
+    pos_file, neg_file = _BINARY_FILES[task]
+    pos = [_tokens_joined(x) for x in _read(d / pos_file, "latin-1").splitlines()]
+    neg = [_tokens_joined(x) for x in _read(d / neg_file, "latin-1").splitlines()]
+    names = ("subjective", "objective") if task == "SUBJ" else ("negative", "positive")
+    return TransferData(task, (_split("all", pos + neg, [1] * len(pos) + [0] * len(neg)),), names)
+
+
+def _load_trec_file(path: Path, name: str) -> TransferSplit:
+    sents, labels = [], []
+    for i, line in enumerate(_read(path, "latin-1").splitlines(), start=1):
+        coarse, sep, rest = line.strip().partition(":")
+        parts = rest.split(" ", 1)
+        if not sep or coarse not in _TREC_LABELS or len(parts) != 2:
+            raise ValueError(f"{str(path)!r} line {i}: expected 'COARSE:fine question', got {line!r:.80}")
+        sents.append(_tokens_joined(parts[1]))
+        labels.append(_TREC_LABELS.index(coarse))
+    return _split(name, sents, labels)
+
+
+def _load_mrpc_file(path: Path, name: str) -> TransferSplit:
+    lines = _read(path, "utf-8-sig").splitlines()
+    if not lines or not lines[0].startswith("Quality\t"):
+        raise ValueError(f"{str(path)!r}: expected the MRPC header line 'Quality\\t#1 ID\\t...'")
+    a, b, labels = [], [], []
+    for i, line in enumerate(lines[1:], start=2):
+        cols = line.strip().split("\t")
+        if len(cols) != 5 or cols[0] not in ("0", "1"):
+            raise ValueError(f"{str(path)!r} line {i}: expected 5 tab-separated fields with label 0/1")
+        labels.append(int(cols[0]))
+        a.append(_tokens_joined(cols[3]))
+        b.append(_tokens_joined(cols[4]))
+    return _split(name, a, labels, b)
+
+
+def _load_sst2_file(path: Path, name: str) -> TransferSplit:
+    sents, labels = [], []
+    for i, line in enumerate(_read(path, "utf-8").splitlines(), start=1):
+        cols = line.strip().split("\t")
+        if len(cols) != 2 or cols[1] not in ("0", "1"):
+            raise ValueError(f"{str(path)!r} line {i}: expected 'text<TAB>0|1', got {line!r:.80}")
+        sents.append(_tokens_joined(cols[0]))
+        labels.append(int(cols[1]))
+    return _split(name, sents, labels)
+
+
+def load_transfer(task: TransferTaskName, *, data_dir: str | Path | None = None) -> TransferData:
+    """Read a transfer task as SentEval reads it.
+
+    Parameters
+    ----------
+    task : {"MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC", "SST2"}
+    data_dir : path, optional
+        Root holding ``downstream/`` (default: ``sentvec._data.data_dir()``, the package copy).
+
+    Returns
+    -------
+    TransferData
+        One split ``"all"`` (MR, CR, SUBJ, MPQA), ``"train"``/``"test"`` (TREC, MRPC) or
+        ``"train"``/``"dev"``/``"test"`` (SST2). See the module docstring for the parsing rules.
+
+    Raises
+    ------
+    ValueError
+        Unknown task, or a malformed line (the message names file and line).
+    FileNotFoundError
+        Missing data directory or file.
+    """
+    check_choice("task", task, TRANSFER_TASKS)
+    d = _task_dir(task, data_dir)
+    if task in _BINARY_FILES:
+        return _load_binary(task, d)
+    if task == "TREC":
+        return TransferData(task, (_load_trec_file(d / "train_5500.label", "train"),
+                                   _load_trec_file(d / "TREC_10.label", "test")), _TREC_LABELS)
+    if task == "MRPC":
+        return TransferData(task, (_load_mrpc_file(d / "msr_paraphrase_train.txt", "train"),
+                                   _load_mrpc_file(d / "msr_paraphrase_test.txt", "test")),
+                            ("not_paraphrase", "paraphrase"))
+    return TransferData(task, tuple(_load_sst2_file(d / f"sentiment-{s}", s)
+                                    for s in ("train", "dev", "test")), ("negative", "positive"))
+
+
+# --------------------------------------------------------------------------- classifier protocol
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """Outcome of :func:`evaluate_transfer` on one task.
+
+    Attributes
+    ----------
+    task : str
+    accuracy : float
+        Test accuracy in percent (mean over outer folds for MR, CR, SUBJ, MPQA).
+    f1 : float or None
+        F1 of the positive (paraphrase) class in percent, MRPC only.
+    dev_accuracy : float
+        Selection accuracy of the chosen C in percent (inner CV, or dev for SST2; mean over outer
+        folds for the cross-validated tasks).
+    n_samples, n_train, n_test : int
+        Labelled samples in total, and used for training / testing. For the cross-validated
+        tasks every sample is tested once, so ``n_train == n_test == n_samples`` (as SentEval
+        reports them).
+    n_dev : int or None
+        SST2 dev size.
+    n_distinct_sentences, n_empty_sentences, n_zero_vectors : int
+        Distinct sentences encoded, how many of them are empty, and how many got an all-zero vector.
+    c : tuple of float
+        Chosen C per outer fold (one value for the train/test tasks).
+    fold_accuracies : tuple of float
+        Test accuracy (percent) per outer fold (one value for the train/test tasks).
+    protocol : str
+        Human-readable protocol description.
+    model : dict
+        ``sentvec.encoders.base.describe_encoder(encoder)``.
+    seed, kfold, inner_kfold : int
+    c_grid : tuple of float
+    n_convergence_warnings : int
+        lbfgs fits that stopped at ``max_iter`` before convergence.
+    encode_seconds, wall_seconds : float
+    """
+
+    task: str
+    accuracy: float
+    f1: float | None
+    dev_accuracy: float
+    n_samples: int
+    n_train: int
+    n_test: int
+    n_dev: int | None
+    n_distinct_sentences: int
+    n_empty_sentences: int
+    n_zero_vectors: int
+    c: tuple[float, ...]
+    fold_accuracies: tuple[float, ...]
+    protocol: str
+    model: dict[str, Any] = field(hash=False)
+    seed: int = 1111
+    kfold: int = 10
+    inner_kfold: int = 5
+    c_grid: tuple[float, ...] = DEFAULT_C_GRID
+    n_convergence_warnings: int = 0
+    encode_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict of every field (tuples become lists)."""
+        return asdict(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """``json.dumps(self.to_dict())``; keyword arguments go to ``json.dumps``."""
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TransferResult:
+        """Inverse of :meth:`to_dict`."""
+        kw = dict(d)
+        for k in ("c", "fold_accuracies", "c_grid"):
+            kw[k] = tuple(kw[k])
+        return cls(**kw)
+
+
+def _check_c_grid(c_grid: Iterable[float]) -> tuple[float, ...]:
+    grid = tuple(float(c) for c in c_grid)
+    if not grid or not all(np.isfinite(c) and c > 0 for c in grid):
+        raise ValueError(f"c_grid={grid!r} is invalid; expected positive finite values")
+    if len(set(grid)) != len(grid):
+        raise ValueError(f"c_grid={grid!r} is invalid; values must be distinct")
+    return tuple(sorted(grid))
+
+
+@dataclass(frozen=True)
+class _LogReg:
+    """Logistic-regression settings of one evaluation; its methods are the parallel work units."""
+
+    c_grid: tuple[float, ...]
+    tol: float
+    max_iter: int
+
+    def new(self, c: float, warm: bool = False) -> Any:
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression(C=c, solver="lbfgs", tol=self.tol, max_iter=self.max_iter,
+                                  warm_start=warm)
+
+    def path(self, X: np.ndarray, y: np.ndarray, tr: Any, te: Any) -> tuple[np.ndarray, int]:
+        """Accuracy on ``te`` of fits on ``tr`` for every C (ascending, warm-started).
+
+        Returns (accuracies of shape (len(c_grid),), number of fits that hit ``max_iter``).
+        """
+        X_tr, y_tr, X_te, y_te = X[tr], y[tr], X[te], y[te]
+        clf = self.new(self.c_grid[0], warm=True)
+        acc, hit = np.zeros(len(self.c_grid)), 0
+        for j, c in enumerate(self.c_grid):
+            clf.set_params(C=c)
+            clf.fit(X_tr, y_tr)
+            hit += int(np.max(clf.n_iter_) >= self.max_iter)
+            acc[j] = clf.score(X_te, y_te)
+        return acc, hit
+
+    def predict(self, c: float, X: np.ndarray, y: np.ndarray, tr: Any, X_te: np.ndarray
+                ) -> tuple[np.ndarray, int]:
+        """Fit at ``c`` on ``X[tr]`` (cold start) and predict ``X_te``."""
+        clf = self.new(c).fit(X[tr], y[tr])
+        return clf.predict(X_te), int(np.max(clf.n_iter_) >= self.max_iter)
+
+    def best(self, mean_acc: np.ndarray) -> tuple[float, float]:
+        """SentEval's choice: round percent accuracy to 2 decimals, first (smallest) best C."""
+        scores = np.round(100 * mean_acc, 2)
+        j = int(np.argmax(scores))
+        return self.c_grid[j], float(scores[j])
+
+
+def _run(n_jobs: int, calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[Any]:
+    """Run ``fn(*args)`` for each call, in threads when ``n_jobs > 1`` (BLAS is single-threaded)."""
+    if n_jobs == 1 or len(calls) == 1:
+        return [fn(*args) for fn, args in calls]
+    from joblib import Parallel, delayed
+
+    return Parallel(n_jobs=n_jobs, backend="threading")(delayed(fn)(*args) for fn, args in calls)
+
+
+def _inner_splits(y: np.ndarray, tr: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    from sklearn.model_selection import StratifiedKFold
+
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    return [(tr[a], tr[b]) for a, b in skf.split(np.zeros(len(tr)), y[tr])]
+
+
+def _cv_protocol(lr: _LogReg, X: np.ndarray, y: np.ndarray, kfold: int, inner_kfold: int,
+                 seed: int, n_jobs: int):
+    """Outer stratified k-fold CV with C chosen per outer fold by inner CV (SentEval InnerKFold)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    outer = list(StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(X, y))
+    jobs = [(o, a, b) for o, (tr, _) in enumerate(outer)
+            for a, b in _inner_splits(y, tr, inner_kfold, seed)]
+    paths = _run(n_jobs, [(lr.path, (X, y, a, b)) for _, a, b in jobs])
+    hit = sum(h for _, h in paths)
+    chosen = [lr.best(np.mean([p[0] for (o, _, _), p in zip(jobs, paths) if o == k], axis=0))
+              for k in range(kfold)]
+    preds = _run(n_jobs, [(lr.predict, (c, X, y, tr, X[te])) for (c, _), (tr, te) in zip(chosen, outer)])
+    hit += sum(h for _, h in preds)
+    accs = [100.0 * float(np.mean(p == y[te])) for (p, _), (_, te) in zip(preds, outer)]
+    return [c for c, _ in chosen], [d for _, d in chosen], accs, hit
+
+
+def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """MRPC features ``[|u - v|, u * v]``, shape (n, 2 d) (Sent2Vec paper section 4; SentEval)."""
+    return np.concatenate([np.abs(u - v), u * v], axis=1)
+
+
+def _senteval_order(split: TransferSplit) -> np.ndarray:
+    """Stable order by (token count, label), the order SentEval sorts samples in before CV."""
+    if split.pair_sentences is None:
+        keys = [(len(s.split()), int(y)) for s, y in zip(split.sentences, split.labels)]
+    else:
+        keys = [(len(a.split()), len(b.split()), int(y))
+                for a, b, y in zip(split.sentences, split.pair_sentences, split.labels)]
+    return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+
+
+def _encode_distinct(encoder: Any, sentences: list[str], batch_size: int,
+                     show_progress_bar: bool | None) -> tuple[dict[str, int], np.ndarray]:
+    distinct = list(dict.fromkeys(sentences))
+    emb = encoder.encode(distinct, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    emb = np.asarray(emb)
+    if emb.ndim != 2 or emb.shape[0] != len(distinct):
+        raise ValueError(f"encoder returned shape {emb.shape} for {len(distinct)} sentences; "
+                         "expected (n, d)")
+    if not np.isfinite(emb).all():
+        raise ValueError(f"encoder returned {int((~np.isfinite(emb)).sum())} non-finite values")
+    return {s: i for i, s in enumerate(distinct)}, emb.astype(np.float64)
+
+
+def evaluate_transfer(
+    encoder: Any,
+    task: TransferTaskName | TransferData,
+    *,
+    data_dir: str | Path | None = None,
+    seed: int = 1111,
+    kfold: int = 10,
+    inner_kfold: int = 5,
+    c_grid: Sequence[float] = DEFAULT_C_GRID,
+    batch_size: int = 64,
+    lowercase: bool = False,
+    preprocess: Callable[[str], str] | None = None,
+    tol: float = 1e-6,
+    max_iter: int = 2000,
+    n_jobs: int = 1,
+    show_progress_bar: bool | None = None,
+) -> TransferResult:
+    """Evaluate sentence embeddings on one transfer task with logistic regression.
+
+    Parameters
+    ----------
+    encoder : object with ``encode(sentences, *, batch_size, show_progress_bar)``
+        Returns ndarray (n, d). Each distinct sentence of the task is encoded once.
+    task : task name or TransferData
+        A name from :data:`TRANSFER_TASKS`, or already-loaded (e.g. subsampled) data.
+    data_dir : path, optional
+        Data root for :func:`load_transfer`.
+    seed : int
+        ``random_state`` of the stratified fold shuffles (1111 = SentEval's).
+    kfold : int
+        Outer folds for MR, CR, SUBJ, MPQA (10 in the Sent2Vec paper and reference README).
+    inner_kfold : int
+        Folds of the inner CV choosing C (5 in the reference README).
+    c_grid : sequence of float
+        Candidate inverse L2 strengths C (default 2^-2 ... 2^4), tried in ascending order.
+    batch_size : int
+        Passed to ``encoder.encode``.
+    lowercase : bool
+        Lower-case sentences before encoding (for models trained on lower-cased text that do not
+        apply their own preprocessing).
+    preprocess : callable str -> str, optional
+        Applied to each sentence before encoding (and before ``lowercase``).
+    tol, max_iter : float, int
+        lbfgs gradient tolerance and iteration cap. scikit-learn's default ``tol=1e-4`` is loose
+        for its sample-averaged loss (a warm start from the previous C would stop at once), so
+        the default is 1e-6. Fits hitting ``max_iter`` are counted in ``n_convergence_warnings``.
+    n_jobs : int
+        Threads running independent fits (inner folds, outer folds). The fits use
+        single-threaded BLAS, which is fastest for these small problems.
+
+    Returns
+    -------
+    TransferResult
+
+    Raises
+    ------
+    ValueError
+        Unknown task, bad fold counts or grid, encoder output of the wrong shape or non-finite.
+    """
+    t0 = time.perf_counter()
+    data = task if isinstance(task, TransferData) else load_transfer(task, data_dir=data_dir)
+    kfold = check_positive_int("kfold", kfold, minimum=2)
+    inner_kfold = check_positive_int("inner_kfold", inner_kfold, minimum=2)
+    n_jobs = check_positive_int("n_jobs", n_jobs)
+    lr = _LogReg(_check_c_grid(c_grid), check_float_range("tol", tol, low=0, low_inclusive=False),
+                 check_positive_int("max_iter", max_iter))
+
+    def prep(s: str) -> str:
+        s = preprocess(s) if preprocess is not None else s
+        return s.lower() if lowercase else s
+
+    splits = {s.name: TransferSplit(s.name, tuple(map(prep, s.sentences)), s.labels,
+                                    None if s.pair_sentences is None
+                                    else tuple(map(prep, s.pair_sentences)))
+              for s in data.splits}
+    index, emb = _encode_distinct(encoder, [x for s in splits.values() for x in _sides(s)],
+                                  batch_size, show_progress_bar)
+    t_enc = time.perf_counter() - t0
+    # order samples as SentEval does (by the loaded text, before preprocessing)
+    order = {s.name: _senteval_order(s) for s in data.splits}
+    X = {k: _features(s, index, emb)[order[k]] for k, s in splits.items()}
+    y = {k: s.labels[order[k]] for k, s in splits.items()}
+    from sklearn.exceptions import ConvergenceWarning
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # counted via n_iter_ instead
+        f1, n_dev = None, None
+        if list(splits) == ["all"]:
+            cs, devs, accs, hit = _cv_protocol(lr, X["all"], y["all"], kfold, inner_kfold, seed, n_jobs)
+            n_train = n_test = len(y["all"])
+            protocol = (f"{kfold}-fold stratified CV; C per fold by inner {inner_kfold}-fold "
+                        "stratified CV on the training folds")
+        else:
+            Xtr, ytr = X["train"], y["train"]
+            if "dev" in splits:
+                acc, hit = lr.path(np.concatenate([Xtr, X["dev"]]), np.concatenate([ytr, y["dev"]]),
+                                   slice(0, len(ytr)), slice(len(ytr), None))
+                c, dev = lr.best(acc)
+                n_dev = len(y["dev"])
+                protocol = "train/dev/test; C by dev accuracy"
+            else:
+                tr = np.arange(len(ytr))
+                paths = _run(n_jobs, [(lr.path, (Xtr, ytr, a, b))
+                                      for a, b in _inner_splits(ytr, tr, inner_kfold, seed)])
+                c, dev = lr.best(np.mean([p for p, _ in paths], axis=0))
+                hit = sum(h for _, h in paths)
+                protocol = f"train/test; C by {inner_kfold}-fold stratified CV on train"
+            pred, h = lr.predict(c, Xtr, ytr, slice(None), X["test"])
+            hit += h
+            cs, devs, accs = [c], [dev], [100.0 * float(np.mean(pred == y["test"]))]
+            f1 = _f1(y["test"], pred) if data.task == "MRPC" else None
+            n_train, n_test = len(ytr), len(y["test"])
+    if hit:
+        warnings.warn(f"{data.task}: {hit} logistic-regression fits stopped at max_iter={max_iter} "
+                      "before converging", ConvergenceWarning, stacklevel=2)
+    protocol += f"; L2 logistic regression (lbfgs, tol={tol:g}), C grid {list(lr.c_grid)}, raw features"
+    if data.splits[0].pair_sentences is not None:
+        protocol += "; pair features [|u-v|, u*v]"
+    return TransferResult(
+        task=data.task, accuracy=float(np.mean(accs)), f1=f1, dev_accuracy=float(np.mean(devs)),
+        n_samples=data.n_samples, n_train=n_train, n_test=n_test, n_dev=n_dev,
+        n_distinct_sentences=len(index), n_empty_sentences=sum(not s.strip() for s in index),
+        n_zero_vectors=int((~emb.any(axis=1)).sum()), c=tuple(cs), fold_accuracies=tuple(accs),
+        protocol=protocol, model=describe_encoder(encoder), seed=seed, kfold=kfold,
+        inner_kfold=inner_kfold, c_grid=lr.c_grid, n_convergence_warnings=hit,
+        encode_seconds=t_enc, wall_seconds=time.perf_counter() - t0,
+    )
+
+
+def _sides(s: TransferSplit) -> tuple[str, ...]:
+    return s.sentences + (s.pair_sentences or ())
+
+
+def _features(s: TransferSplit, index: dict[str, int], emb: np.ndarray) -> np.ndarray:
+    u = emb[[index[x] for x in s.sentences]]
+    if s.pair_sentences is None:
+        return u
+    return pair_features(u, emb[[index[x] for x in s.pair_sentences]])
+
+
+def _f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    from sklearn.metrics import f1_score
+
+    return 100.0 * float(f1_score(y_true, y_pred, pos_label=1))
+
+
+# --------------------------------------------------------------------------- Markdown table
+
+
+def transfer_table_markdown(
+    results: Iterable[TransferResult] | Mapping[str, Iterable[TransferResult]],
+    *, name: str = "model", digits: int = 1,
+) -> str:
+    """Markdown table in the Sent2Vec paper's column order (Table 1 / Table 6).
+
+    Columns: ``MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2``. ``Avg`` is the mean of
+    MSRP accuracy, MR, CR, SUBJ, MPQA and TREC (the paper's and the reference README's average),
+    shown only when all six are present; SST2 is an extra column outside the average. Missing
+    tasks show ``-``.
+
+    Parameters
+    ----------
+    results : iterable of TransferResult, or mapping row name -> iterable of TransferResult
+    name : str
+        Row name when ``results`` is a plain iterable.
+    digits : int
+        Decimals shown (the paper shows 1).
+    """
+    rows = dict(results) if isinstance(results, Mapping) else {name: results}
+    head = "| Model | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |"
+    lines = [head, "|---" * 9 + "|"]
+    fmt = f"{{:.{digits}f}}".format
+    for row_name, res in rows.items():
+        by_task = {r.task: r for r in res}
+        cells = []
+        mrpc = by_task.get("MRPC")
+        cells.append("-" if mrpc is None else f"{fmt(mrpc.accuracy)} / {fmt(mrpc.f1 or float('nan'))}")
+        for t in ("MR", "CR", "SUBJ", "MPQA", "TREC"):
+            cells.append(fmt(by_task[t].accuracy) if t in by_task else "-")
+        if all(t in by_task for t in AVERAGED_TASKS):
+            cells.append(fmt(float(np.mean([by_task[t].accuracy for t in AVERAGED_TASKS]))))
+        else:
+            cells.append("-")
+        cells.append(fmt(by_task["SST2"].accuracy) if "SST2" in by_task else "-")
+        lines.append(f"| {row_name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
