@@ -1,0 +1,648 @@
+"""Encode text files larger than memory into resumable ``.npy`` shards with a JSON manifest.
+
+A file is a sequence of lines split on ``b"\\n"`` (a trailing ``"\\r"`` is dropped; a last line
+without newline counts; the newline after the last line does not start another one). Every line
+gets exactly one vector -- empty lines included (they get whatever the encoder gives them and are
+counted) -- so row ``i`` of the output is line ``start_line + i`` of the file.
+
+Lines ``[start_line, end_line)`` are cut into shards of ``shard_size`` lines. Each shard is encoded
+from its byte range, optionally whitened, written atomically as ``shard-<first>-<end>.npy``
+(float32, line numbers 0-based) and then recorded in ``manifest.json`` (also written atomically):
+its line and byte range, the SHA-256 of its bytes, its counts of empty lines and all-zero vectors.
+Peak memory is one shard (its text and its vectors), independent of the file size.
+
+Resume: a re-run with the same input, encoder description, whitening, range and shard size
+reuses every recorded shard whose file is present with the recorded shape and encodes only the
+rest. If the input's size or mtime changed, recorded shards are re-hashed and reused only if
+their bytes are unchanged; a changed shard, another encoder or whitening, or another range or
+shard size raises ``ValueError`` unless ``overwrite=True`` (which discards the old shards), so
+outputs of two configurations are never mixed.
+
+Scale-out (Dask): ``encode_file(..., start_line=a, end_line=b)`` encodes one partition anywhere
+(on a worker sharing the file system); give each partition its own directory
+``<out>/part-<p>``. :func:`encode_file_delayed` builds one ``dask.delayed`` task per partition of
+``partition_lines`` lines (``dask.compute(*tasks)`` runs them on any scheduler, each task is
+resumable on its own), and :func:`load_embeddings` on ``<out>`` reads the parts back in line order,
+checking that they tile the file with one configuration. A ``dask.bag`` job maps the same way:
+``db.from_sequence(ranges).map(lambda r: encode_file(enc, path, out / f"part-{r[0]}", start_line=r[0],
+end_line=r[1]))``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec._io import atomic_save_npy, atomic_write_json
+from sentvec._validation import check_positive_int
+from sentvec.encoders.base import describe_encoder
+
+MANIFEST_NAME = "manifest.json"
+#: Encoded (and whitened) at every run; their vectors must match the recorded ones to resume.
+PROBE_SENTENCES: tuple[str, ...] = (
+    "the city is in the north of the country .",
+    "A man is playing a guitar on the stage.",
+)
+_FORMAT = "sentvec-encoded-file"
+_VERSION = 1
+_SCAN_BLOCK = 16 * 2**20
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    """One completed shard: lines ``[start_line, end_line)`` of the input (0-based).
+
+    ``sha256`` is the digest of the shard's raw bytes ``[start_byte, end_byte)``; ``n_empty``
+    counts whitespace-only lines, ``n_zero`` all-zero output vectors.
+    """
+
+    index: int
+    file: str
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    sha256: str
+    n_empty: int
+    n_zero: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One invocation of :func:`encode_file` on this output directory."""
+
+    started: str
+    n_shards_encoded: int
+    n_shards_reused: int
+    wall_seconds: float
+
+
+@dataclass(frozen=True)
+class EncodeManifest:
+    """Contents of ``manifest.json`` (see the module docstring).
+
+    ``boundaries`` holds the planned shard edges as ``(line, byte)`` pairs (``n_shards + 1`` of
+    them); ``requested_end_line`` the ``end_line`` argument (None: to the end of the file);
+    ``probe`` the (whitened) vectors of :data:`PROBE_SENTENCES`, re-encoded on resume to detect
+    an encoder whose weights changed under an unchanged description; ``shards`` the completed
+    shards in order; ``runs`` the history of invocations.
+    """
+
+    input_path: str
+    input_size: int
+    input_mtime_ns: int
+    start_line: int
+    end_line: int
+    shard_size: int
+    encoder: dict[str, Any]
+    whitening: dict[str, Any] | None
+    dim: int | None
+    boundaries: tuple[tuple[int, int], ...]
+    requested_end_line: int | None = None
+    probe: tuple[tuple[float, ...], ...] = ()
+    shards: tuple[ShardRecord, ...] = ()
+    runs: tuple[RunRecord, ...] = ()
+    format: str = _FORMAT
+    version: int = _VERSION
+
+    @property
+    def n_shards(self) -> int:
+        """Number of planned shards."""
+        return len(self.boundaries) - 1
+
+    @property
+    def complete(self) -> bool:
+        """True when every planned shard is recorded."""
+        return len(self.shards) == self.n_shards
+
+    @property
+    def n_lines(self) -> int:
+        """Lines (= vectors) in the planned range."""
+        return self.end_line - self.start_line
+
+    @property
+    def n_empty(self) -> int:
+        return sum(s.n_empty for s in self.shards)
+
+    @property
+    def n_zero(self) -> int:
+        return sum(s.n_zero for s in self.shards)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["boundaries"] = [list(b) for b in self.boundaries]
+        d.update(n_shards=self.n_shards, complete=self.complete, n_lines=self.n_lines,
+                 n_empty=self.n_empty, n_zero=self.n_zero)
+        return d
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EncodeManifest:
+        kw = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        kw["boundaries"] = tuple((int(a), int(b)) for a, b in kw["boundaries"])
+        kw["probe"] = tuple(tuple(map(float, v)) for v in kw.get("probe", ()))
+        kw["shards"] = tuple(ShardRecord(**s) for s in kw.get("shards", ()))
+        kw["runs"] = tuple(RunRecord(**r) for r in kw.get("runs", ()))
+        return cls(**kw)
+
+    def config_key(self) -> dict[str, Any]:
+        """The fields two runs must share to write into one directory."""
+        return {"input_path": self.input_path, "start_line": self.start_line,
+                "end_line": self.requested_end_line, "shard_size": self.shard_size,
+                "encoder": self.encoder, "whitening": self.whitening}
+
+
+def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
+    """Read ``<output_dir>/manifest.json``; FileNotFoundError / ValueError on missing or foreign files."""
+    p = Path(output_dir) / MANIFEST_NAME
+    if not p.is_file():
+        raise FileNotFoundError(f"no encode manifest at {str(p)!r}")
+    d = json.loads(p.read_text(encoding="utf-8"))
+    if d.get("format") != _FORMAT or d.get("version") != _VERSION:
+        raise ValueError(f"{str(p)!r}: not a sentvec encode manifest (format {d.get('format')!r}, "
+                         f"version {d.get('version')!r})")
+    return EncodeManifest.from_dict(d)
+
+
+# --------------------------------------------------------------------------- line scanning
+
+
+def scan_lines(path: str | os.PathLike[str], *, start: int = 0, step: int | None = None,
+               stop_line: int | None = None) -> tuple[int, dict[int, int]]:
+    """Count lines and find where lines ``start, start + step, ...`` begin, streaming the file.
+
+    Parameters
+    ----------
+    path : path
+    start, step : int
+        Offsets are returned for lines ``start + j * step`` (only ``start`` when ``step`` is None)
+        and for the line count itself (mapped to the file size).
+    stop_line : int, optional
+        Also return this line's offset, and stop reading once it is found.
+
+    Returns
+    -------
+    n_lines : int
+        Lines counted (``stop_line`` when stopped early at it).
+    offsets : dict line -> byte offset
+    """
+    offsets: dict[int, int] = {}
+
+    def want(line: int) -> bool:
+        if line == stop_line:
+            return True
+        if line < start:
+            return False
+        return line == start if step is None else (line - start) % step == 0
+
+    if want(0):
+        offsets[0] = 0
+    count, pos, last = 0, 0, b"\n"
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(_SCAN_BLOCK)
+            if not block:
+                break
+            nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+            # newline j of this block ends line count + j; line count + j + 1 starts after it
+            lo, hi = count + 1, count + len(nl)
+            cands = set()
+            if step is not None and hi >= max(lo, start):
+                first = start + max(0, -(-(lo - start) // step)) * step
+                cands.update(range(first, hi + 1, step))
+            elif start >= lo:
+                cands.add(start)
+            if stop_line is not None:
+                cands.add(stop_line)
+            for line in cands:
+                if lo <= line <= hi:
+                    offsets[line] = pos + int(nl[line - lo]) + 1
+            if stop_line is not None and stop_line in offsets:
+                return stop_line, offsets
+            count, pos, last = hi, pos + len(block), block[-1:]
+    n_lines = count + (last != b"\n")
+    offsets[n_lines] = pos  # the line after the last one "starts" at the end of the file
+    return n_lines, offsets
+
+
+def _split_lines(raw: bytes, first_line: int, encoding: str, path: Any) -> list[str]:
+    parts = raw.split(b"\n")
+    if parts and parts[-1] == b"":
+        parts.pop()
+    out = []
+    for i, b in enumerate(parts):
+        if b.endswith(b"\r"):
+            b = b[:-1]
+        try:
+            out.append(b.decode(encoding))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{str(path)!r} line {first_line + i + 1} is not valid {encoding}: "
+                             f"{exc.reason} at byte {exc.start}") from None
+    return out
+
+
+def iter_line_chunks(path: str | os.PathLike[str], chunk_lines: int, *,
+                     encoding: str = "utf-8") -> Iterator[list[str]]:
+    """Stream the lines of ``path`` (this module's line convention) in lists of ``chunk_lines``."""
+    chunk_lines = check_positive_int("chunk_lines", chunk_lines)
+    chunk: list[bytes] = []
+    first = 0
+    with open(path, "rb") as fh:
+        for raw in fh:
+            chunk.append(raw)
+            if len(chunk) == chunk_lines:
+                yield _split_lines(b"".join(chunk), first, encoding, path)
+                first += len(chunk)
+                chunk = []
+    if chunk:
+        yield _split_lines(b"".join(chunk), first, encoding, path)
+
+
+def read_line_range(path: str | os.PathLike[str], start_byte: int, end_byte: int, first_line: int,
+                    *, encoding: str = "utf-8") -> tuple[list[str], str]:
+    """Lines in bytes ``[start_byte, end_byte)`` of ``path`` and the SHA-256 of those bytes.
+
+    ``first_line`` (0-based) is used only to name the line in decoding errors (1-based).
+    """
+    with open(path, "rb") as fh:
+        fh.seek(start_byte)
+        raw = fh.read(end_byte - start_byte)
+    if len(raw) != end_byte - start_byte:
+        raise ValueError(f"{str(path)!r} is shorter than expected (changed while reading?)")
+    return _split_lines(raw, first_line, encoding, path), hashlib.sha256(raw).hexdigest()
+
+
+# --------------------------------------------------------------------------- whitening
+
+
+def _as_whitening(whitening: Any) -> Any:
+    if whitening is None or hasattr(whitening, "transform"):
+        return whitening
+    if isinstance(whitening, (str, os.PathLike)):
+        from sentvec.pipeline import PIPELINE_FILE, Pipeline
+        from sentvec.whitening import Whitening
+
+        if (Path(whitening) / PIPELINE_FILE).is_file():  # a saved pipeline: use its whitening
+            w = Pipeline.load(whitening).whitening
+            if w is None:
+                raise ValueError(f"the pipeline at {str(whitening)!r} has no whitening")
+            return w
+        return Whitening.load(whitening)
+    raise TypeError(f"whitening must be a fitted Whitening, a path to a saved Whitening or "
+                    f"pipeline, or None; got {type(whitening).__name__}")
+
+
+def _describe_whitening(w: Any) -> dict[str, Any] | None:
+    """Class, config and a digest of the fitted ``*_`` arrays (detects a refitted whitening)."""
+    if w is None:
+        return None
+    h = hashlib.sha256()
+    for name in sorted(vars(w)):
+        v = getattr(w, name)
+        if name.endswith("_") and not name.startswith("_") and isinstance(v, np.ndarray):
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+    getter = getattr(w, "config_dict", None) or getattr(w, "get_params", None)
+    cfg = _jsonable(getter()) if callable(getter) else {}
+    return {"class": type(w).__name__, "config": cfg, "fitted_sha256": h.hexdigest()}
+
+
+def _jsonable(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=str))
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _plan(start_line: int, end_line: int, shard_size: int, offsets: dict[int, int]):
+    lines = list(range(start_line, end_line, shard_size)) + [end_line]
+    if end_line == start_line:
+        lines = [start_line]
+    return tuple((ln, offsets[ln]) for ln in lines)
+
+
+def _shard_name(a: int, b: int) -> str:
+    return f"shard-{a:012d}-{b:012d}.npy"
+
+
+def _shard_ok(out: Path, rec: ShardRecord, dim: int | None) -> bool:
+    try:
+        arr = np.load(out / rec.file, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return False
+    return arr.dtype == np.float32 and arr.shape == (rec.end_line - rec.start_line, dim)
+
+
+def encode_file(
+    encoder: Any,
+    input_path: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    *,
+    shard_size: int = 100_000,
+    batch_size: int = 64,
+    whitening: Any = None,
+    resume: bool = True,
+    overwrite: bool = False,
+    start_line: int = 0,
+    end_line: int | None = None,
+    encoding: str = "utf-8",
+    show_progress_bar: bool | None = None,
+) -> EncodeManifest:
+    """Encode lines ``[start_line, end_line)`` of a text file into float32 ``.npy`` shards.
+
+    Parameters
+    ----------
+    encoder : object with ``encode(sentences, *, batch_size, show_progress_bar)``
+        Returns ndarray (n, d).
+    input_path : path
+        UTF-8 (or ``encoding``) text, one sentence per line.
+    output_dir : path
+        Receives the shards and ``manifest.json``; created if missing.
+    shard_size : int
+        Lines per shard; peak memory is about one shard of text plus its vectors.
+    batch_size : int
+        Passed to ``encoder.encode``.
+    whitening : fitted Whitening, path of a saved Whitening or pipeline, or None
+        Applied (``transform``) to each shard's vectors before writing (a saved pipeline
+        contributes its whitening only; pass the pipeline itself as ``encoder`` to use both).
+    resume : bool
+        Reuse completed shards of a matching previous run (see module docstring); False re-encodes
+        every shard.
+    overwrite : bool
+        Discard shards written with another configuration or from a changed input instead of
+        raising.
+    start_line, end_line : int
+        0-based line range (end exclusive; None = end of file).
+    show_progress_bar : bool or None
+        tqdm bar over lines; None shows it when stderr is a terminal.
+
+    Returns
+    -------
+    EncodeManifest
+        The manifest as written; ``runs[-1]`` counts the shards encoded and reused by this call.
+
+    Raises
+    ------
+    FileNotFoundError
+        Missing input (or whitening path).
+    ValueError
+        Bad range or sizes, undecodable line, encoder output of the wrong shape or non-finite,
+        or an existing output directory written with another configuration / a changed input
+        (unless ``overwrite``).
+    """
+    t0 = time.perf_counter()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    path = Path(input_path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"input file not found: {str(path)!r}")
+    shard_size = check_positive_int("shard_size", shard_size)
+    batch_size = check_positive_int("batch_size", batch_size)
+    start_line = check_positive_int("start_line", start_line, minimum=0)
+    if end_line is not None:
+        end_line = check_positive_int("end_line", end_line, minimum=start_line)
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    white = _as_whitening(whitening)
+    stat = path.stat()
+
+    old = read_manifest(out) if (out / MANIFEST_NAME).is_file() else None
+    n_seen, offsets = scan_lines(path, start=start_line, step=shard_size, stop_line=end_line)
+    end = n_seen if end_line is None else end_line
+    if start_line not in offsets or end not in offsets:
+        raise ValueError(f"line range [{start_line}, {end_line}) is outside {str(path)!r}, "
+                         f"which has {n_seen} lines")
+    probe = _encode_lines(encoder, white, list(PROBE_SENTENCES), batch_size)
+    new = EncodeManifest(
+        input_path=str(path), input_size=stat.st_size, input_mtime_ns=stat.st_mtime_ns,
+        start_line=start_line, end_line=end, shard_size=shard_size,
+        encoder=_jsonable(describe_encoder(encoder)), whitening=_describe_whitening(white),
+        dim=int(probe.shape[1]), boundaries=_plan(start_line, end, shard_size, offsets),
+        requested_end_line=end_line, probe=tuple(tuple(map(float, v)) for v in probe))
+    done = _reusable(old, new, out, overwrite, resume)
+    same_config = old is not None and old.config_key() == new.config_key()
+    runs = old.runs if same_config else ()
+
+    def write(completed: dict[int, ShardRecord], n_enc: int, n_reused: int) -> EncodeManifest:
+        run = RunRecord(started, n_enc, n_reused, round(time.perf_counter() - t0, 3))
+        m = replace(new, shards=tuple(completed[k] for k in sorted(completed)), runs=runs + (run,))
+        atomic_write_json(out / MANIFEST_NAME, m.to_dict())
+        return m
+
+    completed = dict(done)
+    new = write(completed, 0, len(done))  # the directory now describes this configuration
+    if old is not None:
+        _remove_shards(out, old, keep={r.file for r in done.values()})
+
+    from tqdm.auto import tqdm
+
+    n_enc = 0
+    with tqdm(total=new.n_lines, unit="line", disable=_bar_disabled(show_progress_bar),
+              desc=f"encode {path.name}") as bar:
+        for i in range(new.n_shards):
+            (a, ba), (b, bb) = new.boundaries[i], new.boundaries[i + 1]
+            if i in done:
+                bar.update(b - a)
+                continue
+            completed[i] = _encode_shard(encoder, white, path, out, i, a, b, ba, bb, batch_size,
+                                         encoding, new.dim, bar)
+            n_enc += 1
+            new = write(completed, n_enc, len(done))
+    new = write(completed, n_enc, len(done))
+    if new.n_zero:
+        warnings.warn(f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
+                      f"({new.n_empty} lines are empty)", UserWarning, stacklevel=2)
+    return new
+
+
+def _bar_disabled(show: bool | None) -> bool:
+    import sys
+
+    return (not sys.stderr.isatty()) if show is None else not show
+
+
+def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwrite: bool,
+              resume: bool) -> dict[int, ShardRecord]:
+    """Shards of ``old`` that ``new`` may reuse; raises on a conflicting configuration."""
+    if old is None:
+        return {}
+    hint = "refusing to mix them (pass overwrite=True / --overwrite to discard them)"
+    if old.config_key() != new.config_key():
+        diff = [k for k, v in old.config_key().items() if new.config_key()[k] != v]
+        if overwrite:
+            return {}
+        raise ValueError(f"{str(out)!r} holds shards written with a different {', '.join(diff)}; "
+                         + hint)
+    same_probe = old.dim == new.dim and np.allclose(old.probe, new.probe, rtol=1e-4, atol=1e-6)
+    if not same_probe:
+        if overwrite:
+            return {}
+        raise ValueError(f"{str(out)!r} holds shards from an encoder whose output differs from "
+                         f"this one's (dimension {old.dim} vs {new.dim}, or other probe vectors); "
+                         + hint)
+    if not resume:
+        return {}
+    changed_input = (old.input_size, old.input_mtime_ns) != (new.input_size, new.input_mtime_ns)
+    plan = dict(enumerate(zip(new.boundaries[:-1], new.boundaries[1:])))
+    done = {}
+    for rec in old.shards:
+        same_plan = plan.get(rec.index) == ((rec.start_line, rec.start_byte),
+                                            (rec.end_line, rec.end_byte))
+        if changed_input and not (same_plan and rec.sha256 == read_line_range(
+                new.input_path, rec.start_byte, rec.end_byte, rec.start_line)[1]):
+            if overwrite:
+                return {}
+            raise ValueError(f"input {new.input_path!r} changed since {str(out)!r} was written "
+                             f"(lines {rec.start_line}-{rec.end_line} differ); " + hint)
+        if same_plan and _shard_ok(out, rec, old.dim):
+            done[rec.index] = rec
+    return done
+
+
+def _remove_shards(out: Path, old: EncodeManifest, keep: set[str]) -> None:
+    for rec in old.shards:
+        if rec.file not in keep:
+            (out / rec.file).unlink(missing_ok=True)
+
+
+def _encode_lines(encoder: Any, white: Any, lines: list[str], batch_size: int,
+                  bar: Any = None) -> np.ndarray:
+    """Encode ``lines`` in chunks (progress per chunk), whiten, check; float32 (n, d)."""
+    step = max(batch_size * 16, 1024)
+    parts = []
+    for c in range(0, len(lines), step):
+        chunk = lines[c:c + step]
+        emb = np.asarray(encoder.encode(chunk, batch_size=batch_size, show_progress_bar=False))
+        if emb.ndim != 2 or emb.shape[0] != len(chunk):
+            raise ValueError(f"encoder returned shape {emb.shape} for {len(chunk)} lines")
+        parts.append(emb)
+        if bar is not None:
+            bar.update(len(chunk))
+    emb = np.concatenate(parts)
+    if white is not None:
+        emb = np.asarray(white.transform(emb))
+    emb = emb.astype(np.float32, copy=False)
+    if not np.isfinite(emb).all():
+        raise ValueError(f"{int((~np.isfinite(emb)).sum())} non-finite values in the encoder output")
+    return emb
+
+
+def _encode_shard(encoder, white, path, out, i, a, b, ba, bb, batch_size, encoding, dim, bar):
+    t = time.perf_counter()
+    lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
+    if len(lines) != b - a:
+        raise ValueError(f"{str(path)!r} changed while encoding: expected {b - a} lines at "
+                         f"line {a}, read {len(lines)}")
+    emb = _encode_lines(encoder, white, lines, batch_size, bar)
+    if emb.shape[1] != dim:
+        raise ValueError(f"shard {i} has dimension {emb.shape[1]}, the probe had {dim}")
+    name = _shard_name(a, b)
+    atomic_save_npy(out / name, emb)
+    return ShardRecord(index=i, file=name, start_line=a, end_line=b, start_byte=ba, end_byte=bb,
+                       sha256=digest, n_empty=sum(not s.strip() for s in lines),
+                       n_zero=int((~emb.any(axis=1)).sum()),
+                       seconds=round(time.perf_counter() - t, 3))
+
+
+# --------------------------------------------------------------------------- loading / Dask
+
+
+def _manifests(output_dir: Path) -> list[tuple[Path, EncodeManifest]]:
+    if (output_dir / MANIFEST_NAME).is_file():
+        return [(output_dir, read_manifest(output_dir))]
+    parts = sorted(p.parent for p in output_dir.glob(f"part-*/{MANIFEST_NAME}"))
+    if not parts:
+        raise FileNotFoundError(f"no {MANIFEST_NAME} in {str(output_dir)!r} or its part-* folders")
+    found = sorted(((p, read_manifest(p)) for p in parts), key=lambda pm: pm[1].start_line)
+    first = found[0][1]
+    for (_, m0), (p1, m1) in zip(found, found[1:]):
+        if m1.start_line != m0.end_line:
+            raise ValueError(f"partitions do not tile the file: {str(p1)!r} starts at line "
+                             f"{m1.start_line}, the previous one ends at {m0.end_line}")
+    for p, m in found:
+        same = (m.input_path, m.encoder, m.whitening, m.dim) == \
+               (first.input_path, first.encoder, first.whitening, first.dim)
+        if not same:
+            raise ValueError(f"{str(p)!r} was written with another input, encoder or whitening")
+    return found
+
+
+def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
+                    concatenate: bool = True, allow_incomplete: bool = False
+                    ) -> np.ndarray | list[np.ndarray]:
+    """Read the vectors written by :func:`encode_file` (or its Dask partitions), in line order.
+
+    Parameters
+    ----------
+    output_dir : path
+        A directory with ``manifest.json``, or one whose ``part-*`` sub-directories hold them.
+    mmap : bool
+        Memory-map the shard files (read-only) instead of reading them.
+    concatenate : bool
+        Return one (n_lines, d) float32 array (a single shard is returned as is, so it stays
+        memory-mapped); False returns the list of shard arrays.
+    allow_incomplete : bool
+        Return the completed shards of an unfinished run instead of raising.
+
+    Raises
+    ------
+    FileNotFoundError
+        No manifest, or a recorded shard file is missing.
+    ValueError
+        Unfinished run (unless ``allow_incomplete``), or a shard whose shape differs from its record.
+    """
+    arrays = []
+    for d, m in _manifests(Path(output_dir)):
+        if not m.complete and not allow_incomplete:
+            raise ValueError(f"{str(d)!r} is incomplete: {len(m.shards)} of {m.n_shards} shards "
+                             "done; re-run encode_file to resume")
+        for rec in m.shards:
+            f = d / rec.file
+            if not f.is_file():
+                raise FileNotFoundError(f"shard file missing: {str(f)!r}")
+            arr = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
+            if arr.shape != (rec.end_line - rec.start_line, m.dim):
+                raise ValueError(f"{str(f)!r} has shape {arr.shape}, its manifest says "
+                                 f"({rec.end_line - rec.start_line}, {m.dim})")
+            arrays.append(arr)
+    if not concatenate:
+        return arrays
+    if len(arrays) == 1:
+        return arrays[0]
+    if not arrays:
+        return np.zeros((0, 0), np.float32)
+    return np.concatenate(arrays)
+
+
+def encode_file_delayed(encoder: Any, input_path: str | os.PathLike[str],
+                        output_dir: str | os.PathLike[str], *, partition_lines: int,
+                        n_lines: int | None = None, **kwargs: Any) -> list[Any]:
+    """One ``dask.delayed`` :func:`encode_file` task per partition of ``partition_lines`` lines.
+
+    Partition ``p`` covers lines ``[p * partition_lines, (p + 1) * partition_lines)`` and writes to
+    ``<output_dir>/part-<p:05d>``; ``kwargs`` go to :func:`encode_file` (``shard_size`` etc.).
+    ``n_lines`` skips the line count when known. Run with ``dask.compute(*tasks)``; read with
+    ``load_embeddings(output_dir)``. Each task returns its :class:`EncodeManifest`.
+    """
+    import dask
+
+    partition_lines = check_positive_int("partition_lines", partition_lines)
+    if n_lines is None:
+        n_lines = scan_lines(input_path)[0]
+    out = Path(output_dir)
+    task = dask.delayed(encode_file, pure=False)
+    return [task(encoder, input_path, out / f"part-{p:05d}", start_line=a,
+                 end_line=min(a + partition_lines, n_lines), **kwargs)
+            for p, a in enumerate(range(0, n_lines, partition_lines))]

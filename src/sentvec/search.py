@@ -1,0 +1,334 @@
+"""Exact nearest-neighbour search over sentence embeddings (numpy or faiss ``IndexFlatIP``).
+
+Both backends compute the same exact inner-product scores (cosine after L2 normalisation for
+``metric="cosine"``); faiss's flat index is only a faster BLAS/heap implementation of the same
+brute force (faiss ``IndexFlatIP``: ``D, I = index.search(x, k)``).
+
+Conventions (both backends)
+---------------------------
+* Ids are assigned consecutively from 0 in the order vectors are added (int64).
+* ``search`` returns ``scores`` float32 (n, k) sorted best first and ``ids`` int64 (n, k). When the
+  index holds fewer than ``k`` vectors the missing slots have id ``-1`` and score ``-inf``.
+* Ties: the exact backend ranks equal scores by ascending id, and when equal scores straddle the
+  k-th place it keeps the smallest ids, so its output is a deterministic function of the inputs.
+  faiss keeps whichever tied ids its heap retains; sentvec then orders the returned hits by
+  (score descending, id ascending), so the two backends agree except for exact ties at the k-th
+  place (and float rounding differences of BLAS kernels at the last bit).
+* ``metric="cosine"`` L2-normalises stored and query vectors; an all-zero vector stays zero (its
+  cosine with everything is 0) and is counted in a ``UserWarning``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from sentvec._validation import check_choice, check_embeddings, check_positive_int
+
+SearchMetric = Literal["cosine", "dot"]
+SearchBackend = Literal["exact", "faiss"]
+SEARCH_METRICS: tuple[str, ...] = ("cosine", "dot")
+SEARCH_BACKENDS: tuple[str, ...] = ("exact", "faiss")
+
+_FORMAT = "sentvec-search-index"
+_VERSION = 1
+_CONFIG = "search_index.json"
+_VECTORS = "embeddings.npy"
+_FAISS = "index.faiss"
+#: Query block size of the exact backend: bounds the (block, ntotal) score matrix.
+_SCORE_BLOCK_BYTES = 128 * 2**20
+
+
+def _normalise(x: np.ndarray, what: str) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    zero = norms[:, 0] == 0
+    if zero.any():
+        warnings.warn(f"{int(zero.sum())} of {len(x)} {what} are all-zero vectors; their cosine "
+                      "score with every vector is 0", UserWarning, stacklevel=3)
+    norms[zero] = 1.0
+    return (x / norms).astype(np.float32)
+
+
+def _topk_exact(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k of each row of ``scores`` (m, n), ties by ascending column; k <= n."""
+    m, n = scores.shape
+    if k == n:  # full sort: by score descending, then id ascending
+        ids = np.lexsort((np.broadcast_to(np.arange(n), (m, n)), -scores), axis=1)
+        return np.take_along_axis(scores, ids, axis=1), ids.astype(np.int64)
+    kth = -np.partition(-scores, k - 1, axis=1)[:, k - 1]  # k-th largest score of each row
+    rows, cols = np.nonzero(scores >= kth[:, None])  # >= k hits per row, row-major order
+    order = np.lexsort((cols, -scores[rows, cols], rows))  # row, then score desc, then id asc
+    rows, cols = rows[order], cols[order]
+    starts = np.searchsorted(rows, np.arange(m))
+    ids = cols[(starts[:, None] + np.arange(k)).ravel()].reshape(m, k)
+    return np.take_along_axis(scores, ids, axis=1), ids.astype(np.int64)
+
+
+class SemanticSearch:
+    """Exact top-k search over embeddings, optionally encoding texts with an attached encoder.
+
+    Parameters
+    ----------
+    dim : int, optional
+        Embedding dimension; inferred from the first ``add`` when None.
+    metric : {"cosine", "dot"}
+        ``"cosine"`` normalises vectors to unit L2 norm and ranks by inner product;
+        ``"dot"`` ranks by raw inner product.
+    backend : {"exact", "faiss"}
+        ``"exact"``: numpy matrix product + deterministic top-k. ``"faiss"``: ``faiss.IndexFlatIP``
+        (exact search; faiss is imported only when this backend is used).
+    encoder : object with ``encode``, optional
+        Used by :meth:`add_texts` / :meth:`search_texts`.
+
+    Attributes
+    ----------
+    ntotal : int
+        Number of stored vectors.
+    """
+
+    def __init__(self, dim: int | None = None, *, metric: SearchMetric = "cosine",
+                 backend: SearchBackend = "exact", encoder: Any = None) -> None:
+        self.metric = check_choice("metric", metric, SEARCH_METRICS)
+        self.backend = check_choice("backend", backend, SEARCH_BACKENDS)
+        self.dim = None if dim is None else check_positive_int("dim", dim)
+        self.encoder = encoder
+        self._chunks: list[np.ndarray] = []
+        self._matrix: np.ndarray | None = None
+        self._faiss: Any = None
+        self._ntotal = 0
+        if self.backend == "faiss":
+            self._faiss_module()  # fail early with a clear message if faiss is missing
+
+    # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _faiss_module() -> Any:
+        try:
+            import faiss
+        except ImportError as exc:  # pragma: no cover - faiss-cpu is a dependency
+            raise ImportError("backend='faiss' needs the faiss-cpu package") from exc
+        return faiss
+
+    def _prepare(self, x: Any, what: str) -> np.ndarray:
+        arr = check_embeddings(x, name=what, n_features=self.dim).astype(np.float32, copy=False)
+        if self.metric == "cosine":
+            arr = _normalise(arr, what)
+        return np.ascontiguousarray(arr)
+
+    def _vectors(self) -> np.ndarray:
+        if self._matrix is None:
+            d = self.dim or 0
+            self._matrix = (np.concatenate(self._chunks) if self._chunks
+                            else np.zeros((0, d), np.float32))
+            self._chunks = [self._matrix]
+        return self._matrix
+
+    @property
+    def ntotal(self) -> int:
+        return self._ntotal
+
+    def __len__(self) -> int:
+        return self._ntotal
+
+    # ------------------------------------------------------------------ public API
+    def add(self, embeddings: Any) -> np.ndarray:
+        """Store vectors; return their ids.
+
+        Parameters
+        ----------
+        embeddings : array-like of shape (n, d)
+            Finite values; converted to float32 (cosine: L2-normalised).
+
+        Returns
+        -------
+        ids : ndarray of shape (n,), int64
+            ``ntotal_before + arange(n)``.
+
+        Raises
+        ------
+        ValueError
+            Not 2-D, wrong ``d``, or non-finite values.
+        """
+        if self.dim is None:
+            arr0 = np.asarray(embeddings)
+            if arr0.ndim != 2:
+                raise ValueError(f"embeddings must be 2-D (n, d), got shape {arr0.shape}")
+            self.dim = check_positive_int("dim", arr0.shape[1])
+        x = self._prepare(embeddings, "embeddings")
+        ids = np.arange(self._ntotal, self._ntotal + len(x), dtype=np.int64)
+        if self.backend == "faiss":
+            if self._faiss is None:
+                self._faiss = self._faiss_module().IndexFlatIP(self.dim)
+            self._faiss.add(x)
+        else:
+            self._chunks.append(x)
+            self._matrix = None
+        self._ntotal += len(x)
+        return ids
+
+    def search(self, queries: Any, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        """Return the ``k`` best stored vectors for each query.
+
+        Parameters
+        ----------
+        queries : array-like of shape (n, d)
+        k : int
+            Results per query; may exceed ``ntotal`` (padding with id -1, score -inf).
+
+        Returns
+        -------
+        scores : ndarray of shape (n, k), float32
+            Inner products (cosine for ``metric="cosine"``), best first.
+        ids : ndarray of shape (n, k), int64
+
+        Raises
+        ------
+        ValueError
+            Bad ``k``, wrong query dimension, or non-finite queries; queries before any ``add``
+            without ``dim``.
+        """
+        k = check_positive_int("k", k)
+        if self.dim is None:
+            raise ValueError("the index is empty and has no dim yet; add vectors first")
+        q = self._prepare(queries, "queries")
+        n = len(q)
+        scores = np.full((n, k), -np.inf, dtype=np.float32)
+        ids = np.full((n, k), -1, dtype=np.int64)
+        kk = min(k, self._ntotal)
+        if kk == 0 or n == 0:
+            return scores, ids
+        if self.backend == "faiss":
+            s, i = self._faiss.search(q, kk)
+            order = np.lexsort((i, -s), axis=1)  # (score desc, id asc) within the returned hits
+            s, i = np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
+        else:
+            X = self._vectors()
+            block = max(1, _SCORE_BLOCK_BYTES // (4 * max(1, self._ntotal)))
+            parts = [_topk_exact(q[a:a + block] @ X.T, kk) for a in range(0, n, block)]
+            s = np.concatenate([p[0] for p in parts])
+            i = np.concatenate([p[1] for p in parts])
+        scores[:, :kk], ids[:, :kk] = s, i
+        return scores, ids
+
+    def add_texts(self, texts: Sequence[str], *, batch_size: int = 64,
+                  show_progress_bar: bool | None = None) -> np.ndarray:
+        """Encode ``texts`` with the attached encoder and :meth:`add` them; return their ids."""
+        return self.add(self._encode(texts, batch_size, show_progress_bar))
+
+    def search_texts(self, queries: Sequence[str], k: int = 10, *, batch_size: int = 64
+                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Encode ``queries`` with the attached encoder and :meth:`search`."""
+        return self.search(self._encode(queries, batch_size, False), k)
+
+    def _encode(self, texts: Sequence[str], batch_size: int, bar: bool | None) -> np.ndarray:
+        if self.encoder is None:
+            raise ValueError("no encoder attached; pass encoder=... to SemanticSearch or use add/search")
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of str, not a single str")
+        emb = np.asarray(self.encoder.encode(list(texts), batch_size=batch_size,
+                                             show_progress_bar=bar))
+        if emb.ndim != 2 or emb.shape[0] != len(texts):
+            raise ValueError(f"encoder returned shape {emb.shape} for {len(texts)} texts")
+        return emb
+
+    # ------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the index to directory ``path`` (replaced atomically; no pickle).
+
+        Layout: ``search_index.json`` (format, version, metric, backend, dim, ntotal) plus
+        ``embeddings.npy`` (exact; float32 stored vectors) or ``index.faiss``
+        (``faiss.write_index``). The directory is built under a temporary name and renamed into
+        place, so readers see the old or the new index, never a mix.
+        """
+        if self.dim is None:
+            raise ValueError("cannot save an index without dim; add vectors first or pass dim")
+        path = Path(path)
+        config = {"format": _FORMAT, "version": _VERSION, "metric": self.metric,
+                  "backend": self.backend, "dim": self.dim, "ntotal": self._ntotal}
+
+        def write(tmp: Path) -> None:
+            if self.backend == "faiss":
+                index = self._faiss or self._faiss_module().IndexFlatIP(self.dim)
+                self._faiss_module().write_index(index, str(tmp / _FAISS))
+            else:
+                np.save(tmp / _VECTORS, self._vectors(), allow_pickle=False)
+            (tmp / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+        _atomic_dir(path, write)
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, encoder: Any = None,
+             mmap: bool = False) -> SemanticSearch:
+        """Read an index written by :meth:`save`.
+
+        Parameters
+        ----------
+        mmap : bool
+            Exact backend: memory-map ``embeddings.npy`` instead of reading it.
+
+        Raises
+        ------
+        FileNotFoundError
+            Missing directory or files.
+        ValueError
+            Unknown format/version, or files inconsistent with the config.
+        """
+        path = Path(path)
+        cfg_path = path / _CONFIG
+        if not cfg_path.is_file():
+            raise FileNotFoundError(f"no search index at {str(path)!r} (missing {_CONFIG})")
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        if cfg.get("format") != _FORMAT or cfg.get("version") != _VERSION:
+            raise ValueError(f"{str(cfg_path)!r}: unsupported index format "
+                             f"{cfg.get('format')!r} version {cfg.get('version')!r}")
+        obj = cls(cfg["dim"], metric=cfg["metric"], backend=cfg["backend"], encoder=encoder)
+        if obj.backend == "faiss":
+            f = path / _FAISS
+            if not f.is_file():
+                raise FileNotFoundError(f"faiss index file not found: {str(f)!r}")
+            obj._faiss = obj._faiss_module().read_index(str(f))
+            n, d = obj._faiss.ntotal, obj._faiss.d
+        else:
+            f = path / _VECTORS
+            if not f.is_file():
+                raise FileNotFoundError(f"index vectors not found: {str(f)!r}")
+            X = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
+            if X.dtype != np.float32 or X.ndim != 2:
+                raise ValueError(f"{str(f)!r}: expected a 2-D float32 array, got {X.dtype} {X.shape}")
+            obj._matrix, obj._chunks = X, [X]
+            n, d = X.shape
+        if (n, d) != (cfg["ntotal"], cfg["dim"]):
+            raise ValueError(f"{str(path)!r}: index holds ({n}, {d}) vectors but its config says "
+                             f"({cfg['ntotal']}, {cfg['dim']})")
+        obj._ntotal = n
+        return obj
+
+
+def _atomic_dir(path: Path, write: Any) -> None:
+    """Build a directory with ``write(tmp_dir)`` and rename it onto ``path``.
+
+    An existing ``path`` is first renamed aside and removed after the swap; on failure the
+    temporary directory is removed and ``path`` is untouched.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        write(tmp)
+        if path.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
+            os.replace(path, old / "x")
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

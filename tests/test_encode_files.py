@@ -1,0 +1,193 @@
+"""encode_file: one vector per line, shards equal to a one-shot encode, resume without
+recomputation after an interruption, refusal to mix configurations, Dask partitions."""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+
+import numpy as np
+import pytest
+
+import sentvec.encode_files as ef
+from sentvec.encode_files import (
+    PROBE_SENTENCES,
+    encode_file,
+    encode_file_delayed,
+    iter_line_chunks,
+    load_embeddings,
+    read_manifest,
+    scan_lines,
+)
+
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*all-zero vectors:UserWarning")
+
+
+class Interrupted(RuntimeError):
+    pass
+
+
+class ToyEncoder:
+    """Deterministic hashed bag of words; ``fail_after`` shards raise ``Interrupted``."""
+
+    def __init__(self, dim: int = 8, seed: int = 0, fail_after: int | None = None, name: str = "toy"):
+        self.dim, self.seed, self.fail_after, self.name = dim, seed, fail_after, name
+        self.n_calls = 0  # data calls (the resume probe is not counted)
+
+    def config_dict(self):
+        return {"encoder": "ToyEncoder", "name": self.name, "dim": self.dim}
+
+    def encode(self, sentences, *, batch_size=32, show_progress_bar=None, normalize=False):
+        sentences = list(sentences)
+        if sentences != list(PROBE_SENTENCES):
+            if self.fail_after is not None and self.n_calls >= self.fail_after:
+                raise Interrupted("simulated crash")
+            self.n_calls += 1
+        out = np.zeros((len(sentences), self.dim), np.float32)
+        for i, s in enumerate(sentences):
+            for w in s.split():
+                out[i] += np.random.default_rng(zlib.crc32(w.encode()) + self.seed).standard_normal(self.dim)
+        return out
+
+
+LINES = [f"w{i % 17} w{i % 5} common" if i % 23 else "" for i in range(1000)]
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    p = tmp_path / "corpus.txt"
+    p.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    return p
+
+
+def test_equals_one_shot_encode_and_manifest(tmp_path, corpus):
+    with pytest.warns(UserWarning, match="44 of 1000 lines .* all-zero vectors \\(44 lines are empty\\)"):
+        m = encode_file(ToyEncoder(), corpus, tmp_path / "out", shard_size=128)
+    expected = ToyEncoder().encode(LINES)
+    got = load_embeddings(tmp_path / "out")
+    assert got.dtype == np.float32 and np.array_equal(got, expected)
+    assert (m.n_shards, m.complete, m.n_lines, m.dim) == (8, True, 1000, 8)
+    assert (m.n_empty, m.n_zero) == (44, 44) and m.runs[-1].n_shards_encoded == 8
+    disk = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert disk["shards"][1]["start_line"] == 128 and disk["shards"][1]["end_line"] == 256
+    assert disk["encoder"] == {"encoder": "ToyEncoder", "name": "toy", "dim": 8}
+    raw = corpus.read_bytes()
+    s = m.shards[2]
+    assert raw[s.start_byte:s.end_byte].decode().split("\n")[:-1] == LINES[256:384]
+    parts = load_embeddings(tmp_path / "out", concatenate=False, mmap=True)
+    assert len(parts) == 8 and isinstance(parts[0], np.memmap)
+
+
+def test_resume_after_interruption_skips_finished_shards(tmp_path, corpus):
+    out = tmp_path / "out"
+    crashing = ToyEncoder(fail_after=3)
+    with pytest.raises(Interrupted):
+        encode_file(crashing, corpus, out, shard_size=100)
+    m = read_manifest(out)
+    assert len(m.shards) == 3 and not m.complete
+    with pytest.raises(ValueError, match="incomplete: 3 of 10 shards"):
+        load_embeddings(out)
+    assert load_embeddings(out, allow_incomplete=True).shape == (300, 8)
+    stamps = {r.file: os.stat(out / r.file).st_mtime_ns for r in m.shards}
+
+    resumed = ToyEncoder()
+    m2 = encode_file(resumed, corpus, out, shard_size=100)
+    assert resumed.n_calls == 7  # only the unfinished shards were encoded
+    assert (m2.runs[-1].n_shards_reused, m2.runs[-1].n_shards_encoded) == (3, 7)
+    assert {f: os.stat(out / f).st_mtime_ns for f in stamps} == stamps  # not rewritten
+    encode_file(ToyEncoder(), corpus, tmp_path / "ref", shard_size=100)
+    assert np.array_equal(load_embeddings(out), load_embeddings(tmp_path / "ref"))
+
+    again = ToyEncoder()
+    assert encode_file(again, corpus, out, shard_size=100).runs[-1].n_shards_reused == 10
+    assert again.n_calls == 0
+    redo = ToyEncoder()
+    assert encode_file(redo, corpus, out, shard_size=100, resume=False).runs[-1].n_shards_encoded == 10
+    assert redo.n_calls == 10
+
+
+def test_changed_input_or_encoder_refused(tmp_path, corpus):
+    out = tmp_path / "out"
+    encode_file(ToyEncoder(), corpus, out, shard_size=300)
+    # touched but identical: shards are re-hashed and reused
+    os.utime(corpus, ns=(1, 1))
+    assert encode_file(ToyEncoder(), corpus, out, shard_size=300).runs[-1].n_shards_reused == 4
+    # same size, one line changed in shard 1
+    lines = list(LINES)
+    lines[400] = lines[400].replace("common", "COMMON")
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"changed since .*\(lines 300-600 differ\)"):
+        encode_file(ToyEncoder(), corpus, out, shard_size=300)
+    m = encode_file(ToyEncoder(), corpus, out, shard_size=300, overwrite=True)
+    assert m.runs[-1].n_shards_encoded == 4
+    assert np.array_equal(load_embeddings(out), ToyEncoder().encode(lines))
+    with pytest.raises(ValueError, match="different encoder"):
+        encode_file(ToyEncoder(name="other"), corpus, out, shard_size=300)
+    with pytest.raises(ValueError, match="different shard_size"):
+        encode_file(ToyEncoder(), corpus, out, shard_size=200)
+    # same description, other weights: caught by the probe vectors
+    with pytest.raises(ValueError, match="output differs"):
+        encode_file(ToyEncoder(seed=5), corpus, out, shard_size=300)
+
+
+def test_line_range_partitions_and_dask(tmp_path, corpus):
+    expected = ToyEncoder().encode(LINES)
+    m = encode_file(ToyEncoder(), corpus, tmp_path / "p", start_line=250, end_line=777, shard_size=100)
+    assert m.n_shards == 6 and m.shards[0].start_line == 250 and m.shards[-1].end_line == 777
+    assert np.array_equal(load_embeddings(tmp_path / "p"), expected[250:777])
+    with pytest.raises(ValueError, match="outside .* which has 1000 lines"):
+        encode_file(ToyEncoder(), corpus, tmp_path / "bad", start_line=10, end_line=1001)
+
+    import dask
+
+    tasks = encode_file_delayed(ToyEncoder(), corpus, tmp_path / "dask", partition_lines=300,
+                                shard_size=128)
+    manifests = dask.compute(*tasks, scheduler="sync")
+    assert [(x.start_line, x.end_line) for x in manifests] == [(0, 300), (300, 600), (600, 900), (900, 1000)]
+    assert np.array_equal(load_embeddings(tmp_path / "dask"), expected)
+    import shutil
+
+    shutil.rmtree(tmp_path / "dask" / "part-00001")
+    with pytest.raises(ValueError, match="do not tile"):
+        load_embeddings(tmp_path / "dask")
+
+
+def test_whitening_applied_and_fingerprinted(tmp_path, corpus):
+    from sentvec.whitening import Whitening
+
+    X = ToyEncoder().encode(LINES)
+    w = Whitening(n_components=5).fit(X)
+    m = encode_file(ToyEncoder(), corpus, tmp_path / "w", whitening=w, shard_size=400)
+    assert m.dim == 5 and m.whitening["class"] == "Whitening"
+    assert np.allclose(load_embeddings(tmp_path / "w"), w.transform(X).astype(np.float32), atol=1e-6)
+    w.save(tmp_path / "wdir")
+    m2 = encode_file(ToyEncoder(), corpus, tmp_path / "w", whitening=tmp_path / "wdir", shard_size=400)
+    assert m2.runs[-1].n_shards_reused == 3  # the saved copy has the same fitted arrays
+    refit = Whitening(n_components=5).fit(X[:500])
+    with pytest.raises(ValueError, match="different whitening"):
+        encode_file(ToyEncoder(), corpus, tmp_path / "w", whitening=refit, shard_size=400)
+
+
+def test_line_convention_and_decoding_errors(tmp_path, monkeypatch):
+    monkeypatch.setattr(ef, "_SCAN_BLOCK", 7)  # many block boundaries
+    cases = {b"": [], b"a\n": ["a"], b"a": ["a"], b"a\r\nb\n\n": ["a", "b", ""],
+             b"x y\n\nlast no newline": ["x y", "", "last no newline"], b"\n\n": ["", ""]}
+    for i, (raw, lines) in enumerate(cases.items()):
+        p = tmp_path / f"c{i}.txt"
+        p.write_bytes(raw)
+        n, offsets = scan_lines(p, start=0, step=1)
+        assert n == len(lines) and [x for c in iter_line_chunks(p, 2) for x in c] == lines
+        starts = [0] + [j + 1 for j, b in enumerate(raw) if b == 10]
+        assert all(offsets[k] == (starts[k] if k < len(starts) else len(raw)) for k in offsets)
+        if lines:
+            m = encode_file(ToyEncoder(), p, tmp_path / f"o{i}", shard_size=2)
+            assert load_embeddings(tmp_path / f"o{i}").shape == (len(lines), 8)
+            assert m.n_lines == len(lines)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"ok\nfine\nsister\xe0city\n")
+    with pytest.raises(ValueError, match="line 3 is not valid utf-8"):
+        encode_file(ToyEncoder(), bad, tmp_path / "ob", shard_size=2)
+    with pytest.raises(FileNotFoundError):
+        encode_file(ToyEncoder(), tmp_path / "missing.txt", tmp_path / "om")

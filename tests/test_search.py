@@ -1,0 +1,185 @@
+"""SemanticSearch against a brute-force numpy argsort oracle (both backends, both metrics)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from sentvec.search import SemanticSearch
+
+BACKENDS = ("exact", "faiss")
+METRICS = ("cosine", "dot")
+
+
+def oracle(X, Q, k, metric):
+    """Full stable argsort of -score: ties by ascending id; pads with -1 / -inf beyond n."""
+    X = np.asarray(X, np.float64)
+    Q = np.asarray(Q, np.float64)
+    if metric == "cosine":
+        X = X / np.where((n := np.linalg.norm(X, axis=1, keepdims=True)) > 0, n, 1)
+        Q = Q / np.where((n := np.linalg.norm(Q, axis=1, keepdims=True)) > 0, n, 1)
+    S = Q @ X.T
+    order = np.argsort(-S, axis=1, kind="stable")[:, :k]
+    ids = np.full((len(Q), k), -1)
+    scores = np.full((len(Q), k), -np.inf)
+    ids[:, :order.shape[1]] = order
+    scores[:, :order.shape[1]] = np.take_along_axis(S, order, axis=1)
+    return scores, ids
+
+
+def assert_same_ranking(X, Q, metric, scores, ids, ref_s, ref_i, tol=1e-5):
+    """Float32 search vs float64 oracle: same ids wherever the oracle's score is more than ``tol``
+    away from its neighbours (closer near-ties may swap by rounding); scores within ``tol``."""
+    assert np.array_equal(ids == -1, ref_i == -1)
+    found = ids >= 0
+    assert np.allclose(scores[found], ref_s[found], atol=tol)
+    full_s, full_i = oracle(X, Q, X.shape[0], metric)
+    by_id = np.take_along_axis(full_s, np.argsort(full_i, axis=1), axis=1)  # score of each id
+    assert np.allclose(np.take_along_axis(by_id, np.where(found, ids, 0), 1)[found],
+                       scores[found], atol=tol)
+    n = min(ids.shape[1], X.shape[0])
+    gaps = -np.diff(full_s, axis=1)  # >= 0, gap between rank r and r + 1
+    inf = np.full((len(Q), 1), np.inf)
+    isolated = (np.hstack([inf, gaps])[:, :n] > tol) & (np.hstack([gaps, inf])[:, :n] > tol)
+    assert np.array_equal(ids[:, :n][isolated], ref_i[:, :n][isolated])
+    assert isolated.mean() > 0.9  # the check is not vacuous
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((700, 24)).astype(np.float32), rng.standard_normal((40, 24)).astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("k", [1, 10, 700, 705])
+def test_matches_bruteforce_oracle(data, backend, metric, k):
+    X, Q = data
+    index = SemanticSearch(metric=metric, backend=backend)
+    ids_a = index.add(X[:300])
+    ids_b = index.add(X[300:])
+    assert ids_a.tolist() == list(range(300)) and ids_b.tolist() == list(range(300, 700))
+    scores, ids = index.search(Q, k)
+    ref_s, ref_i = oracle(X, Q, k, metric)
+    assert scores.dtype == np.float32 and ids.dtype == np.int64 and scores.shape == (40, k)
+    assert_same_ranking(X, Q, metric, scores, ids, ref_s, ref_i)
+    if k > 700:  # fewer than k stored: id -1, score -inf
+        assert (ids[:, 700:] == -1).all() and np.isneginf(scores[:, 700:]).all()
+    assert index.ntotal == len(index) == 700
+
+
+def test_exact_ties_are_ranked_by_ascending_id():
+    # 5 copies of the same vector among others: equal scores straddle the k-th place
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((50, 4)).astype(np.float32)
+    dup = [7, 13, 21, 30, 44]
+    X[dup] = X[7]
+    index = SemanticSearch(metric="dot")
+    index.add(X)
+    scores, ids = index.search(X[7:8] * 100, 3)  # the duplicates are the top 5
+    assert ids[0].tolist() == [7, 13, 21]
+    assert len(set(scores[0].tolist())) == 1
+    s_all, i_all = index.search(X[7:8] * 100, 50)
+    assert i_all[0, :5].tolist() == dup
+    assert np.array_equal(i_all, oracle(X, X[7:8] * 100, 50, "dot")[1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_save_load_roundtrip(tmp_path, data, backend):
+    X, Q = data
+    index = SemanticSearch(metric="cosine", backend=backend)
+    index.add(X)
+    before = index.search(Q, 5)
+    index.save(tmp_path / "idx")
+    cfg = json.loads((tmp_path / "idx" / "search_index.json").read_text())
+    assert cfg["backend"] == backend and cfg["ntotal"] == 700 and cfg["dim"] == 24
+    expected_file = "index.faiss" if backend == "faiss" else "embeddings.npy"
+    assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == sorted(
+        ["search_index.json", expected_file])
+    loaded = SemanticSearch.load(tmp_path / "idx")
+    after = loaded.search(Q, 5)
+    assert np.array_equal(before[1], after[1]) and np.array_equal(before[0], after[0])
+    assert (loaded.metric, loaded.backend, loaded.ntotal) == ("cosine", backend, 700)
+    loaded.add(X[:2])  # a loaded index keeps growing
+    assert loaded.search(X[:1], 1)[1][0, 0] in (0, 700)
+
+
+def test_save_replaces_existing_directory_and_load_errors(tmp_path, data):
+    X, _ = data
+    a = SemanticSearch(backend="exact")
+    a.add(X)
+    a.save(tmp_path / "idx")
+    b = SemanticSearch(backend="faiss")
+    b.add(X[:10])
+    b.save(tmp_path / "idx")  # swapped atomically: no leftover embeddings.npy
+    assert not (tmp_path / "idx" / "embeddings.npy").exists()
+    assert SemanticSearch.load(tmp_path / "idx").ntotal == 10
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    with pytest.raises(FileNotFoundError, match="no search index"):
+        SemanticSearch.load(tmp_path / "nope")
+    cfg = tmp_path / "idx" / "search_index.json"
+    cfg.write_text(cfg.read_text().replace('"ntotal": 10', '"ntotal": 11'))
+    with pytest.raises(ValueError, match="config says"):
+        SemanticSearch.load(tmp_path / "idx")
+    cfg.write_text(json.dumps({"format": "other", "version": 1}))
+    with pytest.raises(ValueError, match="unsupported index format"):
+        SemanticSearch.load(tmp_path / "idx")
+
+
+def test_zero_vectors_warned_and_scored_zero():
+    X = np.array([[0, 0, 0], [1, 0, 0], [0, 2, 0]], np.float32)
+    index = SemanticSearch(metric="cosine")
+    with pytest.warns(UserWarning, match="1 of 3 embeddings are all-zero"):
+        index.add(X)
+    scores, ids = index.search(np.array([[0, 0, 1]], np.float32), 3)
+    assert np.allclose(scores, 0) and ids[0].tolist() == [0, 1, 2]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        SemanticSearch(metric="dot").add(X)  # dot: zero vectors are legitimate, no warning
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="metric='l2' is invalid"):
+        SemanticSearch(metric="l2")
+    with pytest.raises(ValueError, match="backend='annoy' is invalid"):
+        SemanticSearch(backend="annoy")
+    index = SemanticSearch()
+    with pytest.raises(ValueError, match="add vectors first"):
+        index.search(np.zeros((1, 3)), 1)
+    index.add(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="3"):
+        index.add(np.ones((2, 4)))
+    with pytest.raises(ValueError, match="non-finite"):
+        index.search(np.array([[np.nan, 0, 0]]), 1)
+    with pytest.raises(ValueError, match="k=0 is invalid"):
+        index.search(np.ones((1, 3)), 0)
+    with pytest.raises(ValueError, match="no encoder attached"):
+        index.add_texts(["a"])
+    empty = SemanticSearch(dim=3)
+    s, i = empty.search(np.ones((2, 3)), 4)
+    assert (i == -1).all() and np.isneginf(s).all()
+
+
+class WordCount:
+    """Toy encoder: counts of three vocabulary words."""
+
+    vocab = ("cat", "dog", "fish")
+
+    def encode(self, sentences, *, batch_size=32, show_progress_bar=None, normalize=False):
+        return np.array([[s.split().count(w) for w in self.vocab] for s in sentences], np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_texts_with_attached_encoder(backend):
+    docs = ["cat cat", "dog", "fish fish fish", "cat dog"]
+    index = SemanticSearch(metric="cosine", backend=backend, encoder=WordCount())
+    assert index.add_texts(docs).tolist() == [0, 1, 2, 3]
+    scores, ids = index.search_texts(["fish", "cat"], 2)
+    assert ids[0, 0] == 2 and ids[1].tolist() == [0, 3]
+    assert scores[1, 0] == pytest.approx(1.0) and scores[1, 1] == pytest.approx(2 ** -0.5)
+    with pytest.raises(TypeError, match="single str"):
+        index.search_texts("cat", 1)
