@@ -100,6 +100,8 @@ def reference_train(tokens, offsets, wi, wo, keep, ok, table, state, *, nwords, 
     loss, ntargets = 0.0, 0
     flushed = unflushed = 0
     for s in range(len(offsets) - 1):
+        if before + flushed + unflushed >= total:
+            break
         lr = np.float32(max(lr0 * (1.0 - (before + flushed) / total), 0.0))
         w = [int(x) for x in tokens[offsets[s]:offsets[s + 1]]]
         L = len(w)

@@ -59,15 +59,28 @@ def test_in_memory_lines_equal_file(corpus):
 def test_two_threads_finish_and_match_one_thread_quality(corpus):
     m1, r1 = fit(corpus, thread=1)
     m2, r2 = fit(corpus, thread=2)
-    assert r2.threads == 2 and len(r2.epochs) == 2
-    assert r2.epochs[-1].tokens == r1.epochs[-1].tokens  # every job ran exactly once
-    assert r2.epochs[-1].loss == pytest.approx(r1.epochs[-1].loss, rel=0.03)
+    assert r2.threads == 2
+    # every job ran exactly once, and training stopped at the same token
+    assert [e.tokens for e in r2.epochs] == [e.tokens for e in r1.epochs]
+    assert r2.epochs[1].loss == pytest.approx(r1.epochs[1].loss, rel=0.03)
     assert r2.epochs[-1].loss < r2.epochs[0].loss
     assert not np.array_equal(m1.input_matrix, m2.input_matrix)  # Hogwild order differs
 
 
+def test_official_run_length_counts_every_token_of_the_dictionary_pass(corpus):
+    model, rep = fit(corpus, thread=1, epoch=2)  # epoch_tokens="all" (official default)
+    total = 2 * model.dictionary.ntokens  # every token read, </s> per line included
+    trained = sum(e.tokens for e in rep.epochs)
+    assert total <= trained < total + 300  # stops at the first sentence reaching the total
+    assert len(rep.epochs) == -(-total // rep.n_tokens) == 3  # the last pass is partial
+    assert rep.epochs[-1].tokens < rep.n_tokens
+    assert rep.epochs[-1].final_lr < 0.2 * 300 / total
+    _, rep2 = fit(corpus, thread=1, epoch=2, epoch_tokens="trained")
+    assert [e.tokens for e in rep2.epochs] == [rep2.n_tokens] * 2
+
+
 def test_lr_decays_linearly_to_zero(corpus):
-    _, rep = fit(corpus, thread=1, epoch=4, lr=0.3, job_tokens=2000)
+    _, rep = fit(corpus, thread=1, epoch=4, lr=0.3, job_tokens=2000, epoch_tokens="trained")
     n = rep.n_tokens
     for e in rep.epochs:  # lr of the last sentence of epoch e is lr*(1 - progress)
         expected = 0.3 * (1 - (e.epoch + 1) / 4)
@@ -151,6 +164,7 @@ def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys):
     (dict(word_ngrams=3), "word_ngrams"), (dict(thread=0), "thread=0"),
     (dict(checkpoint_every=5.0), "checkpoint_dir"), (dict(sigmoid="tanh"), "sigmoid"),
     (dict(l1=-1.0), "l1=-1.0"), (dict(min_count_label=-1), "min_count_label=-1"),
+    (dict(epoch_tokens="some"), "epoch_tokens='some'"),
 ])
 def test_bad_arguments_are_rejected_up_front(kw, match, tmp_path):
     with pytest.raises(ValueError, match=match):

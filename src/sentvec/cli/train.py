@@ -72,6 +72,10 @@ def register(subparsers: Any) -> None:
                    help="paper variant: remove the target from its context")
     p.add_argument("--l1", type=float, default=None, help="paper appendix-B L1 weight tau [0]")
     p.add_argument("--sigmoid", choices=["table", "exact"], default=None)
+    p.add_argument("--epoch-tokens", "--epoch_tokens", dest="epoch_tokens",
+                   choices=["all", "trained"], default=None,
+                   help="all (official): an epoch is every token of the corpus, </s> and "
+                        "unknown words included; trained: exactly -epoch passes")
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--checkpoint-dir", "--checkpoint_dir", dest="checkpoint_dir", default=None)
     p.add_argument("--checkpoint-every", "--checkpoint_every", dest="checkpoint_every",
@@ -95,7 +99,8 @@ def _run(args: argparse.Namespace) -> int:
             kwargs[snake] = v
     if kwargs.get("max_vocab_size") == 0:
         kwargs["max_vocab_size"] = None  # official 0 = no cap
-    for name in ("loss", "update", "exclude_target", "l1", "sigmoid", "seed", "checkpoint_dir",
+    for name in ("loss", "update", "exclude_target", "l1", "sigmoid", "epoch_tokens", "seed",
+                 "checkpoint_dir",
                  "checkpoint_every", "resume_from", "tmp_dir"):
         v = getattr(args, name)
         if v is not None:

@@ -554,7 +554,7 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
     tokens_before : int
         Tokens (over all epochs) that precede this job in the training stream.
     total_tokens : int
-        Tokens of all epochs; the learning rate reaches 0 there.
+        Tokens of all epochs; the learning rate reaches 0 there and no sentence starts after.
     mode : int
         :data:`MODE_TARGET` or :data:`MODE_SENTENCE` (the latter needs ``word_ngrams <= 2``).
     exclude_target : bool
@@ -601,6 +601,8 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
     ntargets = 0
     lr = lr0
     for s in range(first, last):
+        if tokens_before + flushed + unflushed >= total_tokens:
+            break  # official trainThread: stop once epoch * ntokens tokens are processed
         progress = (tokens_before + flushed) / total_tokens
         lr = lr0 * (1.0 - progress)
         if lr < 0.0:

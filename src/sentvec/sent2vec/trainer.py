@@ -29,12 +29,15 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from sentvec._io import atomic_write_json, atomic_write_text
 from sentvec._validation import check_choice, check_float_range, check_positive_int
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentvec.sent2vec.model import Sent2Vec
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +47,9 @@ UPDATE_MODES: tuple[str, ...] = ("sentence", "target")
 Loss = Literal["ns"]
 #: Only negative sampling is implemented (the official sent2vec command forces ``-loss ns``).
 LOSSES: tuple[str, ...] = ("ns",)
+EpochTokens = Literal["all", "trained"]
+#: ``epoch_tokens``: what one epoch means for the schedule (see :class:`Sent2VecTrainer`).
+EPOCH_TOKENS: tuple[str, ...] = ("all", "trained")
 Sigmoid = Literal["table", "exact"]
 #: ``sigmoid``: the official 512-entry lookup tables, or exact ``1 / (1 + exp(-x))``.
 SIGMOIDS: tuple[str, ...] = ("table", "exact")
@@ -52,17 +58,17 @@ _STATE_VERSION = 1
 # hyper-parameters that must match when resuming from a checkpoint
 _RESUME_KEYS = ("dim", "epoch", "lr", "lr_update_rate", "min_count", "min_count_label", "neg",
                 "word_ngrams", "dropout_k", "t", "bucket", "max_vocab_size", "seed", "loss",
-                "update", "exclude_target", "l1", "sigmoid", "job_tokens", "thread")
+                "update", "exclude_target", "l1", "sigmoid", "job_tokens", "thread", "epoch_tokens")
 
 
 @dataclass(frozen=True)
 class EpochReport:
-    """Tallies of one epoch (summed over threads).
+    """Tallies of one pass over the corpus (summed over threads).
 
     Attributes
     ----------
     epoch : int
-        0-based epoch index.
+        0-based pass index (with ``epoch_tokens="all"`` the last pass is partial).
     loss : float
         Mean over targets of the summed logistic losses (positive + ``neg`` negatives), as the
         official trainer prints it.
@@ -71,9 +77,9 @@ class EpochReport:
     tokens : int
         In-vocabulary tokens processed.
     seconds : float
-        Wall time of the epoch's training loop.
+        Wall time of the pass's training loop.
     final_lr : float
-        Learning rate of the last sentence of the epoch.
+        Learning rate of the last sentence of the pass.
     """
 
     epoch: int
@@ -105,7 +111,7 @@ class TrainingReport:
     vocab_seconds, convert_seconds, init_seconds, train_seconds, total_seconds : float
         Dictionary pass, id conversion, matrix and table set-up, training loop, everything.
     epochs : tuple of EpochReport
-        Epochs trained in this run (after a resume: only the remaining ones).
+        Passes trained in this run (after a resume: only the remaining ones).
     """
 
     nwords: int
@@ -122,10 +128,15 @@ class TrainingReport:
 
     @property
     def words_per_sec_per_thread(self) -> float:
-        """Corpus words (``raw_tokens`` per epoch) per second of training loop, per thread."""
-        if self.train_seconds <= 0:
+        """Corpus words per second of training loop, per thread.
+
+        Words are corpus tokens (in and out of vocabulary), so a pass over the corpus counts
+        ``raw_tokens`` words, as gensim and the official binary count them.
+        """
+        if self.train_seconds <= 0 or self.n_tokens == 0:
             return 0.0
-        return self.raw_tokens * len(self.epochs) / self.train_seconds / self.threads
+        trained = sum(e.tokens for e in self.epochs)
+        return trained * self.raw_tokens / self.n_tokens / self.train_seconds / self.threads
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -153,17 +164,25 @@ class Sent2VecTrainer:
     Defaults are the paper's settings where the paper gives them (Table 5: lr 0.2, 10 negatives,
     unigrams + bigrams) and the reference recipe of this project otherwise (dim 100, t 1e-4,
     min counts 5, dropout K 4 as the paper's Wikipedia uni+bi model). The official binary's own
-    defaults differ: ``-lr`` 0.05 (in the release the paper links), ``-wordNgrams`` 1,
-    ``-dropoutK`` 2, ``-minCountLabel`` 0, ``-thread`` 12; pass them explicitly to match it.
+    defaults differ: ``-lr`` 0.05 and ``-wordNgrams`` 1 at the commit the paper card cites
+    (``src/args.cc``), ``-minCountLabel`` 0, ``-thread`` 12, and ``-dropoutK`` 2 where the
+    ``sent2vec`` command sets it; pass them explicitly to match a given binary.
 
     Parameters
     ----------
     dim : int, default 100
         Embedding dimension (``-dim``).
     epoch : int, default 5
-        Passes over the corpus (``-epoch``).
+        Epochs (``-epoch``); see ``epoch_tokens`` for how long one is.
     lr : float, default 0.2
         Initial learning rate (``-lr``), decayed linearly to 0 over all epochs' tokens.
+    epoch_tokens : {"all", "trained"}, default "all"
+        Tokens in one epoch, for the learning-rate schedule and the stopping point. ``"all"``
+        (official ``trainThread``): every token the dictionary pass read, ``</s>`` of each line
+        and out-of-vocabulary tokens included, while progress counts only the in-vocabulary
+        tokens trained; the run therefore makes ``epoch * ntokens / in-vocabulary tokens``
+        passes (5.28 for 5 epochs on the reference corpus), the last one partial.
+        ``"trained"``: exactly ``epoch`` passes.
     lr_update_rate : int, default 100
         Tokens between learning-rate refreshes (``-lrUpdateRate``).
     min_count : int, default 5
@@ -206,7 +225,7 @@ class Sent2VecTrainer:
         Approximate tokens per job handed to a worker.
     checkpoint_dir : path-like, optional
         Write a checkpoint (a Sent2Vec model directory plus trainer state) there after every
-        epoch and every ``checkpoint_every`` minutes; each is written under a temporary name and
+        pass and every ``checkpoint_every`` minutes; each is written under a temporary name and
         renamed into place, then ``LATEST`` is updated atomically.
     checkpoint_every : float, optional
         Minutes between mid-epoch checkpoints (needs ``checkpoint_dir``).
@@ -227,6 +246,7 @@ class Sent2VecTrainer:
                  bucket: int = 2_000_000, max_vocab_size: int | None = None, thread: int = 2,
                  seed: int = 1, loss: Loss = "ns", update: UpdateMode = "sentence",
                  exclude_target: bool = False, l1: float = 0.0, sigmoid: Sigmoid = "table",
+                 epoch_tokens: EpochTokens = "all",
                  job_tokens: int = 10_000, checkpoint_dir: str | os.PathLike[str] | None = None,
                  checkpoint_every: float | None = None, keep_checkpoints: int = 1,
                  resume_from: str | os.PathLike[str] | None = None,
@@ -260,6 +280,7 @@ class Sent2VecTrainer:
         self.exclude_target = _check_bool("exclude_target", exclude_target)
         self.l1 = check_float_range("l1", l1, low=0.0)
         self.sigmoid = check_choice("sigmoid", sigmoid, SIGMOIDS)
+        self.epoch_tokens = check_choice("epoch_tokens", epoch_tokens, EPOCH_TOKENS)
         self.job_tokens = _check_int("job_tokens", job_tokens, 1)
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         if checkpoint_every is not None:
@@ -289,10 +310,11 @@ class Sent2VecTrainer:
                 "bucket": self.bucket, "maxVocabSize": self.max_vocab_size or 0,
                 "thread": self.thread, "loss": "ns", "model": "sent2vec",
                 "sentvec": {"update": self.update, "exclude_target": self.exclude_target,
-                            "l1": self.l1, "sigmoid": self.sigmoid, "seed": self.seed}}
+                            "l1": self.l1, "sigmoid": self.sigmoid, "seed": self.seed,
+                            "epoch_tokens": self.epoch_tokens}}
 
     # ------------------------------------------------------------------ training
-    def fit(self, corpus: Any) -> Any:
+    def fit(self, corpus: Any) -> Sent2Vec:
         """Build the vocabulary, convert the corpus and train; return the model.
 
         Parameters
@@ -480,19 +502,24 @@ class _Run:
             self.tables.append(tab)
         self.rng = [kernels.rng_initial_state(trainer.seed, i) for i in range(nth)]
         self.neg_pos = [np.zeros(1, dtype=np.int64) for _ in range(nth)]
-        self.stats = np.zeros((nth, trainer.epoch, kernels.N_STATS), dtype=np.float64)
+        n_tok = ids.n_tokens
+        per_epoch = dictionary.ntokens if trainer.epoch_tokens == "all" else n_tok
+        self.total = int(per_epoch) * trainer.epoch
+        self.npasses = -(-self.total // n_tok)
+        self.stats = np.zeros((nth, self.npasses, kernels.N_STATS), dtype=np.float64)
         self.sig, self.log = kernels.sigmoid_table(), kernels.log_table()
         self.tokens = np.asarray(ids.tokens)
         self.offsets = ids.offsets
-        n_tok = ids.n_tokens
         marks = np.arange(0, n_tok, trainer.job_tokens, dtype=np.int64)
         starts = np.unique(np.searchsorted(self.offsets, marks, side="right") - 1)
         self.job_starts = np.append(starts, ids.n_sentences).astype(np.int64)
         self.njobs = len(self.job_starts) - 1
-        self.total = n_tok * trainer.epoch
+        # jobs of each pass that start before the end of training
+        first_tok = self.offsets[self.job_starts[:-1]]
+        self.pass_jobs = [int((p * n_tok + first_tok < self.total).sum())
+                          for p in range(self.npasses)]
         self.start = (0, 0)
-        self.epoch_seconds = [0.0] * trainer.epoch
-        self.done_before = [0] * trainer.epoch
+        self.epoch_seconds = [0.0] * self.npasses
         if state is not None:
             self._restore(state)
         self.mode = kernels.MODE_SENTENCE if trainer.update == "sentence" else kernels.MODE_TARGET
@@ -533,8 +560,8 @@ class _Run:
         cond = threading.Condition()
         errors: list[BaseException] = []
         counts = {"issued": 0, "done": 0}
-        epoch_done = [0] * tr.epoch
-        epoch_t0 = [0.0] * tr.epoch
+        epoch_done = [0] * self.npasses
+        epoch_t0 = [0.0] * self.npasses
         e0, j0 = self.start
 
         def worker(tid: int) -> None:
@@ -554,7 +581,7 @@ class _Run:
                 with cond:
                     counts["done"] += 1
                     epoch_done[e] += 1
-                    if epoch_done[e] == self.njobs - (j0 if e == e0 else 0):
+                    if epoch_done[e] == self.pass_jobs[e] - (j0 if e == e0 else 0):
                         self.epoch_seconds[e] += time.perf_counter() - epoch_t0[e]
                     cond.notify_all()
 
@@ -570,9 +597,9 @@ class _Run:
         def producer() -> None:
             last_ckpt = time.monotonic()
             try:
-                for e in range(e0, tr.epoch):
+                for e in range(e0, self.npasses):
                     epoch_t0[e] = time.perf_counter()
-                    for j in range(j0 if e == e0 else 0, self.njobs):
+                    for j in range(j0 if e == e0 else 0, self.pass_jobs[e]):
                         if tr.checkpoint_every is not None and (
                                 time.monotonic() - last_ckpt) >= 60 * tr.checkpoint_every:
                             checkpoint(e, j)
@@ -638,7 +665,7 @@ class _Run:
         S = self.k
         tok = int(self.stats[:, :, S.STAT_TOKENS].sum())
         bar.update(tok - bar.n)
-        e = int(min(self.tr.epoch - 1, tok // max(self.ids.n_tokens, 1)))
+        e = int(min(self.npasses - 1, tok // max(self.ids.n_tokens, 1)))
         st = self.stats[:, e]
         lr = st[:, S.STAT_LR]
         lr_now = float(lr[lr > 0].min()) if (lr > 0).any() else self.tr.lr
@@ -652,7 +679,7 @@ class _Run:
     def _reports(self, e0: int) -> list[EpochReport]:
         S = self.k
         out = []
-        for e in range(e0, self.tr.epoch):
+        for e in range(e0, self.npasses):
             st = self.stats[:, e]
             lr = st[:, S.STAT_LR]
             out.append(EpochReport(
@@ -663,36 +690,53 @@ class _Run:
         return out
 
 
-def train_sent2vec(corpus: Any, **kwargs: Any) -> Any:
-    """Train a Sent2Vec model on a corpus; see :class:`Sent2VecTrainer` for every parameter.
+def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
+                   lr_update_rate: int = 100, min_count: int = 5, min_count_label: int = 5,
+                   neg: int = 10, word_ngrams: int = 2, dropout_k: int = 4, t: float = 1e-4,
+                   bucket: int = 2_000_000, max_vocab_size: int | None = None, thread: int = 2,
+                   seed: int = 1, loss: Loss = "ns", update: UpdateMode = "sentence",
+                   exclude_target: bool = False, l1: float = 0.0, sigmoid: Sigmoid = "table",
+                   epoch_tokens: EpochTokens = "all", job_tokens: int = 10_000,
+                   checkpoint_dir: str | os.PathLike[str] | None = None,
+                   checkpoint_every: float | None = None, keep_checkpoints: int = 1,
+                   resume_from: str | os.PathLike[str] | None = None,
+                   show_progress_bar: bool | None = None,
+                   tmp_dir: str | os.PathLike[str] | None = None) -> Sent2Vec:
+    """Train a Sent2Vec model on a corpus (paper: Pagliardini et al. 2018, arXiv:1703.02507).
 
-    ``train_sent2vec(corpus, dim=100, epoch=5, lr=0.2, lr_update_rate=100, min_count=5,
-    min_count_label=5, neg=10, word_ngrams=2, dropout_k=4, t=1e-4, bucket=2_000_000,
-    max_vocab_size=None, thread=2, seed=1, loss="ns", update="sentence", exclude_target=False,
-    l1=0.0, sigmoid="table", checkpoint_dir=None, checkpoint_every=None, keep_checkpoints=1,
-    resume_from=None, show_progress_bar=None, tmp_dir=None)``
+    Every hyper-parameter is documented in :class:`Sent2VecTrainer`, which this function
+    constructs and fits (use the class directly to get :attr:`Sent2VecTrainer.report_`). All are
+    validated before the corpus is read. Defaults are the paper's (lr 0.2, uni+bigrams, 10
+    negatives) and the reference recipe (dim 100, t 1e-4, min counts 5, dropout K 4); the
+    official binary's defaults differ (see :class:`Sent2VecTrainer`).
 
     Parameters
     ----------
     corpus : path-like or sequence of str
-        One tokenized sentence per line.
-    **kwargs
-        Keyword-only hyper-parameters of :class:`Sent2VecTrainer`; all are validated before
-        the corpus is read.
+        Text file with one tokenized sentence per line (streamed, never loaded whole;
+        ``.xz``/``.gz``/``.bz2`` decompressed on the fly), or the lines themselves.
 
     Returns
     -------
     Sent2Vec
-        The trained model (``encode``, ``save``, ``save_bin``).
+        The trained model: ``input_matrix`` of shape (nwords + bucket, dim) and
+        ``output_matrix`` of shape (nwords, dim), float32; ``encode``, ``save``, ``save_bin``.
 
     Raises
     ------
     FileNotFoundError
         Missing corpus file or checkpoint.
     ValueError
-        An invalid hyper-parameter (the message names it), an empty corpus, or a corpus with no
-        trainable target.
+        An invalid hyper-parameter (the message names it and its value), an empty corpus, or a
+        corpus without a trainable target (no sentence with two in-vocabulary tokens).
     TypeError
-        A corpus that is neither a path nor a sequence of str, or an unknown keyword.
+        A corpus that is neither a path nor a sequence of str.
     """
-    return Sent2VecTrainer(**kwargs).fit(corpus)
+    return Sent2VecTrainer(
+        dim=dim, epoch=epoch, lr=lr, lr_update_rate=lr_update_rate, min_count=min_count,
+        min_count_label=min_count_label, neg=neg, word_ngrams=word_ngrams, dropout_k=dropout_k,
+        t=t, bucket=bucket, max_vocab_size=max_vocab_size, thread=thread, seed=seed, loss=loss,
+        update=update, exclude_target=exclude_target, l1=l1, sigmoid=sigmoid,
+        epoch_tokens=epoch_tokens, job_tokens=job_tokens, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
+        keep_checkpoints=keep_checkpoints, resume_from=resume_from,
+        show_progress_bar=show_progress_bar, tmp_dir=tmp_dir).fit(corpus)
