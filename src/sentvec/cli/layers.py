@@ -40,14 +40,25 @@ def _str_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+_TASK_ALIASES = {"stsb": "STSBenchmark", "sts-b": "STSBenchmark", "sick": "SICKRelatedness",
+                 "sick-r": "SICKRelatedness", **{f"sts{y}": f"STS{y}" for y in range(12, 17)}}
+
+
+def _task_list(text: str) -> list[str]:
+    """Comma-separated task names; the short names of ``eval-sts`` (stsb, sick, sts12) work."""
+    return [_TASK_ALIASES.get(x.lower(), x) for x in _str_list(text)]
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tasks", type=_str_list, default=None,
-                   help="comma-separated STS tasks (default: all seven)")
-    p.add_argument("--data-dir", default=None, help="evaluation data root (default: packaged)")
+    p.add_argument("--tasks", type=_task_list, default=None,
+                   help="comma-separated STS tasks (STS12..STS16, STSB, SICK; default all seven)")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)")
     p.add_argument("--variant", choices=("senteval", "raw"), default=None,
                    help="STS text fed to the model (default: the encoder's preference, "
                         "'senteval' = tokenized and lower-cased as in the paper)")
     p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
                                                      "~/.cache/sentvec)")
@@ -65,22 +76,27 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-").lower() or "model"
 
 
+def _display_name(name: str) -> str:
+    """An alias as given; a path by its last component."""
+    return Path(name).name if ("/" in name or "\\" in name) else name
+
+
 def _load_tasks(args: argparse.Namespace, encoder: Any) -> list[Any]:
     from sentvec.encoders.base import text_variant_of
     from sentvec.evaluation.sts import load_sts
 
     variant = args.variant or text_variant_of(encoder)
-    return load_sts(args.tasks, data_dir=args.data_dir, variant=variant)
+    return load_sts(args.tasks, data_dir=args.data, variant=variant)
 
 
-def _load_transformer(name: str, **overrides: Any) -> Any:
+def _load_transformer(name: str, device: str | None = None, **overrides: Any) -> Any:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentvec.pipeline import load_encoder
 
-    enc = load_encoder(name, **overrides)
+    enc = load_encoder(name, device=device, **overrides)
     if not callable(getattr(enc, "encode_layers", None)):
         raise ValueError(f"model {name!r} ({type(enc).__name__}) has no hidden layers; "
                          "this command needs a transformer encoder")
@@ -98,10 +114,10 @@ def run_layers(args: argparse.Namespace) -> int:
     from sentvec.evaluation.layers import analyze_layers, plot_pair_heatmap, plot_size_curve
 
     t0 = time.perf_counter()
-    encoder = _load_transformer(args.model, max_length=args.max_length)
-    tasks = _load_tasks(args, encoder)
     if args.max_combination is not None and args.max_combination < 0:
         raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
+    encoder = _load_transformer(args.model, args.device, max_length=args.max_length)
+    tasks = _load_tasks(args, encoder)
     analysis = analyze_layers(
         encoder, tasks, pooling=args.pooling, max_layers=args.max_combination or None,
         include_embedding_layer=not args.no_embedding_layer,
@@ -144,8 +160,8 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     from sentvec.evaluation.sts import unique_sentences
 
     t0 = time.perf_counter()
-    encoder = _load_transformer(args.model, layers=tuple(args.layers), pooling=args.pooling,
-                                max_length=args.max_length)
+    encoder = _load_transformer(args.model, args.device, layers=tuple(args.layers),
+                                pooling=args.pooling, max_length=args.max_length)
     tasks = _load_tasks(args, encoder)
     variant = tasks[0].variant
     sentences = unique_sentences(tasks)
@@ -201,7 +217,7 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tupl
     from sentvec.evaluation.layers import pooled_layer_vectors, table1_rows
     from sentvec.evaluation.sts import unique_sentences
 
-    encoder = _load_transformer(name)
+    encoder = _load_transformer(name, args.device)
     tasks = _load_tasks(args, encoder)
     sentences = unique_sentences(tasks)
     vecs, hit, secs = pooled_layer_vectors(encoder, sentences, pooling=("cls", "mean"),
@@ -209,8 +225,8 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tupl
                                            batch_size=args.batch_size,
                                            show_progress_bar=_progress(args))
     t0 = time.perf_counter()
-    rows = table1_rows(name, vecs, tasks, sentences)
-    info = {"model": name, "description": encoder.config_dict(), "n_sentences": len(sentences),
+    rows = table1_rows(_display_name(name), vecs, tasks, sentences)
+    info = {"model": _display_name(name), "description": encoder.config_dict(), "n_sentences": len(sentences),
             "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": hit,
             "scoring_s": time.perf_counter() - t0}
     return rows, info

@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,15 @@ COMBINATION_NOTE = (
     "equals pooling the mean of the layers' token vectors (the authors' LayerNPooling); for max "
     "pooling it does not (sentvec's encode(layers=...) computes the same mean of pooled vectors)"
 )
+
+
+def _json_float(v: float) -> float | None:
+    """NaN (an undefined correlation) -> None: standard JSON has no NaN (as STSResult does)."""
+    return float(v) if math.isfinite(v) else None
+
+
+def _from_json_float(v: Any) -> float:
+    return math.nan if v is None else float(v)
 
 
 def layer_label(layers: Sequence[int]) -> str:
@@ -86,6 +96,18 @@ def normalize_combination(layers: Sequence[int] | int, n_hidden_states: int) -> 
     if len(set(out)) != len(out):
         raise ValueError(f"layers={items!r} names a hidden state more than once")
     return tuple(sorted(out))
+
+
+def _rank_key(score: "CombinationScore") -> tuple[float, tuple[int, ...]]:
+    """Sort key: best average first (NaN, an undefined score, last), then smallest layers."""
+    return (-score.average if math.isfinite(score.average) else math.inf, score.layers)
+
+
+def _single_threaded_blas() -> Any:
+    """Context limiting BLAS to one thread (see ``CombinationScorer`` for the measurement)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _check_per_layer(per_layer: Any) -> np.ndarray:
@@ -149,13 +171,15 @@ class CombinationScore:
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
         return {"layers": list(self.layers), "label": self.label, "whitening": self.whitening,
-                "average": self.average, "task_scores": dict(self.task_scores)}
+                "average": _json_float(self.average),
+                "task_scores": {k: _json_float(v) for k, v in self.task_scores}}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "CombinationScore":
         """Inverse of :meth:`to_dict`."""
-        return cls(tuple(int(i) for i in d["layers"]), str(d["whitening"]), float(d["average"]),
-                   tuple((str(k), float(v)) for k, v in dict(d["task_scores"]).items()))
+        return cls(tuple(int(i) for i in d["layers"]), str(d["whitening"]),
+                   _from_json_float(d["average"]),
+                   tuple((str(k), _from_json_float(v)) for k, v in dict(d["task_scores"]).items()))
 
 
 class CombinationScorer:
@@ -173,10 +197,17 @@ class CombinationScorer:
         Passed to ``score_sts`` (``"mean"``: the paper's unweighted mean over subsets).
     n_components : int, optional
         Whitening dimension k (``None``: keep all d).
+    n_jobs : int, optional
+        Combinations scored concurrently by :meth:`score_many` (threads, each with
+        single-threaded BLAS via threadpoolctl). Default: the number of usable CPUs. Scoring
+        is mostly small BLAS/LAPACK calls (d x d scatter and Cholesky per task and
+        combination); one multi-threaded BLAS call at a time was 5-8x slower on a shared
+        2-core machine (threads waiting for each other), so parallelism is across combinations.
     """
 
     def __init__(self, per_layer: np.ndarray, tasks: Sequence[Any], sentences: Sequence[str], *,
-                 aggregation: str = "mean", n_components: int | None = None) -> None:
+                 aggregation: str = "mean", n_components: int | None = None,
+                 n_jobs: int | None = None) -> None:
         self.per_layer = _check_per_layer(per_layer)
         if self.per_layer.shape[0] != len(sentences):
             raise ValueError(f"per_layer has {self.per_layer.shape[0]} rows but "
@@ -189,6 +220,10 @@ class CombinationScorer:
         self._memo: dict[tuple[tuple[int, ...], str], CombinationScore] = {}
         self.n_scored = 0
         self.seconds = 0.0
+        if n_jobs is None:
+            n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+                os.cpu_count() or 1)
+        self.n_jobs = check_positive_int("n_jobs", n_jobs)
 
     def result(self, layers: Sequence[int] | int, whitening: str = "none") -> Any:
         """Return the full ``STSResult`` of one combination (not memoised)."""
@@ -197,23 +232,45 @@ class CombinationScorer:
         check_choice("whitening", whitening, LAYER_WHITENING_MODES)
         emb = combine_layers(self.per_layer, layers)
         return score_sts(self.tasks, self.sentences, emb, whitening=whitening,
-                         n_components=self.n_components, aggregation=self.aggregation)
+                         n_components=self.n_components if whitening == "year" else None,
+                         aggregation=self.aggregation)
+
+    def _compute(self, idx: tuple[int, ...], whitening: str) -> CombinationScore:
+        res = self.result(idx, whitening)
+        return CombinationScore(idx, whitening, float(res.average),
+                                tuple((str(k), float(v)) for k, v in res.task_scores.items()))
 
     def score(self, layers: Sequence[int] | int, whitening: str = "none") -> CombinationScore:
         """Return the (memoised) :class:`CombinationScore` of one combination."""
-        idx = normalize_combination(layers, self.n_hidden_states)
-        key = (idx, whitening)
-        hit = self._memo.get(key)
-        if hit is not None:
-            return hit
-        t0 = time.perf_counter()
-        res = self.result(idx, whitening)
-        self.seconds += time.perf_counter() - t0
-        self.n_scored += 1
-        out = CombinationScore(idx, whitening, float(res.average),
-                               tuple((str(k), float(v)) for k, v in dict(res.task_scores).items()))
-        self._memo[key] = out
-        return out
+        return self.score_many([layers], whitening)[0]
+
+    def score_many(self, combinations: Sequence[Sequence[int] | int],
+                   whitening: str = "none") -> list[CombinationScore]:
+        """Score several combinations (memoised; new ones concurrently, see ``n_jobs``).
+
+        Returns
+        -------
+        list of CombinationScore
+            In the order of ``combinations``.
+        """
+        check_choice("whitening", whitening, LAYER_WHITENING_MODES)
+        keys = [(normalize_combination(c, self.n_hidden_states), whitening)
+                for c in combinations]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._memo))
+        if todo:
+            t0 = time.perf_counter()
+            with _single_threaded_blas():
+                if self.n_jobs == 1 or len(todo) == 1:
+                    done = [self._compute(*k) for k in todo]
+                else:
+                    from concurrent.futures import ThreadPoolExecutor
+
+                    with ThreadPoolExecutor(min(self.n_jobs, len(todo))) as pool:
+                        done = list(pool.map(lambda k: self._compute(*k), todo))
+            self.seconds += time.perf_counter() - t0
+            self.n_scored += len(todo)
+            self._memo.update(zip(todo, done))
+        return [self._memo[k] for k in keys]
 
 
 def evaluate_pairs(scorer: CombinationScorer, *,
@@ -227,12 +284,10 @@ def evaluate_pairs(scorer: CombinationScorer, *,
         whitening mode, then ``i``, then ``j``.
     """
     K = scorer.n_hidden_states
-    out = []
+    combos = [(i,) if i == j else (i, j) for i in range(K) for j in range(i, K)]
+    out: list[CombinationScore] = []
     for w in whitening:
-        check_choice("whitening", w, LAYER_WHITENING_MODES)
-        for i in range(K):
-            for j in range(i, K):
-                out.append(scorer.score((i,) if i == j else (i, j), w))
+        out += scorer.score_many(combos, w)
     return tuple(out)
 
 
@@ -321,8 +376,7 @@ def search_combinations(scorer: CombinationScorer, *,
                 combos = sorted({tuple(sorted(seed + (c,))) for seed in ranked[:beam_width]
                                  for c in candidates if c not in seed})
                 method = "beam"
-            scores = sorted((scorer.score(c, w) for c in combos),
-                            key=lambda s: (-s.average, s.layers))
+            scores = sorted(scorer.score_many(combos, w), key=_rank_key)
             ranked = [s.layers for s in scores]
             out.append(SizeBest(m, w, scores[0], len(scores), total, method))
     return tuple(out)
@@ -426,7 +480,7 @@ class LayerAnalysis:
         if not cands:
             raise ValueError(f"no pair scores for whitening={whitening!r}; "
                              f"available: {list(self.whitening_modes)}")
-        return min(cands, key=lambda s: (-s.average, s.layers))
+        return min(cands, key=_rank_key)
 
     def curve(self, whitening: str = "none") -> tuple[SizeBest, ...]:
         """Figure 2 points for ``whitening``, sizes ascending."""
@@ -540,8 +594,10 @@ def plot_pair_heatmap(analysis: LayerAnalysis, path: Any) -> None:
             for j in range(K):
                 if np.isfinite(M[i, j]):
                     bold = (min(i, j), max(i, j)) == (best.layers[0], best.layers[-1])
+                    shade = float(im.norm(M[i, j]))
                     ax.text(j, i, f"{M[i, j]:.1f}", ha="center", va="center",
                             fontsize=7 if K <= 8 else 5,
+                            color="white" if shade < 0.2 or shade > 0.8 else "black",
                             fontweight="bold" if bold else "normal")
         ticks = [f"L{i}" for i in range(K)]
         ax.set_xticks(range(K), ticks, fontsize=7)
@@ -561,7 +617,7 @@ def plot_size_curve(analysis: LayerAnalysis, path: Any) -> None:
 
     fig = _figure(6.4, 4.0)
     ax = fig.add_subplot(1, 1, 1)
-    for w, marker in zip(analysis.whitening_modes, "os"):
+    for n, (w, marker) in enumerate(zip(analysis.whitening_modes, "os")):
         pts = analysis.curve(w)
         if not pts:
             continue
@@ -571,7 +627,7 @@ def plot_size_curve(analysis: LayerAnalysis, path: Any) -> None:
         for p in pts:
             ax.annotate(p.best.label + ("*" if p.method == "beam" else ""),
                         (p.n_layers, p.best.average), textcoords="offset points",
-                        xytext=(0, 6), ha="center", fontsize=6)
+                        xytext=(0, 6 if n == 0 else -11), ha="center", fontsize=6)
     ax.set_xlabel("number of combined hidden states")
     ax.set_ylabel("best STS avg (Spearman x 100)")
     ax.set_title(f"{analysis.model}: best combination per size"
@@ -775,8 +831,8 @@ class SweepPoint:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"fit": self.fit, "k": self.k, "average": self.average,
-                "task_scores": dict(self.task_scores)}
+        return {"fit": self.fit, "k": self.k, "average": _json_float(self.average),
+                "task_scores": {k: _json_float(v) for k, v in self.task_scores}}
 
 
 @dataclass(frozen=True)
@@ -894,16 +950,19 @@ def whitening_sweep(sts_vectors: np.ndarray, tasks: Sequence[Any], sentences: Se
         return SweepPoint(fit, k, float(res.average),
                           tuple((str(a), float(b)) for a, b in res.task_scores.items()))
 
-    out = [point("none", d, score_sts(tasks, sentences, sts_vectors, aggregation=aggregation))]
-    for k in dims:
-        out.append(point("year", k, score_sts(tasks, sentences, sts_vectors, whitening="year",
-                                               n_components=None if k == d else k,
-                                               aggregation=aggregation)))
-    if corpus_vectors is not None:
+    with _single_threaded_blas():
+        out = [point("none", d, score_sts(tasks, sentences, sts_vectors,
+                                          aggregation=aggregation))]
         for k in dims:
-            w = Whitening(None if k == d else k).fit(corpus_vectors)
-            out.append(point("corpus", k, score_sts(tasks, sentences, sts_vectors, whitening=w,
-                                                     aggregation=aggregation)))
+            out.append(point("year", k, score_sts(tasks, sentences, sts_vectors,
+                                                   whitening="year",
+                                                   n_components=None if k == d else k,
+                                                   aggregation=aggregation)))
+        if corpus_vectors is not None:
+            for k in dims:
+                w = Whitening(None if k == d else k).fit(corpus_vectors)
+                out.append(point("corpus", k, score_sts(tasks, sentences, sts_vectors,
+                                                         whitening=w, aggregation=aggregation)))
     return tuple(out)
 
 
@@ -985,13 +1044,14 @@ def table1_rows(model: str, per_layer: Mapping[str, np.ndarray], tasks: Sequence
     from sentvec.evaluation.sts import score_sts
 
     rows = []
-    for token, pooling, layers in TABLE1_CONFIGS:
-        if pooling not in per_layer:
-            continue
-        P = per_layer[pooling]
-        idx = normalize_combination(layers, P.shape[1])
-        emb = combine_layers(P, idx)
-        for w in (False, True):
-            res = score_sts(tasks, sentences, emb, whitening="year" if w else "none")
-            rows.append(Table1Row(model, token, layer_label(idx), w, res))
+    with _single_threaded_blas():
+        for token, pooling, layers in TABLE1_CONFIGS:
+            if pooling not in per_layer:
+                continue
+            P = per_layer[pooling]
+            idx = normalize_combination(layers, P.shape[1])
+            emb = combine_layers(P, idx)
+            for w in (False, True):
+                res = score_sts(tasks, sentences, emb, whitening="year" if w else "none")
+                rows.append(Table1Row(model, token, layer_label(idx), w, res))
     return tuple(rows)

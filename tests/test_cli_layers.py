@@ -1,0 +1,194 @@
+"""CLI tests for ``sentvec layers``, ``sentvec whiten-sweep`` and ``sentvec report``.
+
+A 2-layer MiniLM (tests/conftest.py) on a small slice of STS13 + STS-B keeps them fast; every
+number checked here is recomputed through another code path (``evaluate_sts`` on an encoder
+configured with the layers in question, or the ``eval-sts`` command).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sentvec.cli import main
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # singular small fit sets
+
+TASKS = "STS13,STSBenchmark"
+S2V_BIN = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-unigram.bin"
+
+
+def _small_sts_dir(root: Path) -> Path:
+    from sentvec._data import data_dir
+
+    src = data_dir() / "downstream" / "STS"
+    sts13 = root / "downstream" / "STS" / "STS13-en-test"
+    sts13.mkdir(parents=True)
+    for sub in ("FNWN", "headlines", "OnWN"):
+        for kind in ("input", "gs"):
+            name = f"STS.{kind}.{sub}.txt"
+            lines = (src / "STS13-en-test" / name).read_text(encoding="utf-8").splitlines(True)
+            (sts13 / name).write_text("".join(lines[:60]), encoding="utf-8")
+    stsb = root / "downstream" / "STS" / "STSBenchmark"
+    stsb.mkdir(parents=True)
+    lines = (src / "STSBenchmark" / "sts-test.csv").read_text(encoding="utf-8").splitlines(True)
+    (stsb / "sts-test.csv").write_text("".join(lines[:180]), encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def data_env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli-layers")
+    data = _small_sts_dir(root / "data")
+    common = ["--data", str(data), "--tasks", TASKS, "--cache-dir", str(root / "cache"),
+              "--quiet"]
+    return {"root": root, "data": data, "common": common}
+
+
+@pytest.fixture(scope="module")
+def env(data_env, tiny_minilm_dir):
+    return {**data_env, "model": str(tiny_minilm_dir)}
+
+
+@pytest.fixture(scope="module")
+def layers_run(env):
+    out = env["root"] / "layers-out"
+    # k = 32: the slice has fewer fit rows per task (360 for STS13) than dimensions (384), and
+    # whitening N <= d points makes all their cosines equal (undefined Spearman)
+    rc = main(["layers", "--model", env["model"], "--out", str(out), "--k", "32",
+               *env["common"]])
+    assert rc == 0
+    return out
+
+
+def _tasks(env):
+    from sentvec.evaluation.sts import load_sts
+
+    return load_sts(TASKS.split(","), data_dir=env["data"])
+
+
+@pytest.mark.slow
+def test_layers_best_pair_scores_exactly_what_eval_sts_gives(env, layers_run, tmp_path):
+    from sentvec.evaluation.layers import LayerAnalysis
+
+    stem = "model-mean"
+    files = sorted(p.name for p in layers_run.iterdir())
+    assert files == [f"{stem}-fig1-pairs.png", f"{stem}-fig2-sizes.png", f"{stem}-layers.json",
+                     f"{stem}-layers.md"]
+    data = json.loads((layers_run / f"{stem}-layers.json").read_text())
+    assert data["timings"]["total_s"] > 0
+    a = LayerAnalysis.from_dict(data)
+    assert a.n_hidden_states == 3 and a.tasks == ("STS13", "STSBenchmark")
+    assert [s.n_layers for s in a.curve("year")] == [1, 2, 3]
+    # (without whitening the same holds bit for bit: tests/test_layers.py)
+    best = a.best_pair("year")
+    out = tmp_path / "eval.json"
+    rc = main(["eval-sts", "--model", env["model"], "--pooling", "mean",
+               "--layers", ",".join(map(str, best.layers)), "--whiten", "year",
+               "--n-components", "32", "--json", str(out), "--tasks", TASKS,
+               "--data", str(env["data"])])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    assert res["average"] == best.average  # exactly the same number
+    assert tuple(res["task_scores"].items()) == best.task_scores
+    assert best.label in (layers_run / f"{stem}-layers.md").read_text()
+
+
+@pytest.mark.slow
+def test_layers_second_run_hits_cache_and_no_cache_writes_nothing(env, layers_run, capsys,
+                                                                  tmp_path):
+    capsys.readouterr()
+    rc = main(["layers", "--model", env["model"], "--out", str(tmp_path / "o2"),
+               "--max-combination", "0", "--k", "32", *env["common"]])
+    assert rc == 0
+    assert "cache hit" in capsys.readouterr().out
+    again = json.loads((tmp_path / "o2" / "model-mean-layers.json").read_text())
+    first = json.loads((layers_run / "model-mean-layers.json").read_text())
+    assert again["pairs"] == first["pairs"] and again["by_size"] == []
+    assert again["timings"]["cache_hit"] and not first["timings"]["cache_hit"]
+    assert not (tmp_path / "o2" / "model-mean-fig2-sizes.png").exists()
+    common = [a if a != env["common"][5] else str(tmp_path / "nocache") for a in env["common"]]
+    rc = main(["layers", "--model", env["model"], "--out", str(tmp_path / "o3"),
+               "--max-combination", "0", "--no-cache", *common])
+    assert rc == 0 and not (tmp_path / "nocache").exists()
+
+
+@pytest.mark.slow
+def test_whiten_sweep_matches_direct_scoring(env, tiny_minilm, tmp_path):
+    from sentvec.evaluation.sts import unique_sentences
+
+    tasks = _tasks(env)
+    sts_sents = unique_sentences(tasks)
+    corpus_lines = (Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt"
+                    ).read_text(encoding="utf-8").splitlines()[:250]
+    planted = sts_sents[:3]  # test sentences must never be fitted on
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(planted + corpus_lines) + "\n", encoding="utf-8")
+    out = tmp_path / "sweep"
+    rc = main(["whiten-sweep", "--model", env["model"], "--k", "16,64,1000", "--corpus",
+               str(corpus), "--corpus-size", "200", "--corpus-preprocessing", "none",
+               "--out", str(out), *env["common"]])
+    assert rc == 0
+    data = json.loads((out / "model-mean-whiten-sweep.json").read_text())
+    assert data["layers"] == [1, 2] and data["dim"] == 384
+    assert data["corpus"]["n_read"] == 200 and data["corpus"]["n_excluded"] == 3
+    assert data["corpus"]["n_used"] == 197
+    pts = {(p["fit"], p["k"]): p["average"] for p in data["points"]}
+    assert set(pts) == {("none", 384)} | {(f, k) for f in ("year", "corpus")
+                                          for k in (16, 64, 384)}  # 1000 > d skipped
+    # oracle: the encoder's own encode() (not encode_layers), scored directly
+    from sentvec.evaluation.sts import score_sts
+    from sentvec.whitening import Whitening
+
+    emb = tiny_minilm.encode(sts_sents)
+    assert score_sts(tasks, sts_sents, emb).average == pytest.approx(pts["none", 384], abs=1e-9)
+    assert score_sts(tasks, sts_sents, emb, whitening="year", n_components=16).average == \
+        pytest.approx(pts["year", 16], abs=1e-9)
+    fitted = Whitening(64).fit(tiny_minilm.encode(corpus_lines[:197]))
+    assert score_sts(tasks, sts_sents, emb, whitening=fitted).average == \
+        pytest.approx(pts["corpus", 64], abs=1e-9)
+    assert (out / "model-mean-whiten-sweep.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_report_rows_skips_and_sent2vec(env, layers_run, tmp_path):
+    from sentvec.evaluation.layers import LayerAnalysis
+
+    out = tmp_path / "REPORT.md"
+    rc = main(["report", "--models", f"{env['model']},mpnet", "--sent2vec", str(S2V_BIN),
+               "--out", str(out), *env["common"]])
+    assert rc == 0
+    text = out.read_text()
+    assert "## Skipped" in text and "**mpnet**" in text and "--no-deps" in text
+    for agg in ("`mean`", "`wmean`", "`all`"):
+        assert f"## Aggregation {agg}" in text
+    rows = [line for line in text.splitlines() if line.startswith("| model |")]
+    assert len(rows) == 3 * 8 + 8  # 8 rows per aggregation table + side-by-side table
+    assert sum(line.startswith("| Sent2Vec (tiny-unigram.bin)") for line in text.splitlines()) \
+        == 4 * 2
+    # the AVG L1+L2 (no whitening) row agrees with the layer analysis of the same model
+    a = LayerAnalysis.from_dict(json.loads((layers_run / "model-mean-layers.json").read_text()))
+    pair = {(p.layers, p.whitening): p.average for p in a.pairs}
+    mean_table = text.split("## Aggregation `mean`")[1].split("## Aggregation")[0]
+    line = next(x for x in mean_table.splitlines() if x.startswith("| model | AVG | L1+L2 | F |"))
+    assert line.rstrip(" |").split("| ")[-1].strip() == f"{pair[(1, 2), 'none']:.2f}"
+    for token, layer in (("CLS", "L2"), ("AVG", "L2"), ("AVG", "L1"), ("AVG", "L1+L2")):
+        for flag in "FT":
+            assert f"| model | {token} | {layer} | {flag} |" in mean_table
+
+
+def test_errors_are_reported_not_raised(data_env, capsys, tmp_path):
+    env = data_env
+    assert main(["layers", "--model", str(S2V_BIN), *env["common"]]) == 2
+    assert "no hidden layers" in capsys.readouterr().err
+    assert main(["layers", "--model", "minilm", "--max-combination", "-1",
+                 *env["common"]]) == 2
+    assert "max_combination=-1" in capsys.readouterr().err
+    assert main(["report", "--models", "mpnet", "--out", str(tmp_path / "x.md"),
+                 *env["common"]]) == 2
+    assert "no encoder could be evaluated" in capsys.readouterr().err
+    assert not (tmp_path / "x.md").exists()
+    assert main(["whiten-sweep", "--model", str(S2V_BIN), *env["common"]]) == 2
+    assert "Sent2Vec" in capsys.readouterr().err
