@@ -55,7 +55,7 @@ PROBE_SENTENCES: tuple[str, ...] = (
 )
 _FORMAT = "sentvec-encoded-file"
 _VERSION = 1
-_SCAN_BLOCK = 16 * 2**20
+_SCAN_BLOCK = 4 * 2**20  # bytes per read while counting lines (bounds the scan's memory)
 
 
 @dataclass(frozen=True)

@@ -4,18 +4,27 @@ Both backends compute the same exact inner-product scores (cosine after L2 norma
 ``metric="cosine"``); faiss's flat index is only a faster BLAS/heap implementation of the same
 brute force (faiss ``IndexFlatIP``: ``D, I = index.search(x, k)``).
 
-Conventions (both backends)
----------------------------
+Ranking (both backends, identical by construction)
+-------------------------------------------------
+The returned top-k is the exact top-k under float64 scoring of the stored float32 vectors,
+ties broken by ascending id. The float32 scan (numpy matrix product, or faiss
+``IndexFlatIP.search``) only proposes ``k + margin`` candidates per query, which are re-scored in
+float64 (products of float32 values are exact in float64) and sorted by (score descending, id
+ascending). A float32 score differs from the float64 one by at most
+``delta = (d + 2) * 2**-24 * ||q|| * max_j ||x_j||``; if the last candidate's float32 score is
+within ``2 * delta`` of the k-th float64 score, a vector outside the candidates could still belong
+to the top-k, so the candidate set is enlarged for that query until this cannot happen (or it
+holds every vector). Hence both backends return the same ids, including on near-ties and exact
+ties, and the result does not depend on how vectors were split between ``add`` calls.
+
+Other conventions
+-----------------
 * Ids are assigned consecutively from 0 in the order vectors are added (int64).
-* ``search`` returns ``scores`` float32 (n, k) sorted best first and ``ids`` int64 (n, k). When the
-  index holds fewer than ``k`` vectors the missing slots have id ``-1`` and score ``-inf``.
-* Ties: the exact backend ranks equal scores by ascending id, and when equal scores straddle the
-  k-th place it keeps the smallest ids, so its output is a deterministic function of the inputs.
-  faiss keeps whichever tied ids its heap retains; sentvec then orders the returned hits by
-  (score descending, id ascending), so the two backends agree except for exact ties at the k-th
-  place (and float rounding differences of BLAS kernels at the last bit).
-* ``metric="cosine"`` L2-normalises stored and query vectors; an all-zero vector stays zero (its
-  cosine with everything is 0) and is counted in a ``UserWarning``.
+* ``search`` returns ``scores`` float32 (n, k) (the float64 scores rounded), best first, and
+  ``ids`` int64 (n, k). When the index holds fewer than ``k`` vectors the missing slots have id
+  ``-1`` and score ``-inf``.
+* ``metric="cosine"`` L2-normalises stored and query vectors (float32); an all-zero vector stays
+  zero (its cosine with everything is 0) and is counted in a ``UserWarning``.
 """
 
 from __future__ import annotations
@@ -45,6 +54,9 @@ _VECTORS = "embeddings.npy"
 _FAISS = "index.faiss"
 #: Query block size of the exact backend: bounds the (block, ntotal) score matrix.
 _SCORE_BLOCK_BYTES = 128 * 2**20
+#: Extra candidates per query re-scored in float64 (enlarged when a near-tie requires it).
+_MIN_MARGIN = 16
+_U32 = 2.0**-24  # float32 unit roundoff
 
 
 def _normalise(x: np.ndarray, what: str) -> np.ndarray:
@@ -57,19 +69,25 @@ def _normalise(x: np.ndarray, what: str) -> np.ndarray:
     return (x / norms).astype(np.float32)
 
 
-def _topk_exact(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k of each row of ``scores`` (m, n), ties by ascending column; k <= n."""
+def _top_c(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unordered ids and values of the ``c`` largest entries of each row (c <= n)."""
     m, n = scores.shape
-    if k == n:  # full sort: by score descending, then id ascending
-        ids = np.lexsort((np.broadcast_to(np.arange(n), (m, n)), -scores), axis=1)
-        return np.take_along_axis(scores, ids, axis=1), ids.astype(np.int64)
-    kth = -np.partition(-scores, k - 1, axis=1)[:, k - 1]  # k-th largest score of each row
-    rows, cols = np.nonzero(scores >= kth[:, None])  # >= k hits per row, row-major order
-    order = np.lexsort((cols, -scores[rows, cols], rows))  # row, then score desc, then id asc
-    rows, cols = rows[order], cols[order]
-    starts = np.searchsorted(rows, np.arange(m))
-    ids = cols[(starts[:, None] + np.arange(k)).ravel()].reshape(m, k)
-    return np.take_along_axis(scores, ids, axis=1), ids.astype(np.int64)
+    if c >= n:
+        return np.broadcast_to(np.arange(n), (m, n)).copy(), scores
+    # row by row: much faster than one argpartition along axis 1 of a wide matrix
+    ids = np.stack([np.argpartition(row, n - c)[n - c:] for row in scores])
+    return ids, np.take_along_axis(scores, ids, axis=1)
+
+
+def _rerank(X: np.ndarray, q: np.ndarray, cand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 scores of candidate ids; top-k by (score desc, id asc). Returns (scores64, ids)."""
+    q64 = q.astype(np.float64)
+    s = np.empty(cand.shape, dtype=np.float64)
+    for a in range(0, len(q), 256):  # bounds the (block, c, d) float64 gather
+        Xc = X[cand[a:a + 256]].astype(np.float64)
+        s[a:a + 256] = (Xc * q64[a:a + 256, None, :]).sum(axis=-1)  # exact products, pairwise sum
+    order = np.lexsort((cand, -s), axis=1)[:, :k]
+    return np.take_along_axis(s, order, 1), np.take_along_axis(cand, order, 1)
 
 
 class SemanticSearch:
@@ -104,6 +122,7 @@ class SemanticSearch:
         self._matrix: np.ndarray | None = None
         self._faiss: Any = None
         self._ntotal = 0
+        self._max_norm = 0.0  # largest stored L2 norm (bounds the float32 scoring error)
         if self.backend == "faiss":
             self._faiss_module()  # fail early with a clear message if faiss is missing
 
@@ -122,7 +141,24 @@ class SemanticSearch:
             arr = _normalise(arr, what)
         return np.ascontiguousarray(arr)
 
+    def _candidates(self, q: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """Ids (n, c) of the ``c`` best float32 scores of each query, and those scores."""
+        if self.backend == "faiss":
+            s32, ids = self._faiss.search(q, c)
+            return ids.astype(np.int64), s32
+        X = self._vectors()
+        block = max(1, _SCORE_BLOCK_BYTES // (4 * max(1, self._ntotal)))
+        parts = [_top_c(q[a:a + block] @ X.T, c) for a in range(0, len(q), block)]
+        return (np.concatenate([p[0] for p in parts]).astype(np.int64),
+                np.concatenate([p[1] for p in parts]))
+
     def _vectors(self) -> np.ndarray:
+        if self.backend == "faiss":  # a view of faiss's own storage, no copy
+            if self._faiss is None or self._ntotal == 0:
+                return np.zeros((0, self.dim or 0), np.float32)
+            faiss = self._faiss_module()
+            flat = faiss.rev_swig_ptr(self._faiss.get_xb(), self._ntotal * self.dim)
+            return np.asarray(flat).reshape(self._ntotal, self.dim)
         if self._matrix is None:
             d = self.dim or 0
             self._matrix = (np.concatenate(self._chunks) if self._chunks
@@ -163,6 +199,8 @@ class SemanticSearch:
             self.dim = check_positive_int("dim", arr0.shape[1])
         x = self._prepare(embeddings, "embeddings")
         ids = np.arange(self._ntotal, self._ntotal + len(x), dtype=np.int64)
+        if len(x):
+            self._max_norm = max(self._max_norm, float(np.linalg.norm(x, axis=1).max()))
         if self.backend == "faiss":
             if self._faiss is None:
                 self._faiss = self._faiss_module().IndexFlatIP(self.dim)
@@ -204,16 +242,21 @@ class SemanticSearch:
         kk = min(k, self._ntotal)
         if kk == 0 or n == 0:
             return scores, ids
-        if self.backend == "faiss":
-            s, i = self._faiss.search(q, kk)
-            order = np.lexsort((i, -s), axis=1)  # (score desc, id asc) within the returned hits
-            s, i = np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
-        else:
-            X = self._vectors()
-            block = max(1, _SCORE_BLOCK_BYTES // (4 * max(1, self._ntotal)))
-            parts = [_topk_exact(q[a:a + block] @ X.T, kk) for a in range(0, n, block)]
-            s = np.concatenate([p[0] for p in parts])
-            i = np.concatenate([p[1] for p in parts])
+        X = self._vectors()
+        delta = 2 * (self.dim + 2) * _U32 * np.linalg.norm(q, axis=1) * self._max_norm
+        s64 = np.empty((n, kk))
+        top = np.empty((n, kk), dtype=np.int64)
+        rows = np.arange(n)
+        c = min(self._ntotal, kk + max(kk, _MIN_MARGIN))
+        while len(rows):
+            cand, s32 = self._candidates(q[rows], c)
+            s64[rows], top[rows] = _rerank(X, q[rows], cand, kk)
+            # a vector outside the candidates scores (float32) at most min(s32); it could still
+            # reach the k-th float64 score only if that minimum is within 2 * delta of it
+            unsafe = (c < self._ntotal) & (s32.min(axis=1) + delta[rows] >= s64[rows, -1])
+            rows = rows[unsafe]
+            c = min(self._ntotal, 4 * c)
+        s, i = s64.astype(np.float32), top
         scores[:, :kk], ids[:, :kk] = s, i
         return scores, ids
 
@@ -242,7 +285,8 @@ class SemanticSearch:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the index to directory ``path`` (replaced atomically; no pickle).
 
-        Layout: ``search_index.json`` (format, version, metric, backend, dim, ntotal) plus
+        Layout: ``search_index.json`` (format, version, metric, backend, dim, ntotal, largest
+        stored norm) plus
         ``embeddings.npy`` (exact; float32 stored vectors) or ``index.faiss``
         (``faiss.write_index``). The directory is built under a temporary name and renamed into
         place, so readers see the old or the new index, never a mix.
@@ -251,7 +295,8 @@ class SemanticSearch:
             raise ValueError("cannot save an index without dim; add vectors first or pass dim")
         path = Path(path)
         config = {"format": _FORMAT, "version": _VERSION, "metric": self.metric,
-                  "backend": self.backend, "dim": self.dim, "ntotal": self._ntotal}
+                  "backend": self.backend, "dim": self.dim, "ntotal": self._ntotal,
+                  "max_norm": self._max_norm}
 
         def write(tmp: Path) -> None:
             if self.backend == "faiss":
@@ -309,6 +354,9 @@ class SemanticSearch:
             raise ValueError(f"{str(path)!r}: index holds ({n}, {d}) vectors but its config says "
                              f"({cfg['ntotal']}, {cfg['dim']})")
         obj._ntotal = n
+        if not isinstance(cfg.get("max_norm"), (int, float)) or not cfg["max_norm"] >= 0:
+            raise ValueError(f"{str(cfg_path)!r}: missing or invalid max_norm")
+        obj._max_norm = float(cfg["max_norm"])
         return obj
 
 

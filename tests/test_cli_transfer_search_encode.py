@@ -1,0 +1,145 @@
+"""CLI sub-commands eval-transfer, search and encode, run through ``sentvec.cli.main`` with the
+official tiny Sent2Vec reference model and checked against the public API / numpy oracles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentvec.cli import main
+
+REF = Path(__file__).parent / "data" / "sent2vec-reference"
+BIGRAM = str(REF / "tiny-bigram.bin")
+UNIGRAM = str(REF / "tiny-unigram.bin")
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*(in-vocabulary|all-zero):UserWarning")
+
+
+@pytest.fixture(scope="module")
+def model():
+    from sentvec.pipeline import load_encoder
+
+    return load_encoder(BIGRAM)
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    lines = (REF / "train-sample.txt").read_text(encoding="utf-8").split("\n")[:400]
+    p = tmp_path / "corpus.txt"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p, lines
+
+
+def _small_data(root: Path) -> Path:
+    """TREC (300 train / 100 test) and MRPC (200 / 100 pairs) cut from the shipped files."""
+    from sentvec._data import data_dir
+
+    src = data_dir() / "downstream"
+    for task, files in {"TREC": {"train_5500.label": 300, "TREC_10.label": 100},
+                        "MRPC": {"msr_paraphrase_train.txt": 201, "msr_paraphrase_test.txt": 101}}.items():
+        (root / "downstream" / task).mkdir(parents=True)
+        for name, n in files.items():
+            raw = (src / task / name).read_bytes().split(b"\n")[:n]
+            (root / "downstream" / task / name).write_bytes(b"\n".join(raw) + b"\n")
+    return root
+
+
+@pytest.mark.slow
+def test_eval_transfer_cli_matches_api(tmp_path, capsys, model):
+    from sentvec.evaluation.transfer import evaluate_transfer
+
+    data = _small_data(tmp_path / "data")
+    out = tmp_path / "res.json"
+    rc = main(["eval-transfer", "--model", BIGRAM, "--tasks", "trec,MSRP", "--data", str(data),
+               "--inner-kfold", "3", "--json", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "| Model | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |" in text
+    payload = json.loads(out.read_text())
+    by_task = {r["task"]: r for r in payload["results"]}
+    assert (by_task["TREC"]["n_train"], by_task["TREC"]["n_test"]) == (300, 100)
+    assert (by_task["MRPC"]["n_train"], by_task["MRPC"]["n_test"]) == (200, 100)
+    api = evaluate_transfer(model, "TREC", data_dir=data, inner_kfold=3)
+    assert by_task["TREC"]["accuracy"] == pytest.approx(api.accuracy)
+    assert by_task["MRPC"]["f1"] is not None
+    row = f"{by_task['MRPC']['accuracy']:.1f} / {by_task['MRPC']['f1']:.1f}"
+    assert row in text and f"{api.accuracy:.1f}" in text
+
+    with pytest.raises(SystemExit):
+        main(["eval-transfer", "--model", BIGRAM, "--tasks", "STS12"])
+    assert "unknown task 'STS12'" in capsys.readouterr().err
+
+
+def test_search_cli_reuses_index_and_matches_oracle(tmp_path, capsys, corpus, model):
+    path, lines = corpus
+    index = tmp_path / "idx"
+    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "5",
+            "--query", lines[10], "--query", "the war ended in 1945 .", "--json"]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert "built index of 400 lines" in first.err
+    res = json.loads(first.out)["queries"]
+
+    X = model.encode(lines)
+    Q = model.encode([lines[10], "the war ended in 1945 ."])
+    norm = lambda A: A / np.maximum(np.linalg.norm(A, axis=1, keepdims=True), 1e-30)  # noqa: E731
+    S = norm(Q.astype(np.float64)) @ norm(X.astype(np.float64)).T
+    top = np.argsort(-S, axis=1, kind="stable")[:, :5]
+    for q, block in enumerate(res):
+        assert [h["line"] for h in block["results"]] == (top[q] + 1).tolist()
+        assert [h["text"] for h in block["results"]] == [lines[i] for i in top[q]]
+        assert np.allclose([h["score"] for h in block["results"]], S[q, top[q]], atol=1e-5)
+    assert res[0]["results"][0]["line"] == 11  # the query is corpus line 11
+
+    assert main(args) == 0
+    assert "reusing index (400 lines)" in capsys.readouterr().err
+    assert main(args[:-1]) == 0  # plain-text output
+    plain = capsys.readouterr().out
+    assert plain.startswith(f"query: {lines[10]}\n   1") and "line       11" in plain
+
+    path.write_text("\n".join(lines[:399]) + "\n", encoding="utf-8")  # changed corpus
+    assert main(args) == 0
+    assert "built index of 399 lines" in capsys.readouterr().err
+    assert main(args[:2] + [UNIGRAM] + args[3:]) == 0  # changed model
+    assert "built index" in capsys.readouterr().err
+    assert main(args + ["--backend", "faiss"]) == 0  # changed backend
+    assert "built index" in capsys.readouterr().err
+
+    other = tmp_path / "not-an-index"
+    other.mkdir()
+    (other / "keep.txt").write_text("x")
+    rc = main(["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(other),
+               "--query", "x"])
+    assert rc == 2 and "not a sentvec search index" in capsys.readouterr().err
+    assert (other / "keep.txt").exists()
+
+
+def test_encode_cli_resume_whitening_and_refusal(tmp_path, capsys, corpus, model):
+    from sentvec.encode_files import load_embeddings
+    from sentvec.whitening import Whitening
+
+    path, lines = corpus
+    out = tmp_path / "out"
+    base = ["encode", "--model", BIGRAM, "--input", str(path), "--output", str(out),
+            "--shard-size", "150", "--quiet"]
+    assert main(base) == 0
+    assert "400 lines [0, 400) -> 3 shards of dim 16" in capsys.readouterr().out
+    assert np.array_equal(load_embeddings(out), model.encode(lines))
+    assert main(base) == 0
+    assert "(0 encoded, 3 reused" in capsys.readouterr().out
+
+    assert main(base[:2] + [UNIGRAM] + base[3:]) == 2
+    assert "different encoder" in capsys.readouterr().err
+    assert main(base[:2] + [UNIGRAM] + base[3:] + ["--overwrite"]) == 0
+    capsys.readouterr()
+
+    w = Whitening(n_components=4).fit(model.encode(lines))
+    w.save(tmp_path / "w")
+    wout = tmp_path / "wout"
+    assert main(base[:6] + [str(wout), "--whitening", str(tmp_path / "w"), "--start-line", "100",
+                            "--end-line", "250", "--quiet"]) == 0
+    assert "150 lines [100, 250) -> 1 shards of dim 4" in capsys.readouterr().out
+    assert np.allclose(load_embeddings(wout), w.transform(model.encode(lines[100:250])), atol=1e-5)
