@@ -182,8 +182,11 @@ def test_bad_inputs_and_options(tiny_minilm):
         tiny_minilm.with_options(layers=(1, 3))
     with pytest.raises(ValueError, match="batch_size"):
         tiny_minilm.encode(["x"], batch_size=0)
-    with pytest.raises(ValueError, match="max_length"):
-        tiny_minilm.with_options(max_length=10_000)
+    with pytest.raises(ValueError, match="max_length=600 is invalid; this model accepts at most 512"):
+        tiny_minilm.with_options(max_length=600)
+    assert tiny_minilm.with_options(max_length=512).max_length == 512  # above the ST default 256
+    with pytest.raises(ValueError, match="not an integer"):
+        tiny_minilm.with_options(layers=(1.5,))
 
 
 def test_progress_bar_can_be_forced(tiny_minilm, capsys):
@@ -306,3 +309,16 @@ def test_full_minilm_matches_sentence_transformers(minilm_path):
     assert ours.num_layers == 6 and ours.max_length == 256
     ref = st.SentenceTransformer(str(minilm_path), device="cpu").encode(SENTENCES, batch_size=3)
     np.testing.assert_allclose(ours.encode(SENTENCES, normalize=True, batch_size=3), ref, atol=1e-5)
+
+
+def test_batches_cover_every_sentence_once_sorted_by_token_length(tiny_minilm):
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(2, 120, size=500)
+    batches = tiny_minilm._batches(lengths, 8)
+    flat = np.concatenate(batches)
+    assert sorted(flat.tolist()) == list(range(500))
+    assert (np.diff(lengths[flat]) <= 0).all()  # longest first
+    sizes = np.array([len(b) for b in batches])
+    assert (sizes[:-1] >= 8).all() and (sizes <= 32).all()
+    for b in batches:  # growth only while the batch stays within 8 * 32 tokens
+        assert len(b) == 8 or len(b) * lengths[b].max() <= 8 * 32 or b is batches[-1]

@@ -47,9 +47,10 @@ DEFAULT_BATCH_SIZE = 32
 AUTO_PROGRESS_MIN_SENTENCES = 1000
 #: Distinct sentences tokenized and length-sorted together (bounds memory for huge inputs).
 _CHUNK_SENTENCES = 32768
-#: A batch of short sentences may hold up to this many tokens (token budget: batch_size x 64),
-#: so short sentences go in bigger batches; a batch never exceeds ``4 * batch_size`` sentences.
-_TOKENS_PER_SLOT = 64
+#: Batches of short sentences are enlarged up to a budget of ``batch_size * 32`` tokens (padding
+#: included) and at most ``4 * batch_size`` sentences; a batch never holds fewer than
+#: ``batch_size`` sentences (except the last), so long inputs use no more memory than usual.
+_TOKENS_PER_SLOT = 32
 _MAX_BATCH_GROWTH = 4
 
 
@@ -61,30 +62,32 @@ def _default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def _model_max_length(model: Any, tokenizer: Any, model_dir: str | None) -> int:
-    """Longest input the model accepts (tokens, special tokens included).
+def _length_limits(model: Any, tokenizer: Any, model_dir: str | None) -> tuple[int, int]:
+    """(hard limit, default) input length in tokens, special tokens included.
 
-    ``max_seq_length`` from a sentence-transformers ``sentence_bert_config.json`` when present
-    (the length the model was trained and is used with), else the tokenizer's
-    ``model_max_length`` when it is set, capped by the position-embedding table.
+    Hard limit: the tokenizer's ``model_max_length`` when it is set, capped by the
+    position-embedding table. Default: ``max_seq_length`` from a sentence-transformers
+    ``sentence_bert_config.json`` when present and smaller (the length the model was trained and
+    is used with), else the hard limit.
     """
     pos = getattr(model.config, "max_position_embeddings", None)
     tok = getattr(tokenizer, "model_max_length", None)
-    limit = tok if isinstance(tok, int) and 0 < tok < 1_000_000 else pos
-    if limit is None:
-        limit = 512
+    hard = tok if isinstance(tok, int) and 0 < tok < 1_000_000 else pos
+    if not isinstance(hard, int) or hard <= 0:
+        hard = 512
     if isinstance(pos, int) and pos > 0:
-        limit = min(limit, pos)
+        hard = min(hard, pos)
+    default = hard
     if model_dir is not None:
         st_config = Path(model_dir) / "sentence_bert_config.json"
         if st_config.is_file():
             try:
                 seq = json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length")
-            except (OSError, ValueError):
+            except (OSError, ValueError, AttributeError):
                 seq = None
-            if isinstance(seq, int) and 0 < seq < limit:
-                limit = seq
-    return int(limit)
+            if isinstance(seq, int) and 0 < seq < hard:
+                default = seq
+    return int(hard), int(default)
 
 
 def _read_encoder_config(model_dir: str) -> dict[str, Any]:
@@ -168,18 +171,19 @@ class TransformerEncoder:
         config = model.config
         self.num_layers = int(config.num_hidden_layers)
         self.hidden_size = int(config.hidden_size)
-        self._layers_arg = (int(layers),) if isinstance(layers, (int, np.integer)) else tuple(int(x) for x in layers)
-        self._layer_idx = normalize_layers(self._layers_arg, self.num_layers + 1)
+        raw_layers = (layers,) if isinstance(layers, (int, np.integer)) else tuple(layers)
+        self._layer_idx = normalize_layers(raw_layers, self.num_layers + 1)  # validates
+        self._layers_arg = tuple(int(x) for x in raw_layers)
         self._model_dir = _model_dir
-        model_limit = _model_max_length(model, tokenizer, _model_dir)
+        hard_limit, default_limit = _length_limits(model, tokenizer, _model_dir)
         if max_length is None:
-            self._max_length = model_limit
+            self._max_length = default_limit
         else:
             max_length = check_positive_int("max_length", max_length, minimum=2)
-            pos = getattr(config, "max_position_embeddings", None)
-            if isinstance(pos, int) and max_length > pos:
+            if max_length > hard_limit:
                 raise ValueError(
-                    f"max_length={max_length} is invalid; the model has {pos} position embeddings"
+                    f"max_length={max_length} is invalid; this model accepts at most "
+                    f"{hard_limit} tokens"
                 )
             self._max_length = max_length
         self.device = torch.device(device) if device is not None else _default_device()
@@ -350,8 +354,9 @@ class TransformerEncoder:
         sentences : str or sequence of str
             Empty and whitespace-only strings are valid; they encode as ``[CLS] [SEP]``.
         batch_size : int, default 32
-            Sentences per forward pass for typical lengths; batches of short sentences may hold
-            up to 4x more (a token budget of ``64 * batch_size``), long ones fewer.
+            Sentences per forward pass. Inputs are sorted by token count first; batches of short
+            sentences are enlarged to about ``32 * batch_size`` tokens (at most 4x the
+            sentences), so a batch of long inputs is never larger than usual.
         show_progress_bar : bool, optional
             ``None``: shown for at least 1,000 distinct sentences when stderr is a terminal.
         normalize : bool, default False
@@ -463,14 +468,18 @@ class TransformerEncoder:
         return ids, len(too_long), longest
 
     def _batches(self, lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
-        """Split positions into batches of similar length, longest first, under a token budget."""
+        """Split positions into batches of similar token length, longest first.
+
+        Sorting by token count (not characters) keeps padding to a few percent; batches of short
+        sentences grow up to the token budget (see ``_TOKENS_PER_SLOT``).
+        """
         order = np.argsort(-lengths, kind="stable")
         budget = batch_size * _TOKENS_PER_SLOT
         cap = batch_size * _MAX_BATCH_GROWTH
         batches, start, n = [], 0, len(order)
         while start < n:
             longest = int(lengths[order[start]])
-            size = max(1, min(cap, budget // max(longest, 1)))
+            size = max(batch_size, min(cap, budget // max(longest, 1)))
             batches.append(order[start:start + size])
             start += size
         return batches

@@ -1,0 +1,189 @@
+"""Tests of ``sentvec eval-sts`` through ``sentvec.cli.main``.
+
+A small data tree (the first 60 STS-B test pairs and 60 SICK test pairs, copied from the packaged
+SentEval files) and the 2-layer MiniLM keep every run to a few seconds. Scores are checked
+against an independent recomputation: scipy's Spearman of numpy cosines of ``encode`` vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+from scipy.stats import spearmanr  # noqa: E402
+
+from sentvec._data import PACKAGE_DATA_DIR  # noqa: E402
+from sentvec.cli import main  # noqa: E402
+
+N_PAIRS = 40
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sts-data")
+    src = PACKAGE_DATA_DIR / "downstream"
+    stsb = (src / "STS/STSBenchmark/sts-test.csv").read_text(encoding="utf-8").splitlines(True)
+    sick = (src / "SICK/SICK_test_annotated.txt").read_text(encoding="utf-8").splitlines(True)
+    (root / "downstream/STS/STSBenchmark").mkdir(parents=True)
+    (root / "downstream/SICK").mkdir(parents=True)
+    (root / "downstream/STS/STSBenchmark/sts-test.csv").write_text("".join(stsb[:N_PAIRS]), encoding="utf-8")
+    (root / "downstream/SICK/SICK_test_annotated.txt").write_text("".join(sick[:N_PAIRS + 1]), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def use_tiny(monkeypatch, tiny_minilm):
+    """Make --model resolve to the session's 2-layer MiniLM (no reload per test)."""
+    import sentvec.cli.eval_sts as mod
+
+    calls = []
+
+    def fake_load(args, **overrides):
+        calls.append((args.model, {k: v for k, v in overrides.items() if v is not None}))
+        opts = {k: v for k, v in overrides.items() if v is not None}
+        return tiny_minilm.with_options(**opts) if opts else tiny_minilm
+
+    monkeypatch.setattr(mod, "_load_encoder", fake_load)
+    return calls
+
+
+def _pairs(small_data, task):
+    from sentvec.evaluation.sts import load_sts
+
+    (t,) = load_sts(task, data_dir=small_data)
+    sub = t.subsets[0]
+    return list(sub.sent1), list(sub.sent2), sub.gold
+
+
+def _oracle(encoder, small_data, tasks):
+    """Spearman x 100 per task from encode() vectors, float64 cosines, scipy."""
+    pairs = {t: _pairs(small_data, t) for t in tasks}
+    sentences = sorted({s for a, b, _ in pairs.values() for s in a + b})
+    X = encoder.encode(sentences).astype(np.float64)  # float64: CLS cosines here are ~1 - 1e-7
+    row = {s: i for i, s in enumerate(sentences)}
+    out = {}
+    for t, (a, b, gold) in pairs.items():
+        A, B = X[[row[s] for s in a]], X[[row[s] for s in b]]
+        cos = (A * B).sum(1) / np.linalg.norm(A, axis=1) / np.linalg.norm(B, axis=1)
+        out[t] = 100 * spearmanr(cos, gold).statistic
+    return out
+
+
+def _table_rows(out):
+    """label -> list of cells of the plain-text table."""
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("Model"))
+    header = lines[start].split()
+    assert header == ["Model", "STSB", "SICK", "STS12", "STS13", "STS14", "STS15", "STS16", "Avg"]
+    rows = {}
+    for ln in lines[start + 1:]:
+        if not ln.strip():
+            break
+        cells = ln.split()
+        rows[" ".join(cells[:-8])] = cells[-8:]
+    return rows
+
+
+@pytest.mark.filterwarnings("ignore:score_sts. year whitening")
+def test_table1_block(small_data, use_tiny, tiny_minilm, capsys, tmp_path):
+    out_json = tmp_path / "t1.json"
+    code = main(["eval-sts", "--tasks", "STSB,SICK", "--data", str(small_data), "--json", str(out_json)])
+    assert code == 0
+    assert use_tiny == [("minilm", {})]  # default model, no configuration overrides
+    out = capsys.readouterr().out
+    rows = _table_rows(out)
+    assert list(rows) == ["CLS L2", "AVG L2", "AVG L1", "AVG L1+L2", "AVG L1+L2 + whitening"]
+    for cells in rows.values():
+        assert cells[2:7] == ["-"] * 5
+        stsb, sick, avg = float(cells[0]), float(cells[1]), float(cells[7])
+        assert avg == pytest.approx((stsb + sick) / 2, abs=0.006)
+    assert f"STSB {N_PAIRS}, SICK {N_PAIRS}" in out and "text: senteval" in out
+    assert "aggregation: mean" in out and re.search(r"wall \d+\.\d s", out)
+    # independent oracle for the unwhitened rows
+    for label, opts in [("CLS L2", dict(pooling="cls", layers=(-1,))), ("AVG L2", dict(layers=(-1,))),
+                        ("AVG L1", dict(layers=(1,))), ("AVG L1+L2", dict(layers=(1, -1)))]:
+        want = _oracle(tiny_minilm.with_options(**opts), small_data, ["STSBenchmark", "SICKRelatedness"])
+        assert float(rows[label][0]) == pytest.approx(want["STSBenchmark"], abs=0.006)
+        assert float(rows[label][1]) == pytest.approx(want["SICKRelatedness"], abs=0.006)
+    data = json.loads(out_json.read_text())
+    assert data["mode"] == "table1" and len(data["rows"]) == 5
+    assert data["n_pairs"] == {"STSBenchmark": N_PAIRS, "SICKRelatedness": N_PAIRS}
+    white = data["rows"][4]["result"]
+    assert white["whitening"]["mode"] == "year" and white["whitening"]["fit_sizes"]["STSBenchmark"] == 2 * N_PAIRS
+    assert data["rows"][0]["result"]["metadata"]["pooling"] == "cls"
+    assert float(rows["AVG L1+L2 + whitening"][0]) == pytest.approx(
+        white["task_scores"]["STSBenchmark"], abs=0.006)
+
+
+@pytest.mark.filterwarnings("ignore:score_sts. year whitening")
+def test_single_configuration_matches_table_row(small_data, use_tiny, capsys, tmp_path):
+    args = ["eval-sts", "--tasks", "stsb,sick", "--data", str(small_data)]
+    assert main(args) == 0
+    table = _table_rows(capsys.readouterr().out)
+    out_json = tmp_path / "one.json"
+    assert main(args + ["--pooling", "cls", "--layers", "-1", "--json", str(out_json)]) == 0
+    assert use_tiny[-1][1] == {"pooling": "cls", "layers": (-1,)}
+    rows = _table_rows(capsys.readouterr().out)
+    assert list(rows) == ["CLS L2"]
+    assert rows["CLS L2"] == table["CLS L2"]
+    res = json.loads(out_json.read_text())
+    assert res["metadata"]["pooling"] == "cls" and res["whitening"]["mode"] == "none"
+    assert main(args + ["--layers", "1,-1", "--whiten", "year"]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert rows == {"AVG L1+L2 + whitening": table["AVG L1+L2 + whitening"]}
+
+
+def test_whiten_with_corpus_file_and_saved_whitening(small_data, use_tiny, tiny_minilm, capsys, tmp_path):
+    from sentvec.evaluation.sts import load_sts, score_sts, unique_sentences
+    from sentvec.whitening import Whitening
+
+    corpus = (PACKAGE_DATA_DIR / "corpus/enwiki-2015-sentences-sample10k.txt").read_text(
+        encoding="utf-8").splitlines()[:80]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(corpus[:40]) + "\n\n" + "\n".join(corpus[40:]) + "\n", encoding="utf-8")
+    out_json = tmp_path / "w.json"
+    args = ["eval-sts", "--tasks", "STSB", "--data", str(small_data), "--layers", "1,-1"]
+    assert main(args + ["--whiten", str(path), "--n-components", "16", "--json", str(out_json)]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert list(rows) == ["AVG L1+L2 + whitening (k=16)"]
+    res = json.loads(out_json.read_text())
+    assert res["whitening"]["mode"] == "corpus" and res["whitening"]["fit_size"] == 80
+    assert res["metadata"]["whitening_corpus_blank_lines_skipped"] == 1
+    # oracle: fit on the encoded corpus, score the STS-B vectors
+    w = Whitening(16).fit(tiny_minilm.encode(corpus))
+    tasks = load_sts("STSBenchmark", data_dir=small_data)
+    sents = unique_sentences(tasks)
+    want = score_sts(tasks, sents, tiny_minilm.encode(sents), whitening=w)
+    assert float(rows["AVG L1+L2 + whitening (k=16)"][0]) == pytest.approx(want.average, abs=0.006)
+    # the same transform saved to a directory gives the same row
+    w.save(tmp_path / "wdir")
+    assert main(args + ["--whiten", str(tmp_path / "wdir")]) == 0
+    rows2 = _table_rows(capsys.readouterr().out)
+    assert list(rows2.values()) == list(rows.values())
+
+
+def test_errors_exit_2_with_a_message(small_data, use_tiny, capsys, tmp_path):
+    base = ["eval-sts", "--tasks", "STSB", "--data", str(small_data)]
+    assert main(base + ["--whiten", str(tmp_path / "missing.txt")]) == 2
+    assert "not 'none', 'year', an existing text file" in capsys.readouterr().err
+    assert main(base + ["--layers", "1", "--n-components", "8"]) == 2
+    assert "--n-components needs" in capsys.readouterr().err
+    assert main(base + ["--layers", "1,7"]) == 2
+    assert "valid hidden_states indices are -3..2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(base + ["--pooling", "avg"])
+    assert "invalid choice: 'avg'" in capsys.readouterr().err
+
+
+def test_model_path_is_resolved_for_real(small_data, tiny_minilm_dir, tmp_path, capsys):
+    base = ["eval-sts", "--tasks", "STSB", "--data", str(small_data)]
+    assert main(base + ["--model", str(tmp_path / "no-such-model")]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(base + ["--model", str(tiny_minilm_dir), "--layers=-1", "--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "| Model | STSB | SICK |" in out and "| AVG  L2 |" in out
+    assert "(2 layers x 384)" in out
