@@ -15,7 +15,7 @@ sentvec model, e.g. a trained 100-d directory). Then, for each backend and metri
 
 Usage::
 
-    python bench/search.py [--model PATH] [--n-corpus 100000] [--n-queries 1000] [--k 10]
+    python bench/search.py [--model PATH] [--n-corpus 100000] [--n-queries 1000] [--k 10] [--threads N]
 """
 
 from __future__ import annotations
@@ -51,7 +51,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-corpus", type=int, default=100_000)
     p.add_argument("--n-queries", type=int, default=1000)
     p.add_argument("--k", type=int, default=10)
+    p.add_argument("--threads", type=int, default=None,
+                   help="limit BLAS (numpy) and OpenMP (faiss) threads alike (default: libraries' own)")
     args = p.parse_args(argv)
+    if args.threads:
+        import faiss
+        from threadpoolctl import threadpool_limits
+
+        faiss.omp_set_num_threads(args.threads)
+        threadpool_limits(args.threads)
 
     from sentvec.pipeline import load_encoder
     from sentvec.search import SemanticSearch
