@@ -64,10 +64,14 @@ def child(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_child(args, out: Path, shard_size: int) -> dict:
+def child_cmd(args, out: Path, shard_size: int) -> list[str]:
     cmd = [sys.executable, __file__, "--child", str(out), "--input", str(args.input), "--model",
-           args.model, "--shard-size", str(shard_size), "--batch-size", str(args.batch_size)]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=True)
+           args.model, "--shard-size", str(shard_size)]
+    return cmd + (["--batch-size", str(args.batch_size)] if args.batch_size else [])
+
+
+def run_child(args, out: Path, shard_size: int) -> dict:
+    res = subprocess.run(child_cmd(args, out, shard_size), capture_output=True, text=True, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default=str(ROOT / "tests/data/sent2vec-reference/tiny-bigram.bin"))
     p.add_argument("--n-lines", type=int, default=200_000)
     p.add_argument("--shard-size", type=int, default=10_000)
-    p.add_argument("--batch-size", type=int, default=4096)
+    p.add_argument("--batch-size", type=int, default=None, help="default: the encoder's own")
     p.add_argument("--workdir", default=None)
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     p.add_argument("--input", default=None, help=argparse.SUPPRESS)
@@ -98,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             dst.write(line)
     size_mb = args.input.stat().st_size / 2**20
     print(f"input: {args.n_lines} lines, {size_mb:.1f} MiB; model {args.model}; "
-          f"batch {args.batch_size}")
+          f"batch size {args.batch_size or 'encoder default'}")
 
     ref = run_child(args, work / "ref", args.shard_size)
     out_mb = ref["n_lines"] * ref["dim"] * 4 / 2**20
@@ -119,9 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\n3. SIGKILL halfway, then resume")
     out = work / "killed"
-    cmd = [sys.executable, __file__, "--child", str(out), "--input", str(args.input), "--model",
-           args.model, "--shard-size", str(args.shard_size), "--batch-size", str(args.batch_size)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(child_cmd(args, out, args.shard_size), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     half = ref["n_shards"] // 2
     while proc.poll() is None:
         try:

@@ -191,3 +191,20 @@ def test_line_convention_and_decoding_errors(tmp_path, monkeypatch):
         encode_file(ToyEncoder(), bad, tmp_path / "ob", shard_size=2)
     with pytest.raises(FileNotFoundError):
         encode_file(ToyEncoder(), tmp_path / "missing.txt", tmp_path / "om")
+
+
+def test_encoder_warnings_summarised_once(tmp_path, corpus, monkeypatch):
+    monkeypatch.setattr(ef, "_CHUNK_LINES", 50)  # 20 encoder calls
+
+    class Chatty(ToyEncoder):
+        def encode(self, sentences, **kw):
+            import warnings
+
+            warnings.warn(f"{len(sentences)} sentences were truncated", RuntimeWarning)
+            return super().encode(sentences, **kw)
+
+    with pytest.warns(RuntimeWarning) as record:
+        encode_file(Chatty(), corpus, tmp_path / "o", shard_size=500)
+    msgs = [str(w.message) for w in record if w.category is RuntimeWarning]
+    assert len(msgs) == 2  # the probe's own warning, then one summary for the 20 data calls
+    assert msgs[1].endswith("encoder warned: 50 sentences were truncated (and 19 similar warnings)")

@@ -55,6 +55,7 @@ PROBE_SENTENCES: tuple[str, ...] = (
 )
 _FORMAT = "sentvec-encoded-file"
 _VERSION = 1
+_CHUNK_LINES = 8192  # lines per encoder call inside a shard (progress-bar granularity)
 _SCAN_BLOCK = 4 * 2**20  # bytes per read while counting lines (bounds the scan's memory)
 
 
@@ -352,7 +353,7 @@ def encode_file(
     output_dir: str | os.PathLike[str],
     *,
     shard_size: int = 100_000,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     whitening: Any = None,
     resume: bool = True,
     overwrite: bool = False,
@@ -373,8 +374,8 @@ def encode_file(
         Receives the shards and ``manifest.json``; created if missing.
     shard_size : int
         Lines per shard; peak memory is about one shard of text plus its vectors.
-    batch_size : int
-        Passed to ``encoder.encode``.
+    batch_size : int, optional
+        Passed to ``encoder.encode`` (default: the encoder's own).
     whitening : fitted Whitening, path of a saved Whitening or pipeline, or None
         Applied (``transform``) to each shard's vectors before writing (a saved pipeline
         contributes its whitening only; pass the pipeline itself as ``encoder`` to use both).
@@ -409,7 +410,8 @@ def encode_file(
     if not path.is_file():
         raise FileNotFoundError(f"input file not found: {str(path)!r}")
     shard_size = check_positive_int("shard_size", shard_size)
-    batch_size = check_positive_int("batch_size", batch_size)
+    if batch_size is not None:
+        batch_size = check_positive_int("batch_size", batch_size)
     start_line = check_positive_int("start_line", start_line, minimum=0)
     if end_line is not None:
         end_line = check_positive_int("end_line", end_line, minimum=start_line)
@@ -449,6 +451,7 @@ def encode_file(
     from tqdm.auto import tqdm
 
     n_enc = 0
+    caught: list[warnings.WarningMessage] = []
     with tqdm(total=new.n_lines, unit="line", disable=_bar_disabled(show_progress_bar),
               desc=f"encode {path.name}") as bar:
         for i in range(new.n_shards):
@@ -457,14 +460,26 @@ def encode_file(
                 bar.update(b - a)
                 continue
             completed[i] = _encode_shard(encoder, white, path, out, i, a, b, ba, bb, batch_size,
-                                         encoding, new.dim, bar)
+                                         encoding, new.dim, bar, caught)
             n_enc += 1
             new = write(completed, n_enc, len(done))
     new = write(completed, n_enc, len(done))
+    _summarise_warnings(caught, path)
     if new.n_zero:
         warnings.warn(f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
                       f"({new.n_empty} lines are empty)", UserWarning, stacklevel=2)
     return new
+
+
+def _summarise_warnings(caught: list[warnings.WarningMessage], path: Path) -> None:
+    """One warning per category for what the encoder said over all chunks (first message shown)."""
+    by_cat: dict[type, list[warnings.WarningMessage]] = {}
+    for w in caught:
+        by_cat.setdefault(w.category, []).append(w)
+    for cat, ws in by_cat.items():
+        more = f" (and {len(ws) - 1} similar warnings)" if len(ws) > 1 else ""
+        warnings.warn(f"while encoding {path.name}, the encoder warned: {ws[0].message}{more}",
+                      cat, stacklevel=3)
 
 
 def _bar_disabled(show: bool | None) -> bool:
@@ -517,14 +532,27 @@ def _remove_shards(out: Path, old: EncodeManifest, keep: set[str]) -> None:
             (out / rec.file).unlink(missing_ok=True)
 
 
-def _encode_lines(encoder: Any, white: Any, lines: list[str], batch_size: int,
-                  bar: Any = None) -> np.ndarray:
-    """Encode ``lines`` in chunks (progress per chunk), whiten, check; float32 (n, d)."""
-    step = max(batch_size * 16, 1024)
+def _encode_lines(encoder: Any, white: Any, lines: list[str], batch_size: int | None,
+                  bar: Any = None, caught: list[warnings.WarningMessage] | None = None) -> np.ndarray:
+    """Encode ``lines`` in chunks (progress per chunk), whiten, check; float32 (n, d).
+
+    The encoder's warnings are collected into ``caught`` (summarised once by the caller) instead of
+    being repeated for every chunk.
+    """
+    kwargs: dict[str, Any] = {"show_progress_bar": False}
+    if batch_size is not None:
+        kwargs["batch_size"] = batch_size
     parts = []
-    for c in range(0, len(lines), step):
-        chunk = lines[c:c + step]
-        emb = np.asarray(encoder.encode(chunk, batch_size=batch_size, show_progress_bar=False))
+    for c in range(0, len(lines), _CHUNK_LINES):
+        chunk = lines[c:c + _CHUNK_LINES]
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            emb = np.asarray(encoder.encode(chunk, **kwargs))
+        if caught is not None:
+            caught.extend(got)
+        else:
+            for w in got:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if emb.ndim != 2 or emb.shape[0] != len(chunk):
             raise ValueError(f"encoder returned shape {emb.shape} for {len(chunk)} lines")
         parts.append(emb)
@@ -539,13 +567,14 @@ def _encode_lines(encoder: Any, white: Any, lines: list[str], batch_size: int,
     return emb
 
 
-def _encode_shard(encoder, white, path, out, i, a, b, ba, bb, batch_size, encoding, dim, bar):
+def _encode_shard(encoder, white, path, out, i, a, b, ba, bb, batch_size, encoding, dim, bar,
+                  caught):
     t = time.perf_counter()
     lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
     if len(lines) != b - a:
         raise ValueError(f"{str(path)!r} changed while encoding: expected {b - a} lines at "
                          f"line {a}, read {len(lines)}")
-    emb = _encode_lines(encoder, white, lines, batch_size, bar)
+    emb = _encode_lines(encoder, white, lines, batch_size, bar, caught)
     if emb.shape[1] != dim:
         raise ValueError(f"shard {i} has dimension {emb.shape[1]}, the probe had {dim}")
     name = _shard_name(a, b)

@@ -260,23 +260,28 @@ class SemanticSearch:
         scores[:, :kk], ids[:, :kk] = s, i
         return scores, ids
 
-    def add_texts(self, texts: Sequence[str], *, batch_size: int = 64,
+    def add_texts(self, texts: Sequence[str], *, batch_size: int | None = None,
                   show_progress_bar: bool | None = None) -> np.ndarray:
-        """Encode ``texts`` with the attached encoder and :meth:`add` them; return their ids."""
+        """Encode ``texts`` with the attached encoder and :meth:`add` them; return their ids.
+
+        ``batch_size`` goes to ``encoder.encode`` (None: the encoder's default).
+        """
         return self.add(self._encode(texts, batch_size, show_progress_bar))
 
-    def search_texts(self, queries: Sequence[str], k: int = 10, *, batch_size: int = 64
+    def search_texts(self, queries: Sequence[str], k: int = 10, *, batch_size: int | None = None
                      ) -> tuple[np.ndarray, np.ndarray]:
         """Encode ``queries`` with the attached encoder and :meth:`search`."""
         return self.search(self._encode(queries, batch_size, False), k)
 
-    def _encode(self, texts: Sequence[str], batch_size: int, bar: bool | None) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], batch_size: int | None, bar: bool | None) -> np.ndarray:
         if self.encoder is None:
             raise ValueError("no encoder attached; pass encoder=... to SemanticSearch or use add/search")
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of str, not a single str")
-        emb = np.asarray(self.encoder.encode(list(texts), batch_size=batch_size,
-                                             show_progress_bar=bar))
+        kwargs: dict[str, Any] = {"show_progress_bar": bar}
+        if batch_size is not None:
+            kwargs["batch_size"] = batch_size
+        emb = np.asarray(self.encoder.encode(list(texts), **kwargs))
         if emb.ndim != 2 or emb.shape[0] != len(texts):
             raise ValueError(f"encoder returned shape {emb.shape} for {len(texts)} texts")
         return emb

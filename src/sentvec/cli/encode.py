@@ -49,7 +49,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--output", required=True, metavar="DIR", help="directory for shards and manifest")
     p.add_argument("--shard-size", type=_int(1), default=100_000, metavar="N",
                    help="lines per shard (default 100000)")
-    p.add_argument("--batch-size", type=_int(1), default=64)
+    p.add_argument("--batch-size", type=_int(1), default=None,
+                   help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--whitening", default=None, metavar="DIR",
                    help="a saved Whitening directory applied to every vector")
     p.add_argument("--start-line", type=_int(0), default=0, help="first line, 0-based (default 0)")

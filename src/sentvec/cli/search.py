@@ -61,7 +61,8 @@ def register(subparsers: Any) -> None:
                    help="exact = numpy; faiss = faiss IndexFlatIP (both exact; default exact)")
     p.add_argument("--metric", choices=("cosine", "dot"), default="cosine")
     p.add_argument("--rebuild", action="store_true", help="rebuild the index even if it is current")
-    p.add_argument("--batch-size", type=_positive, default=64)
+    p.add_argument("--batch-size", type=_positive, default=None,
+                   help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--device", default=None, help="torch device for transformer models")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.set_defaults(func=run)

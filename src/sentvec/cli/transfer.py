@@ -81,7 +81,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=1111, help="fold shuffling seed (default 1111, SentEval's)")
     p.add_argument("--kfold", type=_positive, default=10, help="outer folds (default 10)")
     p.add_argument("--inner-kfold", type=_positive, default=5, help="inner folds choosing C (default 5)")
-    p.add_argument("--batch-size", type=_positive, default=64)
+    p.add_argument("--batch-size", type=_positive, default=None,
+                   help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--n-jobs", type=_positive, default=1,
                    help="threads for independent logistic-regression fits (default 1)")
     p.add_argument("--device", default=None, help="torch device for transformer models")

@@ -416,10 +416,13 @@ def _senteval_order(split: TransferSplit) -> np.ndarray:
     return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
-def _encode_distinct(encoder: Any, sentences: list[str], batch_size: int,
+def _encode_distinct(encoder: Any, sentences: list[str], batch_size: int | None,
                      show_progress_bar: bool | None) -> tuple[dict[str, int], np.ndarray]:
     distinct = list(dict.fromkeys(sentences))
-    emb = encoder.encode(distinct, batch_size=batch_size, show_progress_bar=show_progress_bar)
+    kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
+    if batch_size is not None:
+        kwargs["batch_size"] = batch_size
+    emb = encoder.encode(distinct, **kwargs)
     emb = np.asarray(emb)
     if emb.ndim != 2 or emb.shape[0] != len(distinct):
         raise ValueError(f"encoder returned shape {emb.shape} for {len(distinct)} sentences; "
@@ -438,7 +441,7 @@ def evaluate_transfer(
     kfold: int = 10,
     inner_kfold: int = 5,
     c_grid: Sequence[float] = DEFAULT_C_GRID,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     lowercase: bool = False,
     preprocess: Callable[[str], str] | None = None,
     tol: float = 1e-6,
@@ -464,8 +467,8 @@ def evaluate_transfer(
         Folds of the inner CV choosing C (5 in the reference README).
     c_grid : sequence of float
         Candidate inverse L2 strengths C (default 2^-2 ... 2^4), tried in ascending order.
-    batch_size : int
-        Passed to ``encoder.encode``.
+    batch_size : int, optional
+        Passed to ``encoder.encode`` (default: the encoder's own).
     lowercase : bool
         Lower-case sentences before encoding (for models trained on lower-cased text that do not
         apply their own preprocessing).
@@ -493,6 +496,8 @@ def evaluate_transfer(
     kfold = check_positive_int("kfold", kfold, minimum=2)
     inner_kfold = check_positive_int("inner_kfold", inner_kfold, minimum=2)
     n_jobs = check_positive_int("n_jobs", n_jobs)
+    if batch_size is not None:
+        batch_size = check_positive_int("batch_size", batch_size)
     lr = _LogReg(_check_c_grid(c_grid), check_float_range("tol", tol, low=0, low_inclusive=False),
                  check_positive_int("max_iter", max_iter))
 
