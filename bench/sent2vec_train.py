@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--dim", type=int, default=100)
     ap.add_argument("--epoch", type=int, default=1)
-    ap.add_argument("--update", choices=["sentence", "target", "both"], default="sentence")
+    ap.add_argument("--update", choices=["sentence", "target", "both"], default="target")
     ap.add_argument("--repeats", type=int, default=1, help="alternate the tools N times")
     ap.add_argument("--no-gensim", action="store_true")
     ap.add_argument("--gensim-corpus-file", action="store_true",

@@ -191,6 +191,10 @@ def small_corpus():
                 nwords=len(words), keep=keep, ok=ok, table=table)
 
 
+KERNEL_MODES = {"target": K.MODE_TARGET, "sentence": K.MODE_SENTENCE,
+                "naive": K.MODE_TARGET_NAIVE}
+
+
 def run_both(c, *, mode, n=2, k=2, exclude=False, exact=True, l1=0.0, dim=12, bucket=997,
              neg=4, lr0=0.2, rate=100, seed=5):
     rng = np.random.default_rng(seed)
@@ -206,18 +210,22 @@ def run_both(c, *, mode, n=2, k=2, exclude=False, exact=True, l1=0.0, dim=12, bu
     K.train_job(c["tokens"], c["offsets"], 0, len(c["offsets"]) - 1, wi_k, wo_k, c["keep"],
                 c["ok"], c["table"], pos, st, K.sigmoid_table(), K.log_table(), c["nwords"],
                 bucket, n, k, neg, 0, lr0, rate, before, total,
-                K.MODE_SENTENCE if mode == "sentence" else K.MODE_TARGET, exclude, exact,
-                l1, stats)
+                KERNEL_MODES[mode], exclude, exact, l1, stats)
     wi_r, wo_r = wi0.copy(), wo0.copy()
     ref = reference_train(c["tokens"], c["offsets"], wi_r, wo_r, c["keep"], c["ok"], c["table"],
                           int(state[0]), nwords=c["nwords"], bucket=bucket, n=n, k=k, neg=neg,
-                          P=0, lr0=lr0, rate=rate, before=before, total=total, mode=mode,
+                          P=0, lr0=lr0, rate=rate, before=before, total=total,
+                          mode="sentence" if mode == "sentence" else "target",
                           exclude=exclude, exact=exact, l1=l1)
     return (wi0, wo0), (wi_k, wo_k, stats, int(st[0]), int(pos[0])), (wi_r, wo_r) + ref
 
 
 CASES = [
     dict(mode="target"),
+    dict(mode="naive"),
+    dict(mode="naive", exclude=True),
+    dict(mode="target", k=5, neg=7),
+    dict(mode="target", n=1, k=0, exact=False),
     dict(mode="sentence"),
     dict(mode="target", exclude=True),
     dict(mode="sentence", exclude=True),
@@ -286,3 +294,14 @@ def test_rng_replays_splitmix64():
         ref.next()
     assert int(st[0]) == ref.state
     assert not wi.any() and not wo.any()  # no target: nothing trained
+
+
+def test_fast_target_mode_handles_repeated_words_and_bucket_collisions(small_corpus):
+    # tiny bucket: many bigram rows collide (and with placeholder bigrams); repeated words are
+    # common in the sample; the incremental algorithm must still equal the literal one
+    c = small_corpus
+    (wi0, _), (wi_k, wo_k, *_), ref = run_both(c, mode="target", bucket=7, k=3)
+    wi_r, wo_r = ref[:2]
+    np.testing.assert_allclose(wi_k, wi_r, rtol=0, atol=2e-5)
+    np.testing.assert_allclose(wo_k, wo_r, rtol=0, atol=2e-5)
+    assert np.abs(wi_k[c["nwords"]:] - wi0[c["nwords"]:]).max() > 1e-2

@@ -95,8 +95,16 @@ def test_loss_decreases_over_epochs(shuffled):
     assert rep.epochs[0].targets > 1000
 
 
-def test_encode_is_mean_of_input_rows(corpus):
-    model, _ = fit(corpus, thread=1)
+def ngram_row(ids, nwords, bucket):
+    h = ids[0]
+    for x in ids[1:]:
+        h = (h * 116049371 + x) & M64
+    return nwords + h % bucket
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_encode_is_mean_of_input_rows(corpus, n):
+    model, _ = fit(corpus, thread=1, word_ngrams=n)
     d = model.dictionary
     index = {w: i for i, w in enumerate(d.words)}
     sents = ["the city is located in the north of the country .",
@@ -104,8 +112,9 @@ def test_encode_is_mean_of_input_rows(corpus):
     got = model.encode(sents)
     for s, v in zip(sents, got):
         ids = [index[w] for w in s.split() if w in index]
-        rows = list(ids) + [d.nwords + ((a * 116049371 + b) & M64) % d.bucket
-                            for a, b in zip(ids, ids[1:])]
+        rows = list(ids) + [ngram_row(ids[i:i + k], d.nwords, d.bucket)
+                            for i in range(len(ids)) for k in range(2, n + 1)
+                            if i + k <= len(ids)]
         ref = np.asarray(model.input_matrix, dtype=np.float64)[rows].mean(0)
         np.testing.assert_allclose(v, ref, rtol=1e-5, atol=1e-6)
     assert model.input_matrix.shape == (d.nwords + 5000, 16)
@@ -161,7 +170,7 @@ def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys):
     (dict(dim=0), "dim=0"), (dict(lr=0.0), "lr=0.0"), (dict(lr=-1), "lr=-1"),
     (dict(bucket=0), "bucket=0"), (dict(epoch=0), "epoch=0"), (dict(neg=0), "neg=0"),
     (dict(t=0), "t=0"), (dict(loss="hs"), "loss='hs'"), (dict(update="fast"), "update='fast'"),
-    (dict(word_ngrams=3), "word_ngrams"), (dict(thread=0), "thread=0"),
+    (dict(word_ngrams=3, update="sentence"), "word_ngrams"), (dict(thread=0), "thread=0"),
     (dict(checkpoint_every=5.0), "checkpoint_dir"), (dict(sigmoid="tanh"), "sigmoid"),
     (dict(l1=-1.0), "l1=-1.0"), (dict(min_count_label=-1), "min_count_label=-1"),
     (dict(epoch_tokens="some"), "epoch_tokens='some'"),

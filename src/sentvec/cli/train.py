@@ -64,9 +64,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--format", choices=FORMATS, default="auto",
                    help="auto: .bin extension -> official .bin, else directory; both: directory "
                         "plus OUTPUT.bin")
-    p.add_argument("--update", choices=["sentence", "target"], default=None,
-                   help="sentence: deferred per-sentence source updates (fast, default); "
-                        "target: the official per-target updates")
+    p.add_argument("--update", choices=["target", "sentence"], default=None,
+                   help="target: the official per-target updates (default); sentence: a "
+                        "deferred per-sentence variant")
     p.add_argument("--exclude-target", "--exclude_target", dest="exclude_target",
                    action="store_true", default=None,
                    help="paper variant: remove the target from its context")

@@ -30,16 +30,19 @@ Semantics (official C++ code, ``src/fasttext.cc`` ``FastText::sent2vec`` and ``s
 
 Update modes:
 
-* ``MODE_TARGET`` ("target"): the official per-target update; every target recomputes its
-  context mean from the current matrix, cost O(dim * L) per target.
-* ``MODE_SENTENCE`` ("sentence"): the sum of the sentence's feature rows is computed once and
-  corrected per target (remove the target's unigram and its two bigrams, add the placeholder
-  row and placeholder bigrams, remove dropped bigrams); the ``wi`` gradient is deferred: each
-  target's share ``a_t = g_t / n_t`` is summed into ``G`` and every row receives, once at the
-  end of the sentence, ``G`` minus the shares of the targets whose context lacked it. Reads of
-  ``wi`` within a sentence therefore see the matrix as it was at the start of the sentence; the
-  ``wo`` updates stay immediate. Cost O(dim * (neg + dropout_k + const)) per target plus
-  O(dim * L) per sentence.
+* ``MODE_TARGET`` ("target"): the official per-target update, every target seeing the updates
+  of the targets before it. Computed incrementally (:func:`_sentence_target_fast`): the sum of
+  the sentence's feature rows and each row's pending correction are kept up to date, so a target
+  costs O(dim * (neg + dropout_k + const)) instead of O(dim * L); equal to the literal
+  computation (``MODE_TARGET_NAIVE``, used for ``l1 > 0`` and ``word_ngrams > 2``) in exact
+  arithmetic. Rows are written back once per sentence, so other threads see a sentence's
+  updates at its end (Hogwild timing only).
+* ``MODE_SENTENCE`` ("sentence"): a deferred variant: every target of a sentence reads the rows
+  as they were at the start of the sentence (the sum is corrected per target for the target's
+  unigram, its placeholder and bigrams, and dropped bigrams); each target's share
+  ``a_t = g_t / n_t`` is summed into ``G`` and every row receives, at the end of the sentence,
+  ``G`` minus the shares of the targets whose context lacked it. The ``wo`` updates stay
+  immediate. Not the official schedule; kept as an option and measured.
 
 Random numbers come from SplitMix64 (one 64-bit state per thread, ``rng_state``), documented
 so a pure-numpy reference can replay it: ``uniform = (z >> 11) * 2**-53`` and
@@ -65,6 +68,9 @@ LOG_TABLE_SIZE = 512
 NGRAM_HASH_MULTIPLIER = 116049371
 MODE_TARGET = 0
 MODE_SENTENCE = 1
+#: the official per-target update computed literally (context list rebuilt and averaged per
+#: target); ``MODE_TARGET`` uses it only for ``l1 > 0`` or ``word_ngrams > 2``
+MODE_TARGET_NAIVE = 2
 #: stats slots (float64 array of length N_STATS, one per thread)
 STAT_LOSS, STAT_TARGETS, STAT_TOKENS, STAT_LR = 0, 1, 2, 3
 N_STATS = 4
@@ -514,6 +520,196 @@ def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_p
     return loss, ntargets
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _class_of(row, hkey, hval, hgen, gen, crow, counter):
+    """Class id of matrix row ``row`` within the current sentence (open addressing)."""
+    mask = hkey.shape[0] - 1
+    slot = np.int64((np.uint64(row) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
+    while True:
+        if hgen[slot] != gen:
+            hgen[slot] = gen
+            hkey[slot] = row
+            c = counter[0]
+            hval[slot] = c
+            crow[c] = row
+            counter[0] = c + 1
+            return c
+        if hkey[slot] == row:
+            return hval[slot]
+        slot = (slot + 1) & mask
+
+
+@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                          sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                          placeholder, lr, exclude_target, exact,
+                          hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c,
+                          disc, dropped, rem_c, add_c, S, G, hidden, grad):
+    """Official per-target semantics without rereading the context for every target.
+
+    Rows are grouped by distinct matrix row ("classes"). With ``mult[c]`` the multiplicity of
+    class ``c`` among the sentence's full feature list, every row's current value is
+    ``Y[c] + mult[c] * G`` (``G``: sum of the targets' shares ``a_t = g_t / n_t`` so far; ``Y``
+    starts as the row and takes the corrections of the targets whose context lacked or added an
+    occurrence), and the sum ``S`` of the full feature list grows by ``a_t * sum_c
+    mult[c] * mult_t[c]`` after target ``t``. The context sum of a target is ``S`` plus its few
+    differences from the full list, so each target reads O(neg + dropout_k) rows, and the rows
+    are written once, at the end of the sentence. Equal to the per-target update in exact
+    arithmetic (including repeated words and colliding n-gram buckets).
+    """
+    dim = wi.shape[1]
+    bigrams = word_ngrams > 1
+    ns = L - 1 if bigrams else 0
+    gen[0] += 1
+    g = gen[0]
+    counter[0] = 0
+    base_p = L + ns
+    base_l = base_p + 1
+    base_r = base_l + ns
+    for i in range(ns):
+        r = _bigram_row(w[i], w[i + 1], nwords, bucket)
+        _prefetch_row(wi, r)
+        cls[L + i] = _class_of(r, hkey, hval, hgen, g, crow, counter)
+    for j in range(L):
+        _prefetch_row(wi, w[j])
+        cls[j] = _class_of(w[j], hkey, hval, hgen, g, crow, counter)
+    cls[base_p] = _class_of(placeholder, hkey, hval, hgen, g, crow, counter)
+    if bigrams and not exclude_target:
+        for t in range(1, L):
+            cls[base_l + t - 1] = _class_of(_bigram_row(w[t - 1], placeholder, nwords, bucket),
+                                            hkey, hval, hgen, g, crow, counter)
+        for t in range(L - 1):
+            cls[base_r + t] = _class_of(_bigram_row(placeholder, w[t + 1], nwords, bucket),
+                                        hkey, hval, hgen, g, crow, counter)
+    nclass = counter[0]
+    for c in range(nclass):
+        mult[c] = 0
+        inited[c] = 0
+    for k in range(L + ns):
+        mult[cls[k]] += 1
+    Q = 0
+    for d in range(dim):
+        S[d] = np.float32(0.0)
+        G[d] = np.float32(0.0)
+    for c in range(nclass):
+        m = mult[c]
+        if m > 0:
+            Q += m * m
+            r = crow[c]
+            fm = np.float32(m)
+            for d in range(dim):
+                v = wi[r, d]
+                Y[c, d] = v
+                V0c[c, d] = v
+                S[d] += fm * v
+            inited[c] = 1
+    loss = 0.0
+    ntargets = 0
+    for t in range(L):
+        u = _uniform(rng_state)
+        wt = w[t]
+        if u > keep_prob[wt] or target_ok[wt] == 0:
+            continue
+        _prefetch_row(wo, wt)
+        ndrop = 0
+        if bigrams and dropout_k > 0:
+            ndrop = _draw_dropout(L, dropout_k, rng_state, disc, dropped)
+        nrem = 0
+        nadd = 0
+        rem_c[nrem] = cls[t]
+        nrem += 1
+        n = L - 1
+        if not exclude_target:
+            add_c[nadd] = cls[base_p]
+            nadd += 1
+            n = L
+        if bigrams:
+            n += ns
+            for i in range(t - 1, t + 1):
+                if i < 0 or i >= ns:
+                    continue
+                rem_c[nrem] = cls[L + i]
+                nrem += 1
+                n -= 1
+                if (not exclude_target) and disc[i] == 0 and disc[i + 1] == 0:
+                    if i == t - 1:
+                        add_c[nadd] = cls[base_l + t - 1]
+                    else:
+                        add_c[nadd] = cls[base_r + t]
+                    nadd += 1
+                    n += 1
+            for q in range(ndrop):
+                p = dropped[q]
+                if p >= L:
+                    continue
+                i = p - 1
+                if i >= 0 and i != t - 1 and i != t and disc[i] == 0:
+                    rem_c[nrem] = cls[L + i]
+                    nrem += 1
+                    n -= 1
+                i = p
+                if i < ns and i != t - 1 and i != t:
+                    rem_c[nrem] = cls[L + i]
+                    nrem += 1
+                    n -= 1
+        for q in range(ndrop):
+            disc[dropped[q]] = 0
+        coef = 0
+        for q in range(nadd):
+            c = add_c[q]
+            coef += mult[c]
+            if inited[c] == 0:
+                r = crow[c]
+                for d in range(dim):
+                    v = wi[r, d]
+                    Y[c, d] = v
+                    V0c[c, d] = v
+                inited[c] = 1
+        for q in range(nrem):
+            coef -= mult[rem_c[q]]
+        fc = np.float32(coef)
+        for d in range(dim):
+            hidden[d] = S[d] + fc * G[d]
+        for q in range(nadd):
+            c = add_c[q]
+            for d in range(dim):
+                hidden[d] += Y[c, d]
+        for q in range(nrem):
+            c = rem_c[q]
+            for d in range(dim):
+                hidden[d] -= Y[c, d]
+        inv = np.float32(1.0) / np.float32(n)
+        for d in range(dim):
+            hidden[d] *= inv
+        loss += _negative_sampling(wo, hidden, grad, wt, neg, neg_table, neg_pos, lr,
+                                   sig_table, log_table, exact, 0.0)
+        ntargets += 1
+        fm = np.float32(Q + coef)
+        for d in range(dim):
+            a = grad[d] * inv
+            grad[d] = a
+            S[d] += fm * a
+            G[d] += a
+        for q in range(nrem):
+            c = rem_c[q]
+            for d in range(dim):
+                Y[c, d] -= grad[d]
+        for q in range(nadd):
+            c = add_c[q]
+            for d in range(dim):
+                Y[c, d] += grad[d]
+    if ntargets == 0:
+        return loss, ntargets
+    for c in range(nclass):
+        if inited[c] == 0:
+            continue
+        r = crow[c]
+        fm = np.float32(mult[c])
+        for d in range(dim):
+            wi[r, d] += fm * G[d] + (Y[c, d] - V0c[c, d])
+    return loss, ntargets
+
+
 @njit(nogil=True, cache=True)
 def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
               rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
@@ -556,7 +752,8 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
     total_tokens : int
         Tokens of all epochs; the learning rate reaches 0 there and no sentence starts after.
     mode : int
-        :data:`MODE_TARGET` or :data:`MODE_SENTENCE` (the latter needs ``word_ngrams <= 2``).
+        :data:`MODE_TARGET`, :data:`MODE_SENTENCE` (needs ``word_ngrams <= 2``) or
+        :data:`MODE_TARGET_NAIVE`.
     exclude_target : bool
         Paper variant: the target is removed from its context instead of replaced.
     exact_sigmoid : bool
@@ -577,10 +774,30 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
     dropped = np.zeros(k, dtype=np.int64)
     hidden = np.zeros(dim, dtype=np.float32)
     grad = np.zeros(dim, dtype=np.float32)
-    # scratch buffers (the other mode's buffers get length 0)
-    tmode = mode == MODE_TARGET
-    nt = max_len if tmode else 0
-    ns = 0 if tmode else max_len
+    # scratch buffers (the other modes' buffers get length 0)
+    naive = mode == MODE_TARGET_NAIVE or (mode == MODE_TARGET and (l1 > 0.0 or word_ngrams > 2))
+    fast = mode == MODE_TARGET and not naive
+    nt = max_len if naive else 0
+    ns = max_len if mode == MODE_SENTENCE else 0
+    nf = 4 * max_len + 1 if fast else 0
+    hsize = 16
+    while hsize < 2 * nf:
+        hsize *= 2
+    if not fast:
+        hsize = 1
+    hkey = np.zeros(hsize, dtype=np.int64)
+    hval = np.zeros(hsize, dtype=np.int64)
+    hgen = np.zeros(hsize, dtype=np.int64)
+    gen = np.zeros(1, dtype=np.int64)
+    counter = np.zeros(1, dtype=np.int64)
+    cls = np.zeros(nf, dtype=np.int64)
+    crow = np.zeros(nf, dtype=np.int64)
+    mult = np.zeros(nf, dtype=np.int64)
+    inited = np.zeros(nf, dtype=np.uint8)
+    Y = np.zeros((nf, dim), dtype=np.float32)
+    V0c = np.zeros((nf, dim), dtype=np.float32)
+    rem_c = np.zeros(3 + 2 * k, dtype=np.int64)
+    add_c = np.zeros(3, dtype=np.int64)
     line = np.zeros(nt, dtype=np.int64)
     ctx = np.zeros(nt * max(word_ngrams, 1), dtype=np.int64)
     bid = np.zeros(ns, dtype=np.int64)
@@ -612,7 +829,14 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
         if L > 1:
             w = tokens[a:a + L]
             lr32 = np.float32(lr)
-            if tmode:
+            if fast:
+                sl, st = _sentence_target_fast(
+                    w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                    sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                    placeholder, lr32, exclude_target, exact_sigmoid,
+                    hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c,
+                    disc, dropped, rem_c, add_c, S, G, hidden, grad)
+            elif naive:
                 sl, st = _sentence_target_mode(
                     w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
                     sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
