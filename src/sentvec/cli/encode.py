@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--batch-size", type=_int(1), default=None,
                    help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--whitening", default=None, metavar="DIR",
-                   help="a saved Whitening directory applied to every vector")
+                   help="a saved Whitening (or pipeline with whitening) directory applied to every vector")
     p.add_argument("--start-line", type=_int(0), default=0, help="first line, 0-based (default 0)")
     p.add_argument("--end-line", type=_int(0), default=None, help="end line, exclusive (default: EOF)")
     p.add_argument("--no-resume", action="store_true", help="re-encode every shard")

@@ -116,9 +116,11 @@ def run(args: argparse.Namespace) -> int:
                               preprocess=preprocess, lowercase=lowercase, n_jobs=args.n_jobs)
         f1 = "" if r.f1 is None else f" F1 {r.f1:.2f}"
         print(f"{task}: acc {r.accuracy:.2f}{f1} (n={r.n_samples}, C={_cs(r.c)}, "
-              f"encode {r.encode_seconds:.1f} s, total {r.wall_seconds:.1f} s)", file=sys.stderr)
+              f"encode {r.encode_seconds:.1f} s, total {r.wall_seconds:.1f} s wall, "
+              f"{r.cpu_seconds:.1f} s CPU)", file=sys.stderr)
         results.append(r)
     wall = time.perf_counter() - t_start
+    cpu = time.process_time()
     name = str(desc.get("model") or desc.get("source") or args.model)
     table = transfer_table_markdown(results, name=name)
     print(f"model: {args.model} ({desc.get('encoder', '?')}); text: {args.preprocess} = "
@@ -126,11 +128,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"protocol: {results[0].protocol if len(results) == 1 else _protocol_summary(args)}")
     print()
     print(table, end="")
-    print(f"\nwall time: {wall:.1f} s")
+    print(f"\nwall time: {wall:.1f} s (CPU time of this process: {cpu:.1f} s)")
     if args.json:
         atomic_write_json(args.json, {
             "format": "sentvec-transfer-results", "version": 1, "model_arg": args.model,
-            "model": desc, "preprocess": args.preprocess, "wall_seconds": wall,
+            "model": desc, "preprocess": args.preprocess, "wall_seconds": wall, "cpu_seconds": cpu,
             "table_markdown": table, "results": [r.to_dict() for r in results]})
     return 0
 
