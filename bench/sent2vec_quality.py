@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out-dir", type=Path, default=ROOT / "runs")
     ap.add_argument("--eval-only", type=Path, nargs="*", default=None,
                     help="evaluate saved model(s) instead of training")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tag", default="", help="suffix of the saved model and JSON names")
     ap.add_argument("--progress", action="store_true")
     args = ap.parse_args(argv)
     from sentvec.sent2vec.model import Sent2Vec
@@ -109,24 +111,27 @@ def main(argv: list[str] | None = None) -> int:
         modes = ["sentence", "target"] if args.update == "both" else [args.update]
         for mode in modes:
             flags = dict(FLAGS, epoch=args.epoch)
-            tr = Sent2VecTrainer(**flags, update=mode, show_progress_bar=args.progress)
+            tr = Sent2VecTrainer(**flags, update=mode, seed=args.seed,
+                                 show_progress_bar=args.progress)
             t0 = time.perf_counter()
             model = tr.fit(path)
             wall = time.perf_counter() - t0
             suffix = f"-first{args.lines}" if args.lines else ""
-            dest = args.out_dir / f"sent2vec-wiki1m{suffix}-{mode}"
+            tag = f"-{args.tag}" if args.tag else ""
+            dest = args.out_dir / f"sent2vec-wiki1m{suffix}-{mode}{tag}"
             model.save(dest)
             rep = tr.report_
             print(json.dumps({"mode": mode, "saved": str(dest), "wall_s": wall,
                               "train_s": rep.train_seconds,
                               "words_per_sec_per_thread": rep.words_per_sec_per_thread,
                               "epoch_loss": [e.loss for e in rep.epochs]}), flush=True)
-            rows[f"sentvec update={mode}"] = evaluate(model) | {"train_report": rep.to_dict(),
+            rows[f"sentvec update={mode}{tag}"] = evaluate(model) | {"train_report": rep.to_dict(),
                                                                 "wall_s": wall,
                                                                 "saved": str(dest)}
-            print(json.dumps({mode: rows[f"sentvec update={mode}"]}), flush=True)
+            print(json.dumps({mode: rows[f"sentvec update={mode}{tag}"]}), flush=True)
             del model
-        (args.out_dir / "sent2vec_quality.json").write_text(json.dumps(rows, indent=2))
+        name = f"sent2vec_quality{'-' + args.tag if args.tag else ''}.json"
+        (args.out_dir / name).write_text(json.dumps(rows, indent=2))
     print()
     print_table(rows)
     return 0

@@ -21,7 +21,7 @@ FORMATS = ("auto", "dir", "bin", "both")
 # (official flag, snake-case name, type, help)
 _FLAGS: tuple[tuple[str, str, Any, str], ...] = (
     ("dim", "dim", int, "embedding dimension [100]"),
-    ("epoch", "epoch", int, "passes over the corpus [5]"),
+    ("epoch", "epoch", int, "epochs [5] (an epoch counts every corpus token; see --epoch-tokens)"),
     ("lr", "lr", float, "initial learning rate [0.2]"),
     ("lrUpdateRate", "lr_update_rate", int, "tokens between learning-rate updates [100]"),
     ("wordNgrams", "word_ngrams", int, "longest word n-gram [2]"),

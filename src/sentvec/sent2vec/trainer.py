@@ -344,20 +344,22 @@ class Sent2VecTrainer:
         from sentvec.sent2vec.model import Sent2Vec
 
         src = corpus_mod.check_corpus(corpus)
-        if isinstance(src, Path) and src.stat().st_size == 0 or isinstance(src, list) and not any(
-                s.strip() for s in src):
-            raise ValueError(f"corpus {str(src) if isinstance(src, Path) else '(lines)'} is "
-                             "empty: nothing to train on")
+        if isinstance(src, Path):
+            if src.stat().st_size == 0:
+                raise ValueError(f"corpus {str(src)!r} is empty: nothing to train on")
+        elif not any(line.strip() for line in src):
+            raise ValueError("corpus lines are empty: nothing to train on")
         t0 = time.perf_counter()
         state = None
         if self.resume_from is not None:
             state, ckpt_model = self._load_checkpoint()
             dictionary = ckpt_model.dictionary
         else:
+            # labels (__label__ tokens) are not sent2vec features; their cut is irrelevant
             dictionary = Dictionary.from_corpus(
-                src if isinstance(src, Path) else src, min_count=self.min_count,
-                min_count_label=0, max_vocab_size=self.max_vocab_size,
-                bucket=self.bucket, word_ngrams=self.word_ngrams)
+                src, min_count=self.min_count, min_count_label=0,
+                max_vocab_size=self.max_vocab_size, bucket=self.bucket,
+                word_ngrams=self.word_ngrams)
         _warn_non_utf8(dictionary.words)
         t1 = time.perf_counter()
         ids = corpus_mod.convert_corpus(src, dictionary.words, dictionary.eos_id,
