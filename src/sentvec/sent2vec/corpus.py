@@ -1,6 +1,7 @@
 """Corpus streaming for the Sent2Vec trainer: text -> int32 word ids on disk, once.
 
-The corpus is read as a byte stream, line by line, never held in memory. Tokens are split exactly
+The corpus is read as a byte stream in blocks of whole lines (16 MiB), never held in memory, and
+tokenized and looked up by a compiled loop (no Python work per token). Tokens are split exactly
 as the official reader (and :mod:`sentvec.sent2vec.dictionary`) splits them: on space, ``\\t``,
 ``\\n``, ``\\r``, ``\\v``, ``\\f`` and NUL; other bytes, including non-UTF-8 ones, stay inside
 tokens (vocabulary words keep such bytes as surrogate escapes). A sentence ends at a newline and
@@ -27,7 +28,6 @@ from typing import Any
 
 import numpy as np
 from numba import njit
-
 
 
 def _open_binary(path: Path):
@@ -137,12 +137,14 @@ _BLOCK_BYTES = 16 << 20
 def _is_sep(b):
     return b == 32 or b == 10 or b == 13 or b == 9 or b == 11 or b == 12 or b == 0
 
+
 @njit(cache=True, nogil=True)
 def _fnv(data, lo, hi):
     h = _FNV_OFFSET
     for i in range(lo, hi):
         h = (h ^ np.uint64(data[i])) * _FNV_PRIME
     return h
+
 
 @njit(cache=True, nogil=True)
 def _same(data, lo, hi, wbytes, wlo, whi):
@@ -152,6 +154,7 @@ def _same(data, lo, hi, wbytes, wlo, whi):
         if data[lo + i] != wbytes[wlo + i]:
             return False
     return True
+
 
 @njit(cache=True, nogil=True)
 def _build_table(wbytes, woffsets):
@@ -171,6 +174,7 @@ def _build_table(wbytes, woffsets):
         table[slot] = w  # a later duplicate wins, as in the official hash table
     return table
 
+
 @njit(cache=True, nogil=True)
 def _lookup(data, lo, hi, table, wbytes, woffsets):
     mask = np.uint64(table.shape[0] - 1)
@@ -182,6 +186,7 @@ def _lookup(data, lo, hi, table, wbytes, woffsets):
         if _same(data, lo, hi, wbytes, woffsets[w], woffsets[w + 1]):
             return w
         slot = (slot + np.uint64(1)) & mask
+
 
 @njit(cache=True, nogil=True)
 def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
