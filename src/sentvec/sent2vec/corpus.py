@@ -325,7 +325,9 @@ def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, 
         off = np.zeros(sum(x.size for x in lengths) + 1, dtype=np.int64)
         if off.size > 1:
             np.cumsum(np.concatenate(lengths), out=off[1:])
-        tokens = (np.memmap(tok_path, dtype=np.int32, mode="r", shape=(total,)) if total
+        # copy-on-write mapping: never written, but typed writable so the training kernel
+        # compiles once for file-backed and in-memory corpora alike
+        tokens = (np.memmap(tok_path, dtype=np.int32, mode="c", shape=(total,)) if total
                   else np.zeros(0, dtype=np.int32))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

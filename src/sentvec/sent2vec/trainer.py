@@ -668,7 +668,7 @@ class _Run:
     def _progress(self, bar: Any, done0: int, t_start: float) -> None:
         S = self.k
         tok = int(self.stats[:, :, S.STAT_TOKENS].sum())
-        bar.update(tok - bar.n)
+        bar.update(min(tok, self.total) - bar.n)  # the last sentence may end past the total
         e = int(min(self.npasses - 1, tok // max(self.ids.n_tokens, 1)))
         st = self.stats[:, e]
         lr = st[:, S.STAT_LR]
