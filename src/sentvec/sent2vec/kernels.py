@@ -59,7 +59,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, types
 from numba.core import cgutils
-from numba.core.codegen import ll as _ll
 from numba.extending import intrinsic
 
 SIGMOID_TABLE_SIZE = 512
@@ -120,8 +119,17 @@ def _randint(state, n):
     return np.int64(((_next_u64(state) >> np.uint64(32)) * np.uint64(n)) >> np.uint64(32))
 
 
+def _llvm_major() -> int:
+    try:
+        from numba.core.codegen import ll
+
+        return int(ll.llvm_version_info[0])
+    except Exception:  # pragma: no cover - numba internals moved
+        return 0
+
+
 # llvm.prefetch is overloaded on the pointer type: "p0" with opaque pointers (LLVM >= 15)
-_PREFETCH_NAME = "llvm.prefetch.p0" if _ll.llvm_version_info[0] >= 15 else "llvm.prefetch.p0i8"
+_PREFETCH_NAME = "llvm.prefetch.p0" if _llvm_major() >= 15 else "llvm.prefetch.p0i8"
 
 
 @intrinsic
@@ -150,6 +158,26 @@ def _prefetch(typingctx, arr, row, col):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@njit(nogil=True, cache=True)
+def _prefetch_probe(mat):
+    _prefetch(mat, 0, 0)
+
+
+def _prefetch_works() -> bool:
+    """The hint is built from numba internals; check it compiles, else use a no-op."""
+    try:
+        _prefetch_probe(np.zeros((1, 16), dtype=np.float32))
+        return True
+    except Exception:  # pragma: no cover - depends on the numba/LLVM version
+        return False
+
+
+if not _prefetch_works():  # pragma: no cover
+    @njit(nogil=True, cache=True, inline="always")
+    def _prefetch(arr, row, col):
+        return None
 
 
 @njit(nogil=True, cache=True, inline="always")
