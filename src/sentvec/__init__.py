@@ -35,6 +35,7 @@ _LAZY: dict[str, str] = {
     # Sent2Vec
     "Sent2Vec": "sentvec.sent2vec.model",
     "train_sent2vec": "sentvec.sent2vec.trainer",
+    "Sent2VecTrainer": "sentvec.sent2vec.trainer",
     # search and large-file encoding
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
