@@ -115,15 +115,18 @@ def main(argv: list[str] | None = None) -> int:
     for ss in (args.shard_size * 4, args.n_lines):
         rows.append((ss, run_child(args, work / f"mem-{ss}", ss)))
     for ss, r in rows:
+        grow = (r["peak_rss_kb"] - r["rss_loaded_kb"]) / 1024
         print(f"   shard {ss:>7} lines: peak RSS {r['peak_rss_kb'] / 1024:7.1f} MiB, after load "
-              f"{r['rss_loaded_kb'] / 1024:7.1f} MiB, growth {(r['peak_rss_kb'] - r['rss_loaded_kb']) / 1024:6.1f} MiB")
+              f"{r['rss_loaded_kb'] / 1024:7.1f} MiB, growth {grow:6.1f} MiB")
     g_small = rows[0][1]["peak_rss_kb"] - rows[0][1]["rss_loaded_kb"]
     g_full = rows[-1][1]["peak_rss_kb"] - rows[-1][1]["rss_loaded_kb"]
-    print(f"   growth ratio whole-file shard / {args.shard_size}-line shards: {g_full / max(g_small, 1):.1f}x")
+    print(f"   growth ratio whole-file shard / {args.shard_size}-line shards: "
+          f"{g_full / max(g_small, 1):.1f}x")
 
     print("\n3. SIGKILL halfway, then resume")
     out = work / "killed"
-    proc = subprocess.Popen(child_cmd(args, out, args.shard_size), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(child_cmd(args, out, args.shard_size), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     half = ref["n_shards"] // 2
     while proc.poll() is None:
         try:

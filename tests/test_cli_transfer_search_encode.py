@@ -47,7 +47,6 @@ def _small_data(root: Path) -> Path:
     return root
 
 
-@pytest.mark.slow
 def test_eval_transfer_cli_matches_api(tmp_path, capsys, model):
     from sentvec.evaluation.transfer import evaluate_transfer
 
