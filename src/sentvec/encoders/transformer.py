@@ -99,7 +99,9 @@ def _read_encoder_config(model_dir: str) -> dict[str, Any]:
     except ValueError as exc:
         raise ValueError(f"{str(path)!r} is not valid JSON: {exc}") from exc
     if not isinstance(cfg, dict) or cfg.get("format") != ENCODER_CONFIG_FORMAT:
-        raise ValueError(f"{str(path)!r} is not a sentvec encoder config (format != {ENCODER_CONFIG_FORMAT!r})")
+        raise ValueError(
+            f"{str(path)!r} is not a sentvec encoder config (format != {ENCODER_CONFIG_FORMAT!r})"
+        )
     if cfg.get("version", 0) > ENCODER_CONFIG_VERSION:
         raise ValueError(
             f"{str(path)!r} has version {cfg.get('version')}; this sentvec reads up to "
@@ -145,7 +147,16 @@ class TransformerEncoder:
     Notes
     -----
     Torch's thread count is left as the user set it. Empty and whitespace-only strings are valid
-    inputs: they tokenize to ``[CLS] [SEP]`` and get that sequence's vector.
+    inputs: they tokenize to ``[CLS] [SEP]`` and get that sequence's vector. Layers are combined
+    by averaging the per-layer pooled vectors (the paper's ``s = (s^1 + s^L) / 2``); for mean and
+    CLS pooling this equals averaging the token vectors first, for max pooling it does not, and
+    sentvec pools first so that ``encode`` agrees with :meth:`encode_layers`.
+
+    References
+    ----------
+    .. [1] J. Huang, D. Tang, W. Zhong, S. Lu, L. Shou, M. Gong, D. Jiang, N. Duan.
+       "WhiteningBERT: An Easy Unsupervised Sentence Embedding Approach", Findings of EMNLP
+       2021, arXiv:2104.01767 (Sect. 3; code github.com/Jun-jie-Huang/WhiteningBERT, d1ef06a).
     """
 
     #: Text variant of the STS data this encoder is evaluated on by default (tokenized and
@@ -272,7 +283,9 @@ class TransformerEncoder:
         allowed = {"pooling", "layers", "max_length", "mean_mode"}
         unknown = set(changes) - allowed
         if unknown:
-            raise TypeError(f"with_options() got unexpected options {sorted(unknown)}; allowed: {sorted(allowed)}")
+            raise TypeError(
+                f"with_options() got unexpected options {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
         opts: dict[str, Any] = {
             "pooling": self._pooling,
             "layers": self._layers_arg,
@@ -496,7 +509,9 @@ class TransformerEncoder:
         """Encode the distinct items once; return fn's rows for every item, float32."""
         batch_size = check_positive_int("batch_size", batch_size)
         index: dict[str, int] = {}
-        inverse = np.fromiter((index.setdefault(s, len(index)) for s in items), dtype=np.int64, count=len(items))
+        inverse = np.fromiter(
+            (index.setdefault(s, len(index)) for s in items), dtype=np.int64, count=len(items)
+        )
         unique = list(index)
         out = np.empty((len(unique), *row_shape), dtype=np.float32)
         if show_progress_bar is None:
