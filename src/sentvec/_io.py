@@ -65,3 +65,30 @@ def load_npy(path: str | os.PathLike[str]) -> np.ndarray:
         return np.load(p, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary directory next to ``path``; swap it onto ``path`` only on success.
+
+    Whatever the ``with`` body writes into the yielded directory appears at ``path`` at once.
+    An existing ``path`` is first renamed aside and removed after the swap. On any exception the
+    temporary directory is removed and ``path`` is left untouched.
+    """
+    import shutil
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            os.replace(target, old / "previous")
+            os.replace(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

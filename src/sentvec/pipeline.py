@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -173,12 +171,9 @@ class Pipeline:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the pipeline directory atomically (built in a temp dir, then renamed)."""
-        from sentvec._io import atomic_write_json
+        from sentvec._io import atomic_directory, atomic_write_json
 
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-        try:
+        with atomic_directory(path) as tmp:
             enc_type = self._save_encoder(tmp / "encoder")
             if self.whitening is not None:
                 self.whitening.save(tmp / "whitening")
@@ -188,17 +183,6 @@ class Pipeline:
                 "encoder": {"type": enc_type, "path": "encoder"},
                 "whitening": None if self.whitening is None else {"path": "whitening"},
             })
-            if target.exists():
-                old = target.with_name(f".{target.name}.old")
-                shutil.rmtree(old, ignore_errors=True)
-                os.replace(target, old)
-                os.replace(tmp, target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
 
     def _save_encoder(self, directory: Path) -> str:
         from sentvec.encoders.transformer import TransformerEncoder

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from sentvec._io import atomic_directory
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
 
 SearchMetric = Literal["cosine", "dot"]
@@ -311,7 +310,8 @@ class SemanticSearch:
                 np.save(tmp / _VECTORS, self._vectors(), allow_pickle=False)
             (tmp / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
-        _atomic_dir(path, write)
+        with atomic_directory(path) as tmp:
+            write(tmp)
         return path
 
     @classmethod
@@ -363,25 +363,3 @@ class SemanticSearch:
             raise ValueError(f"{str(cfg_path)!r}: missing or invalid max_norm")
         obj._max_norm = float(cfg["max_norm"])
         return obj
-
-
-def _atomic_dir(path: Path, write: Any) -> None:
-    """Build a directory with ``write(tmp_dir)`` and rename it onto ``path``.
-
-    An existing ``path`` is first renamed aside and removed after the swap; on failure the
-    temporary directory is removed and ``path`` is untouched.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        write(tmp)
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old", dir=path.parent))
-            os.replace(path, old / "x")
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

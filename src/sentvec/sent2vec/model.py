@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -20,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import atomic_save_npy, atomic_write_text, load_npy
+from sentvec._io import atomic_directory, atomic_save_npy, atomic_write_text, load_npy
 from sentvec._validation import check_positive_int, check_sentences
 from sentvec.sent2vec.binfile import ModelFormatError, read_bin, write_bin
 from sentvec.sent2vec.dictionary import EOS, Dictionary
@@ -248,9 +246,7 @@ class Sent2Vec:
         if target.exists() and not (target.is_dir() and (
                 not any(target.iterdir()) or is_model_dir(target))):
             raise FileExistsError(f"{str(target)!r} exists and is not a Sent2Vec model directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        try:
+        with atomic_directory(target) as tmp:
             d = self.dictionary
             cfg = {"format": DIR_FORMAT, "format_version": DIR_FORMAT_VERSION,
                    "args": self.args, "preprocessing": self.preprocessing.to_dict(),
@@ -266,17 +262,6 @@ class Sent2Vec:
                               ("prune_pairs", d.prune_pairs), ("input", self.input_matrix),
                               ("output", self.output_matrix)):
                 atomic_save_npy(tmp / f"{name}.npy", arr)
-            old = None
-            if target.exists():
-                old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old",
-                                            dir=target.parent))
-                os.rename(target, old / "model")
-            os.rename(tmp, target)
-            if old is not None:
-                shutil.rmtree(old, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return target
 
     def save_bin(self, path: str | os.PathLike[str]) -> Path:
