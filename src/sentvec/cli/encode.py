@@ -20,17 +20,7 @@ import argparse
 import sys
 from typing import Any
 
-
-def _int(minimum: int):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
-        return value
-    return parse
+from sentvec.cli._args import int_at_least
 
 
 def register(subparsers: Any) -> None:
@@ -47,14 +37,14 @@ def register(subparsers: Any) -> None:
                         "pipeline (default: minilm)")
     p.add_argument("--input", required=True, metavar="FILE", help="UTF-8 text, one sentence per line")
     p.add_argument("--output", required=True, metavar="DIR", help="directory for shards and manifest")
-    p.add_argument("--shard-size", type=_int(1), default=100_000, metavar="N",
+    p.add_argument("--shard-size", type=int_at_least(1), default=100_000, metavar="N",
                    help="lines per shard (default 100000)")
-    p.add_argument("--batch-size", type=_int(1), default=None,
+    p.add_argument("--batch-size", type=int_at_least(1), default=None,
                    help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--whitening", default=None, metavar="DIR",
                    help="a saved Whitening (or pipeline with whitening) directory applied to every vector")
-    p.add_argument("--start-line", type=_int(0), default=0, help="first line, 0-based (default 0)")
-    p.add_argument("--end-line", type=_int(0), default=None, help="end line, exclusive (default: EOF)")
+    p.add_argument("--start-line", type=int_at_least(0), default=0, help="first line, 0-based (default 0)")
+    p.add_argument("--end-line", type=int_at_least(0), default=None, help="end line, exclusive (default: EOF)")
     p.add_argument("--no-resume", action="store_true", help="re-encode every shard")
     p.add_argument("--overwrite", action="store_true",
                    help="discard shards written with another model/whitening or from a changed input")

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sentvec.cli._args import positive_int
+
 _TASK_ALIASES = {
     "stsb": "STSBenchmark", "sts-b": "STSBenchmark", "stsbenchmark": "STSBenchmark",
     "sick": "SICKRelatedness", "sick-r": "SICKRelatedness", "sickrelatedness": "SICKRelatedness",
@@ -60,16 +62,6 @@ def _tasks(text: str) -> list[str]:
     return names
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add the ``eval-sts`` sub-command."""
     p = subparsers.add_parser(
@@ -91,7 +83,7 @@ def register(subparsers: Any) -> None:
                    help="none; year (fit per task on its scored pairs, the paper's protocol); a "
                         "text file of sentences (one per line) encoded with the same encoder; or "
                         "a saved Whitening directory (one configuration; default none)")
-    p.add_argument("--n-components", type=_positive, default=None, metavar="K",
+    p.add_argument("--n-components", type=positive_int, default=None, metavar="K",
                    help="dimensions kept by the whitening (BERT-whitening's k; default all)")
     p.add_argument("--aggregation", choices=tuple(_AGGREGATION_HELP), default="mean",
                    help="task score over subsets: " + "; ".join(
@@ -104,7 +96,7 @@ def register(subparsers: Any) -> None:
                    help="STS text fed to the model: " + "; ".join(
                        f"{k} = {v}" for k, v in _VARIANT_HELP.items())
                         + " (default: the encoder's preference, senteval for transformers)")
-    p.add_argument("--batch-size", type=_positive, default=32)
+    p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")

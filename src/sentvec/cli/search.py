@@ -24,18 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sentvec.cli._args import positive_int
+
 _FINGERPRINT = "fingerprint.json"
 _CHUNK_LINES = 8192
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -54,14 +46,14 @@ def register(subparsers: Any) -> None:
     q = p.add_mutually_exclusive_group(required=True)
     q.add_argument("--query", action="append", metavar="TEXT", help="a query (repeatable)")
     q.add_argument("--queries", metavar="FILE", help="a file of queries, one per line (blank lines skipped)")
-    p.add_argument("-k", type=_positive, default=10, help="results per query (default 10)")
+    p.add_argument("-k", type=positive_int, default=10, help="results per query (default 10)")
     p.add_argument("--index", default=None, metavar="DIR",
                    help="index directory (default: <corpus>.sentvec-index)")
     p.add_argument("--backend", choices=("exact", "faiss"), default="exact",
                    help="exact = numpy; faiss = faiss IndexFlatIP (both exact; default exact)")
     p.add_argument("--metric", choices=("cosine", "dot"), default="cosine")
     p.add_argument("--rebuild", action="store_true", help="rebuild the index even if it is current")
-    p.add_argument("--batch-size", type=_positive, default=None,
+    p.add_argument("--batch-size", type=positive_int, default=None,
                    help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--device", default=None, help="torch device for transformer models")
     p.add_argument("--json", action="store_true", help="print the results as JSON")

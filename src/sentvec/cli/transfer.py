@@ -19,6 +19,8 @@ import sys
 import time
 from typing import Any
 
+from sentvec.cli._args import positive_int
+
 _DEFAULT_TASKS = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
 _ALIASES = {"msrp": "MRPC", "sst": "SST2", "sst-2": "SST2"}
 _PREPROCESS_HELP = {
@@ -47,16 +49,6 @@ def _tasks(text: str) -> list[str]:
     return out
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def register(subparsers: Any) -> None:
     """Add the ``eval-transfer`` sub-command."""
     p = subparsers.add_parser(
@@ -79,11 +71,11 @@ def register(subparsers: Any) -> None:
                    help="evaluation data root holding downstream/ (default: $SENTVEC_DATA or the "
                         "packaged copy)")
     p.add_argument("--seed", type=int, default=1111, help="fold shuffling seed (default 1111, SentEval's)")
-    p.add_argument("--kfold", type=_positive, default=10, help="outer folds (default 10)")
-    p.add_argument("--inner-kfold", type=_positive, default=5, help="inner folds choosing C (default 5)")
-    p.add_argument("--batch-size", type=_positive, default=None,
+    p.add_argument("--kfold", type=positive_int, default=10, help="outer folds (default 10)")
+    p.add_argument("--inner-kfold", type=positive_int, default=5, help="inner folds choosing C (default 5)")
+    p.add_argument("--batch-size", type=positive_int, default=None,
                    help="passed to the encoder (default: the encoder's own)")
-    p.add_argument("--n-jobs", type=_positive, default=1,
+    p.add_argument("--n-jobs", type=positive_int, default=1,
                    help="threads for independent logistic-regression fits (default 1)")
     p.add_argument("--device", default=None, help="torch device for transformer models")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
