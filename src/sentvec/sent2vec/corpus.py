@@ -15,9 +15,6 @@ trainer returns early on shorter lines); shorter ones are counted and left out o
 
 from __future__ import annotations
 
-import bz2
-import gzip
-import lzma
 import os
 import shutil
 import tempfile
@@ -29,16 +26,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-
-def _open_binary(path: Path):
-    suffix = path.suffix.lower()
-    if suffix == ".xz":
-        return lzma.open(path, "rb")
-    if suffix == ".gz":
-        return gzip.open(path, "rb")
-    if suffix == ".bz2":
-        return bz2.open(path, "rb")
-    return open(path, "rb")
+from sentvec.sent2vec._wordtable import build_table, is_sep as _is_sep, lookup
+from sentvec.sent2vec.dictionary import open_binary
 
 
 def check_corpus(corpus: Any) -> Path | list[str]:
@@ -128,64 +117,7 @@ class CorpusIds:
         self.close()
 
 
-_FNV_OFFSET = np.uint64(14695981039346656037)
-_FNV_PRIME = np.uint64(1099511628211)
 _BLOCK_BYTES = 16 << 20
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _is_sep(b):
-    return b == 32 or b == 10 or b == 13 or b == 9 or b == 11 or b == 12 or b == 0
-
-
-@njit(cache=True, nogil=True)
-def _fnv(data, lo, hi):
-    h = _FNV_OFFSET
-    for i in range(lo, hi):
-        h = (h ^ np.uint64(data[i])) * _FNV_PRIME
-    return h
-
-
-@njit(cache=True, nogil=True)
-def _same(data, lo, hi, wbytes, wlo, whi):
-    if hi - lo != whi - wlo:
-        return False
-    for i in range(hi - lo):
-        if data[lo + i] != wbytes[wlo + i]:
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True)
-def _build_table(wbytes, woffsets):
-    n = woffsets.shape[0] - 1
-    cap = 16
-    while cap < 2 * n + 1:
-        cap *= 2
-    table = np.full(cap, -1, dtype=np.int32)
-    mask = np.uint64(cap - 1)
-    for w in range(n):
-        slot = _fnv(wbytes, woffsets[w], woffsets[w + 1]) & mask
-        while table[slot] != -1:
-            o = table[slot]
-            if _same(wbytes, woffsets[w], woffsets[w + 1], wbytes, woffsets[o], woffsets[o + 1]):
-                break
-            slot = (slot + np.uint64(1)) & mask
-        table[slot] = w  # a later duplicate wins, as in the official hash table
-    return table
-
-
-@njit(cache=True, nogil=True)
-def _lookup(data, lo, hi, table, wbytes, woffsets):
-    mask = np.uint64(table.shape[0] - 1)
-    slot = _fnv(data, lo, hi) & mask
-    while True:
-        w = table[slot]
-        if w == -1:
-            return -1
-        if _same(data, lo, hi, wbytes, woffsets[w], woffsets[w + 1]):
-            return w
-        slot = (slot + np.uint64(1)) & mask
 
 
 @njit(cache=True, nogil=True)
@@ -219,7 +151,7 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
         j = i
         while j < end and not _is_sep(data[j]):
             j += 1
-        w = _lookup(data, i, j, table, wbytes, woffsets)
+        w = lookup(data, i, j, table, wbytes, woffsets, -1)
         if w == eos_id and w >= 0:  # a literal </s> ends the sentence (getLine)
             if nt - start >= 2:
                 lens[ns] = nt - start
@@ -256,7 +188,7 @@ def _iter_blocks(corpus: Path | list[str]) -> Iterator[bytes]:
     if isinstance(corpus, list):
         yield "\n".join(corpus).encode("utf-8", "surrogateescape")
         return
-    with _open_binary(corpus) as fh:
+    with open_binary(corpus) as fh:
         rest = b""
         while True:
             chunk = fh.read(_BLOCK_BYTES)
@@ -302,7 +234,7 @@ def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, 
     wbytes = np.frombuffer(b"".join(encoded), dtype=np.uint8)
     if wbytes.size == 0:
         wbytes = np.zeros(1, dtype=np.uint8)
-    table = _build_table(wbytes, woffsets)
+    table = build_table(wbytes, woffsets, -1)
     tmp = Path(tempfile.mkdtemp(prefix="sentvec-s2v-", dir=directory))
     tok_path = tmp / "tokens.int32"
     lengths: list[np.ndarray] = []

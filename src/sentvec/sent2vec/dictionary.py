@@ -393,7 +393,8 @@ def bigram_rows(ids: np.ndarray, nwords: int, bucket: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- corpus reading
-def _open_binary(path: Path):
+def open_binary(path: Path):
+    """Open a corpus file for binary reading; ``.xz``, ``.gz`` and ``.bz2`` are decompressed."""
     suffix = path.suffix.lower()
     if suffix == ".xz":
         return lzma.open(path, "rb")
@@ -413,7 +414,7 @@ def _iter_byte_blocks(source: Any) -> Iterator[bytes]:
         path = Path(source)
         if not path.is_file():
             raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
-        with _open_binary(path) as fh:
+        with open_binary(path) as fh:
             rest = b""
             while True:
                 chunk = fh.read(_BLOCK)
