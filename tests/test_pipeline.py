@@ -104,3 +104,8 @@ def test_transformer_pipeline_round_trip(tiny_minilm, tmp_path):
     pipe.save(tmp_path / "tpipe")
     loaded = load_encoder(tmp_path / "tpipe")
     np.testing.assert_allclose(loaded.encode(sents[:3]), pipe.encode(sents[:3]), atol=1e-5)
+
+
+def test_load_encoder_missing_bin_is_a_clear_error_not_a_hub_lookup():
+    with pytest.raises(FileNotFoundError, match="model file not found: 'nope.bin'"):
+        load_encoder("nope.bin")

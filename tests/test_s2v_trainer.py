@@ -207,3 +207,13 @@ def test_non_utf8_bytes_are_kept_with_a_warning(tmp_path):
         model = train_sent2vec(p, **{**SMALL, "min_count": 5, "min_count_label": 5})
     word = b"caf\xe9".decode("utf-8", "surrogateescape")
     assert model.dictionary.get_id(word) > 0
+
+
+def test_diverged_training_raises_instead_of_returning_nan_model(tmp_path):
+    from sentvec.sent2vec.trainer import TrainingDivergedError
+
+    lines = (Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt").read_text(
+        encoding="utf-8").splitlines()[:300]
+    with pytest.raises(TrainingDivergedError, match="diverged"):
+        train_sent2vec(lines, dim=4, epoch=1, lr=1e6, min_count=1, min_count_label=1,
+                       bucket=100, thread=1, seed=1)

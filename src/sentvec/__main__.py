@@ -1,5 +1,5 @@
 import sys
 
-from sentvec.cli import main
+from sentvec.cli import console_main
 
-sys.exit(main())
+sys.exit(console_main())

@@ -61,14 +61,16 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Any:
     Raises
     ------
     FileNotFoundError
-        If ``name_or_path`` looks like a path (contains a separator or starts with ``.``/``~``)
-        and does not exist.
+        If ``name_or_path`` names a ``.bin`` file or looks like a path (contains a separator or
+        starts with ``.``/``~``) and does not exist.
     ValueError
         If a file exists but is not a model sentvec can read.
     """
     overrides = {k: v for k, v in overrides.items() if v is not None}
     text = os.fspath(name_or_path)
     path = Path(text).expanduser()
+    if path.suffix.lower() == ".bin" and not path.exists():
+        raise FileNotFoundError(f"model file not found: {text!r}")
     if path.is_dir() and (path / PIPELINE_FILE).is_file():
         _reject_overrides(overrides, "a saved pipeline")
         return Pipeline.load(path)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 # modules of sentvec.cli that define sub-commands, in the order --help lists them
@@ -45,6 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Print a warning as one ``sentvec: warning: ...`` line (no source path or code line)."""
+    name = "warning" if category is UserWarning else category.__name__
+    print(f"sentvec: {name}: {message}", file=file or sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
@@ -66,5 +73,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def console_main() -> int:
+    """Entry point of the ``sentvec`` executable: :func:`main` with one-line warnings.
+
+    Warnings print as ``sentvec: warning: ...`` (no source path or code line). :func:`main` itself
+    leaves the warning display alone, so callers and tests can capture warnings as usual.
+    """
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return main()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(console_main())

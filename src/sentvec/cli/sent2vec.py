@@ -106,16 +106,21 @@ def _run_embed(args: argparse.Namespace) -> int:
 
     batch_size = check_positive_int("--batch-size", args.batch_size)
     threads = None if args.threads is None else check_positive_int("--threads", args.threads)
-    model = Sent2Vec.load(args.model)
+    try:
+        model = Sent2Vec.load(args.model)
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(
+            f"{exc}; `sentvec embed` takes Sent2Vec models (.bin or directory); for transformer "
+            "models such as 'minilm' use `sentvec encode --model M`") from None
     reader = _LineReader(args.input, args.errors)
     out_is_npy = args.output != "-" and args.output.endswith(".npy")
-    totals = np.zeros(4, dtype=np.int64)  # lines, zero, empty, eos tokens
+    totals = np.zeros(5, dtype=np.int64)  # lines, zero, empty, eos tokens, non-finite
     chunks: list[np.ndarray] = []
 
     def embed(batch: list[str]) -> np.ndarray:
         emb, st = model.encode_with_stats(batch, batch_size=batch_size, normalize=args.normalize,
                                           num_threads=threads)
-        totals[:] += (st.n_sentences, st.n_zero, st.n_empty, st.n_eos_tokens)
+        totals[:] += (st.n_sentences, st.n_zero, st.n_empty, st.n_eos_tokens, st.n_nonfinite)
         return emb
 
     with ExitStack() as stack:
@@ -136,11 +141,13 @@ def _run_embed(args: argparse.Namespace) -> int:
             result = (np.concatenate(chunks) if chunks
                       else np.zeros((0, model.dim), dtype=np.float32))
             atomic_save_npy(args.output, result)
-    n, n_zero, n_empty, n_eos = (int(x) for x in totals)
+    n, n_zero, n_empty, n_eos, n_nonfinite = (int(x) for x in totals)
     msg = (f"sentvec embed: {n} lines -> {n} vectors of dim {model.dim}; {n_zero} zero vectors "
            f"({n_empty} empty or whitespace-only lines, {n_zero - n_empty} with no known word)")
     if n_eos:
         msg += f"; ignored {n_eos} literal '</s>' tokens"
+    if n_nonfinite:
+        msg += f"; WARNING: {n_nonfinite} vectors hold NaN or infinity (non-finite model weights)"
     if reader.n_bad:
         msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
     print(msg, file=sys.stderr)

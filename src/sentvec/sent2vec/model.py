@@ -46,12 +46,15 @@ class EncodeStats:
         Empty or whitespace-only sentences.
     n_eos_tokens : int
         Literal ``</s>`` tokens ignored (the official wrapper would end the sentence there).
+    n_nonfinite : int
+        Vectors holding NaN or infinity (only a model with non-finite weights gives these).
     """
 
     n_sentences: int
     n_zero: int
     n_empty: int
     n_eos_tokens: int
+    n_nonfinite: int = 0
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -349,7 +352,8 @@ class Sent2Vec:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             np.divide(out, norms, out=out, where=norms > 0)
         stats = EncodeStats(n_sentences=n, n_zero=int((nfeat == 0).sum()),
-                            n_empty=int((ntok == 0).sum()), n_eos_tokens=int(nskip.sum()))
+                            n_empty=int((ntok == 0).sum()), n_eos_tokens=int(nskip.sum()),
+                            n_nonfinite=int((~np.isfinite(out)).any(axis=1).sum()) if n else 0)
         return (out[0] if single else out), stats
 
     def encode(self, sentences: Any, *, batch_size: int | None = None,
@@ -399,6 +403,10 @@ def warn_encode_stats(stats: EncodeStats, *, stacklevel: int = 2) -> None:
     if stats.n_zero:
         warnings.warn(f"{stats.n_zero} of {stats.n_sentences} sentences have no in-vocabulary "
                       f"word ({stats.n_empty} empty or whitespace-only); their vectors are zero",
+                      UserWarning, stacklevel=stacklevel)
+    if stats.n_nonfinite:
+        warnings.warn(f"{stats.n_nonfinite} of {stats.n_sentences} vectors hold NaN or infinite "
+                      "values: the model's weights are not finite (a diverged training run?)",
                       UserWarning, stacklevel=stacklevel)
     if stats.n_eos_tokens:
         warnings.warn(f"ignored {stats.n_eos_tokens} literal {EOS!r} tokens (the official "

@@ -338,6 +338,9 @@ class Sent2VecTrainer:
         ValueError
             If the corpus is empty, has no word reaching ``min_count``, or has no sentence with
             a trainable target (two in-vocabulary tokens, one with count >= ``min_count_label``).
+        TrainingDivergedError
+            (a ``ValueError``) If SGD diverged and the matrices hold NaN or infinite values; no
+            model is returned, so none is written.
         """
         from sentvec.sent2vec import corpus as corpus_mod
         from sentvec.sent2vec.dictionary import Dictionary
@@ -392,6 +395,7 @@ class Sent2VecTrainer:
             t4 = time.perf_counter()
         finally:
             ids.close()
+        _check_finite(wi, wo, self.lr)
         model = Sent2Vec(dictionary, wi, wo, args=self.official_args())
         self.report_ = TrainingReport(
             nwords=dictionary.nwords, n_sentences=ids.n_sentences, n_tokens=ids.n_tokens,
@@ -692,6 +696,21 @@ class _Run:
                 seconds=float(self.epoch_seconds[e]),
                 final_lr=float(lr[lr > 0].min()) if (lr > 0).any() else 0.0))
         return out
+
+
+class TrainingDivergedError(ValueError):
+    """SGD diverged: the trained matrices hold NaN or infinite values."""
+
+
+def _check_finite(wi: np.ndarray, wo: np.ndarray, lr: float) -> None:
+    """Raise :class:`TrainingDivergedError` if either matrix holds a non-finite value."""
+    bad_in = int(wi.size - np.count_nonzero(np.isfinite(wi)))
+    bad_out = int(wo.size - np.count_nonzero(np.isfinite(wo)))
+    if bad_in or bad_out:
+        raise TrainingDivergedError(
+            f"training diverged: {bad_in} of {wi.size} input-matrix values and {bad_out} of "
+            f"{wo.size} output-matrix values are NaN or infinite (lr={lr}); no model was "
+            "written; lower the learning rate")
 
 
 def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
