@@ -142,3 +142,19 @@ def test_encode_cli_resume_whitening_and_refusal(tmp_path, capsys, corpus, model
                             "--end-line", "250", "--quiet"]) == 0
     assert "150 lines [100, 250) -> 1 shards of dim 4" in capsys.readouterr().out
     assert np.allclose(load_embeddings(wout), w.transform(model.encode(lines[100:250])), atol=1e-5)
+
+
+def test_search_cli_rebuilds_a_damaged_index(tmp_path, capsys, corpus):
+    path, lines = corpus
+    index = tmp_path / "idx"
+    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "3",
+            "--query", lines[5], "--json"]
+    assert main(args) == 0
+    good = json.loads(capsys.readouterr().out)
+    emb = index / "embeddings.npy"
+    emb.write_bytes(emb.read_bytes()[:40])  # truncated by a crash or a full disk
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert main(args) == 0
+    out = capsys.readouterr()
+    assert "built index of 400 lines" in out.err
+    assert json.loads(out.out) == good

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "search",
         help="semantic search over the lines of a text file (index built once, reused)",
-        description=__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2],
+        description=__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2].split("Examples::")[0].rstrip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
@@ -94,8 +95,13 @@ def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tupl
     fp = fingerprint(corpus, args.model, encoder, args.metric, args.backend)
     fp_path = index_dir / _FINGERPRINT
     if index_dir.exists() and not args.rebuild and fp_path.is_file():
-        if json.loads(fp_path.read_text(encoding="utf-8")) == fp:
-            return SemanticSearch.load(index_dir, encoder=encoder, mmap=True), False, 0
+        try:
+            current = json.loads(fp_path.read_text(encoding="utf-8")) == fp
+            if current:
+                return SemanticSearch.load(index_dir, encoder=encoder, mmap=True), False, 0
+        except (ValueError, OSError) as exc:  # a damaged index is rebuilt, never trusted
+            warnings.warn(f"index {str(index_dir)!r} is unreadable ({exc}); rebuilding it",
+                          UserWarning, stacklevel=2)
     if index_dir.exists() and any(index_dir.iterdir()) and not (
             fp_path.is_file() or (index_dir / "search_index.json").is_file()):
         raise ValueError(f"--index {str(index_dir)!r} exists and is not a sentvec search index; "
