@@ -125,6 +125,8 @@ class Pipeline:
             check_is_fitted(whitening)
         self.encoder = encoder
         self.whitening = whitening
+        #: Directory this pipeline was loaded from (None when built in memory).
+        self.path: str | None = None
 
     @property
     def preferred_text_variant(self) -> str:
@@ -135,6 +137,8 @@ class Pipeline:
         from sentvec.encoders.base import describe_encoder
 
         info = describe_encoder(self.encoder)
+        if self.path is not None:
+            info["pipeline"] = self.path
         if self.whitening is not None:
             info["pipeline_whitening"] = {
                 "n_components": int(self.whitening.n_components_),
@@ -244,4 +248,6 @@ class Pipeline:
             from sentvec.whitening import Whitening
 
             whitening = Whitening.load(root / str(cfg["whitening"].get("path", "whitening")))
-        return cls(encoder, whitening)
+        pipeline = cls(encoder, whitening)
+        pipeline.path = str(root)
+        return pipeline

@@ -272,8 +272,12 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     for line in _header(meta, tasks, len(unique_sentences(tasks)), args.aggregation):
         print(line)
     w = result.whitening
+    inner = meta.get("pipeline_whitening")
+    if inner:
+        print(f"pipeline: {meta.get('pipeline', '?')}: its own Whitening (k={inner.get('n_components')}, "
+              f"fitted on {inner.get('n_samples_seen')} rows) is applied inside the model")
     if w.mode == "none":
-        print("whitening: none")
+        print("whitening: none" + (" (besides the pipeline's)" if inner else ""))
     else:
         print(f"whitening: {w.mode}; fitted on {w.fit_corpus or meta.get('whitening_source')}"
               f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
@@ -297,6 +301,9 @@ def _config_label(meta: dict[str, Any], result: Any) -> str:
         token = {"mean": "AVG", "cls": "CLS", "max": "MAX"}.get(pooling, pooling)
         idx = meta.get("layer_indices") or meta.get("layers") or []
         label = f"{token}  " + "+".join(f"L{i}" for i in idx)
+    inner = meta.get("pipeline_whitening")
+    if inner:
+        label += f" + pipeline whitening (k={inner.get('n_components')})"
     if result.whitening.mode != "none":
         label += " + whitening"
         if result.whitening.n_components:
