@@ -1,7 +1,8 @@
 """Cost of the all-pairs layer search relative to evaluating one configuration.
 
 Measured in the same run, each command in a fresh process with its own empty cache directory
-(cold cache), alternating the two commands ``--repeat`` times:
+(cold cache), ``--repeat`` times in alternating order (A B, B A, ...; use an even count so a
+load drift on a shared machine cancels):
 
 * peer:   ``sentvec eval-sts --model M --layers 1,-1 --whiten year --json ...``
           (one configuration: one forward pass + one scoring);
@@ -9,11 +10,12 @@ Measured in the same run, each command in a fresh process with its own empty cac
           (one forward pass keeping every hidden state + every pair (i, j), i <= j, scored
           without and with per-year whitening: 2 x K(K+1)/2 scorings).
 
-Prints both wall times, their ratio (target <= 1.1) and the layer run's own split (vectors /
-pair scoring), then the per-call cost of ``score_sts`` (none / year) on the cached vectors of the
-last run. Usage::
+Prints both wall times and CPU times (user + system of the child process; less sensitive to
+other load on a shared machine), their ratios (target <= 1.1), the layer run's own split
+(vectors / pair scoring), then the per-call cost of ``score_sts`` (none / year) on the cached
+vectors of the last run. Usage::
 
-    python bench/layer_search.py [--model minilm] [--repeat 1] [--tasks STS12,...]
+    python bench/layer_search.py [--model minilm] [--repeat 2] [--tasks STS12,...]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,14 +32,18 @@ import time
 from pathlib import Path
 
 
-def _run(cmd: list[str], cache: Path) -> float:
+def _run(cmd: list[str], cache: Path) -> tuple[float, float]:
+    """Run ``cmd`` with its own cache; return (wall seconds, CPU seconds user + system)."""
     env = dict(os.environ, SENTVEC_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         sys.exit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    return wall
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int = 3) -> str:
@@ -70,7 +77,7 @@ def main() -> None:
     ap.add_argument("--model", default="minilm")
     ap.add_argument("--whiten", default="year", choices=("none", "year"),
                     help="whitening of the eval-sts peer (default year)")
-    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tasks", default=None, help="comma-separated STS tasks (default all)")
     args = ap.parse_args()
     py = [sys.executable, "-m", "sentvec"]
@@ -81,29 +88,44 @@ def main() -> None:
         last_cache = root
         for r in range(args.repeat):
             peer_cache, search_cache = root / f"peer{r}", root / f"search{r}"
-            peers.append(_run(py + ["eval-sts", "--model", args.model, "--layers", "1,-1",
-                                    "--whiten", args.whiten, "--json",
-                                    str(root / f"peer{r}.json"), *task_args], peer_cache))
             out = root / f"layers{r}"
-            searches.append(_run(py + ["layers", "--model", args.model, "--max-combination",
-                                       "0", "--out", str(out), "--quiet", *task_args],
-                                 search_cache))
+            peer_cmd = py + ["eval-sts", "--model", args.model, "--layers", "1,-1", "--whiten",
+                             args.whiten, "--json", str(root / f"peer{r}.json"), *task_args]
+            search_cmd = py + ["layers", "--model", args.model, "--max-combination", "0",
+                               "--out", str(out), "--quiet", *task_args]
+            # A-B, B-A, A-B, ...: a load drift on the shared machine cancels over pairs of runs
+            if r % 2 == 0:
+                peers.append(_run(peer_cmd, peer_cache))
+                searches.append(_run(search_cmd, search_cache))
+            else:
+                searches.append(_run(search_cmd, search_cache))
+                peers.append(_run(peer_cmd, peer_cache))
             data = json.loads(next(out.glob("*-layers.json")).read_text())
             splits.append(data["timings"])
             last_cache = search_cache
-            print(f"run {r + 1}: eval-sts {peers[-1]:.1f} s, layers (all pairs) "
-                  f"{searches[-1]:.1f} s, ratio {searches[-1] / peers[-1]:.2f}", flush=True)
+            peer_t = json.loads((root / f"peer{r}.json").read_text())["metadata"].get(
+                "timing_s", {})
+            print(f"  eval-sts own split: " + ", ".join(f"{k} {v:.1f} s"
+                                                    for k, v in peer_t.items()), flush=True)
+            (pw, pc), (sw, sc) = peers[-1], searches[-1]
+            print(f"run {r + 1}: eval-sts {pw:.1f} s wall / {pc:.1f} s CPU; layers (all pairs) "
+                  f"{sw:.1f} s wall / {sc:.1f} s CPU; ratio {sw / pw:.2f} wall, "
+                  f"{sc / pc:.2f} CPU", flush=True)
         t = splits[-1]
         n_pairs = len(data["pairs"])
+        pw = statistics.fmean(p[0] for p in peers)
+        pc = statistics.fmean(p[1] for p in peers)
+        sw = statistics.fmean(s[0] for s in searches)
+        sc = statistics.fmean(s[1] for s in searches)
         print(f"\nmodel {args.model}: {data['n_hidden_states']} hidden states, "
               f"{data['n_sentences']} sentences, {n_pairs} pair scorings (none + year)")
-        print(f"eval-sts --layers 1,-1 --whiten {args.whiten}: median "
-              f"{statistics.median(peers):.1f} s")
-        print(f"layers --max-combination 0:               median "
-              f"{statistics.median(searches):.1f} s (last run: vectors {t['forward_s']:.1f} s, "
-              f"pair scoring {t['pairs_s']:.1f} s)")
-        print(f"RATIO search / one configuration = "
-              f"{statistics.median(searches) / statistics.median(peers):.2f} (target <= 1.10)")
+        print(f"eval-sts --layers 1,-1 --whiten {args.whiten}: mean {pw:.1f} s wall, "
+              f"{pc:.1f} s CPU")
+        print(f"layers --max-combination 0:               mean {sw:.1f} s wall, "
+              f"{sc:.1f} s CPU (last run: vectors {t['forward_s']:.1f} s, pair scoring "
+              f"{t['pairs_s']:.1f} s)")
+        print(f"RATIO search / one configuration = {sw / pw:.2f} wall, {sc / pc:.2f} CPU "
+              f"(means over {args.repeat} runs in alternating order; target <= 1.10)")
         print(_score_costs(args.model, args.tasks.split(",") if args.tasks else None, last_cache))
 
 

@@ -21,6 +21,7 @@ import platform
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,16 @@ def _progress(args: argparse.Namespace) -> bool | None:
     return False if args.quiet else None
 
 
+def _report_warnings(records: list[Any]) -> None:
+    """Print each distinct warning once, with how many scorings raised it."""
+    counts: dict[str, int] = {}
+    for r in records:
+        text = f"{r.category.__name__}: {r.message}"
+        counts[text] = counts.get(text, 0) + 1
+    for text, n in counts.items():
+        print(f"warning ({n}x): {text}", file=sys.stderr)
+
+
 # --------------------------------------------------------------------------- sentvec layers
 def run_layers(args: argparse.Namespace) -> int:
     """``sentvec layers``: Figures 1 and 2 for one model."""
@@ -118,13 +129,16 @@ def run_layers(args: argparse.Namespace) -> int:
         raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
     encoder = _load_transformer(args.model, args.device, max_length=args.max_length)
     tasks = _load_tasks(args, encoder)
-    analysis = analyze_layers(
-        encoder, tasks, pooling=args.pooling, max_layers=args.max_combination or None,
-        include_embedding_layer=not args.no_embedding_layer,
-        exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
-        search=args.max_combination != 0,
-        aggregation=args.aggregation, n_components=args.k, cache=_cache(args),
-        batch_size=args.batch_size, show_progress_bar=_progress(args), model_name=args.model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        analysis = analyze_layers(
+            encoder, tasks, pooling=args.pooling, max_layers=args.max_combination or None,
+            include_embedding_layer=not args.no_embedding_layer,
+            exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
+            search=args.max_combination != 0, aggregation=args.aggregation,
+            n_components=args.k, cache=_cache(args), batch_size=args.batch_size,
+            show_progress_bar=_progress(args), model_name=args.model)
+    _report_warnings(caught)
     out = Path(args.out)
     stem = f"{_slug(args.model)}-{args.pooling}"
     data = analysis.to_dict()
@@ -188,7 +202,8 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
             encoder, corpus, pooling=args.pooling, text_variant=f"corpus:{prep}", cache=cache,
             batch_size=args.batch_size, show_progress_bar=_progress(args))
         corpus_vectors = combine_layers(cvecs[args.pooling], layers)
-        corpus_info = {"path": str(path), "preprocessing": prep, "n_read": len(lines),
+        label = str(path) if args.corpus else f"packaged: {Path(path).name}"
+        corpus_info = {"path": label, "preprocessing": prep, "n_read": len(lines),
                        "n_used": len(corpus), "n_excluded": n_excluded}
     t1 = time.perf_counter()
     d = sts_vectors.shape[1]
@@ -253,6 +268,26 @@ def _report_sent2vec(path: str, args: argparse.Namespace) -> tuple[Any, dict]:
                   "scoring_s": time.perf_counter() - t0 - secs}
 
 
+def _describe(d: dict[str, Any]) -> str:
+    """One line from an encoder's ``config_dict()`` (transformer or Sent2Vec)."""
+    parts = []
+    if d.get("num_layers") is not None:
+        parts.append(f"{d['num_layers']} layers")
+    dim = d.get("hidden_size", d.get("dim"))
+    if dim is not None:
+        parts.append(f"d = {dim}")
+    if d.get("max_length") is not None:
+        parts.append(f"max_length {d['max_length']}")
+    args = d.get("args") or {}
+    for key in ("wordNgrams", "epoch", "minCount"):
+        if key in args:
+            parts.append(f"{key} {args[key]}")
+    if d.get("nwords") is not None:
+        parts.append(f"{d['nwords']} words")
+    name = d.get("source_model") or d.get("model") or d.get("source") or ""
+    return f"{d.get('encoder', '')} {name}".strip() + (f" ({', '.join(parts)})" if parts else "")
+
+
 def render_report(rows: list[Any], infos: list[dict], skipped: list[tuple[str, str]],
                   *, command: str) -> str:
     """Markdown of the report (Table 1-style rows, aggregations side by side, provenance)."""
@@ -295,14 +330,10 @@ def render_report(rows: list[Any], infos: list[dict], skipped: list[tuple[str, s
                      + " |")
     lines += ["", "## Encoders", ""]
     for i in infos:
-        d = i["description"]
-        lines.append(f"- **{i['model']}**: {d.get('encoder', '')} "
-                     f"{d.get('source_model') or d.get('model') or ''} "
-                     f"({d.get('num_layers', '-')} layers, d = {d.get('hidden_size', d.get('dim', '-'))}"
-                     f", max_length {d.get('max_length', '-')}); text `{i['text_variant']}`, "
-                     f"{i['n_sentences']} distinct sentences; vectors {i['vectors_s']:.1f} s "
-                     f"({'cache hit' if i['cache_hit'] else 'computed'}), scoring "
-                     f"{i['scoring_s']:.1f} s.")
+        lines.append(f"- **{i['model']}**: {_describe(i['description'])}; text "
+                     f"`{i['text_variant']}`, {i['n_sentences']} distinct sentences; vectors "
+                     f"{i['vectors_s']:.1f} s ({'cache hit' if i['cache_hit'] else 'computed'}), "
+                     f"scoring {i['scoring_s']:.1f} s.")
     if skipped:
         lines += ["", "## Skipped", ""]
         lines += [f"- **{name}**: {why}" for name, why in skipped]
@@ -312,7 +343,9 @@ def render_report(rows: list[Any], infos: list[dict], skipped: list[tuple[str, s
               "whitening). None of those is installable here; the models above are "
               "sentence-transformers checkpoints already fine-tuned for similarity "
               "(all-MiniLM-L6-v2: 6 layers, 384-d), so absolute numbers are not comparable with "
-              "Table 1 and whitening is not expected to help them as much.", ""]
+              "Table 1 and whitening is not expected to help them as much. A Sent2Vec model has "
+              "neither token pooling nor layers: its row is its own sentence vector, without and "
+              "with the same per-year whitening.", ""]
     return "\n".join(lines)
 
 
