@@ -64,7 +64,8 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Any:
         If ``name_or_path`` names a ``.bin`` file or looks like a path (contains a separator or
         starts with ``.``/``~``) and does not exist.
     ValueError
-        If a file exists but is not a model sentvec can read.
+        If a file exists but is not a model sentvec can read; :class:`EncoderOptionsError`
+        (a ValueError) if transformer options are given for a Sent2Vec model or a pipeline.
     """
     overrides = {k: v for k, v in overrides.items() if v is not None}
     text = os.fspath(name_or_path)
@@ -95,9 +96,13 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Any:
     return TransformerEncoder.from_pretrained(text, **overrides)
 
 
+class EncoderOptionsError(ValueError):
+    """Transformer options (pooling, layers, ...) were given for a model that has none."""
+
+
 def _reject_overrides(overrides: dict[str, Any], what: str) -> None:
     if overrides:
-        raise ValueError(f"options {sorted(overrides)} do not apply to {what}")
+        raise EncoderOptionsError(f"options {sorted(overrides)} do not apply to {what}")
 
 
 class Pipeline:

@@ -95,9 +95,12 @@ def _load_transformer(name: str, device: str | None = None, **overrides: Any) ->
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentvec.pipeline import load_encoder
+    from sentvec.pipeline import EncoderOptionsError, load_encoder
 
-    enc = load_encoder(name, device=device, **overrides)
+    try:
+        enc = load_encoder(name, device=device, **overrides)
+    except EncoderOptionsError:  # a Sent2Vec model or pipeline: no layers to choose from
+        enc = load_encoder(name)
     if not callable(getattr(enc, "encode_layers", None)):
         raise ValueError(f"model {name!r} ({type(enc).__name__}) has no hidden layers; "
                          "this command needs a transformer encoder")
