@@ -14,6 +14,8 @@ import pytest
 
 from sentvec.cli import main
 
+from _helpers import small_sts_dir
+
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # singular small fit sets
 
 TASKS = "STS13,STSBenchmark"
@@ -21,21 +23,8 @@ S2V_BIN = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-unigram.
 
 
 def _small_sts_dir(root: Path) -> Path:
-    from sentvec._data import data_dir
-
-    src = data_dir() / "downstream" / "STS"
-    sts13 = root / "downstream" / "STS" / "STS13-en-test"
-    sts13.mkdir(parents=True)
-    for sub in ("FNWN", "headlines", "OnWN"):
-        for kind in ("input", "gs"):
-            name = f"STS.{kind}.{sub}.txt"
-            lines = (src / "STS13-en-test" / name).read_text(encoding="utf-8").splitlines(True)
-            (sts13 / name).write_text("".join(lines[:60]), encoding="utf-8")
-    stsb = root / "downstream" / "STS" / "STSBenchmark"
-    stsb.mkdir(parents=True)
-    lines = (src / "STSBenchmark" / "sts-test.csv").read_text(encoding="utf-8").splitlines(True)
-    (stsb / "sts-test.csv").write_text("".join(lines[:180]), encoding="utf-8")
-    return root
+    """The first 60 lines of STS13's 3 subsets and 180 STS-B test pairs."""
+    return small_sts_dir(root, sts13_lines=60, stsb_lines=180)
 
 
 @pytest.fixture(scope="module")

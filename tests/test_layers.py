@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
-import warnings
 import json
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from _helpers import small_sts_dir
 
 from sentvec.evaluation.layers import (
     CombinationScorer,
@@ -233,23 +234,9 @@ def test_plots_write_png(tmp_path):
 
 # ---------------------------------------------------------------- with a real (2-layer) model
 
-def _small_sts_dir(root):
-    """A data dir with the first lines of STS13 (3 subsets x 70) and STS-B test (200 pairs)."""
-    from sentvec._data import data_dir
-
-    src = data_dir() / "downstream" / "STS"
-    sts13 = root / "downstream" / "STS" / "STS13-en-test"
-    sts13.mkdir(parents=True)
-    for sub in ("FNWN", "headlines", "OnWN"):
-        for kind in ("input", "gs"):
-            name = f"STS.{kind}.{sub}.txt"
-            lines = (src / "STS13-en-test" / name).read_text(encoding="utf-8").splitlines(True)
-            (sts13 / name).write_text("".join(lines[:70]), encoding="utf-8")
-    stsb = root / "downstream" / "STS" / "STSBenchmark"
-    stsb.mkdir(parents=True)
-    lines = (src / "STSBenchmark" / "sts-test.csv").read_text(encoding="utf-8").splitlines(True)
-    (stsb / "sts-test.csv").write_text("".join(lines[:200]), encoding="utf-8")
-    return root
+def _small_sts_dir(root: Path) -> Path:
+    """The first 70 lines of STS13's 3 subsets and 200 STS-B test pairs."""
+    return small_sts_dir(root, sts13_lines=70, stsb_lines=200)
 
 
 @pytest.fixture(scope="module")
