@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from sentvec.sent2vec._wordtable import build_table, is_sep as _is_sep, lookup
-from sentvec.sent2vec.dictionary import open_binary
+from sentvec.sent2vec.dictionary import iter_line_blocks
 
 
 def check_corpus(corpus: Any) -> Path | list[str]:
@@ -183,28 +183,6 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
 
 
 
-def _iter_blocks(corpus: Path | list[str]) -> Iterator[bytes]:
-    """Yield the corpus in blocks that end at a newline (the last one may not)."""
-    if isinstance(corpus, list):
-        yield "\n".join(corpus).encode("utf-8", "surrogateescape")
-        return
-    with open_binary(corpus) as fh:
-        rest = b""
-        while True:
-            chunk = fh.read(_BLOCK_BYTES)
-            if not chunk:
-                break
-            chunk = rest + chunk
-            cut = chunk.rfind(b"\n") + 1
-            if cut == 0:
-                rest = chunk
-                continue
-            rest = chunk[cut:]
-            yield chunk[:cut]
-        if rest:
-            yield rest
-
-
 def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, *,
                    directory: str | os.PathLike[str] | None = None) -> CorpusIds:
     """Stream the corpus once and write its in-vocabulary word ids to a temporary file.
@@ -242,7 +220,7 @@ def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, 
     counters = np.zeros(5, dtype=np.int64)
     try:
         with open(tok_path, "wb") as out:
-            for block in _iter_blocks(corpus):
+            for block in iter_line_blocks(corpus, _BLOCK_BYTES):
                 data = np.frombuffer(block, dtype=np.uint8)
                 ids = np.empty(data.size // 2 + 1, dtype=np.int32)
                 lens = np.empty(data.size // 4 + 1, dtype=np.int64)

@@ -314,7 +314,7 @@ class Dictionary:
             raise ValueError(f"max_vocab_size={max_vocab_size!r} is invalid; "
                              "expected None or an integer >= 1")
         prefix = label_prefix.encode("utf-8")
-        counter, ntokens = _count_tokens(_iter_byte_blocks(path_or_lines), prefix)
+        counter, ntokens = _count_tokens(iter_line_blocks(path_or_lines), prefix)
         keys = list(counter)
         counts = np.fromiter(counter.values(), dtype=np.int64, count=len(keys))
         keys.append(_PLACEHOLDER_B)  # appended even if the corpus contains it, as officially
@@ -408,8 +408,12 @@ def open_binary(path: Path):
 _BLOCK = 1 << 22  # bytes of complete lines counted at a time
 
 
-def _iter_byte_blocks(source: Any) -> Iterator[bytes]:
-    """Yield the corpus as byte blocks of complete lines (only the last may lack its newline)."""
+def iter_line_blocks(source: Any, block_bytes: int = _BLOCK) -> Iterator[bytes]:
+    """Yield the corpus as byte blocks of complete lines (only the last may lack its newline).
+
+    ``source`` is a path (``.xz``/``.gz``/``.bz2`` decompressed) read ``block_bytes`` at a time, or
+    an iterable of lines (str or bytes), each one line (a newline is added when missing).
+    """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
@@ -417,7 +421,7 @@ def _iter_byte_blocks(source: Any) -> Iterator[bytes]:
         with open_binary(path) as fh:
             rest = b""
             while True:
-                chunk = fh.read(_BLOCK)
+                chunk = fh.read(block_bytes)
                 if not chunk:
                     break
                 cut = chunk.rfind(b"\n")
@@ -442,7 +446,7 @@ def _iter_byte_blocks(source: Any) -> Iterator[bytes]:
             item = bytes(item) + b"\n"
         batch.append(bytes(item))
         size += len(item)
-        if size >= _BLOCK:
+        if size >= block_bytes:
             yield b"".join(batch)
             batch, size = [], 0
     if batch:
