@@ -266,3 +266,23 @@ def test_sklearn_clone_and_params():
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("pattern", ["few_repeats", "many_repeats"])
+def test_sample_weight_branches_equal_repeated_rows(dtype, pattern):
+    # few repeated rows: unweighted syrk + correction; many: one syrk of sqrt(count)-scaled rows
+    X = _correlated(n=80, dtype=dtype)
+    counts = np.ones(80, dtype=np.int64)
+    if pattern == "few_repeats":
+        counts[[3, 40]] = (3, 2)
+        counts[7] = 0
+    else:
+        counts = np.random.default_rng(4).integers(0, 5, size=80)
+        counts[0] = 1
+    a = WhiteningStatistics.from_array(X, sample_weight=counts)
+    b = WhiteningStatistics.from_array(np.repeat(X.astype(np.float64), counts, axis=0))
+    assert a.n_samples == b.n_samples == counts.sum()
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a.scatter, b.scatter, rtol=1e-10, atol=1e-8)
+    np.testing.assert_array_equal(a.scatter, a.scatter.T)

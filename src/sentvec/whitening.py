@@ -137,25 +137,57 @@ class WhiteningStatistics:
                     or (w < 0).any() or w.sum() <= 0):
                 raise ValueError("sample_weight must be non-negative integers, one per row, "
                                  "with a positive sum")
-            weights = w.astype(np.float64)
+            weights = w
         total = cls.empty(arr.shape[1])
         for start in range(0, arr.shape[0], _CHUNK_ROWS):
-            chunk = np.asarray(arr[start:start + _CHUNK_ROWS], dtype=np.float64)
-            if weights is None:
-                n = chunk.shape[0]
-                mean = chunk.mean(axis=0)
-                centred = chunk - mean
-                scatter = centred.T @ centred
-            else:
-                cw = weights[start:start + _CHUNK_ROWS]
-                n = int(cw.sum())
-                if n == 0:
-                    continue
-                mean = cw @ chunk / n
-                centred = chunk - mean
-                scatter = (centred * cw[:, None]).T @ centred
-            total = total.merge(cls(n, mean, scatter))
+            chunk = arr[start:start + _CHUNK_ROWS]
+            cw = None if weights is None else weights[start:start + _CHUNK_ROWS]
+            if cw is not None and cw.sum() == 0:
+                continue
+            stats, _ = cls._from_block(chunk, cw)
+            total = total.merge(stats)
         return total
+
+    @classmethod
+    def _from_block(cls, X: np.ndarray, counts: np.ndarray | None
+                    ) -> tuple["WhiteningStatistics", np.ndarray]:
+        """Statistics of one validated block, and its centred rows ``X - mean`` (float64).
+
+        ``X``: float32 or float64 rows, read in place (sums are accumulated in float64 without
+        a float64 copy of ``X``). ``counts``: integer repeat counts with a positive sum, or
+        None. The weighted scatter is the scatter of the rows with a positive count (one BLAS
+        syrk) plus ``sum (c_i - 1) x_i x_i^T`` over the rows counted more than once, or, when
+        more than 1/8 of the rows repeat, one syrk of the rows scaled by ``sqrt(c_i)``.
+        Returning the centred rows lets a caller that transforms the same rows (the per-year
+        STS whitening) skip a second centring pass.
+        """
+        if counts is None:
+            n = X.shape[0]
+            mean = X.sum(axis=0, dtype=np.float64) / n
+        else:
+            n = int(counts.sum())
+            positive = counts > 0
+            extra = counts > 1
+            once = X if positive.all() else X[positive]
+            total = once.sum(axis=0, dtype=np.float64)
+            if extra.any():
+                total += (counts[extra] - 1).astype(np.float64) @ X[extra].astype(np.float64)
+            mean = total / n
+        centred = np.subtract(X, mean, dtype=np.float64)
+        # A.T @ A of one buffer: numpy calls BLAS syrk (half the flops of a general GEMM)
+        if counts is None:
+            scatter = centred.T @ centred
+        elif 8 * int(extra.sum()) > X.shape[0]:
+            # many repeated rows (SICK reuses sentences): one syrk of the sqrt(count)-scaled rows
+            scaled = centred * np.sqrt(counts.astype(np.float64))[:, None]
+            scatter = scaled.T @ scaled
+        else:
+            base = centred if positive.all() else centred[positive]
+            scatter = base.T @ base
+            if extra.any():
+                E = centred[extra] * np.sqrt(counts[extra] - 1.0)[:, None]
+                scatter += E.T @ E
+        return cls(n, mean, scatter), centred
 
     def merge(self, other: "WhiteningStatistics") -> "WhiteningStatistics":
         """Statistics of the union of both row sets (order-independent up to rounding).
