@@ -18,6 +18,7 @@ from sentvec.evaluation.results import (
     results_table_text,
 )
 from sentvec.evaluation.sts import (
+    STSScorer,
     STSSubset,
     STSTask,
     evaluate_sts,
@@ -354,3 +355,25 @@ def test_identical_vectors_tie_exactly_at_one():
     B = rng.normal(size=(200, 50))
     ref = np.sum(A * B, 1) / np.linalg.norm(A, axis=1) / np.linalg.norm(B, axis=1)
     np.testing.assert_allclose(cosine_similarity_rows(A, B)[0], ref, atol=1e-12)
+
+
+def test_prepared_scorer_is_score_sts_for_many_embeddings():
+    rng = np.random.default_rng(11)
+    tasks = [_random_task(rng, "Y1", n_subsets=3, n_pairs=30, vocab=40, prefix="a"),
+             _random_task(rng, "Y2", n_subsets=2, n_pairs=25, vocab=40, prefix="b")]
+    sentences = unique_sentences(tasks) + ["an extra sentence"]
+    scorer = STSScorer(tasks, sentences)
+    assert scorer.n_sentences == len(sentences)
+    for seed in range(3):  # one prepared scorer, several embeddings of the same sentences
+        emb = np.random.default_rng(seed).normal(size=(len(sentences), 6)).astype(np.float32)
+        fitted = Whitening().fit(emb)
+        for kw in ({}, {"whitening": "year"}, {"whitening": "year", "n_components": 4},
+                   {"whitening": fitted}, {"aggregation": "all"}):
+            got = scorer.score(emb, **kw)
+            want = score_sts(tasks, sentences, emb, **kw)
+            assert got.subset_scores == want.subset_scores
+            assert got.task_scores == want.task_scores and got.whitening == want.whitening
+    with pytest.raises(ValueError, match="rows"):
+        scorer.score(np.zeros((3, 6)))
+    with pytest.raises(KeyError, match="not in"):
+        STSScorer(tasks, sentences[1:])

@@ -24,12 +24,11 @@ from sentvec.evaluation.results import (
     STSResult,
     WhiteningInfo,
     aggregate_scores,
-    correlations,
 )
 
 __all__ = [
     "STS_TASKS", "STS_SUBSETS", "TEXT_VARIANTS", "STSSubset", "STSTask", "load_sts",
-    "unique_sentences", "score_sts", "evaluate_sts", "cosine_similarity_rows",
+    "unique_sentences", "score_sts", "STSScorer", "evaluate_sts", "cosine_similarity_rows",
 ]
 
 STS_TASKS: tuple[str, ...] = (
@@ -333,11 +332,39 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     """
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
-    num = np.einsum("ij,ij->i", A, B)
-    den = np.sqrt(np.einsum("ij,ij->i", A, A)) * np.sqrt(np.einsum("ij,ij->i", B, B))
+    if A.shape != B.shape or A.ndim != 2:
+        raise ValueError(f"A and B must be 2-D of equal shape, got {A.shape} and {B.shape}")
+    return _cosines_from_norms(np.einsum("ij,ij->i", A, B),
+                               np.sqrt(np.einsum("ij,ij->i", A, A)),
+                               np.sqrt(np.einsum("ij,ij->i", B, B)))
+
+
+def _cosines_from_norms(num: np.ndarray, norm1: np.ndarray,
+                        norm2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``num / (norm1 * norm2)`` rounded to 12 decimals; 0 and flagged where a norm is 0."""
+    den = norm1 * norm2
     undefined = ~(den > 0)
     cos = np.divide(num, den, out=np.zeros_like(num), where=~undefined)
     return np.round(cos, 12), undefined
+
+
+def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]
+                    ) -> tuple[list[np.ndarray], int, int]:
+    """Cosines of the pairs ``(Z[j1], Z[j2])`` of each subset (as ``cosine_similarity_rows``).
+
+    Row norms are computed once per distinct row. Returns the cosines per subset, the number of
+    zero rows of ``Z`` and the number of pairs whose cosine is undefined.
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+    out = []
+    n_undefined = 0
+    for j1, j2 in subset_pairs:
+        cos, undefined = _cosines_from_norms(np.einsum("ij,ij->i", Z[j1], Z[j2]),
+                                             norms[j1], norms[j2])
+        n_undefined += int(undefined.sum())
+        out.append(cos)
+    return out, int((~(norms > 0)).sum()), n_undefined
 
 
 #: Below this estimated reciprocal condition number the Cholesky shortcut is not used.
@@ -364,24 +391,25 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
     """
     from sentvec.whitening import Whitening, WhiteningStatistics
 
-    stats = WhiteningStatistics.from_array(X, sample_weight=counts)
+    stats, centred = WhiteningStatistics._from_block(X, counts)
     if n_components is None and stats.n_samples >= 2:
-        from scipy.linalg import LinAlgError, cholesky, lapack, solve_triangular
+        from scipy.linalg import lapack, solve_triangular
 
         cov = stats.covariance
-        try:
-            L = cholesky(cov, lower=True, check_finite=False)
-        except LinAlgError:
-            L = None
-        if L is not None:
+        L, info = lapack.dpotrf(cov, lower=1, clean=1)
+        if info == 0:
             rcond, info = lapack.dpocon(L, float(np.abs(cov).sum(axis=0).max()), uplo="L")
             if info == 0 and rcond >= _CHOLESKY_MIN_RCOND:
-                centred = np.asarray(X, dtype=np.float64) - stats.mean
-                return solve_triangular(L, centred.T, lower=True, check_finite=False).T, 0
+                # Z^T = L^{-1} (X - mu)^T: one triangular solve, in place; (X - mu)^T of a
+                # C-ordered array is Fortran-ordered, so LAPACK takes it without a copy
+                Zt = solve_triangular(L, centred.T, lower=True, check_finite=False,
+                                      overwrite_b=True)
+                return Zt.T, 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         w = Whitening(n_components).fit_statistics(stats)
-    return w.transform(np.asarray(X, dtype=np.float64)), int(w.n_dropped_)
+    # Whitening.transform's arithmetic, (X - mean_) @ whitening_matrix_, on the rows centred above
+    return centred @ w.whitening_matrix_, int(w.n_dropped_)
 
 
 def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -397,6 +425,170 @@ def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray
                 f"`sentences`, e.g. {exc.args[0]!r:.80}; embed unique_sentences(tasks)") from None
         out.append((i1, i2))
     return out
+
+
+@dataclass(frozen=True)
+class _TaskPlan:
+    """Index work of one task, independent of the vectors (see :class:`STSScorer`).
+
+    ``rows``: the task's distinct embedding rows (sorted); ``counts``: how often each is a side
+    of a scored pair (the year fit set keeps duplicates); ``subset_pairs``: per subset, the two
+    sides' positions in ``rows``; ``fit_size``: ``2 x`` the task's pair count.
+    """
+
+    name: str
+    rows: np.ndarray
+    counts: np.ndarray
+    subset_pairs: tuple[tuple[np.ndarray, np.ndarray], ...]
+    fit_size: int
+
+    @classmethod
+    def build(cls, task: STSTask, index: dict[str, int]) -> "_TaskPlan":
+        pairs = _pair_indices(task, index)
+        all_rows = np.concatenate([np.concatenate(p) for p in pairs])
+        rows, inverse = np.unique(all_rows, return_inverse=True)
+        subset_pairs = []
+        start = 0
+        for i1, _ in pairs:
+            n = len(i1)
+            subset_pairs.append((inverse[start:start + n], inverse[start + n:start + 2 * n]))
+            start += 2 * n
+        return cls(task.name, rows, np.bincount(inverse, minlength=len(rows)),
+                   tuple(subset_pairs), int(all_rows.shape[0]))
+
+
+class STSScorer:
+    """Scores embeddings of fixed sentences on fixed STS tasks (the engine of :func:`score_sts`).
+
+    Everything that does not depend on the vectors is prepared once: the row of every pair's
+    sentences, each task's distinct rows with their repeat counts (the "year" whitening fit set),
+    the gold scores and subset names. :meth:`score` then costs only the vector work, which is
+    what the layer search (56 or more scorings of the same sentences) needs. ``score_sts`` is
+    ``STSScorer(tasks, sentences).score(embeddings, ...)``, so both give identical numbers.
+
+    Parameters
+    ----------
+    tasks : STSTask or iterable of STSTask
+    sentences : sequence of str, length n
+        Row order of the embeddings passed to :meth:`score`; every sentence of ``tasks`` must be
+        present (extra sentences are ignored; for duplicates the first occurrence is used).
+
+    Raises
+    ------
+    KeyError
+        A task sentence is missing from ``sentences``.
+    ValueError
+        No tasks, or duplicate task names.
+    """
+
+    def __init__(self, tasks: STSTask | Iterable[STSTask], sentences: Sequence[str]) -> None:
+        self.tasks = _as_task_list(tasks)
+        self.sentences = list(sentences)
+        index: dict[str, int] = {}
+        for i, s in enumerate(self.sentences):
+            index.setdefault(s, i)
+        self._plans = tuple(_TaskPlan.build(t, index) for t in self.tasks)
+        self._used = np.unique(np.concatenate([p.rows for p in self._plans]))
+        self._golds = {t.name: [s.gold for s in t.subsets] for t in self.tasks}
+        self._names = {t.name: list(t.subset_names) for t in self.tasks}
+        variants = sorted({t.variant for t in self.tasks})
+        self._variant: Any = variants[0] if len(variants) == 1 else variants
+
+    @property
+    def n_sentences(self) -> int:
+        """Rows expected in the embeddings (``len(sentences)``)."""
+        return len(self.sentences)
+
+    def score(self, embeddings: Any, *, whitening: Any = "none", n_components: int | None = None,
+              aggregation: str = "mean",
+              metadata: Mapping[str, Any] | None = None) -> STSResult:
+        """Score embeddings of ``sentences``; parameters, result and warnings as :func:`score_sts`.
+
+        Raises
+        ------
+        ValueError
+            Bad shapes, non-finite embeddings, unknown modes.
+        """
+        check_choice("aggregation", aggregation, AGGREGATIONS)
+        emb = check_embeddings(embeddings, name="embeddings")
+        if emb.shape[0] != self.n_sentences:
+            raise ValueError(f"embeddings has {emb.shape[0]} rows but sentences has "
+                             f"{self.n_sentences}")
+        if n_components is not None:
+            check_positive_int("n_components", n_components)
+        fitted = None
+        if isinstance(whitening, str):
+            check_choice("whitening", whitening, WHITENING_MODES)
+            if whitening == "none" and n_components is not None:
+                raise ValueError("n_components applies to whitening; it is invalid with "
+                                 "whitening='none'")
+        else:
+            from sklearn.utils.validation import check_is_fitted
+
+            if not callable(getattr(whitening, "transform", None)):
+                raise ValueError(f"whitening={whitening!r} is invalid; expected one of "
+                                 f"{list(WHITENING_MODES)} or a fitted Whitening")
+            check_is_fitted(whitening)
+            if n_components is not None:
+                raise ValueError("n_components is invalid with an already fitted Whitening")
+            fitted = whitening
+        shared = None
+        if fitted is not None:
+            shared = fitted.transform(emb[self._used])
+
+        preds: dict[str, list[np.ndarray]] = {}
+        fit_sizes: dict[str, int] = {}
+        dropped: dict[str, int] = {}
+        n_zero_vectors = n_zero_pairs = 0
+        for plan in self._plans:
+            if shared is not None:
+                Z = shared[np.searchsorted(self._used, plan.rows)]
+            elif whitening == "year":
+                # fit set = both sides of all the task's pairs, duplicates kept (as repeat counts)
+                Z, dropped[plan.name] = _fit_whiten_for_cosine(emb[plan.rows], plan.counts,
+                                                               n_components)
+                fit_sizes[plan.name] = plan.fit_size
+            else:
+                Z = emb[plan.rows]
+            preds[plan.name], n_zero, n_undefined = _subset_cosines(Z, plan.subset_pairs)
+            n_zero_vectors += n_zero
+            n_zero_pairs += n_undefined
+        if any(dropped.values()):
+            shown = ", ".join(f"{t}: {n}" for t, n in dropped.items() if n)
+            warnings.warn(
+                "score_sts: year whitening met numerically singular covariances and dropped "
+                f"{sum(dropped.values())} eigen-direction(s) with eigenvalue <= 1e-10 x the "
+                f"largest (per task: {shown}); the whitened vectors have that many fewer "
+                "dimensions", UserWarning, stacklevel=2)
+        if n_zero_pairs:
+            warnings.warn(
+                f"score_sts: {n_zero_vectors} sentence vector(s) are zero, so the cosine of "
+                f"{n_zero_pairs} pair(s) is undefined; those cosines were set to 0",
+                UserWarning, stacklevel=2)
+
+        scores = aggregate_scores(preds, self._golds, self._names)
+        if scores.n_undefined:
+            warnings.warn(
+                f"score_sts: {scores.n_undefined} correlation(s) are undefined (constant "
+                "predictions or gold); they are NaN, and so is any aggregate that includes them",
+                UserWarning, stacklevel=2)
+        if fitted is not None:
+            info = WhiteningInfo(mode="fitted",
+                                 n_components=int(getattr(fitted, "n_components_", 0)) or None,
+                                 fit_corpus="fitted Whitening instance",
+                                 fit_size=int(getattr(fitted, "n_samples_seen_", 0)) or None)
+        elif whitening == "year":
+            info = WhiteningInfo(mode="year", n_components=n_components,
+                                 fit_corpus="each task's scored pairs (both sides, duplicates "
+                                 "kept)", fit_size=sum(fit_sizes.values()), fit_sizes=fit_sizes,
+                                 n_dropped=dropped)
+        else:
+            info = WhiteningInfo(mode="none")
+        meta = dict(metadata or {})
+        meta["text_variant"] = self._variant  # the text fed
+        return STSResult.from_scores(scores, aggregation=aggregation, whitening=info,
+                                     metadata=meta, n_zero_vectors=n_zero_vectors,
+                                     n_zero_cosine_pairs=n_zero_pairs)
 
 
 def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embeddings: Any, *,
@@ -446,105 +638,9 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
     ValueError
         Bad shapes, non-finite embeddings, unknown modes.
     """
-    task_list = _as_task_list(tasks)
-    check_choice("aggregation", aggregation, AGGREGATIONS)
-    sentences = list(sentences)
-    emb = check_embeddings(embeddings, name="embeddings")
-    if emb.shape[0] != len(sentences):
-        raise ValueError(f"embeddings has {emb.shape[0]} rows but sentences has {len(sentences)}")
-    if n_components is not None:
-        check_positive_int("n_components", n_components)
-    fitted = None
-    if isinstance(whitening, str):
-        check_choice("whitening", whitening, WHITENING_MODES)
-        if whitening == "none" and n_components is not None:
-            raise ValueError("n_components applies to whitening; it is invalid with whitening='none'")
-    else:
-        from sklearn.utils.validation import check_is_fitted
-
-        if not callable(getattr(whitening, "transform", None)):
-            raise ValueError(f"whitening={whitening!r} is invalid; expected one of "
-                             f"{list(WHITENING_MODES)} or a fitted Whitening")
-        check_is_fitted(whitening)
-        if n_components is not None:
-            raise ValueError("n_components is invalid with an already fitted Whitening")
-        fitted = whitening
-    index: dict[str, int] = {}
-    for i, s in enumerate(sentences):
-        index.setdefault(s, i)
-
-    per_task_idx = [_pair_indices(t, index) for t in task_list]
-    shared = None
-    if fitted is not None:
-        used = np.unique(np.concatenate([np.concatenate(p) for t in per_task_idx for p in t]))
-        shared = (used, fitted.transform(emb[used]))
-
-    preds: dict[str, list[np.ndarray]] = {}
-    fit_sizes: dict[str, int] = {}
-    dropped: dict[str, int] = {}
-    n_zero_vectors = n_zero_pairs = 0
-    for task, pairs in zip(task_list, per_task_idx):
-        rows = np.concatenate([np.concatenate(p) for p in pairs])
-        uniq, inverse = np.unique(rows, return_inverse=True)
-        if shared is not None:
-            Z = shared[1][np.searchsorted(shared[0], uniq)]
-        elif whitening == "year":
-            # fit set = both sides of all the task's pairs, duplicates kept (as repeat counts)
-            counts = np.bincount(inverse, minlength=len(uniq))
-            Z, dropped[task.name] = _fit_whiten_for_cosine(emb[uniq], counts, n_components)
-            fit_sizes[task.name] = int(rows.shape[0])
-        else:
-            Z = emb[uniq]
-        zero = ~(np.einsum("ij,ij->i", Z, Z) > 0)
-        n_zero_vectors += int(zero.sum())
-        task_preds = []
-        start = 0
-        for i1, _ in pairs:
-            n = len(i1)
-            j1 = inverse[start:start + n]
-            j2 = inverse[start + n:start + 2 * n]
-            start += 2 * n
-            cos, undefined = cosine_similarity_rows(Z[j1], Z[j2])
-            n_zero_pairs += int(undefined.sum())
-            task_preds.append(cos)
-        preds[task.name] = task_preds
-    if any(dropped.values()):
-        shown = ", ".join(f"{t}: {n}" for t, n in dropped.items() if n)
-        warnings.warn(
-            "score_sts: year whitening met numerically singular covariances and dropped "
-            f"{sum(dropped.values())} eigen-direction(s) with eigenvalue <= 1e-10 x the largest "
-            f"(per task: {shown}); the whitened vectors have that many fewer dimensions",
-            UserWarning, stacklevel=2)
-    if n_zero_pairs:
-        warnings.warn(
-            f"score_sts: {n_zero_vectors} sentence vector(s) are zero, so the cosine of "
-            f"{n_zero_pairs} pair(s) is undefined; those cosines were set to 0",
-            UserWarning, stacklevel=2)
-
-    golds = {t.name: [s.gold for s in t.subsets] for t in task_list}
-    names = {t.name: list(t.subset_names) for t in task_list}
-    scores = aggregate_scores(preds, golds, names)
-    if scores.n_undefined:
-        warnings.warn(
-            f"score_sts: {scores.n_undefined} correlation(s) are undefined (constant predictions "
-            "or gold); they are NaN, and so is any aggregate that includes them",
-            UserWarning, stacklevel=2)
-    if fitted is not None:
-        info = WhiteningInfo(mode="fitted", n_components=int(getattr(fitted, "n_components_", 0))
-                             or None, fit_corpus="fitted Whitening instance",
-                             fit_size=int(getattr(fitted, "n_samples_seen_", 0)) or None)
-    elif whitening == "year":
-        info = WhiteningInfo(mode="year", n_components=n_components,
-                             fit_corpus="each task's scored pairs (both sides, duplicates kept)",
-                             fit_size=sum(fit_sizes.values()), fit_sizes=fit_sizes,
-                             n_dropped=dropped)
-    else:
-        info = WhiteningInfo(mode="none")
-    meta = dict(metadata or {})
-    variants = sorted({t.variant for t in task_list})
-    meta["text_variant"] = variants[0] if len(variants) == 1 else variants  # the text fed
-    return STSResult.from_scores(scores, aggregation=aggregation, whitening=info, metadata=meta,
-                                 n_zero_vectors=n_zero_vectors, n_zero_cosine_pairs=n_zero_pairs)
+    return STSScorer(tasks, sentences).score(
+        embeddings, whitening=whitening, n_components=n_components, aggregation=aggregation,
+        metadata=metadata)
 
 
 def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
