@@ -230,3 +230,25 @@ def test_layers_key_ignores_encoders_own_layer_choice(tmp_path):
             == encoder_cache_key(b, SENTS, pooling="cls").digest())
     assert (encoder_cache_key(a, SENTS, kind="embeddings").digest()
             != encoder_cache_key(b, SENTS, kind="embeddings").digest())
+
+
+def test_background_save_is_complete_after_wait(tmp_path):
+    cache = VectorCache(tmp_path)
+    key, arr = _key(), _array()
+    cache.save(key, arr, background=True)
+    cache.wait()
+    np.testing.assert_array_equal(VectorCache(tmp_path).load(key), arr)
+    cache.wait()  # nothing pending: a no-op
+
+
+def test_background_save_error_surfaces_at_wait_and_leaves_no_entry(tmp_path):
+    blocker = tmp_path / "root"
+    blocker.write_text("a file where the cache directory should be")
+    cache = VectorCache(blocker)
+    key = _key()
+    cache.save(key, _array(), background=True)  # returns at once
+    with pytest.raises(OSError):
+        cache.wait()
+    assert VectorCache(blocker).load(key) is None
+    with pytest.raises(ValueError, match="n_sentences"):
+        cache.save(key, _array(n=2), background=True)  # checked before any write

@@ -240,6 +240,8 @@ class VectorCache:
         root = Path(directory).expanduser() if directory is not None else default_cache_dir()
         self.directory = root / VECTORS_SUBDIR
         self.enabled = bool(enabled)
+        self._executor: Any = None
+        self._pending: list[Any] = []
 
     def paths(self, key: CacheKey) -> tuple[Path, Path]:
         """Return ``(array_path, key_path)`` of the entry for ``key``."""
@@ -276,16 +278,26 @@ class VectorCache:
             return None
         return arr
 
-    def save(self, key: CacheKey, array: np.ndarray) -> None:
+    def save(self, key: CacheKey, array: np.ndarray, *, background: bool = False) -> None:
         """Store ``array`` (float32, first axis = sentences) under ``key``, atomically.
 
         The ``.npy`` file is written first and the key file last, so an interrupted write leaves
         no entry that :meth:`load` would accept.
 
+        Parameters
+        ----------
+        key : CacheKey
+        array : ndarray of shape (key.n_sentences, ...)
+        background : bool
+            Write in a background thread (the caller goes on computing while the disk works)
+            and return at once; the caller must not modify ``array`` until :meth:`wait`, which
+            also re-raises any error of the write.
+
         Raises
         ------
         ValueError
-            If the array's row count differs from ``key.n_sentences``.
+            If the array's row count differs from ``key.n_sentences`` (checked before any
+            write, also with ``background=True``).
         """
         if not self.enabled:
             return
@@ -293,9 +305,36 @@ class VectorCache:
         if arr.ndim < 2 or arr.shape[0] != key.n_sentences:
             raise ValueError(f"array of shape {arr.shape} does not match "
                              f"n_sentences={key.n_sentences}")
+        if background:
+            if self._executor is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._executor = ThreadPoolExecutor(1, thread_name_prefix="sentvec-cache")
+            self._pending.append(self._executor.submit(self._write, key, arr))
+        else:
+            self._write(key, arr)
+
+    def _write(self, key: CacheKey, arr: np.ndarray) -> None:
         arr_path, key_path = self.paths(key)
         atomic_save_npy(arr_path, arr)
         atomic_write_json(key_path, key.to_dict())
+
+    def wait(self) -> None:
+        """Block until every background :meth:`save` has finished.
+
+        Raises
+        ------
+        OSError
+            The first error of a background write (the entry is then absent, never partial).
+        """
+        pending, self._pending = self._pending, []
+        errors = [f.exception() for f in pending]
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        for exc in errors:
+            if exc is not None:
+                raise exc
 
     def get_or_compute(self, key: CacheKey,
                        compute: Callable[[], np.ndarray]) -> tuple[np.ndarray, bool]:
