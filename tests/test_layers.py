@@ -24,6 +24,7 @@ from sentvec.evaluation.layers import (
     plot_size_curve,
     search_combinations,
 )
+from sentvec.evaluation.sts import STSSubset, STSTask
 
 
 def _per_layer(n=6, K=5, d=4, seed=0):
@@ -44,6 +45,15 @@ def test_combine_layers_is_mean_of_chosen_layers():
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(combine_layers(P, -1), P[:, 4])
     np.testing.assert_array_equal(combine_layers(P, (1, -1)), combine_layers(P, (4, 1)))
+
+
+def test_combine_layers_is_bitwise_numpy_mean_for_every_combination():
+    # the in-place sum + one division must give exactly numpy's mean over the layer axis
+    P = _per_layer(n=40, K=7, d=24, seed=9)
+    for m in range(1, 8):
+        for idx in itertools.combinations(range(7), m):
+            want = P[:, list(idx), :].mean(axis=1, dtype=np.float32)
+            np.testing.assert_array_equal(combine_layers(P, idx), want)
 
 
 def test_two_layer_mean_is_bitwise_torch_stack_mean():
@@ -91,7 +101,8 @@ class _SyntheticScorer(CombinationScorer):
     """Score = a fixed, known function of the layer set (no STS data needed)."""
 
     def __init__(self, K, seed=0, n_jobs=1):
-        super().__init__(np.zeros((1, K, 2), np.float32), [], ["x"], n_jobs=n_jobs)
+        task = STSTask("T", (STSSubset("s", ("x",), ("y",), np.array([1.0])),), "raw", "test")
+        super().__init__(np.zeros((2, K, 2), np.float32), [task], ["x", "y"], n_jobs=n_jobs)
         rng = np.random.default_rng(seed)
         self.w = rng.standard_normal(K)
         self.calls = 0
@@ -101,9 +112,8 @@ class _SyntheticScorer(CombinationScorer):
         base = float(np.mean(self.w[list(layers)])) - 0.15 * (len(layers) - 3) ** 2
         return 50.0 + base + (1.0 if whitening == "year" else 0.0) * self.w[layers[0]]
 
-    def result(self, layers, whitening="none"):
+    def _result(self, layers, whitening, emb):
         self.calls += 1
-        layers = normalize_combination(layers, self.n_hidden_states)
         avg = self.truth(layers, whitening)
         return SimpleNamespace(average=avg, task_scores={"T": avg})
 

@@ -138,9 +138,14 @@ def combine_layers(per_layer: np.ndarray, layers: Sequence[int] | int) -> np.nda
     """
     P = _check_per_layer(per_layer)
     idx = normalize_combination(layers, P.shape[1])
-    if len(idx) == 1:
-        return np.array(P[:, idx[0], :])
-    return P[:, list(idx), :].mean(axis=1, dtype=P.dtype)
+    # sum in index order, then one division: bit-identical to P[:, idx].mean(axis=1) (tested)
+    # without the fancy-index copy of the strided layers
+    out = np.array(P[:, idx[0], :])
+    for i in idx[1:]:
+        np.add(out, P[:, i, :], out=out)
+    if len(idx) > 1:
+        out /= P.dtype.type(len(idx))
+    return out
 
 
 @dataclass(frozen=True)
@@ -212,8 +217,12 @@ class CombinationScorer:
         if self.per_layer.shape[0] != len(sentences):
             raise ValueError(f"per_layer has {self.per_layer.shape[0]} rows but "
                              f"{len(sentences)} sentences were given")
+        from sentvec.evaluation.sts import STSScorer
+
         self.tasks = list(tasks)
         self.sentences = list(sentences)
+        # pair rows, fit-set counts and golds prepared once for every combination
+        self._sts = STSScorer(self.tasks, self.sentences)
         self.aggregation = aggregation
         self.n_components = n_components
         self.n_hidden_states = int(self.per_layer.shape[1])
@@ -227,49 +236,72 @@ class CombinationScorer:
 
     def result(self, layers: Sequence[int] | int, whitening: str = "none") -> Any:
         """Return the full ``STSResult`` of one combination (not memoised)."""
-        from sentvec.evaluation.sts import score_sts
-
         check_choice("whitening", whitening, LAYER_WHITENING_MODES)
-        emb = combine_layers(self.per_layer, layers)
-        return score_sts(self.tasks, self.sentences, emb, whitening=whitening,
-                         n_components=self.n_components if whitening == "year" else None,
-                         aggregation=self.aggregation)
+        idx = normalize_combination(layers, self.n_hidden_states)
+        return self._result(idx, whitening, combine_layers(self.per_layer, idx))
 
-    def _compute(self, idx: tuple[int, ...], whitening: str) -> CombinationScore:
-        res = self.result(idx, whitening)
-        return CombinationScore(idx, whitening, float(res.average),
-                                tuple((str(k), float(v)) for k, v in res.task_scores.items()))
+    def _result(self, idx: tuple[int, ...], whitening: str, emb: np.ndarray) -> Any:
+        """``STSResult`` of combination ``idx`` whose combined vectors are ``emb``."""
+        return self._sts.score(emb, whitening=whitening,
+                               n_components=self.n_components if whitening == "year" else None,
+                               aggregation=self.aggregation)
+
+    def _compute(self, idx: tuple[int, ...], modes: tuple[str, ...]) -> list[CombinationScore]:
+        # one combined array per combination, scored under every requested whitening mode
+        emb = combine_layers(self.per_layer, idx)
+        out = []
+        for w in modes:
+            res = self._result(idx, w, emb)
+            out.append(CombinationScore(idx, w, float(res.average),
+                                        tuple((str(k), float(v))
+                                              for k, v in res.task_scores.items())))
+        return out
 
     def score(self, layers: Sequence[int] | int, whitening: str = "none") -> CombinationScore:
         """Return the (memoised) :class:`CombinationScore` of one combination."""
         return self.score_many([layers], whitening)[0]
 
     def score_many(self, combinations: Sequence[Sequence[int] | int],
-                   whitening: str = "none") -> list[CombinationScore]:
+                   whitening: str | Sequence[str] = "none") -> list[CombinationScore]:
         """Score several combinations (memoised; new ones concurrently, see ``n_jobs``).
+
+        Parameters
+        ----------
+        combinations : sequence of int or sequence of int
+        whitening : {"none", "year"} or sequence of them
+            With several modes each combination's vectors are combined once and scored under
+            every mode.
 
         Returns
         -------
         list of CombinationScore
-            In the order of ``combinations``.
+            For one mode: in the order of ``combinations``; for several: mode by mode, each in
+            the order of ``combinations``.
         """
-        check_choice("whitening", whitening, LAYER_WHITENING_MODES)
-        keys = [(normalize_combination(c, self.n_hidden_states), whitening)
-                for c in combinations]
-        todo = list(dict.fromkeys(k for k in keys if k not in self._memo))
+        modes = (whitening,) if isinstance(whitening, str) else tuple(whitening)
+        for w in modes:
+            check_choice("whitening", w, LAYER_WHITENING_MODES)
+        idxs = [normalize_combination(c, self.n_hidden_states) for c in combinations]
+        keys = [(i, w) for w in modes for i in idxs]
+        todo: dict[tuple[int, ...], list[str]] = {}
+        for i, w in dict.fromkeys(keys):
+            if (i, w) not in self._memo:
+                todo.setdefault(i, []).append(w)
         if todo:
+            jobs = [(i, tuple(ws)) for i, ws in todo.items()]
             t0 = time.perf_counter()
             with _single_threaded_blas():
-                if self.n_jobs == 1 or len(todo) == 1:
-                    done = [self._compute(*k) for k in todo]
+                if self.n_jobs == 1 or len(jobs) == 1:
+                    done = [self._compute(*job) for job in jobs]
                 else:
                     from concurrent.futures import ThreadPoolExecutor
 
-                    with ThreadPoolExecutor(min(self.n_jobs, len(todo))) as pool:
-                        done = list(pool.map(lambda k: self._compute(*k), todo))
+                    with ThreadPoolExecutor(min(self.n_jobs, len(jobs))) as pool:
+                        done = list(pool.map(lambda job: self._compute(*job), jobs))
             self.seconds += time.perf_counter() - t0
-            self.n_scored += len(todo)
-            self._memo.update(zip(todo, done))
+            for scores in done:
+                self.n_scored += len(scores)
+                self._memo.update(((sc.layers, sc.whitening), sc) for sc in scores)
         return [self._memo[k] for k in keys]
 
 
@@ -285,10 +317,7 @@ def evaluate_pairs(scorer: CombinationScorer, *,
     """
     K = scorer.n_hidden_states
     combos = [(i,) if i == j else (i, j) for i in range(K) for j in range(i, K)]
-    out: list[CombinationScore] = []
-    for w in whitening:
-        out += scorer.score_many(combos, w)
-    return tuple(out)
+    return tuple(scorer.score_many(combos, tuple(whitening)))
 
 
 @dataclass(frozen=True)
@@ -643,7 +672,7 @@ def plot_size_curve(analysis: LayerAnalysis, path: Any) -> None:
 def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
                          pooling: str | Sequence[str] = "mean", text_variant: str = "senteval",
                          cache: Any = None, batch_size: int | None = None,
-                         show_progress_bar: bool | None = None
+                         show_progress_bar: bool | None = None, background_save: bool = False
                          ) -> tuple[dict[str, np.ndarray], bool, float]:
     """Per-layer pooled vectors of ``sentences``, from the disk cache or one forward pass.
 
@@ -660,6 +689,9 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
         ``None``: no caching.
     batch_size, show_progress_bar : optional
         Passed to ``encode_layers``.
+    background_save : bool
+        Write new cache entries in a background thread (``cache.save(..., background=True)``);
+        the caller must call ``cache.wait()`` before exiting and must not modify the arrays.
 
     Returns
     -------
@@ -699,7 +731,7 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
         for p in missing:
             out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
             if cache is not None:
-                cache.save(keys[p], out[p])
+                cache.save(keys[p], out[p], background=background_save)
     return {p: out[p] for p in poolings}, not missing, time.perf_counter() - t0
 
 
@@ -744,18 +776,24 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
     sentences = unique_sentences(task_list)
+    # the cache entry is written while the combinations are scored (the vectors are read-only)
     vectors, hit, forward_s = pooled_layer_vectors(
         encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,
-        batch_size=batch_size, show_progress_bar=show_progress_bar)
-    scorer = CombinationScorer(vectors[pooling], task_list, sentences, aggregation=aggregation,
-                               n_components=n_components)
-    pairs = evaluate_pairs(scorer, whitening=whitening)
-    pairs_s = scorer.seconds
-    by_size: tuple[SizeBest, ...] = ()
-    if search:
-        by_size = search_combinations(scorer, whitening=whitening, max_layers=max_layers,
-                                      include_embedding_layer=include_embedding_layer,
-                                      exhaustive_limit=exhaustive_limit, beam_width=beam_width)
+        batch_size=batch_size, show_progress_bar=show_progress_bar, background_save=True)
+    try:
+        scorer = CombinationScorer(vectors[pooling], task_list, sentences,
+                                   aggregation=aggregation, n_components=n_components)
+        pairs = evaluate_pairs(scorer, whitening=whitening)
+        pairs_s = scorer.seconds
+        by_size: tuple[SizeBest, ...] = ()
+        if search:
+            by_size = search_combinations(scorer, whitening=whitening, max_layers=max_layers,
+                                          include_embedding_layer=include_embedding_layer,
+                                          exhaustive_limit=exhaustive_limit,
+                                          beam_width=beam_width)
+    finally:
+        if cache is not None:
+            cache.wait()
     desc = describe_encoder(encoder)
     return LayerAnalysis(
         model=model_name or str(desc.get("model", type(encoder).__name__)), encoder=desc,
