@@ -20,10 +20,9 @@ from sentvec.evaluation.layers import (
     evaluate_pairs,
     layer_label,
     normalize_combination,
-    plot_pair_heatmap,
-    plot_size_curve,
     search_combinations,
 )
+from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve
 from sentvec.evaluation.sts import STSSubset, STSTask
 
 

@@ -125,7 +125,8 @@ def _report_warnings(records: list[Any]) -> None:
 def run_layers(args: argparse.Namespace) -> int:
     """``sentvec layers``: Figures 1 and 2 for one model."""
     from sentvec._io import atomic_write_json, atomic_write_text
-    from sentvec.evaluation.layers import analyze_layers, plot_pair_heatmap, plot_size_curve
+    from sentvec.evaluation.layers import analyze_layers
+    from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve
 
     t0 = time.perf_counter()
     if args.max_combination is not None and args.max_combination < 0:
@@ -171,9 +172,9 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     from sentvec._data import corpus_sample_path
     from sentvec._io import atomic_write_json, atomic_write_text
     from sentvec._validation import check_path_exists, check_positive_int
-    from sentvec.evaluation.layers import (
-        WhiteningSweep, combine_layers, plot_whitening_sweep, pooled_layer_vectors,
-        prepare_corpus, whitening_sweep)
+    from sentvec.evaluation.layers import combine_layers, pooled_layer_vectors
+    from sentvec.evaluation.plots import plot_whitening_sweep
+    from sentvec.evaluation.sweep import WhiteningSweep, prepare_corpus, whitening_sweep
     from sentvec.evaluation.sts import unique_sentences
 
     t0 = time.perf_counter()
@@ -232,7 +233,8 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- report
 def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tuple[Any, dict]:
-    from sentvec.evaluation.layers import pooled_layer_vectors, table1_rows
+    from sentvec.evaluation.layers import pooled_layer_vectors
+    from sentvec.evaluation.table1 import table1_rows
     from sentvec.evaluation.sts import unique_sentences
 
     encoder = _load_transformer(name, args.device)
@@ -251,7 +253,7 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tupl
 
 
 def _report_sent2vec(path: str, args: argparse.Namespace) -> tuple[Any, dict]:
-    from sentvec.evaluation.layers import Table1Row
+    from sentvec.evaluation.table1 import Table1Row
     from sentvec.evaluation.sts import score_sts, unique_sentences
     from sentvec.pipeline import load_encoder
 
