@@ -105,7 +105,7 @@ def main() -> None:
             last_cache = search_cache
             peer_t = json.loads((root / f"peer{r}.json").read_text())["metadata"].get(
                 "timing_s", {})
-            print(f"  eval-sts own split: " + ", ".join(f"{k} {v:.1f} s"
+            print("  eval-sts own split: " + ", ".join(f"{k} {v:.1f} s"
                                                     for k, v in peer_t.items()), flush=True)
             (pw, pc), (sw, sc) = peers[-1], searches[-1]
             print(f"run {r + 1}: eval-sts {pw:.1f} s wall / {pc:.1f} s CPU; layers (all pairs) "
