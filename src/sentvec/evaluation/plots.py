@@ -30,14 +30,21 @@ def _figure(width: float, height: float) -> Any:
     return fig
 
 
+def _save_png(fig: Any, path: Any) -> None:
+    """Lay out ``fig`` and write it as PNG, atomically (temp file + rename)."""
+    from sentvec._io import atomic_open
+
+    fig.tight_layout()
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
+
+
 def plot_pair_heatmap(analysis: "LayerAnalysis", path: Any) -> None:
     """Write Figure 1 (annotated heat maps of all pairs, one panel per whitening mode) as PNG.
 
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend change); the file is
     written atomically.
     """
-    from sentvec._io import atomic_open
-
     modes = analysis.whitening_modes
     K = analysis.n_hidden_states
     fig = _figure(4.2 * len(modes) + 0.8, 4.2)
@@ -62,15 +69,11 @@ def plot_pair_heatmap(analysis: "LayerAnalysis", path: Any) -> None:
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     fig.suptitle(f"{analysis.model}: STS avg of every two-layer combination "
                  f"({analysis.pooling} pooling)", fontsize=10)
-    fig.tight_layout()
-    with atomic_open(path, "wb") as fh:
-        fig.savefig(fh, format="png")
+    _save_png(fig, path)
 
 
 def plot_size_curve(analysis: "LayerAnalysis", path: Any) -> None:
     """Write Figure 2 (best STS average per number of combined hidden states) as PNG."""
-    from sentvec._io import atomic_open
-
     fig = _figure(6.4, 4.0)
     ax = fig.add_subplot(1, 1, 1)
     for n, (w, marker) in enumerate(zip(analysis.whitening_modes, "os")):
@@ -91,15 +94,11 @@ def plot_size_curve(analysis: "LayerAnalysis", path: Any) -> None:
                     else ""), fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_open(path, "wb") as fh:
-        fig.savefig(fh, format="png")
+    _save_png(fig, path)
 
 
 def plot_whitening_sweep(sweep: "WhiteningSweep", path: Any) -> None:
     """Write the STS average versus k (log-scaled x axis) as PNG."""
-    from sentvec._io import atomic_open
-
     fig = _figure(6.4, 4.0)
     ax = fig.add_subplot(1, 1, 1)
     for fit, marker in (("year", "o"), ("corpus", "s")):
@@ -118,6 +117,4 @@ def plot_whitening_sweep(sweep: "WhiteningSweep", path: Any) -> None:
                  fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_open(path, "wb") as fh:
-        fig.savefig(fh, format="png")
+    _save_png(fig, path)
