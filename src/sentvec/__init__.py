@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "STSTask": "sentvec.evaluation.sts",
     "STSResult": "sentvec.evaluation.results",
     "score_sts": "sentvec.evaluation.sts",
+    "STSScorer": "sentvec.evaluation.sts",
     "unique_sentences": "sentvec.evaluation.sts",
     "results_table_markdown": "sentvec.evaluation.results",
     # transfer tasks
