@@ -140,6 +140,37 @@ def test_threaded_scoring_gives_the_same_results():
     assert many.n_scored == one.n_scored == 2 * 127
 
 
+def test_threaded_year_scoring_never_touches_the_global_warning_filters(monkeypatch):
+    # warnings.catch_warnings is not thread-safe: in a scoring thread it could leave an
+    # "ignore UserWarning" filter behind and silence the caller's later warnings
+    import threading
+    import warnings
+
+    real = warnings.catch_warnings
+
+    def main_thread_only(*args, **kwargs):
+        assert threading.current_thread() is threading.main_thread(), \
+            "warnings.catch_warnings used in a scoring thread"
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(warnings, "catch_warnings", main_thread_only)
+    rng = np.random.default_rng(0)
+    sents = [f"s{i}" for i in range(12)]
+    task = STSTask("T", (STSSubset("a", tuple(sents[:6]), tuple(sents[6:]),
+                                   rng.uniform(0, 5, 6)),), "raw", "test")
+    P = rng.standard_normal((12, 4, 16)).astype(np.float32)  # 12 rows < 16 dims: singular
+    scorer = CombinationScorer(P, [task], sents, n_jobs=3)
+    with real(record=True) as rec:
+        warnings.simplefilter("always")
+        before = list(warnings.filters)
+        pairs = evaluate_pairs(scorer, whitening=("year",))
+        assert warnings.filters == before
+        warnings.warn("raised after the threaded scoring", UserWarning)
+    assert len(pairs) == 10
+    assert any("singular" in str(r.message) for r in rec)
+    assert any("after the threaded scoring" in str(r.message) for r in rec)
+
+
 def test_exhaustive_search_matches_brute_force_for_7_states():
     s = _SyntheticScorer(7, seed=1)
     res = search_combinations(s, whitening=("none", "year"))

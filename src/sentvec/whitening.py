@@ -351,6 +351,11 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ValueError
             Fewer than 2 rows summarised, bad parameters, or a zero covariance.
         """
+        return self._fit_statistics(statistics, warn=True)
+
+    def _fit_statistics(self, statistics: WhiteningStatistics, *, warn: bool) -> "Whitening":
+        # warn=False: the caller reports dropped directions itself (n_dropped_), e.g. per-year
+        # STS whitening run in worker threads, where warnings.catch_warnings is not thread-safe
         self._check_params()
         if not isinstance(statistics, WhiteningStatistics):
             raise TypeError(f"statistics must be WhiteningStatistics, got {type(statistics).__name__}")
@@ -378,13 +383,13 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         rank = int(np.count_nonzero(evals > self.eps * top))
         kept = min(k, rank)
         self.n_dropped_ = k - kept
-        if self.n_dropped_:
+        if self.n_dropped_ and warn:
             warnings.warn(
                 f"Whitening: the covariance of {statistics.n_samples} rows x {d} features is "
                 f"singular (numerical rank {rank}, eigenvalues <= eps*max = {self.eps:g}*{top:.3g} "
                 f"treated as zero); dropped {self.n_dropped_} of the {k} requested directions, "
                 f"so the output has {kept} columns instead of {k}",
-                UserWarning, stacklevel=3,
+                UserWarning, stacklevel=4,
             )
         self.statistics_ = statistics
         self.mean_ = statistics.mean.copy()

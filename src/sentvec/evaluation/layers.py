@@ -30,6 +30,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -574,12 +575,16 @@ class LayerAnalysis:
                 cells = [f"{M[i, j]:.2f}" if j >= i else "" for j in range(K)]
                 lines.append(f"| L{i} | " + " | ".join(cells) + " |")
             lines.append("")
-        lines += ["## Figure 2: best combination per number of hidden states", "",
-                  "candidates: hidden states "
-                  + ("0" if self.include_embedding_layer else "1") + f"..{K - 1}; exhaustive "
-                  f"when C(K, m) <= {self.exhaustive_limit}, else beam search of width "
-                  f"{self.beam_width}.", "",
-                  "| whitening | m | best combination | avg | searched |", "|---|---:|---|---:|---|"]
+        lines += ["## Figure 2: best combination per number of hidden states", ""]
+        if not self.by_size:
+            lines += ["Not searched (pairs only, `--max-combination 0`).", ""]
+        else:
+            lines += ["candidates: hidden states "
+                      + ("0" if self.include_embedding_layer else "1") + f"..{K - 1}; "
+                      f"exhaustive when C(K, m) <= {self.exhaustive_limit}, else beam search of "
+                      f"width {self.beam_width}.", "",
+                      "| whitening | m | best combination | avg | searched |",
+                      "|---|---:|---|---:|---|"]
         for s in self.by_size:
             lines.append(f"| {s.whitening} | {s.n_layers} | {s.best.label} | "
                          f"{s.best.average:.2f} | {s.method} ({s.n_evaluated} of "
@@ -615,8 +620,10 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
     batch_size, show_progress_bar : optional
         Passed to ``encode_layers``.
     background_save : bool
-        Write new cache entries in a background thread (``cache.save(..., background=True)``);
-        the caller must call ``cache.wait()`` before exiting and must not modify the arrays.
+        Return while new cache entries are still being written (background thread); the caller
+        must call :func:`finish_cache_writes` before exiting and must not modify the arrays.
+        Otherwise the writes are finished before returning. Either way a failed write is a
+        :class:`sentvec.cache.CacheWarning`, never an error.
 
     Returns
     -------
@@ -656,8 +663,32 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
         for p in missing:
             out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
             if cache is not None:
-                cache.save(keys[p], out[p], background=background_save)
+                cache.save(keys[p], out[p], background=True)
+        if cache is not None and not background_save:
+            finish_cache_writes(cache)
     return {p: out[p] for p in poolings}, not missing, time.perf_counter() - t0
+
+
+def finish_cache_writes(cache: Any) -> None:
+    """Wait for the cache's background writes; a failed write is a warning, not an error.
+
+    The vectors are already computed and in use, so a cache that cannot be written (full disk,
+    read-only or invalid directory) must not cost the results: the entry is simply absent and
+    the next run recomputes it.
+
+    Warns
+    -----
+    sentvec.cache.CacheWarning
+        Naming the cache directory and the OS error.
+    """
+    from sentvec.cache import CacheWarning
+
+    try:
+        cache.wait()
+    except OSError as exc:
+        warnings.warn(f"could not write the vector cache under {str(cache.directory)!r} ({exc}); "
+                      "the results are unaffected, the next run recomputes the vectors",
+                      CacheWarning, stacklevel=2)
 
 
 def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
@@ -718,7 +749,7 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
                                           beam_width=beam_width)
     finally:
         if cache is not None:
-            cache.wait()
+            finish_cache_writes(cache)
     desc = describe_encoder(encoder)
     return LayerAnalysis(
         model=model_name or str(desc.get("model", type(encoder).__name__)), encoder=desc,

@@ -386,7 +386,7 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
     -------
     Z : ndarray of shape (n, k), float64
     n_dropped : int
-        Directions dropped as numerically zero (Whitening's warning is suppressed here; the
+        Directions dropped as numerically zero (not warned about here; the
         caller reports one summary warning).
     """
     from sentvec.whitening import Whitening, WhiteningStatistics
@@ -405,9 +405,8 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
                 Zt = solve_triangular(L, centred.T, lower=True, check_finite=False,
                                       overwrite_b=True)
                 return Zt.T, 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        w = Whitening(n_components).fit_statistics(stats)
+    # no warnings.catch_warnings here: it is not thread-safe and this runs in scoring threads
+    w = Whitening(n_components)._fit_statistics(stats, warn=False)
     # Whitening.transform's arithmetic, (X - mean_) @ whitening_matrix_, on the rows centred above
     return centred @ w.whitening_matrix_, int(w.n_dropped_)
 
