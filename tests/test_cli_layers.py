@@ -181,3 +181,36 @@ def test_errors_are_reported_not_raised(data_env, capsys, tmp_path):
     assert not (tmp_path / "x.md").exists()
     assert main(["whiten-sweep", "--model", str(S2V_BIN), *env["common"]]) == 2
     assert "Sent2Vec" in capsys.readouterr().err
+
+
+def test_bad_tasks_and_k_fail_before_any_model_is_loaded(capsys):
+    # a model path that does not exist: reaching the model would be a different error
+    with pytest.raises(SystemExit) as exc:
+        main(["layers", "--model", "/nonexistent/model", "--tasks", "stsb,nosuchtask"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "nosuchtask" in err and "'stsb'" in err and "STSBenchmark" in err
+    with pytest.raises(SystemExit):
+        main(["whiten-sweep", "--model", "/nonexistent/model", "--k", "8,0"])
+    assert ">= 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["eval-sts", "--model", "/nonexistent/model", "--tasks", "sts11"])
+    assert "sts11" in capsys.readouterr().err
+
+
+def test_unwritable_cache_warns_and_keeps_the_results(env, layers_run, capsys, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the cache directory should be")
+    common = [a if a != env["common"][5] else str(blocker / "cache") for a in env["common"]]
+    out = tmp_path / "o"
+    rc = main(["layers", "--model", env["model"], "--out", str(out), "--max-combination", "0",
+               "--k", "32", *common])
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert "could not write the vector cache" in captured.err
+    assert "sentvec eval-sts --model" in captured.out  # the matching eval-sts flags
+    again = json.loads((out / "model-mean-layers.json").read_text())
+    first = json.loads((layers_run / "model-mean-layers.json").read_text())
+    assert again["pairs"] == first["pairs"]  # computed, scored and written all the same
+    assert "Not searched" in (out / "model-mean-layers.md").read_text()
+

@@ -23,3 +23,39 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
 #: Parser of integers >= 1 (batch sizes, k, folds, n_components).
 positive_int = int_at_least(1)
+
+
+def positive_int_list(text: str) -> list[int]:
+    """Comma-separated integers >= 1 (``"8,16,32"``); ``ArgumentTypeError`` otherwise."""
+    values = [positive_int(p.strip()) for p in text.split(",") if p.strip()]
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 1, got {text!r}")
+    return values
+
+
+#: Short STS task names accepted on the command line (case-insensitive).
+STS_TASK_ALIASES = {
+    "stsb": "STSBenchmark", "sts-b": "STSBenchmark", "stsbenchmark": "STSBenchmark",
+    "sick": "SICKRelatedness", "sick-r": "SICKRelatedness", "sickrelatedness": "SICKRelatedness",
+    **{f"sts{y}": f"STS{y}" for y in range(12, 17)},
+}
+
+
+def sts_task_list(text: str) -> list[str]:
+    """Comma-separated STS task names or short names (``stsb,sick,sts12``), checked at once.
+
+    Unknown names are an ``ArgumentTypeError`` naming both the full and the short names, so a
+    typo fails before any model is loaded.
+    """
+    from sentvec.evaluation.sts import STS_TASKS
+
+    names = [STS_TASK_ALIASES.get(p.lower(), p) for p in (x.strip() for x in text.split(","))
+             if p]
+    if not names:
+        raise argparse.ArgumentTypeError("expected at least one task name")
+    unknown = [n for n in names if n not in STS_TASKS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown STS task(s) {unknown}; expected {list(STS_TASKS)} or the short names "
+            f"{sorted(STS_TASK_ALIASES)}")
+    return names

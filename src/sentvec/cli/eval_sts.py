@@ -22,13 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import positive_int
+from sentvec.cli._args import positive_int, sts_task_list
 
-_TASK_ALIASES = {
-    "stsb": "STSBenchmark", "sts-b": "STSBenchmark", "stsbenchmark": "STSBenchmark",
-    "sick": "SICKRelatedness", "sick-r": "SICKRelatedness", "sickrelatedness": "SICKRelatedness",
-    **{f"sts{y}": f"STS{y}" for y in range(12, 17)},
-}
 _AGGREGATION_HELP = {
     "mean": "unweighted mean over subsets (WhiteningBERT)",
     "wmean": "mean over subsets weighted by pair count (SentEval)",
@@ -50,16 +45,6 @@ def _layers(text: str) -> tuple[int, ...]:
     if not out:
         raise argparse.ArgumentTypeError("expected at least one layer index")
     return out
-
-
-def _tasks(text: str) -> list[str]:
-    names = []
-    for part in (p.strip() for p in text.split(",")):
-        if part:
-            names.append(_TASK_ALIASES.get(part.lower(), part))
-    if not names:
-        raise argparse.ArgumentTypeError("expected at least one task name")
-    return names
 
 
 def register(subparsers: Any) -> None:
@@ -88,7 +73,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--aggregation", choices=tuple(_AGGREGATION_HELP), default="mean",
                    help="task score over subsets: " + "; ".join(
                        f"{k} = {v}" for k, v in _AGGREGATION_HELP.items()) + " (default mean)")
-    p.add_argument("--tasks", type=_tasks, default=None, metavar="T1,T2,...",
+    p.add_argument("--tasks", type=sts_task_list, default=None, metavar="T1,T2,...",
                    help="STS tasks (STS12..STS16, STSB, SICK; default all seven)")
     p.add_argument("--data", default=None, metavar="DIR",
                    help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)")

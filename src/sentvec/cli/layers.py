@@ -25,6 +25,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from sentvec.cli._args import positive_int, positive_int_list, sts_task_list
+
 DEFAULT_KS = "8,16,32,64,128,256"
 DEFAULT_CORPUS_SIZE = 10_000
 
@@ -41,17 +43,8 @@ def _str_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
-_TASK_ALIASES = {"stsb": "STSBenchmark", "sts-b": "STSBenchmark", "sick": "SICKRelatedness",
-                 "sick-r": "SICKRelatedness", **{f"sts{y}": f"STS{y}" for y in range(12, 17)}}
-
-
-def _task_list(text: str) -> list[str]:
-    """Comma-separated task names; the short names of ``eval-sts`` (stsb, sick, sts12) work."""
-    return [_TASK_ALIASES.get(x.lower(), x) for x in _str_list(text)]
-
-
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tasks", type=_task_list, default=None,
+    p.add_argument("--tasks", type=sts_task_list, default=None,
                    help="comma-separated STS tasks (STS12..STS16, STSB, SICK; default all seven)")
     p.add_argument("--data", default=None, metavar="DIR",
                    help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)")
@@ -155,7 +148,9 @@ def run_layers(args: argparse.Namespace) -> int:
         plot_size_curve(analysis, out / f"{stem}-fig2-sizes.png")
     for w in analysis.whitening_modes:
         best = analysis.best_pair(w)
-        print(f"whitening={w}: best pair {best.label} = {best.average:.2f}")
+        flag = ",".join(str(i) for i in best.layers) + (" --whiten year" if w == "year" else "")
+        print(f"whitening={w}: best pair {best.label} = {best.average:.2f} "
+              f"(the same score: sentvec eval-sts --model {args.model} --layers {flag})")
         for s in analysis.curve(w):
             print(f"  {s.n_layers} layers: {s.best.label} = {s.best.average:.2f} "
                   f"[{s.method}, {s.n_evaluated}/{s.n_possible}]")
@@ -405,7 +400,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-embedding-layer", action="store_true",
                    help="exclude hidden state 0 from the Figure-2 candidates")
     p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean")
-    p.add_argument("--k", type=int, default=None, help="whitening dimension (default: all)")
+    p.add_argument("--k", type=positive_int, default=None,
+                   help="whitening dimension (default: all)")
     p.add_argument("--max-length", type=int, default=None)
     p.add_argument("--out", default="layers-out", help="output directory")
     _add_common(p)
@@ -417,7 +413,7 @@ def register(subparsers: Any) -> None:
     s.add_argument("--layers", type=_int_list, default=[1, -1],
                    help="hidden states to combine (default 1,-1)")
     s.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean")
-    s.add_argument("--k", type=_int_list, default=_int_list(DEFAULT_KS),
+    s.add_argument("--k", type=positive_int_list, default=positive_int_list(DEFAULT_KS),
                    help=f"dimensions to keep (default {DEFAULT_KS}; d is always added)")
     s.add_argument("--corpus", default=None,
                    help="outside corpus, one sentence per line (default: the packaged "
