@@ -1,9 +1,11 @@
-"""Argument types shared by the sub-commands (argparse ``type=`` callables)."""
+"""Argument types shared by the sub-commands (argparse ``type=`` callables) and the STS task
+loading they share."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -59,3 +61,25 @@ def sts_task_list(text: str) -> list[str]:
             f"unknown STS task(s) {unknown}; expected {list(STS_TASKS)} or the short names "
             f"{sorted(STS_TASK_ALIASES)}")
     return names
+
+
+def layer_list(text: str) -> tuple[int, ...]:
+    """Hidden-state indices ``"1,-1"`` or ``"1+-1"`` (0 = embedding output, -1 = last layer)."""
+    parts = [p for p in text.replace("+", ",").split(",") if p.strip()]
+    try:
+        out = tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated hidden-state indices such as 1,-1, got {text!r}") from None
+    if not out:
+        raise argparse.ArgumentTypeError("expected at least one layer index")
+    return out
+
+
+def sts_tasks_for(args: argparse.Namespace, encoder: Any) -> list[Any]:
+    """The STS tasks of ``--tasks`` / ``--data`` / ``--variant`` (default: the encoder's text)."""
+    from sentvec.encoders.base import text_variant_of
+    from sentvec.evaluation.sts import load_sts
+
+    variant = args.variant or text_variant_of(encoder)
+    return load_sts(args.tasks, data_dir=args.data, variant=variant)

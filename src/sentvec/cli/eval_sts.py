@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import positive_int, sts_task_list
+from sentvec.cli._args import layer_list, positive_int, sts_task_list, sts_tasks_for
 
 _AGGREGATION_HELP = {
     "mean": "unweighted mean over subsets (WhiteningBERT)",
@@ -33,18 +33,6 @@ _VARIANT_HELP = {
     "senteval": "SentEval files: Moses-tokenised, STS lower-cased",
     "raw": "official untokenised, cased files",
 }
-
-
-def _layers(text: str) -> tuple[int, ...]:
-    parts = [p for p in text.replace("+", ",").split(",") if p.strip()]
-    try:
-        out = tuple(int(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated hidden-state indices such as 1,-1, got {text!r}") from None
-    if not out:
-        raise argparse.ArgumentTypeError("expected at least one layer index")
-    return out
 
 
 def register(subparsers: Any) -> None:
@@ -61,7 +49,7 @@ def register(subparsers: Any) -> None:
                         "sent2vec .bin or saved pipeline (default: minilm)")
     p.add_argument("--pooling", choices=("cls", "max", "mean"), default=None,
                    help="token pooling (one configuration; default mean)")
-    p.add_argument("--layers", type=_layers, default=None, metavar="I,J,...",
+    p.add_argument("--layers", type=layer_list, default=None, metavar="I,J,...",
                    help="hidden-state indices to average, 0 = embeddings, -1 = last "
                         "(one configuration; default 1,-1; write --layers=-1 for a leading minus)")
     p.add_argument("--whiten", default=None, metavar="{none,year,FILE,DIR}",
@@ -100,13 +88,6 @@ def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
 
         return TransformerEncoder.from_pretrained(args.model, **overrides)
     return load_encoder(args.model, **overrides)
-
-
-def _load_tasks(args: argparse.Namespace, encoder: Any) -> list[Any]:
-    from sentvec.encoders.base import text_variant_of
-    from sentvec.evaluation.sts import load_sts
-
-    return load_sts(args.tasks, data_dir=args.data, variant=args.variant or text_variant_of(encoder))
 
 
 def _read_corpus(path: Path) -> tuple[list[str], int]:
@@ -165,7 +146,7 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     L = int(desc.get("num_layers") or encoder.num_layers)
     if L < 2:
         raise ValueError(f"the Table 1 block needs a model with at least 2 layers; this one has {L}")
-    tasks = _load_tasks(args, encoder)
+    tasks = sts_tasks_for(args, encoder)
     sentences = unique_sentences(tasks)
     t_load = time.perf_counter() - t_start
 
@@ -243,7 +224,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     whitening, wmeta = _resolve_whitening(args)
     if encoder is None:
         encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
-    tasks = _load_tasks(args, encoder)
+    tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
     result = evaluate_sts(encoder, tasks, whitening=whitening, n_components=args.n_components,

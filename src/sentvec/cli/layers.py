@@ -25,20 +25,19 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import positive_int, positive_int_list, sts_task_list
+from sentvec.cli._args import (
+    layer_list,
+    positive_int,
+    positive_int_list,
+    sts_task_list,
+    sts_tasks_for,
+)
 
 DEFAULT_KS = "8,16,32,64,128,256"
 DEFAULT_CORPUS_SIZE = 10_000
 
 
 # --------------------------------------------------------------------------- shared options
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
-
-
 def _str_list(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
@@ -73,14 +72,6 @@ def _slug(name: str) -> str:
 def _display_name(name: str) -> str:
     """An alias as given; a path by its last component."""
     return Path(name).name if ("/" in name or "\\" in name) else name
-
-
-def _load_tasks(args: argparse.Namespace, encoder: Any) -> list[Any]:
-    from sentvec.encoders.base import text_variant_of
-    from sentvec.evaluation.sts import load_sts
-
-    variant = args.variant or text_variant_of(encoder)
-    return load_sts(args.tasks, data_dir=args.data, variant=variant)
 
 
 def _load_transformer(name: str, device: str | None = None, **overrides: Any) -> Any:
@@ -125,7 +116,7 @@ def run_layers(args: argparse.Namespace) -> int:
     if args.max_combination is not None and args.max_combination < 0:
         raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
     encoder = _load_transformer(args.model, args.device, max_length=args.max_length)
-    tasks = _load_tasks(args, encoder)
+    tasks = sts_tasks_for(args, encoder)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         analysis = analyze_layers(
@@ -175,7 +166,7 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     encoder = _load_transformer(args.model, args.device, layers=tuple(args.layers),
                                 pooling=args.pooling, max_length=args.max_length)
-    tasks = _load_tasks(args, encoder)
+    tasks = sts_tasks_for(args, encoder)
     variant = tasks[0].variant
     sentences = unique_sentences(tasks)
     cache = _cache(args)
@@ -233,7 +224,7 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tupl
     from sentvec.evaluation.sts import unique_sentences
 
     encoder = _load_transformer(name, args.device)
-    tasks = _load_tasks(args, encoder)
+    tasks = sts_tasks_for(args, encoder)
     sentences = unique_sentences(tasks)
     vecs, hit, secs = pooled_layer_vectors(encoder, sentences, pooling=("cls", "mean"),
                                            text_variant=tasks[0].variant, cache=cache,
@@ -248,19 +239,20 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tupl
 
 
 def _report_sent2vec(path: str, args: argparse.Namespace) -> tuple[Any, dict]:
+    from sentvec.evaluation.sts import STSScorer, unique_sentences
     from sentvec.evaluation.table1 import Table1Row
-    from sentvec.evaluation.sts import score_sts, unique_sentences
     from sentvec.pipeline import load_encoder
 
     encoder = load_encoder(path)
-    tasks = _load_tasks(args, encoder)
+    tasks = sts_tasks_for(args, encoder)
     sentences = unique_sentences(tasks)
     t0 = time.perf_counter()
     emb = encoder.encode(sentences)
     secs = time.perf_counter() - t0
     label = f"Sent2Vec ({Path(path).name})"
-    rows = tuple(Table1Row(label, "-", "-", w, score_sts(tasks, sentences, emb,
-                                                          whitening="year" if w else "none"))
+    scorer = STSScorer(tasks, sentences)
+    rows = tuple(Table1Row(label, "-", "-", w,
+                           scorer.score(emb, whitening="year" if w else "none"))
                  for w in (False, True))
     desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
     return rows, {"model": label, "description": desc, "n_sentences": len(sentences),
@@ -410,7 +402,7 @@ def register(subparsers: Any) -> None:
     s = subparsers.add_parser("whiten-sweep", help="STS average versus whitening dimension k",
                               description=run_whiten_sweep.__doc__)
     s.add_argument("--model", required=True)
-    s.add_argument("--layers", type=_int_list, default=[1, -1],
+    s.add_argument("--layers", type=layer_list, default=(1, -1),
                    help="hidden states to combine (default 1,-1)")
     s.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean")
     s.add_argument("--k", type=positive_int_list, default=positive_int_list(DEFAULT_KS),
