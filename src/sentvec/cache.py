@@ -336,6 +336,25 @@ class VectorCache:
             if exc is not None:
                 raise exc
 
+    def finish_writes(self) -> None:
+        """:meth:`wait`, with a failed write turned into a warning instead of an error.
+
+        For callers whose vectors are already computed and in use: a cache that cannot be
+        written (full disk, read-only or invalid directory) must not cost the results; the
+        entry is simply absent and the next run recomputes it.
+
+        Warns
+        -----
+        CacheWarning
+            Naming the cache directory and the OS error.
+        """
+        try:
+            self.wait()
+        except OSError as exc:
+            warnings.warn(f"could not write the vector cache under {str(self.directory)!r} "
+                          f"({exc}); the results are unaffected, the next run recomputes the "
+                          "vectors", CacheWarning, stacklevel=2)
+
     def get_or_compute(self, key: CacheKey,
                        compute: Callable[[], np.ndarray]) -> tuple[np.ndarray, bool]:
         """Return ``(array, hit)``: the cached array, or ``compute()`` stored then returned."""

@@ -30,7 +30,6 @@ import json
 import math
 import os
 import time
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -220,10 +219,8 @@ class CombinationScorer:
                              f"{len(sentences)} sentences were given")
         from sentvec.evaluation.sts import STSScorer
 
-        self.tasks = list(tasks)
-        self.sentences = list(sentences)
         # pair rows, fit-set counts and golds prepared once for every combination
-        self._sts = STSScorer(self.tasks, self.sentences)
+        self._sts = STSScorer(tasks, sentences)
         self.aggregation = aggregation
         self.n_components = n_components
         self.n_hidden_states = int(self.per_layer.shape[1])
@@ -234,6 +231,16 @@ class CombinationScorer:
             n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
                 os.cpu_count() or 1)
         self.n_jobs = check_positive_int("n_jobs", n_jobs)
+
+    @property
+    def tasks(self) -> list[Any]:
+        """The scored STS tasks."""
+        return self._sts.tasks
+
+    @property
+    def sentences(self) -> list[str]:
+        """Row order of ``per_layer``."""
+        return self._sts.sentences
 
     def result(self, layers: Sequence[int] | int, whitening: str = "none") -> Any:
         """Return the full ``STSResult`` of one combination (not memoised)."""
@@ -621,7 +628,7 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
         Passed to ``encode_layers``.
     background_save : bool
         Return while new cache entries are still being written (background thread); the caller
-        must call :func:`finish_cache_writes` before exiting and must not modify the arrays.
+        must call ``cache.finish_writes()`` before exiting and must not modify the arrays.
         Otherwise the writes are finished before returning. Either way a failed write is a
         :class:`sentvec.cache.CacheWarning`, never an error.
 
@@ -665,30 +672,8 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
             if cache is not None:
                 cache.save(keys[p], out[p], background=True)
         if cache is not None and not background_save:
-            finish_cache_writes(cache)
+            cache.finish_writes()
     return {p: out[p] for p in poolings}, not missing, time.perf_counter() - t0
-
-
-def finish_cache_writes(cache: Any) -> None:
-    """Wait for the cache's background writes; a failed write is a warning, not an error.
-
-    The vectors are already computed and in use, so a cache that cannot be written (full disk,
-    read-only or invalid directory) must not cost the results: the entry is simply absent and
-    the next run recomputes it.
-
-    Warns
-    -----
-    sentvec.cache.CacheWarning
-        Naming the cache directory and the OS error.
-    """
-    from sentvec.cache import CacheWarning
-
-    try:
-        cache.wait()
-    except OSError as exc:
-        warnings.warn(f"could not write the vector cache under {str(cache.directory)!r} ({exc}); "
-                      "the results are unaffected, the next run recomputes the vectors",
-                      CacheWarning, stacklevel=2)
 
 
 def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
@@ -749,7 +734,7 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
                                           beam_width=beam_width)
     finally:
         if cache is not None:
-            finish_cache_writes(cache)
+            cache.finish_writes()
     desc = describe_encoder(encoder)
     return LayerAnalysis(
         model=model_name or str(desc.get("model", type(encoder).__name__)), encoder=desc,

@@ -379,8 +379,9 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
     ``W`` with ``W W^T = Sigma^{-1}`` gives ``(x - mu) W`` equal to Eq. 1's ``(x - mu) U D^{-1/2}``
     up to such a rotation. Without dimension reduction and for a well-conditioned Sigma
     (LAPACK ``dpocon`` estimate >= 1e-8, while Whitening drops directions below 1e-10) we
-    therefore use the Cholesky factor ``Sigma = L L^T``, ``W = L^{-T}`` (several times faster than ``eigh``); otherwise (``k`` set,
-    or Sigma near-singular) :class:`sentvec.Whitening` with its eigen-decomposition.
+    therefore use the Cholesky factor ``Sigma = L L^T``, ``W = L^{-T}`` (several times faster
+    than ``eigh``); otherwise (``k`` set, or Sigma near-singular) :class:`sentvec.Whitening`
+    with its eigen-decomposition.
 
     Returns
     -------
