@@ -8,7 +8,13 @@ import stat
 import numpy as np
 import pytest
 
-from sentvec._io import atomic_directory, atomic_open, atomic_save_npy, load_npy
+from sentvec._io import (
+    atomic_directory,
+    atomic_open,
+    atomic_save_npy,
+    load_npy,
+    read_json_object,
+)
 
 
 def test_failed_write_keeps_old_file_and_leaves_no_temp(tmp_path):
@@ -57,3 +63,37 @@ def test_load_npy_errors(tmp_path):
     bad.write_bytes(b"not an npy file")
     with pytest.raises(ValueError, match="not a valid .npy"):
         load_npy(bad)
+
+
+def test_read_json_object_errors_name_the_file(tmp_path):
+    good = tmp_path / "good.json"
+    good.write_text('{"format": "x", "version": 1}', encoding="utf-8")
+    assert read_json_object(good) == {"format": "x", "version": 1}
+    with pytest.raises(FileNotFoundError):
+        read_json_object(tmp_path / "missing.json")
+    for name, raw, match in [("list.json", b"[1, 2]", "holds a JSON list, expected an object"),
+                             ("bad.json", b"{not json", "is not valid JSON"),
+                             ("latin1.json", b'{"a": "\xe9"}', "is not valid JSON")]:
+        p = tmp_path / name
+        p.write_bytes(raw)
+        with pytest.raises(ValueError, match=match) as exc:
+            read_json_object(p)
+        assert name in str(exc.value)
+
+
+def test_configs_holding_a_json_list_are_clear_value_errors(tmp_path):
+    # the search index and the encode manifest used to fail with AttributeError here
+    from sentvec.encode_files import MANIFEST_NAME, read_manifest
+    from sentvec.search import SemanticSearch
+
+    (tmp_path / MANIFEST_NAME).write_text("[]", encoding="utf-8")
+    with pytest.raises(ValueError, match="expected an object"):
+        read_manifest(tmp_path)
+    index_dir = tmp_path / "index"
+    index_dir.mkdir()
+    SemanticSearch(4).save(index_dir)
+    config = next(p for p in index_dir.iterdir() if p.suffix == ".json")
+    config.write_text("[]", encoding="utf-8")
+    with pytest.raises(ValueError, match="expected an object"):
+        SemanticSearch.load(index_dir)
+

@@ -1,4 +1,4 @@
-"""Atomic file writes (temp file in the same directory, fsync, then rename)."""
+"""Atomic file writes (temp file in the same directory, fsync, then rename) and checked reads."""
 
 from __future__ import annotations
 
@@ -62,6 +62,27 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` as UTF-8, atomically."""
     with atomic_open(path, "w", encoding="utf-8") as fh:
         fh.write(text)
+
+
+def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a UTF-8 JSON file that must hold an object (every sentvec config and manifest).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` is missing.
+    ValueError
+        If the file is not UTF-8, not JSON, or holds something other than an object; the
+        message names the file.
+    """
+    p = Path(path)
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{str(p)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(obj, dict):
+        raise ValueError(f"{str(p)!r} holds a JSON {type(obj).__name__}, expected an object")
+    return obj
 
 
 def load_npy(path: str | os.PathLike[str]) -> np.ndarray:

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import atomic_save_npy, atomic_write_json
+from sentvec._io import atomic_save_npy, atomic_write_json, read_json_object
 from sentvec._validation import check_positive_int
 from sentvec.encoders.base import describe_encoder
 
@@ -171,7 +171,7 @@ def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
     p = Path(output_dir) / MANIFEST_NAME
     if not p.is_file():
         raise FileNotFoundError(f"no encode manifest at {str(p)!r}")
-    d = json.loads(p.read_text(encoding="utf-8"))
+    d = read_json_object(p)
     if d.get("format") != _FORMAT or d.get("version") != _VERSION:
         raise ValueError(f"{str(p)!r}: not a sentvec encode manifest (format {d.get('format')!r}, "
                          f"version {d.get('version')!r})")

@@ -11,13 +11,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sentvec._io import read_json_object
 from sentvec._validation import check_sentences
 
 PIPELINE_FILE = "pipeline.json"
@@ -225,11 +225,8 @@ class Pipeline:
         cfg_path = root / PIPELINE_FILE
         if not cfg_path.is_file():
             raise FileNotFoundError(f"no {PIPELINE_FILE} in {str(root)!r}: not a saved pipeline")
-        try:
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{str(cfg_path)!r} is not valid JSON: {exc}") from exc
-        if not isinstance(cfg, dict) or cfg.get("format") != PIPELINE_FORMAT:
+        cfg = read_json_object(cfg_path)
+        if cfg.get("format") != PIPELINE_FORMAT:
             raise ValueError(f"{str(cfg_path)!r} is not a sentvec pipeline file")
         if cfg.get("version") != PIPELINE_VERSION:
             raise ValueError(

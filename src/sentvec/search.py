@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sentvec._io import atomic_directory
+from sentvec._io import atomic_directory, read_json_object
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
 
 SearchMetric = Literal["cosine", "dot"]
@@ -335,7 +335,7 @@ class SemanticSearch:
         cfg_path = path / _CONFIG
         if not cfg_path.is_file():
             raise FileNotFoundError(f"no search index at {str(path)!r} (missing {_CONFIG})")
-        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        cfg = read_json_object(cfg_path)
         if cfg.get("format") != _FORMAT or cfg.get("version") != _VERSION:
             raise ValueError(f"{str(cfg_path)!r}: unsupported index format "
                              f"{cfg.get('format')!r} version {cfg.get('version')!r}")

@@ -9,7 +9,6 @@ map-reduce all give the same ``mu`` and ``Sigma`` as one ``fit`` on all rows.
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
+from sentvec._io import atomic_save_npy, atomic_write_json, load_npy, read_json_object
 from sentvec._validation import check_embeddings, check_float_range, check_positive_int
 
 __all__ = ["Whitening", "WhiteningStatistics", "DEFAULT_EPS"]
@@ -495,7 +494,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if not cfg_path.is_file():
             raise FileNotFoundError(f"no {_CONFIG_FILE} in {str(root)!r}: not a saved Whitening")
         try:
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+            cfg = read_json_object(cfg_path)
             if cfg.get("format") != _FORMAT:
                 raise ValueError(f"format is {cfg.get('format')!r}, expected {_FORMAT!r}")
             if cfg.get("version") != _VERSION:
@@ -503,8 +502,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             params = cfg["params"]
             d, k, n = int(cfg["n_features_in"]), int(cfg["n_components"]), int(cfg["n_samples_seen"])
             n_dropped = int(cfg["n_dropped"])
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError,
-                AttributeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{str(cfg_path)!r} is not a valid Whitening config: {exc}") from exc
         arrays = {name: load_npy(root / f"{name}.npy") for name in _ARRAYS}
         expected = {"mean": (d,), "components": (k, d), "explained_variance": (k,),

@@ -18,7 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import atomic_directory, atomic_save_npy, atomic_write_text, load_npy
+from sentvec._io import (
+    atomic_directory,
+    atomic_save_npy,
+    atomic_write_text,
+    load_npy,
+    read_json_object,
+)
 from sentvec._validation import check_positive_int, check_sentences
 from sentvec.sent2vec.binfile import ModelFormatError, read_bin, write_bin
 from sentvec.sent2vec.dictionary import EOS, Dictionary
@@ -199,11 +205,11 @@ class Sent2Vec:
             raise ModelFormatError(f"{str(d)!r} is not a sentvec Sent2Vec model directory "
                                    f"(no {_CONFIG})")
         try:
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+            cfg = read_json_object(cfg_path)
             vocab = json.loads((d / _VOCAB).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ModelFormatError(f"{str(d)!r}: unreadable model config: {exc}") from exc
-        if not isinstance(cfg, dict) or cfg.get("format") != DIR_FORMAT:
+        if cfg.get("format") != DIR_FORMAT:
             raise ModelFormatError(f"{str(cfg_path)!r} is not a {DIR_FORMAT} config")
         if cfg.get("format_version") != DIR_FORMAT_VERSION:
             raise ModelFormatError(f"{str(cfg_path)!r}: unsupported format_version "
@@ -432,10 +438,10 @@ def _json_default(obj: Any) -> Any:
 def is_model_dir(d: Path) -> bool:
     """True if ``d`` holds a ``config.json`` of the sentvec Sent2Vec directory format."""
     try:
-        cfg = json.loads((d / _CONFIG).read_text(encoding="utf-8"))
+        cfg = read_json_object(d / _CONFIG)
     except (OSError, ValueError):
         return False
-    return isinstance(cfg, dict) and cfg.get("format") == DIR_FORMAT
+    return cfg.get("format") == DIR_FORMAT
 
 
 __all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "is_model_dir", "warn_encode_stats"]

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from sentvec._io import atomic_write_json, atomic_write_text
+from sentvec._io import atomic_write_json, atomic_write_text, read_json_object
 from sentvec._validation import check_choice, check_float_range, check_positive_int
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -409,7 +409,7 @@ class Sent2VecTrainer:
         from sentvec.sent2vec.model import Sent2Vec
 
         ck = self.resume_from
-        state = json.loads((ck / _STATE_FILE).read_text(encoding="utf-8"))
+        state = read_json_object(ck / _STATE_FILE)
         if state.get("version") != _STATE_VERSION:
             raise ValueError(f"{str(ck)!r}: unsupported trainer state version "
                              f"{state.get('version')!r}")
