@@ -120,6 +120,18 @@ class CorpusIds:
 _BLOCK_BYTES = 16 << 20
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _close_sentence(lens, ns, nt, start, short):
+    """End the sentence stored at ``out[start:nt]``: keep it if it has >= 2 ids, else drop it.
+
+    Returns the new (stored sentences, stored tokens, next sentence start, short sentences).
+    """
+    if nt - start >= 2:
+        lens[ns] = nt - start
+        return ns + 1, nt, nt, short
+    return ns, start, start, short + (1 if nt > start else 0)
+
+
 @njit(cache=True, nogil=True)
 def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
     """Tokenize ``data`` (whole lines); store sentences of >= 2 known ids.
@@ -139,13 +151,7 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
         if b == 10 or _is_sep(b):
             if b == 10:
                 lines += 1
-                if nt - start >= 2:
-                    lens[ns] = nt - start
-                    ns += 1
-                    start = nt
-                else:
-                    short += nt - start > 0
-                    nt = start
+                ns, nt, start, short = _close_sentence(lens, ns, nt, start, short)
             i += 1
             continue
         j = i
@@ -153,25 +159,14 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
             j += 1
         w = lookup(data, i, j, table, wbytes, woffsets, -1)
         if w == eos_id and w >= 0:  # a literal </s> ends the sentence (getLine)
-            if nt - start >= 2:
-                lens[ns] = nt - start
-                ns += 1
-                start = nt
-            else:
-                short += nt - start > 0
-                nt = start
+            ns, nt, start, short = _close_sentence(lens, ns, nt, start, short)
         else:
             raw += 1
             if w >= 0:
                 out[nt] = w
                 nt += 1
         i = j
-    if nt - start >= 2:  # last line without a newline
-        lens[ns] = nt - start
-        ns += 1
-    else:
-        short += nt - start > 0
-        nt = start
+    ns, nt, start, short = _close_sentence(lens, ns, nt, start, short)  # last line, no newline
     if end > 0 and data[end - 1] != 10:
         lines += 1
     counters[0] = nt
@@ -179,8 +174,6 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
     counters[2] = raw
     counters[3] = lines
     counters[4] = short
-
-
 
 
 def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, *,
