@@ -35,6 +35,11 @@ def positive_int_list(text: str) -> list[int]:
     return values
 
 
+#: ``--model`` help of every command that takes any encoder (``sentvec.pipeline.load_encoder``).
+MODEL_HELP = ("model alias (minilm, mpnet), Hugging Face directory or hub name, sent2vec .bin or "
+              "directory, or saved pipeline (default: minilm)")
+
+
 #: Short STS task names accepted on the command line (case-insensitive).
 STS_TASK_ALIASES = {
     "stsb": "STSBenchmark", "sts-b": "STSBenchmark", "stsbenchmark": "STSBenchmark",

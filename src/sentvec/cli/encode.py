@@ -20,7 +20,7 @@ import argparse
 import sys
 from typing import Any
 
-from sentvec.cli._args import int_at_least
+from sentvec.cli._args import MODEL_HELP, int_at_least
 
 
 def register(subparsers: Any) -> None:
@@ -32,9 +32,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
-    p.add_argument("--model", default="minilm",
-                   help="model alias, Hugging Face directory, sent2vec .bin / directory or saved "
-                        "pipeline (default: minilm)")
+    p.add_argument("--model", default="minilm", help=MODEL_HELP)
     p.add_argument("--input", required=True, metavar="FILE", help="UTF-8 text, one sentence per line")
     p.add_argument("--output", required=True, metavar="DIR", help="directory for shards and manifest")
     p.add_argument("--shard-size", type=int_at_least(1), default=100_000, metavar="N",

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import layer_list, positive_int, sts_task_list, sts_tasks_for
+from sentvec.cli._args import MODEL_HELP, layer_list, positive_int, sts_task_list, sts_tasks_for
 
 _AGGREGATION_HELP = {
     "mean": "unweighted mean over subsets (WhiteningBERT)",
@@ -44,9 +44,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
-    p.add_argument("--model", default="minilm",
-                   help="model alias (minilm, mpnet), Hugging Face directory or hub name, "
-                        "sent2vec .bin or saved pipeline (default: minilm)")
+    p.add_argument("--model", default="minilm", help=MODEL_HELP)
     p.add_argument("--pooling", choices=("cls", "max", "mean"), default=None,
                    help="token pooling (one configuration; default mean)")
     p.add_argument("--layers", type=layer_list, default=None, metavar="I,J,...",

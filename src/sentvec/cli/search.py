@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import positive_int
+from sentvec.cli._args import MODEL_HELP, positive_int
 
 _FINGERPRINT = "fingerprint.json"
 _CHUNK_LINES = 8192
@@ -40,9 +40,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
-    p.add_argument("--model", default="minilm",
-                   help="model alias, Hugging Face directory, sent2vec .bin / directory or saved "
-                        "pipeline (default: minilm)")
+    p.add_argument("--model", default="minilm", help=MODEL_HELP)
     p.add_argument("--corpus", required=True, metavar="FILE", help="UTF-8 text, one sentence per line")
     q = p.add_mutually_exclusive_group(required=True)
     q.add_argument("--query", action="append", metavar="TEXT", help="a query (repeatable)")

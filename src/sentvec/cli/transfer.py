@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from sentvec.cli._args import positive_int
+from sentvec.cli._args import MODEL_HELP, positive_int
 
 _DEFAULT_TASKS = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
 _ALIASES = {"msrp": "MRPC", "sst": "SST2", "sst-2": "SST2"}
@@ -58,9 +58,7 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
-    p.add_argument("--model", default="minilm",
-                   help="model alias, Hugging Face directory, sent2vec .bin / directory or saved "
-                        "pipeline (sentvec.pipeline.load_encoder; default: minilm)")
+    p.add_argument("--model", default="minilm", help=MODEL_HELP)
     p.add_argument("--tasks", type=_tasks, default=list(_DEFAULT_TASKS), metavar="T1,T2,...",
                    help="tasks among MRPC (=MSRP), MR, CR, SUBJ, MPQA, TREC, SST2 "
                         "(default: the paper's six)")
