@@ -8,6 +8,7 @@ configured with the layers in question, or the ``eval-sts`` command).
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -208,7 +209,13 @@ def test_unwritable_cache_warns_and_keeps_the_results(env, layers_run, capsys, t
     assert rc == 0
     captured = capsys.readouterr()
     assert "could not write the vector cache" in captured.err
-    assert "sentvec eval-sts --model" in captured.out  # the matching eval-sts flags
+    # the printed eval-sts command (all options of this run) gives exactly the printed score
+    line = next(x for x in captured.out.splitlines() if x.startswith("whitening=year: best"))
+    printed = float(line.split(" = ")[1].split()[0])
+    command = shlex.split(line.split("(the same score: ")[1].rstrip(")"))
+    assert command[:2] == ["sentvec", "eval-sts"] and "--n-components" in command
+    assert main(command[1:] + ["--json", str(tmp_path / "again.json")]) == 0
+    assert round(json.loads((tmp_path / "again.json").read_text())["average"], 2) == printed
     again = json.loads((out / "model-mean-layers.json").read_text())
     first = json.loads((layers_run / "model-mean-layers.json").read_text())
     assert again["pairs"] == first["pairs"]  # computed, scored and written all the same

@@ -106,6 +106,30 @@ def _report_warnings(records: list[Any]) -> None:
 
 
 # --------------------------------------------------------------------------- sentvec layers
+def _eval_sts_command(args: argparse.Namespace, layers: tuple[int, ...],
+                      whitening: str) -> str | None:
+    """The ``sentvec eval-sts`` command that scores one combination of this ``layers`` run
+    exactly (same model, pooling, tasks, data, text variant, aggregation and k); ``None`` when
+    eval-sts has no equivalent (``--max-length``)."""
+    import shlex
+
+    if args.max_length is not None:
+        return None
+    parts = ["sentvec", "eval-sts", "--model", args.model, "--pooling", args.pooling,
+             "--layers", ",".join(str(i) for i in layers)]
+    if whitening == "year":
+        parts += ["--whiten", "year"]
+        if args.k is not None:
+            parts += ["--n-components", str(args.k)]
+    if args.aggregation != "mean":
+        parts += ["--aggregation", args.aggregation]
+    for flag, value in (("--tasks", ",".join(args.tasks or ())), ("--data", args.data),
+                        ("--variant", args.variant)):
+        if value:
+            parts += [flag, value]
+    return shlex.join(parts)
+
+
 def run_layers(args: argparse.Namespace) -> int:
     """``sentvec layers``: Figures 1 and 2 for one model."""
     from sentvec._io import atomic_write_json, atomic_write_text
@@ -139,9 +163,9 @@ def run_layers(args: argparse.Namespace) -> int:
         plot_size_curve(analysis, out / f"{stem}-fig2-sizes.png")
     for w in analysis.whitening_modes:
         best = analysis.best_pair(w)
-        flag = ",".join(str(i) for i in best.layers) + (" --whiten year" if w == "year" else "")
-        print(f"whitening={w}: best pair {best.label} = {best.average:.2f} "
-              f"(the same score: sentvec eval-sts --model {args.model} --layers {flag})")
+        again = _eval_sts_command(args, best.layers, w)
+        print(f"whitening={w}: best pair {best.label} = {best.average:.2f}"
+              + (f" (the same score: {again})" if again else ""))
         for s in analysis.curve(w):
             print(f"  {s.n_layers} layers: {s.best.label} = {s.best.average:.2f} "
                   f"[{s.method}, {s.n_evaluated}/{s.n_possible}]")
