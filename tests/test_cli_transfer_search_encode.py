@@ -158,3 +158,9 @@ def test_search_cli_rebuilds_a_damaged_index(tmp_path, capsys, corpus):
     out = capsys.readouterr()
     assert "built index of 400 lines" in out.err
     assert json.loads(out.out) == good
+    (index / "fingerprint.json").write_text("[]", encoding="utf-8")  # damaged, not just stale
+    with pytest.warns(UserWarning, match="holds a JSON list"):
+        assert main(args) == 0
+    out = capsys.readouterr()
+    assert "built index of 400 lines" in out.err
+    assert json.loads(out.out) == good

@@ -85,7 +85,7 @@ def fingerprint(corpus: Path, model_arg: str, encoder: Any, metric: str, backend
 
 
 def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tuple[Any, bool, int]:
-    from sentvec._io import atomic_write_json
+    from sentvec._io import atomic_write_json, read_json_object
     from sentvec.encode_files import iter_line_chunks
     from sentvec.search import SemanticSearch
 
@@ -94,7 +94,7 @@ def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tupl
     fp_path = index_dir / _FINGERPRINT
     if index_dir.exists() and not args.rebuild and fp_path.is_file():
         try:
-            current = json.loads(fp_path.read_text(encoding="utf-8")) == fp
+            current = read_json_object(fp_path) == fp
             if current:
                 return SemanticSearch.load(index_dir, encoder=encoder, mmap=True), False, 0
         except (ValueError, OSError) as exc:  # a damaged index is rebuilt, never trusted
