@@ -377,3 +377,39 @@ def test_prepared_scorer_is_score_sts_for_many_embeddings():
         scorer.score(np.zeros((3, 6)))
     with pytest.raises(KeyError, match="not in"):
         STSScorer(tasks, sentences[1:])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("d", [1, 3, 4, 13])
+def test_row_dots_match_a_numpy_oracle(dtype, d):
+    from sentvec.evaluation.sts import _row_dots, _subset_cosines
+
+    rng = np.random.default_rng(d)
+    Z = rng.normal(size=(40, d)).astype(dtype)
+    ia, ib = rng.integers(0, 40, size=25), rng.integers(0, 40, size=25)
+    ref = np.sum(Z[ia].astype(np.float64) * Z[ib].astype(np.float64), axis=1)
+    np.testing.assert_allclose(_row_dots(Z, Z, ia, ib), ref, rtol=1e-13, atol=1e-13)
+    assert _row_dots(Z, Z, ia[:0], ib[:0]).shape == (0,)
+    Z[5] = 0  # a zero row: its cosines are undefined, counted, and set to 0
+    pairs = [(ia[:10], ib[:10]), (np.array([5, 1]), np.array([2, 5]))]
+    cos, n_zero, n_undef = _subset_cosines(Z, pairs)
+    Z64 = Z.astype(np.float64)
+    for (j1, j2), c in zip(pairs, cos):
+        num = np.sum(Z64[j1] * Z64[j2], axis=1)
+        den = np.linalg.norm(Z64[j1], axis=1) * np.linalg.norm(Z64[j2], axis=1)
+        expect = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)
+        np.testing.assert_allclose(c, expect, atol=2e-12)
+    assert n_zero == 1 and n_undef == 2 + int(np.sum((ia[:10] == 5) | (ib[:10] == 5)))
+
+
+def test_precomputed_gold_ranks_give_identical_scores():
+    from sentvec.evaluation.results import aggregate_scores, rank_golds
+
+    rng = np.random.default_rng(3)
+    golds = {"A": [rng.integers(0, 5, 30).astype(float), rng.normal(size=20)],
+             "B": [rng.normal(size=15)]}
+    preds = {t: [rng.normal(size=len(g)) for g in gs] for t, gs in golds.items()}
+    plain = aggregate_scores(preds, golds)
+    ranked = aggregate_scores(preds, golds, gold_ranks=rank_golds(golds))
+    assert plain == ranked
+    assert rank_golds(golds)["B"][1] is None  # one subset: "all" is the subset score

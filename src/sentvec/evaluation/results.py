@@ -22,7 +22,7 @@ from sentvec._validation import check_choice
 
 __all__ = [
     "AGGREGATIONS", "Aggregation", "TABLE_COLUMNS", "JSONRecord", "WhiteningInfo", "STSResult",
-    "SubsetScores", "correlations", "aggregate_scores", "results_table_markdown",
+    "SubsetScores", "correlations", "rank_golds", "aggregate_scores", "results_table_markdown",
     "results_table_text",
 ]
 
@@ -117,11 +117,14 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(x @ y) / den if den > 0 else math.nan
 
 
-def correlations(pred: Any, gold: Any) -> tuple[float, float]:
+def correlations(pred: Any, gold: Any, *, gold_ranks: np.ndarray | None = None
+                 ) -> tuple[float, float]:
     """Spearman and Pearson correlation (not x 100) of two 1-D arrays.
 
     Spearman = Pearson of average ranks (ties share their mean rank), as ``scipy.stats.spearmanr``.
-    Either is NaN when undefined (fewer than 2 values, or one side constant).
+    Either is NaN when undefined (fewer than 2 values, or one side constant). ``gold_ranks``:
+    ``rankdata(gold)`` computed once by a caller that scores many predictions against the same
+    gold (:func:`rank_golds`); the result is the same.
     """
     p = np.asarray(pred, dtype=np.float64)
     g = np.asarray(gold, dtype=np.float64)
@@ -129,7 +132,28 @@ def correlations(pred: Any, gold: Any) -> tuple[float, float]:
         raise ValueError(f"pred and gold must be 1-D of equal length, got {p.shape} and {g.shape}")
     if p.size < 2:
         return math.nan, math.nan
-    return _pearson(rankdata(p), rankdata(g)), _pearson(p, g)
+    if gold_ranks is None:
+        gold_ranks = rankdata(g)
+    elif gold_ranks.shape != g.shape:
+        raise ValueError(f"gold_ranks has shape {gold_ranks.shape}, gold {g.shape}")
+    return _pearson(rankdata(p), gold_ranks), _pearson(p, g)
+
+
+def rank_golds(golds: Mapping[str, Sequence[Any]]) -> dict[str, tuple[list[np.ndarray], Any]]:
+    """Average ranks of each task's gold scores, for :func:`aggregate_scores` (``gold_ranks``).
+
+    Returns
+    -------
+    dict of task name to (list of ndarray, ndarray or None)
+        The ranks of each subset's gold scores and of all subsets' golds concatenated (None for
+        a single-subset task, whose "all" score is its subset score).
+    """
+    out: dict[str, tuple[list[np.ndarray], Any]] = {}
+    for task, subsets in golds.items():
+        arrays = [np.asarray(g, dtype=np.float64) for g in subsets]
+        out[task] = ([rankdata(g) for g in arrays],
+                     rankdata(np.concatenate(arrays)) if len(arrays) > 1 else None)
+    return out
 
 
 @dataclass(frozen=True)
@@ -145,13 +169,18 @@ class SubsetScores:
 
 
 def aggregate_scores(preds: Mapping[str, Sequence[Any]], golds: Mapping[str, Sequence[Any]],
-                     subset_names: Mapping[str, Sequence[str]] | None = None) -> SubsetScores:
+                     subset_names: Mapping[str, Sequence[str]] | None = None, *,
+                     gold_ranks: Mapping[str, tuple[Sequence[np.ndarray], Any]] | None = None
+                     ) -> SubsetScores:
     """Per-subset correlations x 100 and the three task aggregations.
 
     Parameters
     ----------
     preds, golds : mapping of task name to a list of 1-D arrays (one per subset)
     subset_names : mapping of task name to subset names, optional (default "0", "1", ...)
+    gold_ranks : mapping, optional
+        :func:`rank_golds` of ``golds``, when many predictions are scored against the same golds
+        (the layer search); the scores are identical to computing the ranks here.
 
     Returns
     -------
@@ -173,8 +202,10 @@ def aggregate_scores(preds: Mapping[str, Sequence[Any]], golds: Mapping[str, Seq
         if not (len(names) == len(task_preds) == len(task_golds)) or not names:
             raise ValueError(f"task {task!r}: preds, golds and subset names disagree in length")
         s_list, p_list, n_list = [], [], []
-        for name, p, g in zip(names, task_preds, task_golds):
-            rho, r = correlations(p, g)
+        ranks, all_ranks = gold_ranks[task] if gold_ranks is not None else (
+            [None] * len(task_golds), None)
+        for name, p, g, gr in zip(names, task_preds, task_golds, ranks):
+            rho, r = correlations(p, g, gold_ranks=gr)
             n_undefined += int(math.isnan(rho)) + int(math.isnan(r))
             s_list.append(100.0 * rho)
             p_list.append(100.0 * r)
@@ -190,7 +221,8 @@ def aggregate_scores(preds: Mapping[str, Sequence[Any]], golds: Mapping[str, Seq
         if len(names) == 1:
             agg_s["all"][task], agg_p["all"][task] = s_list[0], p_list[0]
         else:
-            rho, r = correlations(np.concatenate(task_preds), np.concatenate(task_golds))
+            rho, r = correlations(np.concatenate(task_preds), np.concatenate(task_golds),
+                                  gold_ranks=all_ranks)
             n_undefined += int(math.isnan(rho)) + int(math.isnan(r))
             agg_s["all"][task], agg_p["all"][task] = 100.0 * rho, 100.0 * r
     return SubsetScores(sub_s, sub_p, sub_n, agg_s, agg_p, n_undefined)

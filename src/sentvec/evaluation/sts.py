@@ -24,6 +24,7 @@ from sentvec.evaluation.results import (
     STSResult,
     WhiteningInfo,
     aggregate_scores,
+    rank_golds,
 )
 
 __all__ = [
@@ -312,8 +313,62 @@ def unique_sentences(tasks: STSTask | Iterable[STSTask]) -> list[str]:
     return list(seen)
 
 
+def _row_dots_impl(A, B, ia, ib, out):  # pragma: no cover - compiled by numba
+    d = A.shape[1]
+    d4 = d - d % 4
+    for p in range(ia.shape[0]):
+        a = ia[p]
+        b = ib[p]
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        s3 = 0.0
+        for k in range(0, d4, 4):
+            s0 += np.float64(A[a, k]) * np.float64(B[b, k])
+            s1 += np.float64(A[a, k + 1]) * np.float64(B[b, k + 1])
+            s2 += np.float64(A[a, k + 2]) * np.float64(B[b, k + 2])
+            s3 += np.float64(A[a, k + 3]) * np.float64(B[b, k + 3])
+        for k in range(d4, d):
+            s0 += np.float64(A[a, k]) * np.float64(B[b, k])
+        out[p] = (s0 + s1) + (s2 + s3)
+
+
+_ROW_DOTS: Any = None
+
+
+def _row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """``out[p] = A[ia[p]] . B[ib[p]]`` in float64, without gathering the rows.
+
+    A compiled loop (numba, GIL released, so scoring threads run it in parallel) with four
+    interleaved partial sums in a fixed order: the same value on every machine (no fast-math
+    reassociation). float32 inputs are multiplied in float64 (exact products).
+    """
+    global _ROW_DOTS
+    if _ROW_DOTS is None:
+        import numba
+
+        _ROW_DOTS = numba.njit(cache=True, nogil=True)(_row_dots_impl)
+    out = np.empty(ia.shape[0], dtype=np.float64)
+    if out.size:
+        _ROW_DOTS(np.ascontiguousarray(A), np.ascontiguousarray(B),
+                  np.ascontiguousarray(ia, dtype=np.intp), np.ascontiguousarray(ib, dtype=np.intp),
+                  out)
+    return out
+
+
+def _row_norms(A: np.ndarray) -> np.ndarray:
+    """Euclidean norm of each row of ``A`` (float64), by :func:`_row_dots`."""
+    idx = np.arange(A.shape[0], dtype=np.intp)
+    return np.sqrt(_row_dots(A, A, idx, idx))
+
+
 def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise cosine similarity of two (n, d) arrays.
+
+    Parameters
+    ----------
+    A, B : array-like of shape (n, d)
+        float32 or float64 (other real dtypes are converted to float64).
 
     Returns
     -------
@@ -323,20 +378,30 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     undefined : ndarray of shape (n,), bool
         True where either row has zero norm.
 
+    Raises
+    ------
+    ValueError
+        ``A`` and ``B`` are not 2-D arrays of equal shape.
+
     Notes
     -----
-    Rounding to 1e-12 makes pairs of identical vectors (identical sentences: 65 pairs in STS12
-    SMTeuroparl) tie exactly at 1.0. Unrounded, they come out as ``1 +- few ulp`` depending on
-    the vector, an arbitrary order that moved a Spearman score by 0.07 points between two
-    algebraically equal whitening computations; with exact ties Spearman uses average ranks.
+    Dot products and norms are float64 sums over the features in a fixed order, so the scores
+    of ``score_sts`` are reproducible across machines. Rounding to 1e-12 makes pairs of
+    identical vectors (identical sentences: 65 pairs in STS12 SMTeuroparl) tie exactly at 1.0.
+    Unrounded, they come out as ``1 +- few ulp`` depending on the vector, an arbitrary order
+    that moved a Spearman score by 0.07 points between two algebraically equal whitening
+    computations; with exact ties Spearman uses average ranks.
     """
-    A = np.asarray(A, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
+    A, B = _float_rows(A), _float_rows(B)
     if A.shape != B.shape or A.ndim != 2:
         raise ValueError(f"A and B must be 2-D of equal shape, got {A.shape} and {B.shape}")
-    return _cosines_from_norms(np.einsum("ij,ij->i", A, B),
-                               np.sqrt(np.einsum("ij,ij->i", A, A)),
-                               np.sqrt(np.einsum("ij,ij->i", B, B)))
+    idx = np.arange(A.shape[0], dtype=np.intp)
+    return _cosines_from_norms(_row_dots(A, B, idx, idx), _row_norms(A), _row_norms(B))
+
+
+def _float_rows(X: Any) -> np.ndarray:
+    X = np.asarray(X)
+    return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
 
 
 def _cosines_from_norms(num: np.ndarray, norm1: np.ndarray,
@@ -352,16 +417,16 @@ def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.n
                     ) -> tuple[list[np.ndarray], int, int]:
     """Cosines of the pairs ``(Z[j1], Z[j2])`` of each subset (as ``cosine_similarity_rows``).
 
-    Row norms are computed once per distinct row. Returns the cosines per subset, the number of
-    zero rows of ``Z`` and the number of pairs whose cosine is undefined.
+    ``Z``: float32 or float64 rows. Row norms are computed once per distinct row. Returns the
+    cosines per subset, the number of zero rows of ``Z`` and the number of pairs whose cosine
+    is undefined.
     """
-    Z = np.asarray(Z, dtype=np.float64)
-    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+    Z = _float_rows(Z)
+    norms = _row_norms(Z)
     out = []
     n_undefined = 0
     for j1, j2 in subset_pairs:
-        cos, undefined = _cosines_from_norms(np.einsum("ij,ij->i", Z[j1], Z[j2]),
-                                             norms[j1], norms[j2])
+        cos, undefined = _cosines_from_norms(_row_dots(Z, Z, j1, j2), norms[j1], norms[j2])
         n_undefined += int(undefined.sum())
         out.append(cos)
     return out, int((~(norms > 0)).sum()), n_undefined
@@ -394,18 +459,19 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
 
     stats, centred = WhiteningStatistics._from_block(X, counts)
     if n_components is None and stats.n_samples >= 2:
-        from scipy.linalg import lapack, solve_triangular
+        # scipy's LAPACK routines, called without holding the GIL (scoring runs in threads)
+        from sentvec._lapack import cholesky_lower_inplace, cholesky_rcond, solve_lower_inplace
 
-        cov = stats.covariance
-        L, info = lapack.dpotrf(cov, lower=1, clean=1)
-        if info == 0:
-            rcond, info = lapack.dpocon(L, float(np.abs(cov).sum(axis=0).max()), uplo="L")
+        cov = stats.covariance  # a new symmetric array: its transpose is the same matrix
+        anorm = float(np.abs(cov).sum(axis=0).max())
+        L = cov.T  # Fortran-ordered view, factorised in place
+        if cholesky_lower_inplace(L) == 0:
+            rcond, info = cholesky_rcond(L, anorm)
             if info == 0 and rcond >= _CHOLESKY_MIN_RCOND:
                 # Z^T = L^{-1} (X - mu)^T: one triangular solve, in place; (X - mu)^T of a
                 # C-ordered array is Fortran-ordered, so LAPACK takes it without a copy
-                Zt = solve_triangular(L, centred.T, lower=True, check_finite=False,
-                                      overwrite_b=True)
-                return Zt.T, 0
+                solve_lower_inplace(L, centred.T)
+                return centred, 0
     # no warnings.catch_warnings here: it is not thread-safe and this runs in scoring threads
     w = Whitening(n_components)._fit_statistics(stats, warn=False)
     # Whitening.transform's arithmetic, (X - mean_) @ whitening_matrix_, on the rows centred above
@@ -490,6 +556,7 @@ class STSScorer:
         self._plans = tuple(_TaskPlan.build(t, index) for t in self.tasks)
         self._used = np.unique(np.concatenate([p.rows for p in self._plans]))
         self._golds = {t.name: [s.gold for s in t.subsets] for t in self.tasks}
+        self._gold_ranks = rank_golds(self._golds)
         self._names = {t.name: list(t.subset_names) for t in self.tasks}
         variants = sorted({t.variant for t in self.tasks})
         self._variant: Any = variants[0] if len(variants) == 1 else variants
@@ -566,7 +633,7 @@ class STSScorer:
                 f"{n_zero_pairs} pair(s) is undefined; those cosines were set to 0",
                 UserWarning, stacklevel=2)
 
-        scores = aggregate_scores(preds, self._golds, self._names)
+        scores = aggregate_scores(preds, self._golds, self._names, gold_ranks=self._gold_ranks)
         if scores.n_undefined:
             warnings.warn(
                 f"score_sts: {scores.n_undefined} correlation(s) are undefined (constant "
