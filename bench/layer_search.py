@@ -60,6 +60,8 @@ def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int =
                                         text_variant=task_list[0].variant,
                                         show_progress_bar=False)
     out = []
+    # load the compiled kernels first: their one-off start-up is not a per-combination cost
+    CombinationScorer(vecs["mean"], task_list, sents, n_jobs=1).score(1, "year")
     for w in ("none", "year"):
         for n_jobs in (1, None):
             sc = CombinationScorer(vecs["mean"], task_list, sents, n_jobs=n_jobs)
@@ -105,8 +107,11 @@ def main() -> None:
             last_cache = search_cache
             peer_t = json.loads((root / f"peer{r}.json").read_text())["metadata"].get(
                 "timing_s", {})
+            lt = data["timings"]
             print("  eval-sts own split: " + ", ".join(f"{k} {v:.1f} s"
-                                                    for k, v in peer_t.items()), flush=True)
+                                                    for k, v in peer_t.items())
+                  + f"; layers own split: vectors {lt['forward_s']:.1f} s, pairs "
+                  f"{lt['pairs_s']:.1f} s, total before plots {lt['total_s']:.1f} s", flush=True)
             (pw, pc), (sw, sc) = peers[-1], searches[-1]
             print(f"run {r + 1}: eval-sts {pw:.1f} s wall / {pc:.1f} s CPU; layers (all pairs) "
                   f"{sw:.1f} s wall / {sc:.1f} s CPU; ratio {sw / pw:.2f} wall, "
@@ -126,6 +131,9 @@ def main() -> None:
               f"{t['pairs_s']:.1f} s)")
         print(f"RATIO search / one configuration = {sw / pw:.2f} wall, {sc / pc:.2f} CPU "
               f"(means over {args.repeat} runs in alternating order; target <= 1.10)")
+        print(f"median of the per-run ratios: "
+              f"{statistics.median(s[0] / p[0] for s, p in zip(searches, peers)):.2f} wall, "
+              f"{statistics.median(s[1] / p[1] for s, p in zip(searches, peers)):.2f} CPU")
         print(_score_costs(args.model, args.tasks.split(",") if args.tasks else None, last_cache))
 
 

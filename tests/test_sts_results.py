@@ -413,3 +413,15 @@ def test_precomputed_gold_ranks_give_identical_scores():
     ranked = aggregate_scores(preds, golds, gold_ranks=rank_golds(golds))
     assert plain == ranked
     assert rank_golds(golds)["B"][1] is None  # one subset: "all" is the subset score
+
+
+def test_scoring_warm_up_loads_the_kernel_once():
+    from sentvec.evaluation import sts
+
+    sts.start_scoring_warm_up()
+    if sts._WARM_UP is not None:
+        sts._WARM_UP.join(timeout=120)
+    assert sts._ROW_DOTS is not None
+    thread = sts._WARM_UP
+    sts.start_scoring_warm_up()  # idempotent: no second thread
+    assert sts._WARM_UP is thread

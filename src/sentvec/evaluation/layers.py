@@ -711,12 +711,13 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     LayerAnalysis
     """
     from sentvec.encoders.base import describe_encoder, text_variant_of
-    from sentvec.evaluation.sts import load_sts, unique_sentences
+    from sentvec.evaluation.sts import load_sts, start_scoring_warm_up, unique_sentences
 
     task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
     sentences = unique_sentences(task_list)
+    start_scoring_warm_up()  # overlaps with the forward pass
     # the cache entry is written while the combinations are scored (the vectors are read-only)
     vectors, hit, forward_s = pooled_layer_vectors(
         encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,

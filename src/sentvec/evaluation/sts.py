@@ -9,6 +9,7 @@ protocol, see ``docs/whiteningbert.md``); :func:`evaluate_sts` encodes and score
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -334,6 +335,18 @@ def _row_dots_impl(A, B, ia, ib, out):  # pragma: no cover - compiled by numba
 
 
 _ROW_DOTS: Any = None
+_KERNEL_LOCK = threading.Lock()
+_WARM_UP: threading.Thread | None = None
+
+
+def _row_dots_kernel() -> Any:
+    global _ROW_DOTS
+    with _KERNEL_LOCK:
+        if _ROW_DOTS is None:
+            import numba
+
+            _ROW_DOTS = numba.njit(cache=True, nogil=True)(_row_dots_impl)
+    return _ROW_DOTS
 
 
 def _row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
@@ -343,17 +356,43 @@ def _row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> n
     interleaved partial sums in a fixed order: the same value on every machine (no fast-math
     reassociation). float32 inputs are multiplied in float64 (exact products).
     """
-    global _ROW_DOTS
-    if _ROW_DOTS is None:
-        import numba
-
-        _ROW_DOTS = numba.njit(cache=True, nogil=True)(_row_dots_impl)
     out = np.empty(ia.shape[0], dtype=np.float64)
     if out.size:
-        _ROW_DOTS(np.ascontiguousarray(A), np.ascontiguousarray(B),
-                  np.ascontiguousarray(ia, dtype=np.intp), np.ascontiguousarray(ib, dtype=np.intp),
-                  out)
+        _row_dots_kernel()(np.ascontiguousarray(A), np.ascontiguousarray(B),
+                           np.ascontiguousarray(ia, dtype=np.intp),
+                           np.ascontiguousarray(ib, dtype=np.intp), out)
     return out
+
+
+def _warm_up_scoring() -> None:
+    # numba import + the cached float32 / float64 kernels (about 0.5 s) and the LAPACK entry
+    # points; errors surface later, in the real call
+    try:
+        from sentvec._lapack import _SIGNATURES, _routine
+
+        idx = np.zeros(1, dtype=np.intp)
+        for dtype in (np.float32, np.float64):
+            z = np.zeros((1, 4), dtype=dtype)
+            _row_dots(z, z, idx, idx)
+        for key in _SIGNATURES:
+            _routine(*key)
+    except Exception:  # pragma: no cover - reported by the real call
+        pass
+
+
+def start_scoring_warm_up() -> None:
+    """Load what scoring needs (compiled cosine kernel, LAPACK entry points) in the background.
+
+    Called before a forward pass, so the one-off loading (about 0.5 s, mostly importing numba)
+    overlaps with encoding instead of delaying the first scoring. Idempotent; never raises.
+    """
+    global _WARM_UP
+    with _KERNEL_LOCK:
+        if _WARM_UP is not None or _ROW_DOTS is not None:
+            return
+        _WARM_UP = threading.Thread(target=_warm_up_scoring, name="sentvec-scoring-warm-up",
+                                    daemon=True)
+    _WARM_UP.start()
 
 
 def _row_norms(A: np.ndarray) -> np.ndarray:
@@ -772,6 +811,7 @@ def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
         return out
 
     sentences = unique_sentences(task_list)
+    start_scoring_warm_up()  # overlaps with the forward pass
     emb = encode(sentences)
     corpus_info = None
     if isinstance(whitening, np.ndarray) or (
