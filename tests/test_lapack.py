@@ -66,6 +66,16 @@ def test_bad_matrices_are_rejected(bad):
         cholesky_lower_inplace(bad)
 
 
+def test_cholesky_rejects_read_only_and_empty(tmp_path):
+    np.save(tmp_path / "s.npy", np.asfortranarray(np.eye(4) * 4.0))
+    mapped = np.load(tmp_path / "s.npy", mmap_mode="r")  # writing into it would crash
+    with pytest.raises(ValueError, match="writeable"):
+        cholesky_lower_inplace(mapped)
+    for f in (cholesky_lower_inplace, lambda a: cholesky_rcond(a, 1.0)):
+        with pytest.raises(ValueError, match="non-empty"):
+            f(np.zeros((0, 0), order="F"))
+
+
 def test_solve_rejects_wrong_layout_and_read_only():
     L = np.asfortranarray(np.eye(3))
     with pytest.raises(ValueError, match="Fortran"):

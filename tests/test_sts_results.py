@@ -425,3 +425,35 @@ def test_scoring_warm_up_loads_the_kernel_once():
     thread = sts._WARM_UP
     sts.start_scoring_warm_up()  # idempotent: no second thread
     assert sts._WARM_UP is thread
+
+
+def test_gold_ranks_must_match_the_subsets():
+    from sentvec.evaluation.results import aggregate_scores, correlations, rank_golds
+
+    rng = np.random.default_rng(0)
+    golds = {"T": [rng.random(50), rng.random(40)]}
+    preds = {"T": [rng.random(50), rng.random(40)]}
+    ranks = rank_golds(golds)
+    with pytest.raises(ValueError, match="gold_ranks has 1 subset"):
+        aggregate_scores(preds, golds, gold_ranks={"T": (ranks["T"][0][:1], ranks["T"][1])})
+    # a plain list is accepted, a wrong length is a clear error
+    rho, _ = correlations(preds["T"][0], golds["T"][0], gold_ranks=list(ranks["T"][0][0]))
+    assert rho == correlations(preds["T"][0], golds["T"][0])[0]
+    with pytest.raises(ValueError, match="gold_ranks has shape"):
+        correlations(preds["T"][0], golds["T"][0], gold_ranks=ranks["T"][0][1])
+
+
+@pytest.mark.parametrize("row", [np.arange(1.0, 9.0), 0.1 * np.arange(1.0, 9.0),
+                                 np.array([0.3]), np.random.default_rng(1).random(8)])
+def test_identical_rows_cannot_be_year_whitened(row):
+    # the mean of identical rows is off by rounding: that noise must not be whitened
+    task, sentences, _ = _toy_task_from_cosines(TOY_PREDS, TOY_GOLDS)
+    with pytest.raises(ValueError, match="all rows are identical"):
+        score_sts([task], sentences, np.tile(row, (len(sentences), 1)), whitening="year")
+
+
+def test_zero_width_embeddings_are_rejected():
+    task, sentences, _ = _toy_task_from_cosines(TOY_PREDS, TOY_GOLDS)
+    for w in ("none", "year"):
+        with pytest.raises(ValueError, match="0 features"):
+            score_sts([task], sentences, np.zeros((len(sentences), 0)), whitening=w)

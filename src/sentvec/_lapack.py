@@ -50,11 +50,16 @@ def _int(v: int) -> ctypes.c_int:
     return ctypes.c_int(int(v))
 
 
-def _square_f64(a: np.ndarray, name: str) -> int:
-    if a.dtype != np.float64 or a.ndim != 2 or a.shape[0] != a.shape[1]:
-        raise ValueError(f"{name} must be a square float64 matrix, got {a.dtype} {a.shape}")
+def _square_f64(a: np.ndarray, name: str, *, writeable: bool = False) -> int:
+    if not isinstance(a, np.ndarray):
+        raise ValueError(f"{name} must be a numpy array, got {type(a).__name__}")
+    if a.dtype != np.float64 or a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
+        raise ValueError(f"{name} must be a non-empty square float64 matrix, got {a.dtype} "
+                         f"{a.shape}")
     if not a.flags.f_contiguous:
         raise ValueError(f"{name} must be Fortran-contiguous")
+    if writeable and not a.flags.writeable:
+        raise ValueError(f"{name} must be writeable (it is overwritten)")
     return int(a.shape[0])
 
 
@@ -76,9 +81,9 @@ def cholesky_lower_inplace(a: np.ndarray) -> int:
     Raises
     ------
     ValueError
-        ``a`` is not a square Fortran-contiguous float64 matrix.
+        ``a`` is not a non-empty, square, writeable, Fortran-contiguous float64 matrix.
     """
-    d = _square_f64(a, "a")
+    d = _square_f64(a, "a", writeable=True)
     info = ctypes.c_int(0)
     n_ = _int(d)
     _routine("scipy.linalg.cython_lapack", "dpotrf")(
@@ -101,6 +106,11 @@ def cholesky_rcond(L: np.ndarray, anorm: float) -> tuple[float, int]:
     rcond : float
     info : int
         LAPACK ``info`` (0 on success).
+
+    Raises
+    ------
+    ValueError
+        ``L`` is not a non-empty, square, Fortran-contiguous float64 matrix.
     """
     d = _square_f64(L, "L")
     n_ = _int(d)
@@ -133,15 +143,15 @@ def solve_lower_inplace(L: np.ndarray, b: np.ndarray) -> np.ndarray:
     Raises
     ------
     ValueError
-        Wrong dtype, layout or shapes.
+        Wrong dtype, layout or shapes, an empty ``L`` or a read-only ``b``.
     """
     d = _square_f64(L, "L")
-    if b.dtype != np.float64 or b.ndim != 2 or b.shape[0] != d or not b.flags.f_contiguous:
+    if not isinstance(b, np.ndarray) or b.dtype != np.float64 or b.ndim != 2 or b.shape[0] != d or not b.flags.f_contiguous:
         raise ValueError(f"b must be a Fortran-contiguous float64 ({d}, n) matrix, got "
                          f"{b.dtype} {b.shape}")
     if not b.flags.writeable:
         raise ValueError("b must be writeable (it is overwritten)")
-    if b.shape[1] == 0 or d == 0:
+    if b.shape[1] == 0:
         return b
     m_, n_ = _int(d), _int(b.shape[1])
     _routine("scipy.linalg.cython_blas", "dtrsm")(

@@ -104,6 +104,13 @@ class WhiteningStatistics:
             raise ValueError("covariance of zero samples is undefined")
         return self.scatter / self.n_samples
 
+    def _rounding_variance(self) -> float:
+        """Variance that identical rows show after centring: the mean of n rows is off by up to
+        about ``n * eps`` of their norm. A covariance no larger is zero (whitening it would
+        only amplify rounding noise)."""
+        noise = 4.0 * self.n_samples * np.finfo(np.float64).eps
+        return noise * noise * float(self.mean @ self.mean)
+
     @classmethod
     def empty(cls, n_features: int) -> "WhiteningStatistics":
         """Statistics of zero rows (the identity of :meth:`merge`)."""
@@ -377,8 +384,9 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         signs[signs == 0] = 1.0
         evecs = evecs * signs
         top = float(evals[0])
-        if not top > 0:
-            raise ValueError("the covariance is zero (all rows are identical); cannot whiten")
+        if not top > statistics._rounding_variance():
+            raise ValueError("the covariance is zero (all rows are identical, up to rounding); "
+                             "cannot whiten")
         rank = int(np.count_nonzero(evals > self.eps * top))
         kept = min(k, rank)
         self.n_dropped_ = k - kept

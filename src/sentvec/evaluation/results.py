@@ -134,8 +134,10 @@ def correlations(pred: Any, gold: Any, *, gold_ranks: np.ndarray | None = None
         return math.nan, math.nan
     if gold_ranks is None:
         gold_ranks = rankdata(g)
-    elif gold_ranks.shape != g.shape:
-        raise ValueError(f"gold_ranks has shape {gold_ranks.shape}, gold {g.shape}")
+    else:
+        gold_ranks = np.asarray(gold_ranks, dtype=np.float64)
+        if gold_ranks.shape != g.shape:
+            raise ValueError(f"gold_ranks has shape {gold_ranks.shape}, gold {g.shape}")
     return _pearson(rankdata(p), gold_ranks), _pearson(p, g)
 
 
@@ -204,6 +206,9 @@ def aggregate_scores(preds: Mapping[str, Sequence[Any]], golds: Mapping[str, Seq
         s_list, p_list, n_list = [], [], []
         ranks, all_ranks = gold_ranks[task] if gold_ranks is not None else (
             [None] * len(task_golds), None)
+        if len(ranks) != len(task_golds):
+            raise ValueError(f"task {task!r}: gold_ranks has {len(ranks)} subset(s), golds "
+                             f"{len(task_golds)}")
         for name, p, g, gr in zip(names, task_preds, task_golds, ranks):
             rho, r = correlations(p, g, gold_ranks=gr)
             n_undefined += int(math.isnan(rho)) + int(math.isnan(r))

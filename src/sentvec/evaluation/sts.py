@@ -497,7 +497,9 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
     from sentvec.whitening import Whitening, WhiteningStatistics
 
     stats, centred = WhiteningStatistics._from_block(X, counts)
-    if n_components is None and stats.n_samples >= 2:
+    # identical rows (a covariance of rounding noise) go to the eigen path, which rejects them
+    if (n_components is None and stats.n_samples >= 2
+            and float(np.trace(stats.scatter)) / stats.n_samples > stats._rounding_variance()):
         # scipy's LAPACK routines, called without holding the GIL (scoring runs in threads)
         from sentvec._lapack import cholesky_lower_inplace, cholesky_rcond, solve_lower_inplace
 
@@ -617,6 +619,8 @@ class STSScorer:
         """
         check_choice("aggregation", aggregation, AGGREGATIONS)
         emb = check_embeddings(embeddings, name="embeddings")
+        if emb.shape[1] == 0:
+            raise ValueError("embeddings have 0 features; cosine similarity needs at least one")
         if emb.shape[0] != self.n_sentences:
             raise ValueError(f"embeddings has {emb.shape[0]} rows but sentences has "
                              f"{self.n_sentences}")
