@@ -457,3 +457,18 @@ def test_zero_width_embeddings_are_rejected():
     for w in ("none", "year"):
         with pytest.raises(ValueError, match="0 features"):
             score_sts([task], sentences, np.zeros((len(sentences), 0)), whitening=w)
+
+
+def test_cosine_similarity_rows_rejects_non_finite_and_complex():
+    from sentvec.evaluation.sts import cosine_similarity_rows
+
+    A = np.ones((3, 4))
+    bad = A.copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match="B contains 1 non-finite"):
+        cosine_similarity_rows(A, bad)
+    bad[1, 2] = np.inf
+    with pytest.raises(ValueError, match="A contains 1 non-finite"):
+        cosine_similarity_rows(bad, A)
+    with pytest.raises(ValueError, match="real vectors"):
+        cosine_similarity_rows(A + 1j, A)

@@ -420,7 +420,7 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     Raises
     ------
     ValueError
-        ``A`` and ``B`` are not 2-D arrays of equal shape.
+        ``A`` and ``B`` are not 2-D arrays of equal shape, are complex, or hold NaN or inf.
 
     Notes
     -----
@@ -434,12 +434,18 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     A, B = _float_rows(A), _float_rows(B)
     if A.shape != B.shape or A.ndim != 2:
         raise ValueError(f"A and B must be 2-D of equal shape, got {A.shape} and {B.shape}")
+    for name, X in (("A", A), ("B", B)):
+        if not np.isfinite(X).all():
+            raise ValueError(f"{name} contains {int((~np.isfinite(X)).sum())} non-finite "
+                             "values (NaN or inf)")
     idx = np.arange(A.shape[0], dtype=np.intp)
     return _cosines_from_norms(_row_dots(A, B, idx, idx), _row_norms(A), _row_norms(B))
 
 
 def _float_rows(X: Any) -> np.ndarray:
     X = np.asarray(X)
+    if np.iscomplexobj(X):
+        raise ValueError(f"cosine similarity needs real vectors, got dtype {X.dtype}")
     return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
 
 
