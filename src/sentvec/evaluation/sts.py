@@ -431,22 +431,15 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     that moved a Spearman score by 0.07 points between two algebraically equal whitening
     computations; with exact ties Spearman uses average ranks.
     """
-    A, B = _float_rows(A), _float_rows(B)
-    if A.shape != B.shape or A.ndim != 2:
-        raise ValueError(f"A and B must be 2-D of equal shape, got {A.shape} and {B.shape}")
     for name, X in (("A", A), ("B", B)):
-        if not np.isfinite(X).all():
-            raise ValueError(f"{name} contains {int((~np.isfinite(X)).sum())} non-finite "
-                             "values (NaN or inf)")
+        # before check_embeddings, whose float64 cast would drop the imaginary part
+        if np.iscomplexobj(X):
+            raise ValueError(f"cosine similarity needs real vectors, {name} is complex")
+    A, B = check_embeddings(A, name="A"), check_embeddings(B, name="B")
+    if A.shape != B.shape:
+        raise ValueError(f"A and B must be 2-D of equal shape, got {A.shape} and {B.shape}")
     idx = np.arange(A.shape[0], dtype=np.intp)
     return _cosines_from_norms(_row_dots(A, B, idx, idx), _row_norms(A), _row_norms(B))
-
-
-def _float_rows(X: Any) -> np.ndarray:
-    X = np.asarray(X)
-    if np.iscomplexobj(X):
-        raise ValueError(f"cosine similarity needs real vectors, got dtype {X.dtype}")
-    return X if X.dtype in (np.float32, np.float64) else X.astype(np.float64)
 
 
 def _cosines_from_norms(num: np.ndarray, norm1: np.ndarray,
@@ -462,11 +455,10 @@ def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.n
                     ) -> tuple[list[np.ndarray], int, int]:
     """Cosines of the pairs ``(Z[j1], Z[j2])`` of each subset (as ``cosine_similarity_rows``).
 
-    ``Z``: float32 or float64 rows. Row norms are computed once per distinct row. Returns the
-    cosines per subset, the number of zero rows of ``Z`` and the number of pairs whose cosine
-    is undefined.
+    ``Z``: validated float32 or float64 rows. Row norms are computed once per distinct row.
+    Returns the cosines per subset, the number of zero rows of ``Z`` and the number of pairs
+    whose cosine is undefined.
     """
-    Z = _float_rows(Z)
     norms = _row_norms(Z)
     out = []
     n_undefined = 0
@@ -503,9 +495,11 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
     from sentvec.whitening import Whitening, WhiteningStatistics
 
     stats, centred = WhiteningStatistics._from_block(X, counts)
-    # identical rows (a covariance of rounding noise) go to the eigen path, which rejects them
+    # identical rows (a covariance of rounding noise) go to the eigen path, which rejects them;
+    # the mean eigenvalue (trace / d) is a lower bound of the largest one that path tests
     if (n_components is None and stats.n_samples >= 2
-            and float(np.trace(stats.scatter)) / stats.n_samples > stats._rounding_variance()):
+            and float(np.trace(stats.scatter)) / (stats.n_samples * stats.n_features)
+            > stats._rounding_variance()):
         # scipy's LAPACK routines, called without holding the GIL (scoring runs in threads)
         from sentvec._lapack import cholesky_lower_inplace, cholesky_rcond, solve_lower_inplace
 
