@@ -472,3 +472,34 @@ def test_cosine_similarity_rows_rejects_non_finite_and_complex():
         cosine_similarity_rows(bad, A)
     with pytest.raises(ValueError, match="real vectors"):
         cosine_similarity_rows(A + 1j, A)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 2.0 ** 600, 2.0 ** -600])
+def test_cosines_of_extreme_float64_rows_equal_those_of_ordinary_rows(scale):
+    # squared norms of such rows overflow to inf (NaN cosines) or underflow to 0 (flagged as
+    # zero vectors); a power-of-two rescaling of those rows must give the ordinary cosines
+    from sentvec.evaluation.sts import cosine_similarity_rows
+
+    rng = np.random.default_rng(3)
+    A, B = rng.normal(size=(6, 5)), rng.normal(size=(6, 5))
+    cos, undefined = cosine_similarity_rows(A, B)
+    # numpy oracle on the ordinary-range rows
+    ref = (A * B).sum(1) / np.sqrt((A * A).sum(1) * (B * B).sum(1))
+    np.testing.assert_allclose(cos, ref, rtol=0, atol=2e-12)
+    big_a, big_b = A.copy(), B.copy()
+    big_a[::2] *= scale  # mixed: some rows extreme, the others untouched
+    big_b[1::2] *= scale
+    cos2, undefined2 = cosine_similarity_rows(big_a, big_b)
+    np.testing.assert_allclose(cos2, cos, rtol=0, atol=1e-12)
+    assert not undefined2.any() and not undefined.any()
+    # a zero row stays a zero row (undefined cosine), whatever the other rows
+    big_a[0] = 0.0
+    cos3, undefined3 = cosine_similarity_rows(big_a, big_b)
+    assert undefined3[0] and cos3[0] == 0.0 and not undefined3[1:].any()
+
+
+def test_score_sts_is_scale_invariant_for_extreme_float64_vectors():
+    task, sentences, emb = _toy_task_from_cosines(TOY_PREDS, TOY_GOLDS)
+    ref = score_sts([task], sentences, emb).task_scores
+    for scale in (1e200, 1e-200):
+        assert score_sts([task], sentences, emb.astype(np.float64) * scale).task_scores == ref

@@ -286,3 +286,17 @@ def test_sample_weight_branches_equal_repeated_rows(dtype, pattern):
     np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(a.scatter, b.scatter, rtol=1e-10, atol=1e-8)
     np.testing.assert_array_equal(a.scatter, a.scatter.T)
+
+
+def test_out_of_range_magnitudes_get_a_clear_error():
+    # the covariance of such values over- or underflows float64; say so instead of calling
+    # the rows non-finite or identical
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    with pytest.raises(ValueError, match="too large to square"):
+        Whitening().fit(X * 1e200)
+    with pytest.raises(ValueError, match="too small to square"):
+        Whitening().fit(X * 1e-200)
+    # identical ordinary rows keep their own message
+    with pytest.raises(ValueError, match="all rows are identical"):
+        Whitening().fit(np.ones((5, 3)))

@@ -180,19 +180,23 @@ class WhiteningStatistics:
                 total += (counts[extra] - 1).astype(np.float64) @ X[extra].astype(np.float64)
             mean = total / n
         centred = np.subtract(X, mean, dtype=np.float64)
-        # A.T @ A of one buffer: numpy calls BLAS syrk (half the flops of a general GEMM)
-        if counts is None:
-            scatter = centred.T @ centred
-        elif 8 * int(extra.sum()) > X.shape[0]:
-            # many repeated rows (SICK reuses sentences): one syrk of the sqrt(count)-scaled rows
-            scaled = centred * np.sqrt(counts.astype(np.float64))[:, None]
-            scatter = scaled.T @ scaled
-        else:
-            base = centred if positive.all() else centred[positive]
-            scatter = base.T @ base
-            if extra.any():
-                E = centred[extra] * np.sqrt(counts[extra] - 1.0)[:, None]
-                scatter += E.T @ E
+        # values beyond ~1e154 overflow here: Whitening then raises a clear error, so numpy's
+        # own overflow warning would only be noise
+        with np.errstate(over="ignore", invalid="ignore"):
+            # A.T @ A of one buffer: numpy calls BLAS syrk (half the flops of a general GEMM)
+            if counts is None:
+                scatter = centred.T @ centred
+            elif 8 * int(extra.sum()) > X.shape[0]:
+                # many repeated rows (SICK reuses sentences): one syrk of the rows scaled by
+                # sqrt(count)
+                scaled = centred * np.sqrt(counts.astype(np.float64))[:, None]
+                scatter = scaled.T @ scaled
+            else:
+                base = centred if positive.all() else centred[positive]
+                scatter = base.T @ base
+                if extra.any():
+                    E = centred[extra] * np.sqrt(counts[extra] - 1.0)[:, None]
+                    scatter += E.T @ E
         return cls(n, mean, scatter), centred
 
     def merge(self, other: "WhiteningStatistics") -> "WhiteningStatistics":
@@ -369,6 +373,11 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             raise ValueError(
                 f"need at least 2 rows to estimate a covariance, got {statistics.n_samples}")
         if not (np.isfinite(statistics.mean).all() and np.isfinite(statistics.scatter).all()):
+            if np.isfinite(statistics.mean).all():
+                raise ValueError(
+                    "the covariance overflows float64: the values (mean entries up to "
+                    f"{float(np.abs(statistics.mean).max()):.1e}) are too large to square; "
+                    "rescale them (whitened vectors do not depend on the scale)")
             raise ValueError("statistics contain non-finite values")
         d = statistics.n_features
         k = d if self.n_components is None else self.n_components
@@ -385,6 +394,11 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         evecs = evecs * signs
         top = float(evals[0])
         if not top > statistics._rounding_variance():
+            if top < 2.0 ** -900 and float(np.abs(statistics.mean).max()) < 2.0 ** -400:
+                raise ValueError(
+                    "the covariance is zero: the values (mean entries up to "
+                    f"{float(np.abs(statistics.mean).max()):.1e}) are too small to square in "
+                    "float64; rescale them (whitened vectors do not depend on the scale)")
             raise ValueError("the covariance is zero (all rows are identical, up to rounding); "
                              "cannot whiten")
         rank = int(np.count_nonzero(evals > self.eps * top))

@@ -401,6 +401,37 @@ def _row_norms(A: np.ndarray) -> np.ndarray:
     return np.sqrt(_row_dots(A, A, idx, idx))
 
 
+#: Row norms inside this range leave every product and sum of :func:`_row_dots` in the normal
+#: float64 range (no overflow, no underflow to subnormals) for any width up to 2**100.
+_SAFE_NORMS = (2.0 ** -450, 2.0 ** 450)
+
+
+def _rescale_extreme_rows(A: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``A`` and its row norms with out-of-range rows scaled by a power of two.
+
+    Only float64 rows can be affected (float32 values squared stay far inside float64's range):
+    a row with entries near 1e200 has an infinite squared norm, one near 1e-200 a zero one, and
+    either would make its cosines NaN or flag it as a zero vector. Such a row is multiplied by
+    ``2**-e``, ``e`` the binary exponent of its largest entry, which is exact and leaves every
+    cosine of that row unchanged (cosine is scale-invariant). Other rows are not touched, so
+    ordinary inputs give bit-identical results; zero rows stay zero. ``A`` is copied when a row
+    changes, never modified.
+    """
+    bad = ~((norms >= _SAFE_NORMS[0]) & (norms <= _SAFE_NORMS[1]))
+    if not bad.any():
+        return A, norms
+    rows = np.flatnonzero(bad)
+    peak = np.abs(A[rows]).max(axis=1)
+    rows, peak = rows[peak > 0], peak[peak > 0]
+    if rows.size == 0:
+        return A, norms
+    A = np.array(A, dtype=np.float64)
+    A[rows] = np.ldexp(A[rows], -np.frexp(peak)[1][:, None])
+    norms = norms.copy()
+    norms[rows] = _row_norms(A[rows])
+    return A, norms
+
+
 def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise cosine similarity of two (n, d) arrays.
 
@@ -430,6 +461,10 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     Unrounded, they come out as ``1 +- few ulp`` depending on the vector, an arbitrary order
     that moved a Spearman score by 0.07 points between two algebraically equal whitening
     computations; with exact ties Spearman uses average ranks.
+
+    float64 rows whose norm lies outside about 1e-135 ... 1e135 (squares would overflow or
+    underflow) are first scaled by a power of two, which is exact and does not change their
+    cosines, so values such as 1e200 or 1e-200 give correct cosines instead of NaN or 0.
     """
     for name, X in (("A", A), ("B", B)):
         # before check_embeddings, whose float64 cast would drop the imaginary part
@@ -439,7 +474,9 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     if A.shape != B.shape:
         raise ValueError(f"A and B must be 2-D of equal shape, got {A.shape} and {B.shape}")
     idx = np.arange(A.shape[0], dtype=np.intp)
-    return _cosines_from_norms(_row_dots(A, B, idx, idx), _row_norms(A), _row_norms(B))
+    A, norm_a = _rescale_extreme_rows(A, _row_norms(A))
+    B, norm_b = _rescale_extreme_rows(B, _row_norms(B))
+    return _cosines_from_norms(_row_dots(A, B, idx, idx), norm_a, norm_b)
 
 
 def _cosines_from_norms(num: np.ndarray, norm1: np.ndarray,
@@ -459,7 +496,7 @@ def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.n
     Returns the cosines per subset, the number of zero rows of ``Z`` and the number of pairs
     whose cosine is undefined.
     """
-    norms = _row_norms(Z)
+    Z, norms = _rescale_extreme_rows(Z, _row_norms(Z))
     out = []
     n_undefined = 0
     for j1, j2 in subset_pairs:
