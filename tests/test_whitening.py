@@ -300,3 +300,17 @@ def test_out_of_range_magnitudes_get_a_clear_error():
     # identical ordinary rows keep their own message
     with pytest.raises(ValueError, match="all rows are identical"):
         Whitening().fit(np.ones((5, 3)))
+
+
+@pytest.mark.parametrize("scale", [1e-40, 1e-30, 1e30])
+def test_float32_data_of_extreme_scale_is_whitened_like_ordinary_data(scale):
+    # the whitening matrix of data near 1e-40 holds values near 1e40, beyond float32: transform
+    # must not return inf / NaN; whitened vectors do not depend on the scale of the data
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    ref = Whitening().fit(X).transform(X)
+    Xs = X * np.float32(scale)
+    Z = Whitening().fit(Xs).transform(Xs)
+    assert Z.dtype == np.float32 and np.isfinite(Z).all()
+    # 1e-40 is subnormal in float32: its inputs keep only about 17 of 24 bits
+    np.testing.assert_allclose(Z, ref, rtol=0, atol=1e-3 if scale < 1e-38 else 1e-5)

@@ -473,8 +473,13 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _transform_array(self, X: Any) -> np.ndarray:
         arr = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         dtype = arr.dtype
-        centred = arr - self.mean_.astype(dtype)
-        return centred @ self.whitening_matrix_.astype(dtype)
+        with np.errstate(over="ignore"):  # an overflowing cast is handled just below
+            mean, W = self.mean_.astype(dtype), self.whitening_matrix_.astype(dtype)
+        if dtype == np.float32 and not (np.isfinite(W).all() and np.isfinite(mean).all()):
+            # fitted on data of a scale beyond float32 (e.g. values near 1e-40, whose whitening
+            # matrix holds values near 1e40): compute in float64, return float32 as documented
+            return ((arr - self.mean_) @ self.whitening_matrix_).astype(np.float32)
+        return (arr - mean) @ W
 
     # ------------------------------------------------------------- save / load
     def save(self, path: Any) -> None:
