@@ -322,3 +322,14 @@ def test_batches_cover_every_sentence_once_sorted_by_token_length(tiny_minilm):
     assert (sizes[:-1] >= 8).all() and (sizes <= 32).all()
     for b in batches:  # growth only while the batch stays within 8 * 32 tokens
         assert len(b) == 8 or len(b) * lengths[b].max() <= 8 * 32 or b is batches[-1]
+
+
+def test_lone_surrogates_are_a_clear_error(tiny_minilm):
+    # how Python represents an undecodable byte (a Latin-1 "é" read with surrogateescape, as
+    # command-line arguments are); the tokenizer would fail with an opaque TypeError
+    bad = b"caf\xe9".decode("utf-8", "surrogateescape")
+    for call in (tiny_minilm.encode, tiny_minilm.encode_layers):
+        with pytest.raises(ValueError, match=r"sentence 1 holds '\\udce9' at character 3"):
+            call(["fine", bad, "fine"])
+    # real non-ASCII text is fine
+    assert tiny_minilm.encode(["café ☕ 日本"]).shape == (1, tiny_minilm.get_sentence_embedding_dimension())

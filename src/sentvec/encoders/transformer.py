@@ -54,6 +54,25 @@ _TOKENS_PER_SLOT = 32
 _MAX_BATCH_GROWTH = 4
 
 
+def _check_unicode(unique: list[str], items: list[str]) -> None:
+    """Raise ValueError for the first text holding a lone surrogate (not encodable as UTF-8).
+
+    Python represents undecodable bytes as lone surrogates (``errors="surrogateescape"``, used
+    for command-line arguments); the tokenizers accept only real text.
+    """
+    for s in unique:
+        if s.isascii():
+            continue
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(
+                f"sentence {items.index(s)} holds {s[exc.start]!r} at character {exc.start}, a "
+                "lone surrogate, not text: it usually stands for a byte that is not valid UTF-8 "
+                "(e.g. Latin-1 input); decode the input with its real encoding, or with "
+                "errors='replace'") from None
+
+
 class TruncationWarning(UserWarning):
     """Some inputs were longer than the encoder's ``max_length`` and were truncated."""
 
@@ -385,6 +404,8 @@ class TransformerEncoder:
         ------
         TypeError
             If ``sentences`` is not a str or a sequence of str.
+        ValueError
+            If a sentence holds a lone surrogate (how Python represents an undecodable byte).
 
         Warns
         -----
@@ -431,6 +452,13 @@ class TransformerEncoder:
             ``encode`` with ``layers=(l,)``; averaging ``out[:, [i, j]]`` over axis 1 equals
             ``layers=(i, j)``. With a tuple of poolings: a dict pooling -> such an array.
             A single string gives shape (L + 1, d).
+
+        Raises
+        ------
+        TypeError
+            If ``sentences`` is not a str or a sequence of str.
+        ValueError
+            Unknown or empty ``pooling``, or a sentence holding a lone surrogate.
         """
         if pooling is None:
             modes: tuple[str, ...] = (self._pooling,)
@@ -513,6 +541,7 @@ class TransformerEncoder:
             (index.setdefault(s, len(index)) for s in items), dtype=np.int64, count=len(items)
         )
         unique = list(index)
+        _check_unicode(unique, items)
         out = np.empty((len(unique), *row_shape), dtype=np.float32)
         if show_progress_bar is None:
             show_progress_bar = len(unique) >= AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
