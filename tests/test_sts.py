@@ -149,6 +149,21 @@ def test_malformed_files_raise(tmp_path):
     _write(d / "STS.gs.FNWN.txt", "4.5\n")
     with pytest.raises(ValueError, match="has 3 lines"):
         load_sts(["STS13"], data_dir=tmp_path)
+    # gold scores outside the STS scale, or not finite, name the file and line
+    for bad in ("nan", "inf", "77", "-0.5"):
+        _write(d / "STS.gs.FNWN.txt", f"4.5\n\n{bad}\n")
+        with pytest.raises(ValueError, match=rf"STS\.gs\.FNWN\.txt' line 3: gold score '{bad}' "
+                                             r"is outside \[0, 5\]"):
+            load_sts(["STS13"], data_dir=tmp_path)
+    # a subset whose gold lines are all blank has no scored pair: an error, not a NaN score
+    _write(d / "STS.gs.FNWN.txt", "\n\n\n")
+    with pytest.raises(ValueError, match="subset 'FNWN' has no scored pairs"):
+        load_sts(["STS13"], data_dir=tmp_path)
+    # bytes that are not UTF-8 (a Latin-1 e-acute on line 2) name the file and line
+    _write(d / "STS.gs.FNWN.txt", "4.5\n\n0\n")
+    (d / "STS.input.FNWN.txt").write_bytes(b"a\tb\ncaf\xe9\tc\nx\ty\n")
+    with pytest.raises(ValueError, match=r"STS\.input\.FNWN\.txt' line 2: byte 0xE9 is not valid"):
+        load_sts(["STS13"], data_dir=tmp_path)
 
 
 def test_dataclasses_are_frozen_and_checked():

@@ -130,7 +130,13 @@ def _read_lines(path: Path) -> list[str]:
     """UTF-8 lines without BOM and line terminators (\\n or \\r\\n); only \\n splits lines."""
     if not path.is_file():
         raise FileNotFoundError(f"STS data file not found: {str(path)!r}")
-    text = path.read_bytes().decode("utf-8-sig")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{str(path)!r} line {line}: byte 0x{data[exc.start]:02X} is not valid "
+                         "UTF-8; STS files must be UTF-8 (convert it, e.g. with iconv)") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -156,14 +162,29 @@ def _read_semeval(directory: Path, subset: str) -> STSSubset:
         s1.append(fields[0].strip())
         s2.append(fields[1].strip())
         gold.append(_parse_score(g, gs, i))
-    return STSSubset(subset, tuple(s1), tuple(s2), np.array(gold))
+    return _non_empty(STSSubset(subset, tuple(s1), tuple(s2), np.array(gold)), gs)
+
+
+#: Range of STS gold scores (SemEval 0-5; SICK relatedness 1-5).
+GOLD_RANGE = (0.0, 5.0)
 
 
 def _parse_score(text: str, path: Path, line: int) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise ValueError(f"{str(path)!r} line {line}: score {text!r} is not a number") from None
+    if not GOLD_RANGE[0] <= value <= GOLD_RANGE[1]:  # also NaN
+        raise ValueError(f"{str(path)!r} line {line}: gold score {text!r} is outside "
+                         f"[{GOLD_RANGE[0]:g}, {GOLD_RANGE[1]:g}], the STS scale")
+    return value
+
+
+def _non_empty(subset: STSSubset, path: Path) -> STSSubset:
+    if subset.n_pairs == 0:
+        raise ValueError(f"{str(path)!r}: subset {subset.name!r} has no scored pairs (no "
+                         "non-blank gold score); its correlation would be undefined")
+    return subset
 
 
 def _read_table(path: Path, *, name: str, score_col: int, sent_cols: tuple[int, int],
@@ -189,7 +210,7 @@ def _read_table(path: Path, *, name: str, score_col: int, sent_cols: tuple[int, 
         s1.append(fields[sent_cols[0]].strip())
         s2.append(fields[sent_cols[1]].strip())
         gold.append(_parse_score(fields[score_col].strip(), path, i))
-    return STSSubset(name, tuple(s1), tuple(s2), np.array(gold))
+    return _non_empty(STSSubset(name, tuple(s1), tuple(s2), np.array(gold)), path)
 
 
 def _variant_root(base: Path, variant: str) -> Path:
@@ -244,7 +265,9 @@ def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
     Raises
     ------
     ValueError
-        Unknown task, variant or split (the message lists the options), or a malformed file.
+        Unknown task, variant or split (the message lists the options), or a malformed file
+        (not UTF-8, a missing field, a gold score that is not a number in [0, 5], a subset
+        without scored pairs); the message names the file and line.
     FileNotFoundError
         A data directory or file is missing (the message names the path).
     """
