@@ -161,7 +161,15 @@ def test_whitening_applied_and_fingerprinted(tmp_path, corpus):
     w = Whitening(n_components=5).fit(X)
     m = encode_file(ToyEncoder(), corpus, tmp_path / "w", whitening=w, shard_size=400)
     assert m.dim == 5 and m.whitening["class"] == "Whitening"
-    assert np.allclose(load_embeddings(tmp_path / "w"), w.transform(X).astype(np.float32), atol=1e-6)
+    # numpy oracle: (x - mean) @ W, except that the empty lines' zero vectors stay zero (whitened,
+    # they would all become the same non-zero vector -mean @ W)
+    empty = np.array([not s for s in LINES])
+    expected = (X.astype(np.float64) - w.mean_) @ w.whitening_matrix_
+    expected[empty] = 0.0
+    got = load_embeddings(tmp_path / "w")
+    assert np.allclose(got, expected, atol=1e-5)
+    assert not got[empty].any() and got[~empty].any(axis=1).all()
+    assert m.n_zero == int(empty.sum()) > 0
     w.save(tmp_path / "wdir")
     m2 = encode_file(ToyEncoder(), corpus, tmp_path / "w", whitening=tmp_path / "wdir", shard_size=400)
     assert m2.runs[-1].n_shards_reused == 3  # the saved copy has the same fitted arrays
@@ -208,3 +216,86 @@ def test_encoder_warnings_summarised_once(tmp_path, corpus, monkeypatch):
     msgs = [str(w.message) for w in record if w.category is RuntimeWarning]
     assert len(msgs) == 2  # the probe's own warning, then one summary for the 20 data calls
     assert msgs[1].endswith("encoder warned: 50 sentences were truncated (and 19 similar warnings)")
+
+
+def test_damaged_shards_are_re_encoded_on_resume_and_refused_by_load(tmp_path, corpus):
+    out = tmp_path / "out"
+    encode_file(ToyEncoder(), corpus, out, shard_size=300)
+    expected = load_embeddings(out, mmap=False).copy()
+    m = read_manifest(out)
+    nan_file, empty_file = out / m.shards[1].file, out / m.shards[0].file
+    arr = np.load(nan_file)
+    arr[5, 3] = np.nan
+    np.save(nan_file, arr)
+    with pytest.raises(ValueError, match=r"shard-000000000300-000000000600\.npy.* holds 1 NaN"):
+        load_embeddings(out)
+    with pytest.raises(ValueError, match="holds 1 NaN or infinite"):
+        load_embeddings(out, concatenate=False, mmap=False)
+    empty_file.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"000000000300\.npy.* is not a valid \.npy file"):
+        load_embeddings(out)
+
+    again = ToyEncoder()
+    with pytest.warns(UserWarning) as record:
+        m2 = encode_file(again, corpus, out, shard_size=300)
+    msgs = [str(w.message) for w in record if ") is damaged: " in str(w.message)]
+    assert len(msgs) == 2
+    assert "lines 0-300) is damaged: unreadable" in msgs[0]
+    assert "lines 300-600) is damaged: 1 non-finite values" in msgs[1]
+    assert (m2.runs[-1].n_shards_encoded, m2.runs[-1].n_shards_reused) == (2, 2)
+    assert again.n_calls == 2
+    np.testing.assert_array_equal(load_embeddings(out), expected)
+
+
+def test_empty_range_loads_as_zero_rows_of_the_recorded_dim(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    m = encode_file(ToyEncoder(dim=20), empty, tmp_path / "out")
+    assert (m.n_lines, m.dim, m.complete) == (0, 20, True)
+    got = load_embeddings(tmp_path / "out")
+    assert got.shape == (0, 20) and got.dtype == np.float32
+    assert load_embeddings(tmp_path / "out", concatenate=False) == []
+
+
+def test_utf8_bom_dropped_at_file_start_only(tmp_path):
+    lines = ["the cat", "\ufeffa dog", "fish"]
+    p = tmp_path / "bom.txt"
+    p.write_bytes(b"\xef\xbb\xbf" + "\n".join(lines).encode("utf-8") + b"\n")
+    expected = ["the cat", "\ufeffa dog", "fish"]  # only the leading BOM goes
+    assert [x for c in iter_line_chunks(p, 1) for x in c] == expected
+    assert [x for c in iter_line_chunks(p, 2) for x in c] == expected
+    seen = []
+
+    class Recorder(ToyEncoder):
+        def encode(self, sentences, **kw):
+            if list(sentences) != list(PROBE_SENTENCES):
+                seen.extend(sentences)
+            return super().encode(sentences, **kw)
+
+    encode_file(Recorder(), p, tmp_path / "o", shard_size=1)
+    assert seen == expected
+    np.testing.assert_array_equal(load_embeddings(tmp_path / "o"), ToyEncoder().encode(expected))
+    # the recorded digest covers the bytes as they are (the BOM included)
+    import hashlib
+
+    rec = read_manifest(tmp_path / "o").shards[0]
+    assert rec.sha256 == hashlib.sha256(b"\xef\xbb\xbfthe cat\n").hexdigest()
+    # an encoding other than UTF-8 keeps the bytes (they are characters there)
+    latin = [x for c in iter_line_chunks(p, 5, encoding="latin-1") for x in c]
+    assert latin[0] == "\xef\xbb\xbfthe cat"
+
+
+def test_input_directory_and_probe_mismatch_messages(tmp_path, corpus):
+    with pytest.raises(IsADirectoryError, match="is a directory; give a text file"):
+        encode_file(ToyEncoder(), tmp_path, tmp_path / "o")
+    encode_file(ToyEncoder(), corpus, tmp_path / "o", shard_size=500)
+    with pytest.raises(ValueError, match="same dimension 8, but .* differ .* by up to") as exc:
+        encode_file(ToyEncoder(seed=3), corpus, tmp_path / "o", shard_size=500)
+    assert "vs" not in str(exc.value)
+
+    class SameDescription(ToyEncoder):
+        def config_dict(self):
+            return {"encoder": "ToyEncoder", "name": "toy", "dim": 8}
+
+    with pytest.raises(ValueError, match="recorded dimension 8, this encoder gives 4"):
+        encode_file(SameDescription(dim=4), corpus, tmp_path / "o", shard_size=500)

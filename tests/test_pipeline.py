@@ -109,3 +109,97 @@ def test_transformer_pipeline_round_trip(tiny_minilm, tmp_path):
 def test_load_encoder_missing_bin_is_a_clear_error_not_a_hub_lookup():
     with pytest.raises(FileNotFoundError, match="model file not found: 'nope.bin'"):
         load_encoder("nope.bin")
+
+
+def _tree(root):
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+def test_pipeline_save_refuses_to_replace_foreign_files_and_directories(s2v, sentences, tmp_path,
+                                                                        monkeypatch):
+    w = Whitening(n_components=4).fit(s2v.encode(sentences))
+    pipe = Pipeline(s2v, w)
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "precious.txt").write_text("keep", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("keep too", encoding="utf-8")
+    w.save(tmp_path / "wdir")  # a saved Whitening is not a pipeline either
+    s2v.save(tmp_path / "s2v")
+    before = _tree(tmp_path)
+    for name in ("dir", "notes.txt", "wdir", "s2v"):
+        with pytest.raises(FileExistsError, match="refusing to replace") as exc:
+            pipe.save(tmp_path / name)
+        assert name in str(exc.value)
+    monkeypatch.chdir(tmp_path / "dir")
+    for target in (".", ".."):
+        with pytest.raises(ValueError, match="current working directory"):
+            pipe.save(target)
+    assert _tree(tmp_path) == before  # nothing replaced, no temporary left behind
+    # a new path, an empty directory and an existing pipeline are written
+    (tmp_path / "empty").mkdir()
+    for name in ("new", "empty", "new"):
+        pipe.save(tmp_path / name)
+        np.testing.assert_array_equal(Pipeline.load(tmp_path / name).encode(sentences[:3]),
+                                      pipe.encode(sentences[:3]))
+
+
+def test_whitening_save_refuses_foreign_directories(s2v, sentences, tmp_path):
+    w = Whitening(n_components=4).fit(s2v.encode(sentences))
+    Pipeline(s2v, w).save(tmp_path / "pipe")
+    (tmp_path / "file.npy").write_bytes(b"data")
+    before = _tree(tmp_path)
+    for name in ("pipe", "file.npy"):
+        with pytest.raises(FileExistsError, match="not a directory|no whitening.json"):
+            w.save(tmp_path / name)
+    assert _tree(tmp_path) == before  # the pipeline was not turned into a mixed directory
+    w.save(tmp_path / "w")
+    (tmp_path / "w" / "stale.npy").write_bytes(b"old")
+    w2 = Whitening(n_components=2).fit(s2v.encode(sentences))
+    w2.save(tmp_path / "w")  # a saved Whitening is replaced as a whole
+    assert sorted(p.name for p in (tmp_path / "w").iterdir()) == sorted(
+        ["whitening.json", "mean.npy", "components.npy", "explained_variance.npy", "scatter.npy"])
+    assert Whitening.load(tmp_path / "w").n_components_ == 2
+
+
+def test_sent2vec_save_refuses_a_directory_with_a_foreign_config_json(s2v, tmp_path):
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "config.json").write_text('{"model_type": "bert"}', encoding="utf-8")
+    with pytest.raises(FileExistsError, match="not a Sent2Vec model directory"):
+        s2v.save(hf)
+    assert _tree(hf) == {"config.json": b'{"model_type": "bert"}'}
+
+
+@pytest.mark.filterwarnings("ignore:.*(in-vocabulary|queries are all-zero):UserWarning")
+def test_whitened_zero_rows_stay_zero(s2v, sentences):
+    X = s2v.encode(sentences)
+    w = Whitening(n_components=8).fit(X)
+    pipe = Pipeline(s2v, w)
+    batch = sentences[:5] + ["", "zzzz qqqq", "   "] + sentences[5:7]
+    with pytest.warns(UserWarning) as got:
+        Z = pipe.encode(batch)
+    assert any("3 of 10 encoder vectors are all-zero" in str(m.message) for m in got)
+    # oracle: plain numpy whitening of the encoder's rows, zero rows kept zero
+    E = s2v.encode(batch).astype(np.float64)
+    zero = ~E.any(axis=1)
+    assert zero.tolist() == [False] * 5 + [True] * 3 + [False] * 2
+    W = w.components_.T / np.sqrt(w.explained_variance_)
+    expected = np.where(zero[:, None], 0.0, (E - w.mean_) @ W)
+    np.testing.assert_allclose(Z, expected, rtol=0, atol=1e-5)
+    assert (Z[zero] == 0).all() and (Z[~zero] != 0).any(axis=1).all()
+    with pytest.warns(UserWarning, match="3 of 10 encoder vectors"):
+        normed = pipe.encode(batch, normalize=True)
+    assert (normed[zero] == 0).all()
+    with pytest.warns(UserWarning, match="1 of 1 encoder vectors"):
+        assert (pipe.encode("") == 0).all()
+    # in a cosine search the blank rows score 0 (they were identical vectors with cosine 1)
+    from sentvec.search import SemanticSearch
+
+    index = SemanticSearch(metric="cosine")
+    with pytest.warns(UserWarning, match="3 of 10 embeddings are all-zero"):
+        index.add(Z)
+    scores, ids = index.search(Z, 10)
+    for q in range(10):
+        by_id = dict(zip(ids[q].tolist(), scores[q].tolist()))
+        assert [by_id[i] for i in (5, 6, 7)] == [0.0, 0.0, 0.0]
+        assert by_id[q] == (0.0 if zero[q] else pytest.approx(1.0, abs=1e-6))

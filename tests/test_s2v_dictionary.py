@@ -233,3 +233,18 @@ def test_std_sort_emulation_matches_libstdcxx(tmp_path):
     assert len(out) == len(cases)
     for keys, line in zip(cases, out):
         assert std_sort_order(keys).tolist() == [int(x) for x in line.split()]
+
+
+@pytest.mark.parametrize("block_bytes", [2, 5, 1 << 20])
+def test_line_blocks_drop_a_byte_order_mark_at_the_start_only(tmp_path, block_bytes):
+    from sentvec.sent2vec.dictionary import iter_line_blocks
+
+    f = tmp_path / "c.txt"
+    f.write_bytes(b"\xef\xbb\xbfthe cat\n\xef\xbb\xbfdog\nend")
+    assert b"".join(iter_line_blocks(f, block_bytes)) == b"the cat\n\xef\xbb\xbfdog\nend"
+    f.write_bytes(b"ab")  # shorter than a BOM
+    assert b"".join(iter_line_blocks(f, block_bytes)) == b"ab"
+    # the first word is counted as "the", not "\ufeffthe"
+    f.write_bytes(b"\xef\xbb\xbfthe the cat\n")
+    d = Dictionary.from_corpus(f, min_count=1)
+    assert "the" in d.words and not any(w.startswith("\ufeff") for w in d.words)

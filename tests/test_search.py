@@ -191,3 +191,181 @@ def test_texts_with_attached_encoder(backend):
     assert scores[1, 0] == pytest.approx(1.0) and scores[1, 1] == pytest.approx(2 ** -0.5)
     with pytest.raises(TypeError, match="single str"):
         index.search_texts("cat", 1)
+
+
+def _old_normalise(x):
+    """The float32 normalisation used before large-value support (ordinary rows keep it)."""
+    x = np.asarray(x)
+    x = (x if x.dtype == np.float32 else x.astype(np.float64)).astype(np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms[:, 0] == 0] = 1.0
+    return (x / norms).astype(np.float32)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 37.5, 1e4])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_ordinary_vectors_are_stored_and_ranked_bit_identically(data, backend, scale, dtype):
+    X, Q = data
+    X, Q = (X * scale).astype(dtype), (Q * scale).astype(dtype)
+    index = SemanticSearch(metric="cosine", backend=backend)
+    index.add(X)
+    assert np.array_equal(index._vectors(), _old_normalise(X))  # same bits as before
+    ref_s, ref_i = oracle(X, Q, 7, "cosine")
+    scores, ids = index.search(Q, 7)
+    assert np.array_equal(ids, ref_i) and np.array_equal(scores, ref_s.astype(np.float32))
+
+
+def _cosine_oracle64(X, Q, k):
+    """Float64 cosines (pure numpy, float64 input assumed in range) -> (scores, ids)."""
+    X, Q = np.asarray(X, np.float64), np.asarray(Q, np.float64)
+    S = (Q / np.linalg.norm(Q, axis=1, keepdims=True)) @ (X / np.linalg.norm(X, axis=1,
+                                                                            keepdims=True)).T
+    order = np.argsort(-S, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(S, order, axis=1), order
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("scale", [np.float32(1e30), np.float32(1e-30), 1e200, 1e-200, 1e300])
+def test_cosine_of_huge_or_tiny_vectors_is_correct(data, backend, scale):
+    X, Q = data
+    ref_s, ref_i = _cosine_oracle64(X, Q, 5)  # cosine is scale-invariant: the unscaled oracle
+    dtype = np.float32 if isinstance(scale, np.float32) else np.float64
+    Xs, Qs = X.astype(dtype) * scale, Q.astype(dtype) * scale
+    assert np.isfinite(Xs).all() and np.abs(Xs).min() > 0  # in range of its dtype, not zero
+    index = SemanticSearch(metric="cosine", backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning, no "all-zero" warning
+        index.add(Xs)
+        scores, ids = index.search(Qs, 5)
+    assert np.array_equal(ids, ref_i)
+    np.testing.assert_allclose(scores, ref_s, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(index._vectors().astype(np.float64), axis=1), 1.0,
+                               atol=1e-6)
+
+
+def test_cosine_power_of_two_scaling_is_exact(data):
+    X, Q = data
+    # a power-of-two scale changes nothing: float64-normalised unit vectors, cast to float32
+    unit = X.astype(np.float64) / np.linalg.norm(X.astype(np.float64), axis=1, keepdims=True)
+    index = SemanticSearch(metric="cosine")
+    index.add(X.astype(np.float64) * 2.0**700)
+    assert np.array_equal(index._vectors(), unit.astype(np.float32))
+    index = SemanticSearch(metric="cosine")
+    index.add(X * np.float32(2.0**100))
+    assert np.array_equal(index._vectors(), unit.astype(np.float32))
+
+
+def test_cosine_mixed_rows_and_zero_rows():
+    X = np.array([[1e300, -1e300, 0], [0, 0, 0], [3, 4, 0], [1e-310, 0, 0]], np.float64)
+    index = SemanticSearch(metric="cosine")
+    with pytest.warns(UserWarning, match="1 of 4 embeddings are all-zero"):
+        index.add(X)
+    V = index._vectors()
+    expected = np.array([[2**-0.5, -2**-0.5, 0], [0, 0, 0], [0.6, 0.8, 0], [1, 0, 0]])
+    np.testing.assert_allclose(V, expected, rtol=0, atol=1e-7)
+    assert (V[1] == 0).all()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dot_out_of_float32_range_is_a_clear_error(data, backend):
+    X, Q = data
+    index = SemanticSearch(metric="dot", backend=backend)
+    for bad, match in [(X * np.float32(1e30), "exceed the float32 range"),
+                       (X.astype(np.float64) * 1e200, "beyond the float32 range"),
+                       (X * np.float32(4e18), "exceed the float32 range")]:  # norms ~2e19
+        with pytest.raises(ValueError, match=match):
+            index.add(bad)
+        assert index.ntotal == 0  # nothing stored
+    # largest norm**2 just inside float32: accepted, exact scores
+    ok = X * np.float32(1e17)
+    assert (np.linalg.norm(ok.astype(np.float64), axis=1) ** 2).max() < 3.4e38
+    index.add(ok)
+    s, i = index.search(ok[:3], 3)
+    ref_s, ref_i = oracle(ok, ok[:3], 3, "dot")
+    assert np.array_equal(i, ref_i) and np.isfinite(s).all()
+    assert np.array_equal(s, ref_s.astype(np.float32))
+    with pytest.raises(ValueError, match="queries have a norm"):
+        index.search(Q * np.float32(1e25), 3)  # |q| * max|x| beyond float32
+    with pytest.raises(ValueError, match="beyond the float32 range"):
+        index.search(Q.astype(np.float64) * 1e40, 3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_load_rejects_an_index_holding_nan(tmp_path, data, backend):
+    X, _ = data
+    index = SemanticSearch(metric="cosine", backend=backend)
+    index.add(X[:50])
+    index.save(tmp_path / "idx")
+    if backend == "exact":
+        bad = np.load(tmp_path / "idx" / "embeddings.npy")
+        bad[[3, 7]] = np.nan
+        np.save(tmp_path / "idx" / "embeddings.npy", bad)
+    else:
+        import faiss
+
+        flat = faiss.IndexFlatIP(24)
+        V = index._vectors().copy()
+        V[3, 0], V[7, 5] = np.nan, np.inf
+        flat.add(V)
+        faiss.write_index(flat, str(tmp_path / "idx" / "index.faiss"))
+    with pytest.raises(ValueError, match="corrupt: 2 of 50 stored vectors hold NaN"):
+        SemanticSearch.load(tmp_path / "idx")
+    with pytest.raises(ValueError, match="corrupt"):
+        SemanticSearch.load(tmp_path / "idx", mmap=True)
+
+
+def test_load_keeps_the_error_bound_valid_for_a_stale_max_norm(tmp_path, data):
+    X, Q = data
+    index = SemanticSearch(metric="dot")
+    index.add(X)
+    index.save(tmp_path / "idx")
+    cfg = tmp_path / "idx" / "search_index.json"
+    c = json.loads(cfg.read_text())
+    c["max_norm"] = 0.0  # understated: the float32 scan would not widen its candidates
+    cfg.write_text(json.dumps(c))
+    loaded = SemanticSearch.load(tmp_path / "idx")
+    assert loaded._max_norm == pytest.approx(np.linalg.norm(X.astype(np.float64), axis=1).max())
+    s, i = loaded.search(Q, 5)
+    assert np.array_equal(i, oracle(X, Q, 5, "dot")[1])
+
+
+def _tree(root):
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_save_refuses_to_replace_foreign_files_and_directories(tmp_path, data, backend,
+                                                               monkeypatch):
+    X, _ = data
+    index = SemanticSearch(backend=backend)
+    index.add(X[:10])
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "precious.txt").write_text("keep", encoding="utf-8")
+    (tmp_path / "data.csv").write_text("1,2\n", encoding="utf-8")
+    before = _tree(tmp_path)
+    for name in ("dir", "data.csv"):
+        with pytest.raises(FileExistsError, match="refusing to replace") as exc:
+            index.save(tmp_path / name)
+        assert name in str(exc.value)
+    monkeypatch.chdir(tmp_path / "dir")
+    with pytest.raises(ValueError, match="current working directory"):
+        index.save(".")
+    assert _tree(tmp_path) == before
+    (tmp_path / "empty").mkdir()
+    for name in ("empty", "empty"):  # an empty directory, then the index saved there
+        index.save(tmp_path / name)
+        assert SemanticSearch.load(tmp_path / name).ntotal == 10
+
+
+def test_load_of_an_empty_or_truncated_vectors_file_is_a_clear_error(tmp_path):
+    idx = SemanticSearch(metric="cosine")
+    idx.add(np.random.default_rng(0).normal(size=(5, 3)))
+    idx.save(tmp_path / "i")
+    f = tmp_path / "i" / "embeddings.npy"
+    data = f.read_bytes()
+    for broken in (b"", data[:40]):
+        f.write_bytes(broken)
+        with pytest.raises(ValueError, match=r"embeddings\.npy' is not a valid \.npy file"):
+            SemanticSearch.load(tmp_path / "i")

@@ -1,10 +1,12 @@
-"""Atomic file writes (temp file in the same directory, fsync, then rename) and checked reads."""
+"""Atomic file writes (temp file in the same directory, fsync, then rename) and checked reads
+(JSON, .npy, UTF-8 text lines)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -85,40 +87,252 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
     return obj
 
 
-def load_npy(path: str | os.PathLike[str]) -> np.ndarray:
-    """Read a ``.npy`` file with pickle disabled; clear errors for missing or corrupt files."""
+def load_npy(path: str | os.PathLike[str], *, mmap: bool = False) -> np.ndarray:
+    """Read a ``.npy`` file with pickle disabled; clear errors for missing or corrupt files.
+
+    Parameters
+    ----------
+    path : path-like
+    mmap : bool, default False
+        Memory-map the file read-only instead of reading it.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` is missing.
+    ValueError
+        ``path`` is not a valid ``.npy`` file (empty, truncated header, pickled objects, ...);
+        the message names it.
+    """
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"array file not found: {str(p)!r}")
     try:
-        return np.load(p, allow_pickle=False)
+        return np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
 
 
+def _marker_ok(directory: Path, marker: str, marker_format: str | None) -> bool:
+    """True if ``directory / marker`` is a file (a JSON object of ``marker_format`` if set)."""
+    f = directory / marker
+    if not f.is_file():
+        return False
+    if marker_format is None:
+        return True
+    try:
+        return read_json_object(f).get("format") == marker_format
+    except (OSError, ValueError):
+        return False
+
+
+def check_replaceable_directory(path: str | os.PathLike[str], *, marker: str | None = None,
+                                marker_format: str | None = None,
+                                kind: str = "a sentvec") -> None:
+    """Check that :func:`atomic_directory` may write a directory at ``path``; touch nothing.
+
+    ``path`` may be missing, an empty directory, or a directory holding the file ``marker``
+    (one written earlier by the same kind of save, which is then replaced as a whole).
+
+    Parameters
+    ----------
+    path : path-like
+        The target directory.
+    marker : str, optional
+        Name of the file that identifies a directory of this kind (e.g. ``"pipeline.json"``).
+        None: only a missing path or an empty directory may be written.
+    marker_format : str, optional
+        Also require ``marker`` to hold a JSON object whose ``"format"`` is this value (for
+        generic names such as ``config.json``).
+    kind : str
+        What is saved, with its article, for the messages (``"a sentvec pipeline"``).
+
+    Raises
+    ------
+    FileExistsError
+        If ``path`` is a file (or a broken symbolic link), or a non-empty directory without
+        ``marker``: it is not replaced, since that would delete data.
+    ValueError
+        If ``path`` cannot be replaced by a rename: a filesystem root, a mount point, or the
+        current working directory or one of its parents.
+    """
+    text = os.fspath(path)
+    target = Path(os.path.abspath(text))
+    if not target.name:
+        raise ValueError(f"cannot save {kind} at {text!r}: it is a filesystem root; "
+                         "give a path to a new or empty directory")
+    if not os.path.lexists(target):
+        return
+    if target.is_symlink() and not target.exists():
+        raise FileExistsError(f"{text!r} is a broken symbolic link; refusing to replace it with "
+                              f"{kind} directory: give another path or remove it first")
+    if not target.is_dir():
+        raise FileExistsError(f"{text!r} exists and is not a directory; refusing to replace it "
+                              f"with {kind} directory: give another path or remove it first")
+    if not target.is_symlink():  # a symbolic link is renamed aside itself, not what it names
+        real = os.path.realpath(target)
+        try:
+            cwd = os.path.realpath(os.getcwd())
+        except OSError:  # the working directory was deleted: it cannot be the target
+            cwd = ""
+        if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
+            raise ValueError(f"cannot save {kind} at {text!r}: it is the current working "
+                             "directory or one of its parents, which cannot be replaced; give a "
+                             "path to a new or empty subdirectory")
+        if os.path.ismount(target):
+            raise ValueError(f"cannot save {kind} at {text!r}: it is a mount point, which cannot "
+                             "be replaced; give a path to a new or empty subdirectory")
+    if not any(target.iterdir()):
+        return
+    if marker is not None and _marker_ok(target, marker, marker_format):
+        return
+    if marker is None:
+        why = "a non-empty directory"
+    else:
+        fmt = "" if marker_format is None else f" of format {marker_format!r}"
+        why = f"a non-empty directory but not {kind} directory (no {marker}{fmt})"
+    raise FileExistsError(f"{text!r} is {why}; refusing to replace it (its files would be lost): "
+                          "give a new or empty directory, or remove it first")
+
+
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_directory(path: str | os.PathLike[str], *, marker: str | None = None,
+                     marker_format: str | None = None,
+                     kind: str = "a sentvec") -> Iterator[Path]:
     """Yield a temporary directory next to ``path``; swap it onto ``path`` only on success.
 
     Whatever the ``with`` body writes into the yielded directory appears at ``path`` at once.
-    An existing ``path`` is first renamed aside and removed after the swap. On any exception the
-    temporary directory is removed and ``path`` is left untouched.
+    ``path`` must be missing, an empty directory or a directory of the same kind (one holding
+    ``marker``, see :func:`check_replaceable_directory`); this is checked before anything is
+    written and again just before the swap. An existing ``path`` is renamed aside and removed
+    after the swap (put back if the swap fails). On any exception the temporary directory is
+    removed and ``path`` is left untouched.
+
+    Parameters
+    ----------
+    path : path-like
+        The directory to write.
+    marker, marker_format, kind
+        As for :func:`check_replaceable_directory`.
+
+    Raises
+    ------
+    FileExistsError, ValueError
+        From :func:`check_replaceable_directory`, before anything is written.
     """
     import shutil
 
-    target = Path(path)
+    check_replaceable_directory(path, marker=marker, marker_format=marker_format, kind=kind)
+    target = Path(os.path.abspath(os.fspath(path)))
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the usual directory mode
         yield tmp
-        if target.exists():
+        # again: something may have been written at path while the body ran
+        check_replaceable_directory(path, marker=marker, marker_format=marker_format, kind=kind)
+        if os.path.lexists(target):
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-            os.replace(target, old / "previous")
-            os.replace(tmp, target)
+            try:
+                os.replace(target, old / "previous")
+            except BaseException:
+                old.rmdir()
+                raise
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                os.replace(old / "previous", target)  # put the old directory back
+                old.rmdir()
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+#: UTF-8 byte-order mark; dropped at the very start of an input text file by every reader.
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class TextLineReader:
+    """The lines of a UTF-8 text file (``"-"``: stdin), decoded one by one as they are read.
+
+    Lines split on ``b"\\n"`` only (the newline is removed, a ``"\\r"`` before it is kept). A
+    UTF-8 byte-order mark at the very start of the stream is dropped (elsewhere it is kept).
+    ``n_bad`` counts the lines that needed the ``errors`` handler.
+
+    Parameters
+    ----------
+    source : str
+        A file path, or ``"-"`` for standard input.
+    errors : {"strict", "replace", "surrogateescape"}
+        Python's codec error handler for lines that are not valid UTF-8.
+    hint : str
+        Ends the message of a decoding error under ``errors="strict"``.
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        When iteration starts, if ``source`` is missing or a directory.
+    ValueError
+        Under ``errors="strict"``, for the first line that is not valid UTF-8 (naming the file
+        and line).
+    """
+
+    def __init__(self, source: str, errors: str,
+                 hint: str = "use --errors replace or surrogateescape") -> None:
+        self.source, self.errors, self.hint, self.n_bad = source, errors, hint, 0
+
+    def __iter__(self) -> Iterator[str]:
+        with contextlib.ExitStack() as stack:
+            if self.source == "-":
+                fh: IO[bytes] = sys.stdin.buffer
+            else:
+                path = Path(self.source)
+                if path.is_dir():
+                    raise IsADirectoryError(f"input {self.source!r} is a directory; give a text "
+                                            "file, one sentence per line")
+                if not path.is_file():
+                    raise FileNotFoundError(f"input file not found: {self.source!r}")
+                fh = stack.enter_context(open(path, "rb"))
+            for lineno, raw in enumerate(fh, 1):
+                if raw.endswith(b"\n"):
+                    raw = raw[:-1]
+                if lineno == 1 and raw.startswith(UTF8_BOM):
+                    raw = raw[len(UTF8_BOM):]
+                try:
+                    yield raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    if self.errors == "strict":
+                        raise ValueError(
+                            f"{self._name()} line {lineno} is not valid UTF-8 ({exc.reason} at "
+                            f"byte {exc.start}); {self.hint}"
+                        ) from None
+                    self.n_bad += 1
+                    yield raw.decode("utf-8", self.errors)
+
+    def _name(self) -> str:
+        return "stdin" if self.source == "-" else repr(self.source)
+
+
+def read_text_lines(path: str | os.PathLike[str], *, what: str = "input",
+                    hint: str = "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+                    ) -> list[str]:
+    """All lines of a (small) UTF-8 text file, as :class:`TextLineReader` reads them (strict).
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        ``path`` is missing or a directory (the message names ``what``).
+    ValueError
+        A line is not valid UTF-8 (the message names the file and line, then ``hint``).
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise IsADirectoryError(f"{what} {str(p)!r} is a directory; give a text file")
+    if not p.is_file():
+        raise FileNotFoundError(f"{what} file not found: {str(p)!r}")
+    return [line[:-1] if line.endswith("\r") else line
+            for line in TextLineReader(str(p), "strict", hint=hint)]

@@ -1,7 +1,8 @@
 """Encode text files larger than memory into resumable ``.npy`` shards with a JSON manifest.
 
 A file is a sequence of lines split on ``b"\\n"`` (a trailing ``"\\r"`` is dropped; a last line
-without newline counts; the newline after the last line does not start another one). Every line
+without newline counts; the newline after the last line does not start another one; a UTF-8
+byte-order mark at the very start of the file is dropped from the first line). Every line
 gets exactly one vector -- empty lines included (they get whatever the encoder gives them and are
 counted) -- so row ``i`` of the output is line ``start_line + i`` of the file.
 
@@ -12,11 +13,12 @@ its line and byte range, the SHA-256 of its bytes, its counts of empty lines and
 Peak memory is one shard (its text and its vectors), independent of the file size.
 
 Resume: a re-run with the same input, encoder description, whitening, range and shard size
-reuses every recorded shard whose file is present with the recorded shape and encodes only the
-rest. If the input's size or mtime changed, recorded shards are re-hashed and reused only if
-their bytes are unchanged; a changed shard, another encoder or whitening, or another range or
-shard size raises ``ValueError`` unless ``overwrite=True`` (which discards the old shards), so
-outputs of two configurations are never mixed.
+reuses every recorded shard whose file is present with the recorded shape and only finite values,
+and encodes only the rest (a damaged shard file is re-encoded, with a warning). If the input's
+size or mtime changed, recorded shards are re-hashed and reused only if their bytes are
+unchanged; a changed shard, another encoder or whitening, or another range or shard size raises
+``ValueError`` unless ``overwrite=True`` (which discards the old shards), so outputs of two
+configurations are never mixed.
 
 Scale-out (Dask): ``encode_file(..., start_line=a, end_line=b)`` encodes one partition anywhere
 (on a worker sharing the file system); give each partition its own directory
@@ -43,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import atomic_save_npy, atomic_write_json, read_json_object
+from sentvec._io import UTF8_BOM, atomic_save_npy, atomic_write_json, read_json_object
 from sentvec._validation import check_positive_int
 from sentvec.encoders.base import describe_encoder
 
@@ -57,6 +59,7 @@ _FORMAT = "sentvec-encoded-file"
 _VERSION = 1
 _CHUNK_LINES = 8192  # lines per encoder call inside a shard (progress-bar granularity)
 _SCAN_BLOCK = 4 * 2**20  # bytes per read while counting lines (bounds the scan's memory)
+_CHECK_ROWS = 65536  # shard rows checked for non-finite values at a time
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,17 @@ def scan_lines(path: str | os.PathLike[str], *, start: int = 0, step: int | None
     return n_lines, offsets
 
 
-def _split_lines(raw: bytes, first_line: int, encoding: str, path: Any) -> list[str]:
+def _is_utf8(encoding: str) -> bool:
+    import codecs
+
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+def _split_lines(raw: bytes, first_line: int, encoding: str, path: Any, *,
+                 file_start: bool = False) -> list[str]:
+    """Decode ``raw`` (whole lines); ``file_start``: ``raw`` begins the file (BOM dropped)."""
+    if file_start and raw.startswith(UTF8_BOM) and _is_utf8(encoding):
+        raw = raw[len(UTF8_BOM):]
     parts = raw.split(b"\n")
     if parts and parts[-1] == b"":
         parts.pop()
@@ -265,25 +278,28 @@ def iter_line_chunks(path: str | os.PathLike[str], chunk_lines: int, *,
         for raw in fh:
             chunk.append(raw)
             if len(chunk) == chunk_lines:
-                yield _split_lines(b"".join(chunk), first, encoding, path)
+                yield _split_lines(b"".join(chunk), first, encoding, path, file_start=first == 0)
                 first += len(chunk)
                 chunk = []
     if chunk:
-        yield _split_lines(b"".join(chunk), first, encoding, path)
+        yield _split_lines(b"".join(chunk), first, encoding, path, file_start=first == 0)
 
 
 def read_line_range(path: str | os.PathLike[str], start_byte: int, end_byte: int, first_line: int,
                     *, encoding: str = "utf-8") -> tuple[list[str], str]:
     """Lines in bytes ``[start_byte, end_byte)`` of ``path`` and the SHA-256 of those bytes.
 
-    ``first_line`` (0-based) is used only to name the line in decoding errors (1-based).
+    ``first_line`` (0-based) is used only to name the line in decoding errors (1-based). The
+    digest covers the bytes as they are; a UTF-8 byte-order mark at byte 0 is left out of the
+    lines.
     """
     with open(path, "rb") as fh:
         fh.seek(start_byte)
         raw = fh.read(end_byte - start_byte)
     if len(raw) != end_byte - start_byte:
         raise ValueError(f"{str(path)!r} is shorter than expected (changed while reading?)")
-    return _split_lines(raw, first_line, encoding, path), hashlib.sha256(raw).hexdigest()
+    return (_split_lines(raw, first_line, encoding, path, file_start=start_byte == 0),
+            hashlib.sha256(raw).hexdigest())
 
 
 # --------------------------------------------------------------------------- whitening
@@ -339,12 +355,26 @@ def _shard_name(a: int, b: int) -> str:
     return f"shard-{a:012d}-{b:012d}.npy"
 
 
-def _shard_ok(out: Path, rec: ShardRecord, dim: int | None) -> bool:
+def _count_nonfinite(arr: np.ndarray) -> int:
+    """NaN and infinite values in ``arr`` (read in blocks of rows: bounded memory on a memmap)."""
+    return sum(int((~np.isfinite(arr[i:i + _CHECK_ROWS])).sum())
+               for i in range(0, arr.shape[0], _CHECK_ROWS))
+
+
+def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
+    """Why the file of ``rec`` cannot be reused (None: it can)."""
+    f = out / rec.file
+    if not f.is_file():
+        return "missing"
     try:
-        arr = np.load(out / rec.file, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError):
-        return False
-    return arr.dtype == np.float32 and arr.shape == (rec.end_line - rec.start_line, dim)
+        arr = np.load(f, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
+        return f"unreadable ({exc})"
+    if arr.dtype != np.float32 or arr.shape != (rec.end_line - rec.start_line, dim):
+        return (f"{arr.dtype} {arr.shape}, expected float32 "
+                f"{(rec.end_line - rec.start_line, dim)}")
+    bad = _count_nonfinite(arr)
+    return f"{bad} non-finite values (NaN or infinity)" if bad else None
 
 
 def encode_file(
@@ -399,14 +429,25 @@ def encode_file(
     ------
     FileNotFoundError
         Missing input (or whitening path).
+    IsADirectoryError
+        If ``input_path`` is a directory.
     ValueError
         Bad range or sizes, undecodable line, encoder output of the wrong shape or non-finite,
         or an existing output directory written with another configuration / a changed input
         (unless ``overwrite``).
+
+    Warns
+    -----
+    UserWarning
+        For each recorded shard whose file is missing, unreadable, of the wrong shape or holds
+        NaN or infinite values (it is re-encoded), and when lines got all-zero vectors.
     """
     t0 = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     path = Path(input_path).resolve()
+    if path.is_dir():
+        raise IsADirectoryError(f"input {str(path)!r} is a directory; give a text file, one "
+                                "sentence per line")
     if not path.is_file():
         raise FileNotFoundError(f"input file not found: {str(path)!r}")
     shard_size = check_positive_int("shard_size", shard_size)
@@ -504,9 +545,15 @@ def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwr
     if not same_probe:
         if overwrite:
             return {}
+        if old.dim != new.dim:
+            what = f"recorded dimension {old.dim}, this encoder gives {new.dim}"
+        else:
+            diff = float(np.max(np.abs(np.asarray(old.probe) - np.asarray(new.probe))))
+            what = (f"same dimension {new.dim}, but this encoder's vectors of the probe "
+                    f"sentences differ from the recorded ones by up to {diff:.3g}: other "
+                    "weights under the same description")
         raise ValueError(f"{str(out)!r} holds shards from an encoder whose output differs from "
-                         f"this one's (dimension {old.dim} vs {new.dim}, or other probe vectors); "
-                         + hint)
+                         f"this one's ({what}); " + hint)
     if not resume:
         return {}
     changed_input = (old.input_size, old.input_mtime_ns) != (new.input_size, new.input_mtime_ns)
@@ -521,8 +568,15 @@ def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwr
                 return {}
             raise ValueError(f"input {new.input_path!r} changed since {str(out)!r} was written "
                              f"(lines {rec.start_line}-{rec.end_line} differ); " + hint)
-        if same_plan and _shard_ok(out, rec, old.dim):
+        if not same_plan:
+            continue
+        problem = _shard_problem(out, rec, old.dim)
+        if problem is None:
             done[rec.index] = rec
+        else:
+            warnings.warn(f"shard file {str(out / rec.file)!r} (lines {rec.start_line}-"
+                          f"{rec.end_line}) is damaged: {problem}; re-encoding it",
+                          UserWarning, stacklevel=3)
     return done
 
 
@@ -560,7 +614,9 @@ def _encode_lines(encoder: Any, white: Any, lines: list[str], batch_size: int | 
             bar.update(len(chunk))
     emb = np.concatenate(parts)
     if white is not None:
-        emb = np.asarray(white.transform(emb))
+        from sentvec.pipeline import whiten_keeping_zero_rows
+
+        emb, _ = whiten_keeping_zero_rows(white, emb)  # zero rows stay zero (and are counted)
     emb = emb.astype(np.float32, copy=False)
     if not np.isfinite(emb).all():
         raise ValueError(f"{int((~np.isfinite(emb)).sum())} non-finite values in the encoder output")
@@ -630,10 +686,13 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
     FileNotFoundError
         No manifest, or a recorded shard file is missing.
     ValueError
-        Unfinished run (unless ``allow_incomplete``), or a shard whose shape differs from its record.
+        Unfinished run (unless ``allow_incomplete``), or a shard file that is unreadable, whose
+        shape differs from its record, or that holds NaN or infinite values (re-running
+        :func:`encode_file` re-encodes such shards).
     """
     arrays = []
-    for d, m in _manifests(Path(output_dir)):
+    found = _manifests(Path(output_dir))
+    for d, m in found:
         if not m.complete and not allow_incomplete:
             raise ValueError(f"{str(d)!r} is incomplete: {len(m.shards)} of {m.n_shards} shards "
                              "done; re-run encode_file to resume")
@@ -641,17 +700,26 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
             f = d / rec.file
             if not f.is_file():
                 raise FileNotFoundError(f"shard file missing: {str(f)!r}")
-            arr = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
+            try:
+                arr = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
+            except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
+                raise ValueError(f"shard file {str(f)!r} is not a valid .npy file ({exc}); "
+                                 "re-run encode_file to re-encode it") from exc
             if arr.shape != (rec.end_line - rec.start_line, m.dim):
                 raise ValueError(f"{str(f)!r} has shape {arr.shape}, its manifest says "
                                  f"({rec.end_line - rec.start_line}, {m.dim})")
+            bad = _count_nonfinite(arr)
+            if bad:
+                raise ValueError(f"shard file {str(f)!r} holds {bad} NaN or infinite values "
+                                 "(damaged after it was written); re-run encode_file to "
+                                 "re-encode it")
             arrays.append(arr)
     if not concatenate:
         return arrays
     if len(arrays) == 1:
         return arrays[0]
-    if not arrays:
-        return np.zeros((0, 0), np.float32)
+    if not arrays:  # an empty range: (0, dim) as the encoder gives for no sentences
+        return np.zeros((0, found[0][1].dim or 0), np.float32)
     return np.concatenate(arrays)
 
 

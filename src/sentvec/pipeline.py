@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +106,41 @@ def _reject_overrides(overrides: dict[str, Any], what: str) -> None:
         raise EncoderOptionsError(f"options {sorted(overrides)} do not apply to {what}")
 
 
+def whiten_keeping_zero_rows(whitening: Any, X: np.ndarray) -> tuple[np.ndarray, int]:
+    """``whitening.transform(X)`` as float32, except that all-zero rows of ``X`` stay all-zero.
+
+    An all-zero encoder vector (an empty or out-of-vocabulary-only sentence) carries no
+    information; whitening would map every such row to the same non-zero vector ``-mean_ @ W``,
+    with cosine 1 to each other.
+
+    Parameters
+    ----------
+    whitening : fitted Whitening (anything with ``transform``)
+    X : ndarray of shape (n, d)
+
+    Returns
+    -------
+    Z : ndarray of shape (n, k), float32
+    n_zero : int
+        Number of all-zero rows of ``X`` (left zero in ``Z``).
+    """
+    zero = ~np.asarray(X).any(axis=1)
+    Z = np.asarray(whitening.transform(X), dtype=np.float32)
+    n_zero = int(zero.sum())
+    if n_zero:
+        Z[zero] = 0.0
+    return Z, n_zero
+
+
 class Pipeline:
     """An encoder followed by an optional fitted :class:`sentvec.Whitening`.
 
     ``encode`` returns ``whitening.transform(encoder.encode(sentences))``, then optionally
-    L2-normalises. Saved as a directory: ``pipeline.json`` (format, version, component types),
-    ``encoder/`` (the encoder's own format) and ``whitening/``; no pickle anywhere.
+    L2-normalises. A row the encoder returns as exactly zero (an empty or out-of-vocabulary-only
+    sentence, for Sent2Vec) carries no information and stays exactly zero: it is not whitened
+    (see :func:`whiten_keeping_zero_rows`), and their count is reported in a UserWarning. Saved
+    as a directory: ``pipeline.json`` (format, version, component types), ``encoder/`` (the
+    encoder's own format) and ``whitening/``; no pickle anywhere.
 
     Parameters
     ----------
@@ -154,13 +184,19 @@ class Pipeline:
 
     def encode(self, sentences: Any, *, batch_size: int | None = None,
                show_progress_bar: bool | None = None, normalize: bool = False) -> np.ndarray:
-        """Encode then whiten.
+        """Encode then whiten; rows the encoder returns as all-zero stay all-zero.
 
         Returns
         -------
         ndarray of shape (n, k), float32
             ``(k,)`` for a single string; ``(0, k)`` for an empty list. ``k`` is the whitening's
             number of kept components (the encoder's dimension when no whitening is set).
+
+        Warns
+        -----
+        UserWarning
+            With a whitening, when some encoder vectors are all-zero (their count; they are left
+            zero instead of being whitened).
         """
         items, single = check_sentences(sentences)
         kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
@@ -169,7 +205,11 @@ class Pipeline:
         X = np.asarray(self.encoder.encode(items, **kwargs), dtype=np.float32)
         if self.whitening is not None:
             if len(X):
-                X = np.asarray(self.whitening.transform(X), dtype=np.float32)
+                X, n_zero = whiten_keeping_zero_rows(self.whitening, X)
+                if n_zero:
+                    warnings.warn(f"{n_zero} of {len(X)} encoder vectors are all-zero "
+                                  "(empty or out-of-vocabulary sentences?); they are left zero, "
+                                  "not whitened", UserWarning, stacklevel=2)
             else:
                 X = np.zeros((0, self._out_dim(X.shape[1])), dtype=np.float32)
         if normalize and len(X):
@@ -181,10 +221,25 @@ class Pipeline:
         return int(getattr(self.whitening, "n_components_", d))
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the pipeline directory atomically (built in a temp dir, then renamed)."""
+        """Write the pipeline directory atomically (built in a temp dir, then renamed).
+
+        ``path`` may be missing, an empty directory or a saved pipeline (one holding
+        ``pipeline.json``), which is replaced as a whole.
+
+        Raises
+        ------
+        FileExistsError
+            If ``path`` is a file or a non-empty directory that is not a saved pipeline; nothing
+            is written.
+        ValueError
+            If ``path`` cannot be replaced by a rename (the working directory or one of its
+            parents, a filesystem root, a mount point); nothing is written.
+        TypeError
+            If the encoder is neither a TransformerEncoder nor a Sent2Vec.
+        """
         from sentvec._io import atomic_directory, atomic_write_json
 
-        with atomic_directory(path) as tmp:
+        with atomic_directory(path, marker=PIPELINE_FILE, kind="a sentvec pipeline") as tmp:
             enc_type = self._save_encoder(tmp / "encoder")
             if self.whitening is not None:
                 self.whitening.save(tmp / "whitening")

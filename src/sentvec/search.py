@@ -24,7 +24,13 @@ Other conventions
   ``ids`` int64 (n, k). When the index holds fewer than ``k`` vectors the missing slots have id
   ``-1`` and score ``-inf``.
 * ``metric="cosine"`` L2-normalises stored and query vectors (float32); an all-zero vector stays
-  zero (its cosine with everything is 0) and is counted in a ``UserWarning``.
+  zero (its cosine with everything is 0) and is counted in a ``UserWarning``. Rows too large or
+  too small for a float32 norm (even beyond float32's range, from float64 input) are first scaled
+  by a power of two, exactly, and normalised in float64; ordinary rows are normalised in float32.
+* ``metric="dot"`` stores and scores float32 vectors: input values beyond float32's range, or
+  norms whose dot products could exceed it, are a ``ValueError`` (the scores could not be
+  represented).
+* ``load`` rejects stored vectors holding NaN or infinity (a corrupt index) with a ValueError.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sentvec._io import atomic_directory, read_json_object
+from sentvec._io import atomic_directory, load_npy, read_json_object
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
 
 SearchMetric = Literal["cosine", "dot"]
@@ -58,14 +64,68 @@ _MIN_MARGIN = 16
 _U32 = 2.0**-24  # float32 unit roundoff
 
 
+#: Float32 row norms in this range are computed accurately in float32 (no overflow or underflow
+#: of the squares); such rows are normalised in float32 exactly as always.
+_SAFE_NORMS32 = (2.0**-40, 2.0**40)
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _row_norms(x: np.ndarray) -> np.ndarray:
+    """Float64 L2 norms of the rows of a float32/float64 array (no float32 overflow), blockwise."""
+    out = np.empty(len(x), dtype=np.float64)
+    block = max(1, 2**22 // max(1, x.shape[1]))
+    for a in range(0, len(x), block):
+        part = np.asarray(x[a:a + block], dtype=np.float64)
+        out[a:a + block] = np.sqrt(np.einsum("ij,ij->i", part, part))
+    return out
+
+
 def _normalise(x: np.ndarray, what: str) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)
-    zero = norms[:, 0] == 0
-    if zero.any():
-        warnings.warn(f"{int(zero.sum())} of {len(x)} {what} are all-zero vectors; their cosine "
+    """Unit-L2 float32 rows of a float32 or float64 array; all-zero rows stay zero (warned).
+
+    Rows whose float32 norm is in :data:`_SAFE_NORMS32` are normalised in float32 as always.
+    Other rows (values beyond float32's range, or norms whose float32 squares would overflow or
+    underflow) are multiplied by ``2**-e``, ``e`` the binary exponent of their largest entry
+    (exact, and cosine is scale-invariant), normalised in float64 and then cast to float32.
+    """
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        x32 = x.astype(np.float32, copy=False)
+        norms = np.linalg.norm(x32, axis=1, keepdims=True)
+    ok = (norms[:, 0] >= _SAFE_NORMS32[0]) & (norms[:, 0] <= _SAFE_NORMS32[1])
+    norms[~ok] = 1.0
+    out = (x32 / norms).astype(np.float32)
+    n_zero = 0
+    if not ok.all():
+        rows = np.flatnonzero(~ok)
+        A = x[rows].astype(np.float64)
+        peak = np.abs(A).max(axis=1)
+        live = peak > 0
+        A[live] = np.ldexp(A[live], -np.frexp(peak[live])[1][:, None])
+        n64 = np.linalg.norm(A, axis=1, keepdims=True)
+        n64[~live] = 1.0
+        out[rows] = (A / n64).astype(np.float32)
+        n_zero = int((~live).sum())
+    if n_zero:
+        warnings.warn(f"{n_zero} of {len(x)} {what} are all-zero vectors; their cosine "
                       "score with every vector is 0", UserWarning, stacklevel=3)
-    norms[zero] = 1.0
-    return (x / norms).astype(np.float32)
+    return out
+
+
+def _check_dot_range(x: np.ndarray, what: str) -> np.ndarray:
+    """``x`` as float32 for ``metric="dot"``; ValueError if its values exceed float32's range."""
+    with np.errstate(over="ignore"):
+        x32 = x.astype(np.float32, copy=False)
+    finite = np.isfinite(x32)
+    if not finite.all():
+        raise ValueError(f"{what} hold {int((~finite).sum())} values beyond the float32 range "
+                         f"(|x| > {_F32_MAX:.4g}), where metric='dot' stores and scores vectors; "
+                         "scale them down or use metric='cosine'")
+    return x32
+
+
+def _dot_limit(dim: int) -> float:
+    """Largest ``|q| * |x|`` whose float32 dot product (rounding included) cannot overflow."""
+    return _F32_MAX / (1.0 + (dim + 2) * _U32)
 
 
 def _top_c(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
@@ -134,11 +194,15 @@ class SemanticSearch:
             raise ImportError("backend='faiss' needs the faiss-cpu package") from exc
         return faiss
 
-    def _prepare(self, x: Any, what: str) -> np.ndarray:
-        arr = check_embeddings(x, name=what, n_features=self.dim).astype(np.float32, copy=False)
+    def _prepare(self, x: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """Checked float32 vectors (cosine: unit-normalised) and their float64 norms."""
+        arr = check_embeddings(x, name=what, n_features=self.dim)
         if self.metric == "cosine":
             arr = _normalise(arr, what)
-        return np.ascontiguousarray(arr)
+        else:
+            arr = _check_dot_range(arr, what)
+        arr = np.ascontiguousarray(arr)
+        return arr, _row_norms(arr)
 
     def _candidates(self, q: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
         """Ids (n, c) of the ``c`` best float32 scores of each query, and those scores."""
@@ -179,7 +243,8 @@ class SemanticSearch:
         Parameters
         ----------
         embeddings : array-like of shape (n, d)
-            Finite values; converted to float32 (cosine: L2-normalised).
+            Finite values; converted to float32 (cosine: L2-normalised; dot: must fit float32,
+            with squared norms below float32's largest value).
 
         Returns
         -------
@@ -189,17 +254,24 @@ class SemanticSearch:
         Raises
         ------
         ValueError
-            Not 2-D, wrong ``d``, or non-finite values.
+            Not 2-D, wrong ``d``, or non-finite values; ``metric="dot"``: values or squared norms
+            beyond float32's range.
         """
         if self.dim is None:
             arr0 = np.asarray(embeddings)
             if arr0.ndim != 2:
                 raise ValueError(f"embeddings must be 2-D (n, d), got shape {arr0.shape}")
             self.dim = check_positive_int("dim", arr0.shape[1])
-        x = self._prepare(embeddings, "embeddings")
+        x, norms = self._prepare(embeddings, "embeddings")
         ids = np.arange(self._ntotal, self._ntotal + len(x), dtype=np.int64)
         if len(x):
-            self._max_norm = max(self._max_norm, float(np.linalg.norm(x, axis=1).max()))
+            top = float(norms.max())
+            if self.metric == "dot" and top * top > _dot_limit(self.dim):
+                raise ValueError(
+                    f"embeddings have a norm of {top:.4g}: their dot products (up to "
+                    f"{top * top:.4g}) exceed the float32 range ({_F32_MAX:.4g}) in which "
+                    "metric='dot' scores; scale the vectors down or use metric='cosine'")
+            self._max_norm = max(self._max_norm, top)
         if self.backend == "faiss":
             if self._faiss is None:
                 self._faiss = self._faiss_module().IndexFlatIP(self.dim)
@@ -229,12 +301,19 @@ class SemanticSearch:
         ------
         ValueError
             Bad ``k``, wrong query dimension, or non-finite queries; queries before any ``add``
-            without ``dim``.
+            without ``dim``; ``metric="dot"``: query values beyond float32's range, or dot
+            products with the stored vectors that could exceed it.
         """
         k = check_positive_int("k", k)
         if self.dim is None:
             raise ValueError("the index is empty and has no dim yet; add vectors first")
-        q = self._prepare(queries, "queries")
+        q, qnorms = self._prepare(queries, "queries")
+        if self.metric == "dot" and len(q) and (
+                float(qnorms.max()) * self._max_norm > _dot_limit(self.dim)):
+            raise ValueError(
+                f"queries have a norm of {float(qnorms.max()):.4g} and stored vectors one of "
+                f"{self._max_norm:.4g}: their dot products can exceed the float32 range "
+                f"({_F32_MAX:.4g}) in which metric='dot' scores; scale the queries down")
         n = len(q)
         scores = np.full((n, k), -np.inf, dtype=np.float32)
         ids = np.full((n, k), -1, dtype=np.int64)
@@ -242,7 +321,7 @@ class SemanticSearch:
         if kk == 0 or n == 0:
             return scores, ids
         X = self._vectors()
-        delta = 2 * (self.dim + 2) * _U32 * np.linalg.norm(q, axis=1) * self._max_norm
+        delta = 2 * (self.dim + 2) * _U32 * qnorms * self._max_norm
         s64 = np.empty((n, kk))
         top = np.empty((n, kk), dtype=np.int64)
         rows = np.arange(n)
@@ -293,7 +372,22 @@ class SemanticSearch:
         stored norm) plus
         ``embeddings.npy`` (exact; float32 stored vectors) or ``index.faiss``
         (``faiss.write_index``). The directory is built under a temporary name and renamed into
-        place, so readers see the old or the new index, never a mix.
+        place, so readers see the old or the new index, never a mix. ``path`` may be missing,
+        an empty directory or a saved index (one holding ``search_index.json``).
+
+        Returns
+        -------
+        Path
+            ``path``.
+
+        Raises
+        ------
+        ValueError
+            If the index has no ``dim`` yet, or ``path`` cannot be replaced by a rename (the
+            working directory or one of its parents, a filesystem root, a mount point).
+        FileExistsError
+            If ``path`` is a file or a non-empty directory that is not a saved index; nothing is
+            written.
         """
         if self.dim is None:
             raise ValueError("cannot save an index without dim; add vectors first or pass dim")
@@ -310,7 +404,7 @@ class SemanticSearch:
                 np.save(tmp / _VECTORS, self._vectors(), allow_pickle=False)
             (tmp / _CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
-        with atomic_directory(path) as tmp:
+        with atomic_directory(path, marker=_CONFIG, kind="a sentvec search index") as tmp:
             write(tmp)
         return path
 
@@ -329,7 +423,8 @@ class SemanticSearch:
         FileNotFoundError
             Missing directory or files.
         ValueError
-            Unknown format/version, or files inconsistent with the config.
+            Unknown format/version, files inconsistent with the config, or stored vectors
+            holding NaN or infinite values (a corrupt index).
         """
         path = Path(path)
         cfg_path = path / _CONFIG
@@ -350,7 +445,7 @@ class SemanticSearch:
             f = path / _VECTORS
             if not f.is_file():
                 raise FileNotFoundError(f"index vectors not found: {str(f)!r}")
-            X = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
+            X = load_npy(f, mmap=mmap)
             if X.dtype != np.float32 or X.ndim != 2:
                 raise ValueError(f"{str(f)!r}: expected a 2-D float32 array, got {X.dtype} {X.shape}")
             obj._matrix, obj._chunks = X, [X]
@@ -361,5 +456,16 @@ class SemanticSearch:
         obj._ntotal = n
         if not isinstance(cfg.get("max_norm"), (int, float)) or not cfg["max_norm"] >= 0:
             raise ValueError(f"{str(cfg_path)!r}: missing or invalid max_norm")
-        obj._max_norm = float(cfg["max_norm"])
+        norms = _row_norms(obj._vectors())  # one pass: NaN or inf makes a row norm non-finite
+        bad = int((~np.isfinite(norms)).sum())
+        if bad:
+            raise ValueError(f"{str(f)!r} is corrupt: {bad} of {n} stored vectors hold NaN or "
+                             "infinite values; delete the index and build it again")
+        top = float(norms.max()) if n else 0.0
+        if obj.metric == "dot" and top * top > _dot_limit(obj.dim):
+            raise ValueError(f"{str(f)!r} is corrupt: a stored vector has norm {top:.4g}, whose "
+                             "dot products exceed the float32 range; delete the index and build "
+                             "it again")
+        # the float32 error bound of search needs a true upper bound of the stored norms
+        obj._max_norm = max(float(cfg["max_norm"]), top)
         return obj

@@ -18,7 +18,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sentvec._io import atomic_save_npy, atomic_write_json, load_npy, read_json_object
+from sentvec._io import (
+    atomic_directory,
+    atomic_save_npy,
+    atomic_write_json,
+    load_npy,
+    read_json_object,
+)
 from sentvec._validation import check_embeddings, check_float_range, check_positive_int
 
 __all__ = ["Whitening", "WhiteningStatistics", "DEFAULT_EPS"]
@@ -486,24 +492,37 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """Write the fitted transform to directory ``path`` (no pickle).
 
         Files: ``whitening.json`` (format, version, parameters, counts) and ``mean.npy``,
-        ``components.npy``, ``explained_variance.npy``, ``scatter.npy`` (float64). Each file is
-        written atomically; the JSON is written last.
+        ``components.npy``, ``explained_variance.npy``, ``scatter.npy`` (float64). The directory
+        is built under a temporary name and renamed into place; ``path`` may be missing, an
+        empty directory or a saved Whitening (one holding ``whitening.json``), which is replaced
+        as a whole.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        FileExistsError
+            If ``path`` is a file or a non-empty directory that is not a saved Whitening (a
+            saved pipeline, say); nothing is written.
+        ValueError
+            If ``path`` cannot be replaced by a rename (the working directory or one of its
+            parents, a filesystem root, a mount point); nothing is written.
         """
         check_is_fitted(self, "whitening_matrix_")
-        root = Path(path)
-        root.mkdir(parents=True, exist_ok=True)
         arrays = {"mean": self.mean_, "components": self.components_,
                   "explained_variance": self.explained_variance_,
                   "scatter": self.statistics_.scatter}
-        for name, arr in arrays.items():
-            atomic_save_npy(root / f"{name}.npy", np.asarray(arr, dtype=np.float64))
-        atomic_write_json(root / _CONFIG_FILE, {
-            "format": _FORMAT, "version": _VERSION,
-            "params": {"n_components": self.n_components, "eps": float(self.eps)},
-            "n_features_in": int(self.n_features_in_), "n_components": int(self.n_components_),
-            "n_samples_seen": int(self.n_samples_seen_), "n_dropped": int(self.n_dropped_),
-            "covariance": "normalised by N",
-        })
+        with atomic_directory(path, marker=_CONFIG_FILE, kind="a saved Whitening") as root:
+            for name, arr in arrays.items():
+                atomic_save_npy(root / f"{name}.npy", np.asarray(arr, dtype=np.float64))
+            atomic_write_json(root / _CONFIG_FILE, {
+                "format": _FORMAT, "version": _VERSION,
+                "params": {"n_components": self.n_components, "eps": float(self.eps)},
+                "n_features_in": int(self.n_features_in_),
+                "n_components": int(self.n_components_),
+                "n_samples_seen": int(self.n_samples_seen_), "n_dropped": int(self.n_dropped_),
+                "covariance": "normalised by N",
+            })
 
     @classmethod
     def load(cls, path: Any) -> "Whitening":

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._io import UTF8_BOM
 from sentvec.sent2vec._stdsort import std_sort_order
 
 #: End-of-sentence word added for every newline (official ``Dictionary::EOS``).
@@ -411,8 +412,9 @@ _BLOCK = 1 << 22  # bytes of complete lines counted at a time
 def iter_line_blocks(source: Any, block_bytes: int = _BLOCK) -> Iterator[bytes]:
     """Yield the corpus as byte blocks of complete lines (only the last may lack its newline).
 
-    ``source`` is a path (``.xz``/``.gz``/``.bz2`` decompressed) read ``block_bytes`` at a time, or
-    an iterable of lines (str or bytes), each one line (a newline is added when missing).
+    ``source`` is a path (``.xz``/``.gz``/``.bz2`` decompressed) read ``block_bytes`` at a time,
+    without a UTF-8 byte-order mark at its very start, or an iterable of lines (str or bytes),
+    each one line (a newline is added when missing).
     """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -420,6 +422,11 @@ def iter_line_blocks(source: Any, block_bytes: int = _BLOCK) -> Iterator[bytes]:
             raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
         with open_binary(path) as fh:
             rest = b""
+            # a UTF-8 byte-order mark at the start of the file is not part of the first word
+            # (the official binary would keep it glued to that word)
+            head = fh.read(len(UTF8_BOM))
+            if head != UTF8_BOM:
+                rest = head
             while True:
                 chunk = fh.read(block_bytes)
                 if not chunk:

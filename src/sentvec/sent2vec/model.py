@@ -202,8 +202,7 @@ class Sent2Vec:
     def _load_dir(cls, d: Path, *, mmap: bool) -> Sent2Vec:
         cfg_path = d / _CONFIG
         if not cfg_path.is_file():
-            raise ModelFormatError(f"{str(d)!r} is not a sentvec Sent2Vec model directory "
-                                   f"(no {_CONFIG})")
+            raise ModelFormatError(_not_a_model_dir_message(d))
         try:
             cfg = read_json_object(cfg_path)
             vocab = json.loads((d / _VOCAB).read_text(encoding="utf-8"))
@@ -217,16 +216,12 @@ class Sent2Vec:
         arrays = {}
         for name in _ARRAYS:
             f = d / f"{name}.npy"
-            if mmap and name in ("input", "output"):
-                try:
-                    arrays[name] = np.load(f, mmap_mode="r", allow_pickle=False)
-                except (OSError, ValueError) as exc:
-                    raise ModelFormatError(f"{str(f)!r}: {exc}") from exc
-            else:
-                try:
-                    arrays[name] = load_npy(f)
-                except FileNotFoundError as exc:
-                    raise ModelFormatError(f"{str(d)!r}: missing {name}.npy") from exc
+            if not f.is_file():
+                raise ModelFormatError(f"{str(d)!r}: missing {name}.npy")
+            try:  # load_npy: an empty or corrupt file is a ValueError naming it
+                arrays[name] = load_npy(f, mmap=mmap and name in ("input", "output"))
+            except (OSError, ValueError) as exc:
+                raise ModelFormatError(str(exc)) from exc
         dc = cfg["dictionary"]
         try:
             dictionary = Dictionary(vocab["words"], arrays["counts"], ntokens=dc["ntokens"],
@@ -250,12 +245,13 @@ class Sent2Vec:
         ------
         FileExistsError
             If ``directory`` exists and is not empty and not a sentvec Sent2Vec model directory.
+        ValueError
+            If ``directory`` cannot be replaced by a rename (the working directory or one of its
+            parents, a filesystem root, a mount point).
         """
         target = Path(directory)
-        if target.exists() and not (target.is_dir() and (
-                not any(target.iterdir()) or is_model_dir(target))):
-            raise FileExistsError(f"{str(target)!r} exists and is not a Sent2Vec model directory")
-        with atomic_directory(target) as tmp:
+        with atomic_directory(target, marker=_CONFIG, marker_format=DIR_FORMAT,
+                              kind="a Sent2Vec model") as tmp:
             d = self.dictionary
             cfg = {"format": DIR_FORMAT, "format_version": DIR_FORMAT_VERSION,
                    "args": self.args, "preprocessing": self.preprocessing.to_dict(),
@@ -435,6 +431,55 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(f"args value {obj!r} of type {type(obj).__name__} is not JSON-serialisable")
 
 
+def _not_a_model_dir_message(d: Path) -> str:
+    """Why directory ``d`` (without ``config.json``) is not a model, naming what it looks like."""
+    from sentvec.pipeline import PIPELINE_FILE
+
+    if (d / PIPELINE_FILE).is_file():
+        return (f"{str(d)!r} is a saved sentvec pipeline ({PIPELINE_FILE}), not a Sent2Vec "
+                "model directory: pass it as --model to `sentvec encode`, `eval-sts`, "
+                "`eval-transfer` or `search` (or load it with sentvec.load_encoder); "
+                "`sentvec embed` takes Sent2Vec models only")
+    if (d / "encoder").is_dir():
+        return (f"{str(d)!r} looks like a saved sentvec pipeline (it has an encoder/ folder) "
+                f"but has no {PIPELINE_FILE} (nor a Sent2Vec {_CONFIG}); restore that file or "
+                "save the pipeline again")
+    return f"{str(d)!r} is not a sentvec Sent2Vec model directory (no {_CONFIG})"
+
+
+def check_save_target(directory: str | os.PathLike[str]) -> Path:
+    """Check, before any work, that :meth:`Sent2Vec.save` would accept ``directory``.
+
+    ``save`` writes a new directory or replaces an empty directory or a sentvec Sent2Vec model
+    directory (the rule of :func:`sentvec._io.check_replaceable_directory` with this format's
+    ``config.json``); call this before a long training run so that a bad output path fails at
+    once. Nothing is written, and whether the parent directory is writable is not checked.
+
+    Parameters
+    ----------
+    directory : path-like
+
+    Returns
+    -------
+    pathlib.Path
+        ``directory`` as a path.
+
+    Raises
+    ------
+    FileExistsError
+        If ``directory`` is a file, or a non-empty directory that is not a Sent2Vec model
+        directory.
+    ValueError
+        If ``directory`` cannot be replaced by a rename (a filesystem root, a mount point, the
+        working directory or one of its parents).
+    """
+    from sentvec._io import check_replaceable_directory
+
+    check_replaceable_directory(directory, marker=_CONFIG, marker_format=DIR_FORMAT,
+                                kind="a Sent2Vec model")
+    return Path(directory)
+
+
 def is_model_dir(d: Path) -> bool:
     """True if ``d`` holds a ``config.json`` of the sentvec Sent2Vec directory format."""
     try:
@@ -444,4 +489,5 @@ def is_model_dir(d: Path) -> bool:
     return cfg.get("format") == DIR_FORMAT
 
 
-__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "is_model_dir", "warn_encode_stats"]
+__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "check_save_target", "is_model_dir",
+           "warn_encode_stats"]
