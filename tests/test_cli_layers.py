@@ -221,3 +221,60 @@ def test_unwritable_cache_warns_and_keeps_the_results(env, layers_run, capsys, t
     assert again["pairs"] == first["pairs"]  # computed, scored and written all the same
     assert "Not searched" in (out / "model-mean-layers.md").read_text()
 
+
+
+def _no_model_work(monkeypatch):
+    """Any model loading or report encoding fails the test: the paths are checked first."""
+    import sentvec.cli.layers as cl
+
+    def boom(*a, **k):
+        raise AssertionError("model work done before checking the paths")
+
+    monkeypatch.setattr(cl, "_load_transformer", boom)
+    monkeypatch.setattr(cl, "_report_transformer", boom)
+
+
+def test_bad_paths_fail_before_any_model_work(monkeypatch, capsys, tmp_path):
+    _no_model_work(monkeypatch)
+    existing = tmp_path / "existing"
+    existing.write_text("keep\n")
+    for cmd in ("layers", "whiten-sweep"):
+        assert main([cmd, "--model", "minilm", "--out", str(existing), "--quiet"]) == 2
+        assert f"--out {str(existing)!r} exists and is not a directory" in \
+            capsys.readouterr().err
+    assert main(["whiten-sweep", "--model", "minilm", "--out", str(tmp_path / "o"),
+                 "--corpus", str(tmp_path / "nope.txt")]) == 2
+    assert "corpus file not found" in capsys.readouterr().err
+    out = tmp_path / "REPORT.md"
+    assert main(["report", "--models", "minilm", "--sent2vec", str(tmp_path / "nope.bin"),
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Sent2Vec model not found" in err and "nope.bin" in err
+    assert main(["report", "--models", "minilm", "--sent2vec", str(S2V_BIN),
+                 "--out", str(tmp_path)]) == 2
+    assert "is an existing directory" in capsys.readouterr().err
+    assert existing.read_text() == "keep\n" and not out.exists()
+
+
+def test_corpus_reader_names_file_and_line_and_drops_a_bom(tmp_path):
+    from sentvec.cli.layers import _read_lines
+
+    p = tmp_path / "c.txt"
+    p.write_bytes(b"\xef\xbb\xbfFirst line\nsecond\nthird\n")
+    assert _read_lines(p, 2) == ["First line", "second"]
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("caf\u00e9 ok\n".encode("utf-8") + "na\u00efve\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1\.txt' line 2 is not valid UTF-8.*iconv"):
+        _read_lines(latin, 10)
+    assert _read_lines(latin, 1) == ["caf\u00e9 ok"]  # lines past the first n are not read
+
+
+@pytest.mark.slow
+def test_whiten_sweep_latin1_corpus_error_names_file_and_line(env, capsys, tmp_path):
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes(b"a fine line\nna\xefve\n")
+    rc = main(["whiten-sweep", "--model", env["model"], "--k", "16", "--corpus", str(latin),
+               "--out", str(tmp_path / "o"), *env["common"]])
+    assert rc == 2
+    assert "latin1.txt' line 2 is not valid UTF-8" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

@@ -100,3 +100,78 @@ def test_tokenize_then_embed_equals_model_preprocessing(tmp_path):
 def test_embed_bad_numbers(argv, capsys):
     assert main(argv) == 2
     assert "is invalid" in capsys.readouterr().err
+
+
+def test_utf8_bom_at_file_start_is_dropped_elsewhere_kept(tmp_path, capsys):
+    from sentvec.sent2vec.model import Sent2Vec
+
+    plain, bom = tmp_path / "plain.txt", tmp_path / "bom.txt"
+    plain.write_bytes(b"the city\nof london\n")
+    bom.write_bytes(b"\xef\xbb\xbfthe city\nof london\n")
+    for name in ("plain", "bom"):
+        assert main(["embed", MODEL, "-i", str(tmp_path / f"{name}.txt"), "-o",
+                     str(tmp_path / f"{name}.npy")]) == 0
+    a, b = np.load(tmp_path / "plain.npy"), np.load(tmp_path / "bom.npy")
+    assert b[0].any()  # 'the' was not glued to the BOM (which gave a zero vector)
+    np.testing.assert_array_equal(a, b)
+    assert "0 zero vectors" in capsys.readouterr().err
+    assert main(["tokenize", "-i", str(bom), "-o", str(tmp_path / "tok.txt"),
+                 "--tokenizer", "whitespace"]) == 0
+    assert (tmp_path / "tok.txt").read_bytes() == b"the city\nof london\n"
+    # a BOM inside the file is text like any other character
+    mid = tmp_path / "mid.txt"
+    mid.write_bytes(b"the city\n\xef\xbb\xbfthe city\n")
+    assert main(["tokenize", "-i", str(mid), "--tokenizer", "whitespace"]) == 0
+    assert capsys.readouterr().out == "the city\n\ufeffthe city\n"
+    model = Sent2Vec.load(MODEL)
+    np.testing.assert_array_equal(a[0], model.encode("the city"))
+
+
+def test_empty_or_missing_npy_in_model_directory_is_a_clean_error(tmp_path, capsys):
+    from sentvec.sent2vec.binfile import ModelFormatError
+    from sentvec.sent2vec.model import Sent2Vec
+
+    inp = tmp_path / "in.txt"
+    inp.write_text("the city\n", encoding="utf-8")
+    for name in ("output", "input", "counts"):
+        d = tmp_path / f"m-{name}"
+        Sent2Vec.load(MODEL).save(d)
+        (d / f"{name}.npy").write_bytes(b"")  # empty: numpy raises EOFError
+        assert main(["embed", str(d), "-i", str(inp), "-o", str(tmp_path / "v.npy")]) == 2
+        err = capsys.readouterr().err
+        assert f"{name}.npy" in err and "not a valid .npy file" in err, err
+        for mmap in (True, False):
+            with pytest.raises(ModelFormatError, match=f"{name}.npy"):
+                Sent2Vec.load(d, mmap=mmap)
+        (d / f"{name}.npy").unlink()
+        with pytest.raises(ModelFormatError, match=f"missing {name}.npy"):
+            Sent2Vec.load(d)
+    assert not (tmp_path / "v.npy").exists()
+
+
+def test_pipeline_directory_given_to_embed_names_the_right_commands(tmp_path, capsys):
+    from sentvec.pipeline import Pipeline
+    from sentvec.sent2vec.model import Sent2Vec
+
+    pipe = tmp_path / "pipe"
+    Pipeline(Sent2Vec.load(MODEL)).save(pipe)
+    assert main(["embed", str(pipe), "-i", str(REF / "sentences.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "is a saved sentvec pipeline" in err and "sentvec encode" in err
+    assert "no config.json" not in err
+    (pipe / "pipeline.json").unlink()
+    assert main(["embed", str(pipe), "-i", str(REF / "sentences.txt")]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a saved sentvec pipeline" in err and "no pipeline.json" in err
+
+
+def test_directories_as_input_or_output_are_named_as_such(tmp_path, capsys):
+    d = tmp_path / "u7"
+    d.mkdir()
+    assert main(["embed", MODEL, "-i", str(REF / "sentences.txt"), "-o", str(d)]) == 2
+    assert f"output {str(d)!r} is an existing directory" in capsys.readouterr().err
+    assert main(["tokenize", "-i", str(REF / "sentences.txt"), "-o", str(d)]) == 2
+    assert "is an existing directory" in capsys.readouterr().err
+    assert main(["embed", MODEL, "-i", str(d)]) == 2
+    assert f"input {str(d)!r} is a directory" in capsys.readouterr().err
+    assert list(d.iterdir()) == []  # no temporary file left behind

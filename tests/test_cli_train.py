@@ -75,3 +75,55 @@ def test_errors_are_reported_with_exit_code_2(corpus, tmp_path, capsys):
     assert "bucket=0" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["train-sent2vec", "-input", str(corpus), "-output", "x", "-ws", "5"])
+
+
+def _no_training(monkeypatch):
+    """Make any call of ``Sent2VecTrainer.fit`` fail the test: the output check comes first."""
+    from sentvec.sent2vec.trainer import Sent2VecTrainer
+
+    def fit(self, *a, **k):
+        raise AssertionError("trained before checking the output path")
+
+    monkeypatch.setattr(Sent2VecTrainer, "fit", fit)
+
+
+def test_bad_output_fails_before_training(corpus, tmp_path, capsys, monkeypatch):
+    _no_training(monkeypatch)
+    existing = tmp_path / "existing.txt"
+    existing.write_text("keep me\n")
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "notes.txt").write_text("keep me too\n")
+    base = ["train-sent2vec", "-input", str(corpus), "-dim", "8", "--no-progress"]
+    cases = [(["-output", str(existing)], "exists and is not a directory"),
+             (["-output", str(full)], "not a Sent2Vec model directory"),
+             (["-output", str(existing / "m.bin")], "is not a directory"),
+             (["-output", str(existing / "m"), "--format", "both"], "is not a directory"),
+             (["-output", str(full), "--format", "bin"], "is an existing directory"),
+             (["-output", str(tmp_path / "m.bin"), "--report", str(full)],
+              "--report")]
+    for extra, msg in cases:
+        assert main(base + extra) == 2, extra
+        err = capsys.readouterr().err
+        assert msg in err and "sentvec: error:" in err, (extra, err)
+    assert existing.read_text() == "keep me\n" and sorted(p.name for p in full.iterdir()) == \
+        ["notes.txt"]
+    assert not (tmp_path / "m.bin").exists()
+
+
+def test_unwritable_output_directory_fails_before_training(corpus, tmp_path, capsys,
+                                                           monkeypatch):
+    import errno
+    import tempfile
+
+    _no_training(monkeypatch)
+
+    def read_only(*a, **k):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    assert main(["train-sent2vec", "-input", str(corpus), "-output",
+                 str(tmp_path / "new" / "model.bin"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{str(tmp_path)!r} is not writable (Read-only file system)" in err
+    assert not (tmp_path / "new").exists()  # nothing created by the check

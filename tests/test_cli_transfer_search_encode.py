@@ -164,3 +164,52 @@ def test_search_cli_rebuilds_a_damaged_index(tmp_path, capsys, corpus):
     out = capsys.readouterr()
     assert "built index of 400 lines" in out.err
     assert json.loads(out.out) == good
+
+
+def test_encode_cli_re_encodes_a_nan_shard_and_names_a_directory_input(tmp_path, capsys, corpus):
+    from sentvec.encode_files import load_embeddings, read_manifest
+
+    path, _ = corpus
+    out = tmp_path / "out"
+    base = ["encode", "--model", BIGRAM, "--input", str(path), "--output", str(out),
+            "--shard-size", "150", "--quiet"]
+    assert main(base) == 0
+    good = load_embeddings(out, mmap=False).copy()
+    shard = out / read_manifest(out).shards[1].file
+    arr = np.load(shard)
+    arr[0, 0] = np.nan
+    np.save(shard, arr)
+    capsys.readouterr()
+    with pytest.warns(UserWarning, match="is damaged: 1 non-finite values .*; re-encoding it"):
+        assert main(base) == 0
+    assert "(1 encoded, 2 reused" in capsys.readouterr().out
+    np.testing.assert_array_equal(load_embeddings(out), good)
+    assert main(["encode", "--model", BIGRAM, "--input", str(tmp_path), "--output",
+                 str(tmp_path / "o2"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory; give a text file" in err and "not found" not in err
+
+
+@pytest.mark.parametrize("flag", ["--kfold", "--inner-kfold"])
+def test_eval_transfer_folds_must_be_at_least_two(flag, capsys):
+    with pytest.raises(SystemExit):
+        main(["eval-transfer", "--model", BIGRAM, flag, "1"])
+    err = capsys.readouterr().err
+    assert "expected an integer >= 2, got '1'" in err
+
+
+def test_search_cli_queries_file_bom_and_bad_bytes(tmp_path, capsys, corpus):
+    # a queries file read like every other input: a leading UTF-8 BOM is dropped, a byte that
+    # is not UTF-8 is an error naming the file and line
+    path, lines = corpus
+    index = tmp_path / "idx"
+    q = tmp_path / "q.txt"
+    q.write_bytes(b"\xef\xbb\xbf" + lines[10].encode("utf-8") + b"\n\n")
+    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "1",
+            "--queries", str(q), "--json"]
+    assert main(args) == 0
+    (block,) = json.loads(capsys.readouterr().out)["queries"]
+    assert block["query"] == lines[10] and block["results"][0]["line"] == 11
+    q.write_bytes(b"fine\ncaf\xe9\n")
+    assert main(args) != 0
+    assert "line 2 is not valid UTF-8" in capsys.readouterr().err

@@ -90,7 +90,9 @@ def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
 
 def _read_corpus(path: Path) -> tuple[list[str], int]:
     """Non-empty lines of a UTF-8 text file, and the number of blank lines skipped."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    from sentvec._io import read_text_lines
+
+    lines = read_text_lines(path, what="--whiten corpus")
     kept = [ln.strip() for ln in lines if ln.strip()]
     if len(kept) < 2:
         raise ValueError(f"--whiten {str(path)!r}: needs at least 2 non-empty lines, found {len(kept)}")

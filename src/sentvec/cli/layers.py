@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from sentvec.cli._args import (
+    check_output_path,
     layer_list,
     positive_int,
     positive_int_list,
@@ -143,6 +144,7 @@ def run_layers(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.max_combination is not None and args.max_combination < 0:
         raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
+    out = check_output_path(args.out, what="--out", kind="dir")  # before the work
     encoder = _load_transformer(args.model, args.device, max_length=args.max_length)
     tasks = sts_tasks_for(args, encoder)
     plotting = start_plotting_warm_up()  # overlaps with the forward pass
@@ -156,7 +158,6 @@ def run_layers(args: argparse.Namespace) -> int:
             n_components=args.k, cache=_cache(args), batch_size=args.batch_size,
             show_progress_bar=_progress(args), model_name=args.model)
     _report_warnings(caught)
-    out = Path(args.out)
     stem = f"{_slug(args.model)}-{args.pooling}"
     data = analysis.to_dict()
     data["timings"]["total_s"] = time.perf_counter() - t0
@@ -170,7 +171,7 @@ def run_layers(args: argparse.Namespace) -> int:
     for w in analysis.whitening_modes:
         best = analysis.best_pair(w)
         again = _eval_sts_command(args, best.layers, w)
-        print(f"whitening={w}: best pair {best.label} = {best.average:.2f}"
+        print(f"whitening={w}: best single layer or pair: {best.label} = {best.average:.2f}"
               + (f" (the same score: {again})" if again else ""))
         for s in analysis.curve(w):
             print(f"  {s.n_layers} layers: {s.best.label} = {s.best.average:.2f} "
@@ -183,6 +184,21 @@ def run_layers(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- whiten-sweep
+def _read_lines(path: Any, n: int) -> list[str]:
+    """The first ``n`` lines of a UTF-8 text file (read as ``embed`` reads its input: a leading
+    byte-order mark dropped, a decoding error names the file and line)."""
+    import itertools
+
+    from sentvec._io import TextLineReader
+
+    it = iter(TextLineReader(str(path), "strict",
+                             hint="convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"))
+    try:
+        return list(itertools.islice(it, n))
+    finally:
+        it.close()  # closes the file
+
+
 def run_whiten_sweep(args: argparse.Namespace) -> int:
     """``sentvec whiten-sweep``: STS average versus whitening dimension k."""
     from sentvec._data import corpus_sample_path
@@ -194,6 +210,11 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     from sentvec.evaluation.sts import unique_sentences
 
     t0 = time.perf_counter()
+    out = check_output_path(args.out, what="--out", kind="dir")  # before the work
+    path = None
+    if not args.no_corpus:
+        path = check_path_exists(args.corpus or corpus_sample_path(), what="corpus file")
+        size = check_positive_int("corpus_size", args.corpus_size)
     encoder = _load_transformer(args.model, args.device, layers=tuple(args.layers),
                                 pooling=args.pooling, max_length=args.max_length)
     tasks = sts_tasks_for(args, encoder)
@@ -207,11 +228,8 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     layers = tuple(encoder.layer_indices)
     sts_vectors = combine_layers(vecs[args.pooling], layers)
     corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
-    if not args.no_corpus:
-        path = check_path_exists(args.corpus or corpus_sample_path(), what="corpus file")
-        size = check_positive_int("corpus_size", args.corpus_size)
-        with open(path, encoding="utf-8") as fh:
-            lines = [line for _, line in zip(range(size), fh)]
+    if path is not None:
+        lines = _read_lines(path, size)
         prep = args.corpus_preprocessing
         if prep == "auto":
             prep = "moses-lower" if variant == "senteval" else "none"
@@ -238,7 +256,6 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
         aggregation=args.aggregation, dim=d, corpus=corpus_info, points=points,
         timings={"sts_vectors_s": sts_s, "corpus_vectors_s": corpus_s,
                  "scoring_s": time.perf_counter() - t1, "total_s": time.perf_counter() - t0})
-    out = Path(args.out)
     stem = f"{_slug(args.model)}-{args.pooling}"
     atomic_write_json(out / f"{stem}-whiten-sweep.json", sweep.to_dict())
     atomic_write_text(out / f"{stem}-whiten-sweep.md", sweep.to_markdown())
@@ -268,12 +285,10 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tupl
     return rows, info
 
 
-def _report_sent2vec(path: str, args: argparse.Namespace) -> tuple[Any, dict]:
+def _report_sent2vec(encoder: Any, path: str, args: argparse.Namespace) -> tuple[Any, dict]:
     from sentvec.evaluation.sts import STSScorer, unique_sentences
     from sentvec.evaluation.table1 import Table1Row
-    from sentvec.pipeline import load_encoder
 
-    encoder = load_encoder(path)
     tasks = sts_tasks_for(args, encoder)
     sentences = unique_sentences(tasks)
     t0 = time.perf_counter()
@@ -374,7 +389,15 @@ def render_report(rows: list[Any], infos: list[dict], skipped: list[tuple[str, s
 def run_report(args: argparse.Namespace) -> int:
     """``sentvec report``: Table 1-style rows for every available encoder."""
     from sentvec._io import atomic_write_text
+    from sentvec._validation import check_path_exists
 
+    # inputs and output first: a bad path must not cost the transformer forward passes
+    check_output_path(args.out, what="--out")
+    sent2vec = None
+    if args.sent2vec:
+        from sentvec.pipeline import load_encoder
+
+        sent2vec = load_encoder(check_path_exists(args.sent2vec, what="Sent2Vec model"))
     cache = _cache(args)
     rows: list[Any] = []
     infos: list[dict] = []
@@ -388,8 +411,8 @@ def run_report(args: argparse.Namespace) -> int:
             continue
         rows += r
         infos.append(info)
-    if args.sent2vec:
-        r, info = _report_sent2vec(args.sent2vec, args)
+    if sent2vec is not None:
+        r, info = _report_sent2vec(sent2vec, args.sent2vec, args)
         rows += r
         infos.append(info)
     if not rows:

@@ -139,10 +139,10 @@ def run(args: argparse.Namespace) -> int:
     if not corpus.is_file():
         raise FileNotFoundError(f"corpus file not found: {str(corpus)!r}")
     if args.queries:
+        from sentvec._io import read_text_lines
+
         qpath = Path(args.queries)
-        if not qpath.is_file():
-            raise FileNotFoundError(f"queries file not found: {str(qpath)!r}")
-        queries = [q.strip() for q in qpath.read_text(encoding="utf-8").splitlines() if q.strip()]
+        queries = [q.strip() for q in read_text_lines(qpath, what="queries") if q.strip()]
         if not queries:
             raise ValueError(f"--queries {str(qpath)!r} holds no non-blank line")
     else:

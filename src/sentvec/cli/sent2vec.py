@@ -18,6 +18,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from sentvec._io import TextLineReader as _LineReader
+
 ERRORS = ("strict", "replace", "surrogateescape")
 TOKENIZERS = ("moses", "whitespace")
 
@@ -55,37 +57,12 @@ def register(subparsers: Any) -> None:
     t.set_defaults(func=_run_tokenize)
 
 
-class _LineReader:
-    """Decode the lines of a byte stream, counting lines that needed the ``errors`` handler."""
+def _check_output(output: str) -> None:
+    """An output file must be writable (and not an existing directory) before any reading."""
+    if output != "-":
+        from sentvec.cli._args import check_output_path
 
-    def __init__(self, source: str, errors: str) -> None:
-        self.source, self.errors, self.n_bad = source, errors, 0
-
-    def __iter__(self) -> Iterator[str]:
-        with ExitStack() as stack:
-            if self.source == "-":
-                fh: IO[bytes] = sys.stdin.buffer
-            else:
-                path = Path(self.source)
-                if not path.is_file():
-                    raise FileNotFoundError(f"input file not found: {self.source!r}")
-                fh = stack.enter_context(open(path, "rb"))
-            for lineno, raw in enumerate(fh, 1):
-                if raw.endswith(b"\n"):
-                    raw = raw[:-1]
-                try:
-                    yield raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    if self.errors == "strict":
-                        raise ValueError(
-                            f"{self._name()} line {lineno} is not valid UTF-8 ({exc.reason} at "
-                            f"byte {exc.start}); use --errors replace or surrogateescape"
-                        ) from None
-                    self.n_bad += 1
-                    yield raw.decode("utf-8", self.errors)
-
-    def _name(self) -> str:
-        return "stdin" if self.source == "-" else repr(self.source)
+        check_output_path(output, what="output")
 
 
 def _batches(lines: Iterator[str], size: int) -> Iterator[list[str]]:
@@ -106,6 +83,7 @@ def _run_embed(args: argparse.Namespace) -> int:
 
     batch_size = check_positive_int("--batch-size", args.batch_size)
     threads = None if args.threads is None else check_positive_int("--threads", args.threads)
+    _check_output(args.output)
     try:
         model = Sent2Vec.load(args.model)
     except FileNotFoundError as exc:
@@ -159,6 +137,7 @@ def _run_tokenize(args: argparse.Namespace) -> int:
     from sentvec.sent2vec.preprocessing import Preprocessing
 
     prep = Preprocessing(lowercase=bool(args.lowercase), tokenizer=args.tokenizer)
+    _check_output(args.output)
     reader = _LineReader(args.input, args.errors)
     n = 0
     with ExitStack() as stack:

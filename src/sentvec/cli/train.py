@@ -89,6 +89,22 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
+def _check_outputs(out: Path, fmt: str, report: str | None) -> None:
+    """Fail now if the model (or report) could not be written once training is done."""
+    from sentvec.cli._args import check_output_path
+    from sentvec.sent2vec.model import check_save_target
+
+    if fmt in ("dir", "both"):
+        check_save_target(out)
+        check_output_path(out, what="-output", kind="whole-dir")
+    if fmt == "bin":
+        check_output_path(out, what="-output")
+    elif fmt == "both":
+        check_output_path(out.with_name(out.name + ".bin"), what="-output .bin file")
+    if report:
+        check_output_path(report, what="--report")
+
+
 def _run(args: argparse.Namespace) -> int:
     from sentvec.sent2vec.trainer import Sent2VecTrainer
 
@@ -111,6 +127,7 @@ def _run(args: argparse.Namespace) -> int:
     if fmt == "auto":
         fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
     trainer = Sent2VecTrainer(**kwargs)
+    _check_outputs(out, fmt, args.report)  # before training: a bad path must not waste the run
     model = trainer.fit(args.input)
     written = []
     if fmt in ("dir", "both"):

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, positive_int
+from sentvec.cli._args import MODEL_HELP, int_at_least, positive_int
 
 _DEFAULT_TASKS = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
 _ALIASES = {"msrp": "MRPC", "sst": "SST2", "sst-2": "SST2"}
@@ -69,8 +69,10 @@ def register(subparsers: Any) -> None:
                    help="evaluation data root holding downstream/ (default: $SENTVEC_DATA or the "
                         "packaged copy)")
     p.add_argument("--seed", type=int, default=1111, help="fold shuffling seed (default 1111, SentEval's)")
-    p.add_argument("--kfold", type=positive_int, default=10, help="outer folds (default 10)")
-    p.add_argument("--inner-kfold", type=positive_int, default=5, help="inner folds choosing C (default 5)")
+    p.add_argument("--kfold", type=int_at_least(2), default=10,
+                   help="outer folds, >= 2 (default 10)")
+    p.add_argument("--inner-kfold", type=int_at_least(2), default=5,
+                   help="inner folds choosing C, >= 2 (default 5)")
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--n-jobs", type=positive_int, default=1,
