@@ -158,6 +158,12 @@ def test_search_cli_rebuilds_a_damaged_index(tmp_path, capsys, corpus):
     out = capsys.readouterr()
     assert "built index of 400 lines" in out.err
     assert json.loads(out.out) == good
+    np.save(emb, np.full(np.load(emb).shape, np.nan, dtype=np.float32))  # readable, but NaN
+    with pytest.warns(UserWarning, match="unreadable .*NaN"):
+        assert main(args) == 0
+    out = capsys.readouterr()
+    assert "reusing index" not in out.err and "built index of 400 lines" in out.err
+    assert json.loads(out.out) == good and np.isfinite(np.load(emb)).all()
     (index / "fingerprint.json").write_text("[]", encoding="utf-8")  # damaged, not just stale
     with pytest.warns(UserWarning, match="holds a JSON list"):
         assert main(args) == 0
