@@ -503,3 +503,15 @@ def test_score_sts_is_scale_invariant_for_extreme_float64_vectors():
     ref = score_sts([task], sentences, emb).task_scores
     for scale in (1e200, 1e-200):
         assert score_sts([task], sentences, emb.astype(np.float64) * scale).task_scores == ref
+
+
+def test_unit_scale_rows_hand_values():
+    from sentvec._numeric import unit_scale_rows
+
+    A = np.array([[3.0, -4.0], [0.0, 0.0], [1e-300, 2e-300], [0.5, 0.25]])
+    S, nonzero = unit_scale_rows(A)
+    # 4 = 2**2 * 1.0 -> scaled by 2**-3; 0.5 is already in [0.5, 1)
+    np.testing.assert_array_equal(S[0], [3 / 8, -4 / 8])
+    np.testing.assert_array_equal(S[3], [0.5, 0.25])
+    assert nonzero.tolist() == [True, False, True, True] and not S[1].any()
+    assert 0.5 <= np.abs(S[2]).max() < 1 and S[2][1] == 2 * S[2][0]

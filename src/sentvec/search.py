@@ -45,6 +45,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sentvec._io import atomic_directory, load_npy, read_json_object
+from sentvec._numeric import unit_scale_rows
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
 
 SearchMetric = Literal["cosine", "dot"]
@@ -97,10 +98,7 @@ def _normalise(x: np.ndarray, what: str) -> np.ndarray:
     n_zero = 0
     if not ok.all():
         rows = np.flatnonzero(~ok)
-        A = x[rows].astype(np.float64)
-        peak = np.abs(A).max(axis=1)
-        live = peak > 0
-        A[live] = np.ldexp(A[live], -np.frexp(peak[live])[1][:, None])
+        A, live = unit_scale_rows(x[rows])
         n64 = np.linalg.norm(A, axis=1, keepdims=True)
         n64[~live] = 1.0
         out[rows] = (A / n64).astype(np.float32)

@@ -443,13 +443,14 @@ def _rescale_extreme_rows(A: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray,
     bad = ~((norms >= _SAFE_NORMS[0]) & (norms <= _SAFE_NORMS[1]))
     if not bad.any():
         return A, norms
-    rows = np.flatnonzero(bad)
-    peak = np.abs(A[rows]).max(axis=1)
-    rows, peak = rows[peak > 0], peak[peak > 0]
+    from sentvec._numeric import unit_scale_rows
+
+    scaled, nonzero = unit_scale_rows(A[bad])
+    rows = np.flatnonzero(bad)[nonzero]
     if rows.size == 0:
         return A, norms
     A = np.array(A, dtype=np.float64)
-    A[rows] = np.ldexp(A[rows], -np.frexp(peak)[1][:, None])
+    A[rows] = scaled[nonzero]
     norms = norms.copy()
     norms[rows] = _row_norms(A[rows])
     return A, norms
