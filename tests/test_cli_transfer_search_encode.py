@@ -219,3 +219,26 @@ def test_search_cli_queries_file_bom_and_bad_bytes(tmp_path, capsys, corpus):
     q.write_bytes(b"fine\ncaf\xe9\n")
     assert main(args) != 0
     assert "line 2 is not valid UTF-8" in capsys.readouterr().err
+
+
+def test_search_cli_rebuilds_an_index_dir_missing_its_config(tmp_path, capsys, corpus):
+    # only the fingerprint and vectors left (search_index.json deleted): a damaged index of
+    # ours, rebuilt in place; a foreign file in the directory still makes it refuse, before
+    # any encoding
+    path, lines = corpus
+    index = tmp_path / "idx"
+    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "2",
+            "--query", lines[3], "--json"]
+    assert main(args) == 0
+    good = json.loads(capsys.readouterr().out)
+    (index / "search_index.json").unlink()
+    with pytest.warns(UserWarning, match="unreadable .*missing search_index.json"):
+        assert main(args) == 0
+    out = capsys.readouterr()
+    assert "built index of 400 lines" in out.err and json.loads(out.out) == good
+    (index / "search_index.json").unlink()
+    (index / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.warns(UserWarning, match="unreadable"):
+        assert main(args) != 0
+    assert "refusing to replace it" in capsys.readouterr().err
+    assert (index / "notes.txt").read_text(encoding="utf-8") == "mine"

@@ -26,8 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from sentvec.cli._args import MODEL_HELP, positive_int
+from sentvec.search import _CONFIG as _INDEX_CONFIG
+from sentvec.search import _FAISS, _VECTORS
 
 _FINGERPRINT = "fingerprint.json"
+#: The files of a search index directory (SemanticSearch.save) plus the CLI's fingerprint.
+_INDEX_FILES = frozenset({_FINGERPRINT, _INDEX_CONFIG, _VECTORS, _FAISS})
 _CHUNK_LINES = 8192
 
 
@@ -85,7 +89,7 @@ def fingerprint(corpus: Path, model_arg: str, encoder: Any, metric: str, backend
 
 
 def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tuple[Any, bool, int]:
-    from sentvec._io import atomic_write_json, read_json_object
+    from sentvec._io import atomic_write_json, check_replaceable_directory, read_json_object
     from sentvec.encode_files import iter_line_chunks
     from sentvec.search import SemanticSearch
 
@@ -100,10 +104,17 @@ def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tupl
         except (ValueError, OSError) as exc:  # a damaged index is rebuilt, never trusted
             warnings.warn(f"index {str(index_dir)!r} is unreadable ({exc}); rebuilding it",
                           UserWarning, stacklevel=2)
+    if index_dir.is_dir() and fp_path.is_file() and not (index_dir / _INDEX_CONFIG).is_file():
+        names = {f.name for f in index_dir.iterdir()}
+        if names <= _INDEX_FILES:  # a damaged index written here: only our files, cleared
+            for name in names:
+                (index_dir / name).unlink()
     if index_dir.exists() and any(index_dir.iterdir()) and not (
-            fp_path.is_file() or (index_dir / "search_index.json").is_file()):
+            fp_path.is_file() or (index_dir / _INDEX_CONFIG).is_file()):
         raise ValueError(f"--index {str(index_dir)!r} exists and is not a sentvec search index; "
                          "refusing to replace it")
+    # the rule SemanticSearch.save applies, checked before encoding the corpus
+    check_replaceable_directory(index_dir, marker=_INDEX_CONFIG, kind="a sentvec search index")
     t0 = time.perf_counter()
     index = SemanticSearch(metric=args.metric, backend=args.backend, encoder=encoder)
     n = 0
