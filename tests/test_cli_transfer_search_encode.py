@@ -4,6 +4,7 @@ official tiny Sent2Vec reference model and checked against the public API / nump
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -242,3 +243,28 @@ def test_search_cli_rebuilds_an_index_dir_missing_its_config(tmp_path, capsys, c
         assert main(args) != 0
     assert "refusing to replace it" in capsys.readouterr().err
     assert (index / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(tmp_path, capsys, corpus,
+                                                                       monkeypatch):
+    # root ignores permission bits, so the unwritable folder is simulated at the write check
+    import sentvec.cli.search as cli_search
+
+    def read_only(path, **kwargs):
+        raise PermissionError(f"cannot write index directory {str(path)!r}: not writable")
+
+    path, lines = corpus
+    args = ["search", "--model", BIGRAM, "--corpus", str(path), "-k", "2", "--query", lines[3],
+            "--json"]
+    assert main(args) == 0  # the oracle run, index saved next to the corpus
+    good = json.loads(capsys.readouterr().out)
+    shutil.rmtree(path.with_name(path.name + ".sentvec-index"))
+    monkeypatch.setattr(cli_search, "check_output_path", read_only)
+    with pytest.warns(UserWarning, match="searching without saving the index"):
+        assert main(args) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out) == good and "(in memory, not saved)" in out.err
+    assert not path.with_name(path.name + ".sentvec-index").exists()
+    # an explicit --index that cannot be written fails before the corpus is encoded
+    assert main(args + ["--index", str(tmp_path / "idx")]) != 0
+    assert "not writable" in capsys.readouterr().err

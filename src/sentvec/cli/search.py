@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, positive_int
+from sentvec.cli._args import MODEL_HELP, check_output_path, positive_int
 from sentvec.search import _CONFIG as _INDEX_CONFIG
 from sentvec.search import _FAISS, _VECTORS
 
@@ -115,6 +115,16 @@ def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tupl
                          "refusing to replace it")
     # the rule SemanticSearch.save applies, checked before encoding the corpus
     check_replaceable_directory(index_dir, marker=_INDEX_CONFIG, kind="a sentvec search index")
+    save = True
+    try:
+        check_output_path(index_dir, what="index directory", kind="whole-dir")
+    except PermissionError as exc:
+        if args.index:  # asked for: fail before the corpus is encoded
+            raise
+        # the default place, next to a read-only corpus: search all the same
+        warnings.warn(f"{exc}; searching without saving the index (pass --index DIR to keep "
+                      "it for the next search)", UserWarning, stacklevel=2)
+        save = False
     t0 = time.perf_counter()
     index = SemanticSearch(metric=args.metric, backend=args.backend, encoder=encoder)
     n = 0
@@ -123,9 +133,11 @@ def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tupl
         n += len(lines)
     if n == 0:
         raise ValueError(f"corpus {str(corpus)!r} has no lines")
-    index.save(index_dir)  # replaces the directory (and any old fingerprint) atomically
-    atomic_write_json(fp_path, fp)  # written last: an index without it is rebuilt
-    print(f"built index of {n} lines in {time.perf_counter() - t0:.1f} s: {index_dir}", file=sys.stderr)
+    if save:
+        index.save(index_dir)  # replaces the directory (and any old fingerprint) atomically
+        atomic_write_json(fp_path, fp)  # written last: an index without it is rebuilt
+    print(f"built index of {n} lines in {time.perf_counter() - t0:.1f} s: "
+          f"{index_dir if save else '(in memory, not saved)'}", file=sys.stderr)
     return index, True, n
 
 
