@@ -333,3 +333,20 @@ def test_lone_surrogates_are_a_clear_error(tiny_minilm):
             call(["fine", bad, "fine"])
     # real non-ASCII text is fine
     assert tiny_minilm.encode(["café ☕ 日本"]).shape == (1, tiny_minilm.get_sentence_embedding_dimension())
+
+
+def test_hub_names_are_never_downloaded(monkeypatch):
+    # a name that is not an alias or a directory goes to transformers with
+    # local_files_only=True (only the user's hub cache), and a miss says so
+    import transformers
+
+    seen = {}
+
+    def fake(name, **kwargs):
+        seen.update(kwargs, name=name)
+        raise OSError("not in the cache")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", fake)
+    with pytest.raises(OSError, match="never downloads models"):
+        TransformerEncoder.from_pretrained("some-org/some-model")
+    assert seen == {"name": "some-org/some-model", "local_files_only": True}

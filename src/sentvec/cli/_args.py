@@ -39,8 +39,9 @@ def positive_int_list(text: str) -> list[int]:
 
 
 #: ``--model`` help of every command that takes any encoder (``sentvec.pipeline.load_encoder``).
-MODEL_HELP = ("model alias (minilm, mpnet), Hugging Face directory or hub name, sent2vec .bin or "
-              "directory, or saved pipeline (default: minilm)")
+MODEL_HELP = ("model alias (minilm, mpnet), Hugging Face directory or hub name already in the "
+              "local hub cache (nothing is downloaded), sent2vec .bin or directory, or saved "
+              "pipeline (default: minilm)")
 
 
 #: Short STS task names accepted on the command line (case-insensitive).
@@ -152,3 +153,8 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
     os.close(fd)
     os.unlink(probe)
     return p
+
+
+def plain_text(doc: str) -> str:
+    """A module docstring paragraph for ``--help``: reST literals (double backticks) removed."""
+    return doc.replace("``", "")

@@ -20,7 +20,7 @@ import argparse
 import sys
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, int_at_least
+from sentvec.cli._args import MODEL_HELP, int_at_least, plain_text
 
 
 def register(subparsers: Any) -> None:
@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "encode",
         help="encode the lines of a large text file into resumable .npy shards",
-        description=__doc__.split("\n\n")[1],
+        description=plain_text(__doc__.split("\n\n")[1]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )

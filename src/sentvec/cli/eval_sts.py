@@ -22,7 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, layer_list, positive_int, sts_task_list, sts_tasks_for
+from sentvec.cli._args import (
+    MODEL_HELP,
+    layer_list,
+    plain_text,
+    positive_int,
+    sts_task_list,
+    sts_tasks_for,
+)
 
 _AGGREGATION_HELP = {
     "mean": "unweighted mean over subsets (WhiteningBERT)",
@@ -40,7 +47,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "eval-sts",
         help="STS evaluation; no options: the WhiteningBERT Table 1 block for one model",
-        description=__doc__.split("\n\n")[1],
+        description=plain_text(__doc__.split("\n\n")[1]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )

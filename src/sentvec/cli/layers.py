@@ -51,7 +51,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variant", choices=("senteval", "raw"), default=None,
                    help="STS text fed to the model (default: the encoder's preference, "
                         "'senteval' = tokenized and lower-cased as in the paper)")
-    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--batch-size", type=positive_int, default=None,
+                   help="sentences per forward pass (default: the encoder's, 32)")
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
@@ -429,32 +430,48 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+_AGGREGATION_HELP = ("how subset scores make a task score: mean (the paper's, default), wmean "
+                     "(weighted by subset size, SentEval) or all (Spearman over all pairs)")
+_MAX_LENGTH_HELP = "longest input in tokens (default: the model's own limit)"
+_TRANSFORMER_HELP = ("transformer: alias (minilm, mpnet), Hugging Face model directory, or hub "
+                     "name already in the local hub cache (nothing is downloaded)")
+
+
 def register(subparsers: Any) -> None:
     """Add the ``layers``, ``whiten-sweep`` and ``report`` sub-commands."""
-    p = subparsers.add_parser("layers", help="WhiteningBERT Figures 1-2: layer combinations",
-                              description=run_layers.__doc__)
-    p.add_argument("--model", required=True, help="model alias, directory or hub name")
-    p.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean")
+    p = subparsers.add_parser(
+        "layers", help="WhiteningBERT Figures 1-2: layer combinations",
+        description="Score every pair of hidden states (Figure 1 heat map) and the best "
+                    "combination of each size (Figure 2) on the STS tasks, with and without "
+                    "per-year whitening, from one forward pass; writes JSON, Markdown and PNGs.")
+    p.add_argument("--model", required=True, help=_TRANSFORMER_HELP)
+    p.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean",
+                   help="token pooling of each hidden state (default: mean, token=AVG)")
     p.add_argument("--max-combination", type=int, default=None,
                    help="largest number of combined hidden states in the Figure-2 search "
                         "(default: all; 0 = pairs only)")
     p.add_argument("--exhaustive-limit", type=int, default=128,
                    help="sizes with at most this many combinations are searched exhaustively; "
                         "larger ones by beam search")
-    p.add_argument("--beam-width", type=int, default=8)
+    p.add_argument("--beam-width", type=positive_int, default=8,
+                   help="combinations kept per size by the beam search (default 8)")
     p.add_argument("--no-embedding-layer", action="store_true",
                    help="exclude hidden state 0 from the Figure-2 candidates")
-    p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean")
+    p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean",
+                   help=_AGGREGATION_HELP)
     p.add_argument("--k", type=positive_int, default=None,
                    help="whitening dimension (default: all)")
-    p.add_argument("--max-length", type=int, default=None)
+    p.add_argument("--max-length", type=positive_int, default=None, help=_MAX_LENGTH_HELP)
     p.add_argument("--out", default="layers-out", help="output directory")
     _add_common(p)
     p.set_defaults(func=run_layers)
 
-    s = subparsers.add_parser("whiten-sweep", help="STS average versus whitening dimension k",
-                              description=run_whiten_sweep.__doc__)
-    s.add_argument("--model", required=True)
+    s = subparsers.add_parser(
+        "whiten-sweep", help="STS average versus whitening dimension k",
+        description="STS average against the number of kept whitening dimensions k, with the "
+                    "whitening fitted per year and on an outside corpus; writes JSON, "
+                    "Markdown and a PNG.")
+    s.add_argument("--model", required=True, help=_TRANSFORMER_HELP)
     s.add_argument("--layers", type=layer_list, default=(1, -1),
                    help="hidden states to combine (default 1,-1)")
     s.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean")
@@ -469,14 +486,18 @@ def register(subparsers: Any) -> None:
                    choices=("auto", "none", "lower", "moses-lower"),
                    help="auto: moses-lower for the senteval STS text, none for raw")
     s.add_argument("--no-corpus", action="store_true", help="per-year fit only")
-    s.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean")
-    s.add_argument("--max-length", type=int, default=None)
+    s.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean",
+                   help=_AGGREGATION_HELP)
+    s.add_argument("--max-length", type=positive_int, default=None, help=_MAX_LENGTH_HELP)
     s.add_argument("--out", default="layers-out")
     _add_common(s)
     s.set_defaults(func=run_whiten_sweep)
 
-    r = subparsers.add_parser("report", help="Markdown report of Table 1-style rows",
-                              description=run_report.__doc__)
+    r = subparsers.add_parser(
+        "report", help="Markdown report of Table 1-style rows",
+        description="One Markdown report with Table 1-style rows (CLS / AVG / L1 / L1+Llast, "
+                    "with and without whitening) for every available encoder, and the three "
+                    "STS aggregations side by side.")
     r.add_argument("--models", type=_str_list, default=["minilm", "mpnet"],
                    help="comma-separated transformer models (default minilm,mpnet)")
     r.add_argument("--sent2vec", default=None, help="a Sent2Vec model (.bin or directory)")

@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, check_output_path, positive_int
+from sentvec.cli._args import MODEL_HELP, check_output_path, plain_text, positive_int
 from sentvec.search import _CONFIG as _INDEX_CONFIG
 from sentvec.search import _FAISS, _VECTORS
 
@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "search",
         help="semantic search over the lines of a text file (index built once, reused)",
-        description=__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2].split("Examples::")[0].rstrip(),
+        description=plain_text(__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2].split("Examples::")[0].rstrip()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )

