@@ -145,13 +145,18 @@ def test_encode_cli_resume_whitening_and_refusal(tmp_path, capsys, corpus, model
     assert np.allclose(load_embeddings(wout), w.transform(model.encode(lines[100:250])), atol=1e-5)
 
 
+def _first_search(capsys, path, index, query, k):
+    """Run a JSON search that builds ``index``; return its arguments and its output."""
+    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k",
+            str(k), "--query", query, "--json"]
+    assert main(args) == 0
+    return args, json.loads(capsys.readouterr().out)
+
+
 def test_search_cli_rebuilds_a_damaged_index(tmp_path, capsys, corpus):
     path, lines = corpus
     index = tmp_path / "idx"
-    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "3",
-            "--query", lines[5], "--json"]
-    assert main(args) == 0
-    good = json.loads(capsys.readouterr().out)
+    args, good = _first_search(capsys, path, index, lines[5], 3)
     emb = index / "embeddings.npy"
     emb.write_bytes(emb.read_bytes()[:40])  # truncated by a crash or a full disk
     with pytest.warns(UserWarning, match="unreadable"):
@@ -228,10 +233,7 @@ def test_search_cli_rebuilds_an_index_dir_missing_its_config(tmp_path, capsys, c
     # any encoding
     path, lines = corpus
     index = tmp_path / "idx"
-    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "2",
-            "--query", lines[3], "--json"]
-    assert main(args) == 0
-    good = json.loads(capsys.readouterr().out)
+    args, good = _first_search(capsys, path, index, lines[3], 2)
     (index / "search_index.json").unlink()
     with pytest.warns(UserWarning, match="unreadable .*missing search_index.json"):
         assert main(args) == 0
