@@ -174,6 +174,9 @@ def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys):
     (dict(checkpoint_every=5.0), "checkpoint_dir"), (dict(sigmoid="tanh"), "sigmoid"),
     (dict(l1=-1.0), "l1=-1.0"), (dict(min_count_label=-1), "min_count_label=-1"),
     (dict(epoch_tokens="some"), "epoch_tokens='some'"),
+    # what the .bin writer or reader cannot hold: refused before training, not after it
+    (dict(dim=2**20 + 1), r"dim=1048577 is invalid; expected at most 1048576"),
+    (dict(bucket=2**31), r"bucket=2147483648 .* int32"), (dict(epoch=2**31), r"epoch=2147483648"),
 ])
 def test_bad_arguments_are_rejected_up_front(kw, match, tmp_path):
     with pytest.raises(ValueError, match=match):

@@ -61,7 +61,11 @@ ARGS_DEFAULTS: dict[str, Any] = {
 }
 _ENTRY_TAIL = struct.Struct("<qb")
 _MATRIX_HEADER = struct.Struct("<qq")
-_MAX_DIM = 1 << 20
+#: Largest ``dim`` the reader accepts (a sanity bound against corrupt headers); the trainer
+#: refuses larger ones up front.
+MAX_DIM = 1 << 20
+#: The args header stores every integer as int32.
+INT32_MAX = 2**31 - 1
 
 
 class ModelFormatError(ValueError):
@@ -161,8 +165,8 @@ def _check_args(cur: _Cursor, raw: dict) -> dict:
         raise cur.fail(f"{what} (args model={raw['model']}), not a sent2vec model (model=4)")
     if raw["loss"] not in LOSS_NAMES:
         raise cur.fail(f"corrupt args: loss={raw['loss']} is not one of {sorted(LOSS_NAMES)}")
-    if not 1 <= raw["dim"] <= _MAX_DIM:
-        raise cur.fail(f"corrupt args: dim={raw['dim']} outside [1, {_MAX_DIM}]")
+    if not 1 <= raw["dim"] <= MAX_DIM:
+        raise cur.fail(f"corrupt args: dim={raw['dim']} outside [1, {MAX_DIM}]")
     if raw["wordNgrams"] < 1 or raw["bucket"] < 0:
         raise cur.fail(f"corrupt args: wordNgrams={raw['wordNgrams']}, bucket={raw['bucket']}")
     if raw["wordNgrams"] > 1 and raw["bucket"] == 0:

@@ -148,8 +148,18 @@ class TrainingReport:
         return json.dumps(self.to_dict(), indent=2)
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    return check_positive_int(name, value, minimum=minimum)
+def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None,
+               why: str = "the official .bin format stores it as int32") -> int:
+    """An integer hyper-parameter in [minimum, maximum]; the official ``.bin`` header stores
+    each as int32, so the default maximum is ``2**31 - 1`` (checked before training, not when
+    saving)."""
+    from sentvec.sent2vec.binfile import INT32_MAX
+
+    v = check_positive_int(name, value, minimum=minimum)
+    top = INT32_MAX if maximum is None else maximum
+    if v > top:
+        raise ValueError(f"{name}={v} is invalid; expected at most {top} ({why})")
+    return v
 
 
 def _check_bool(name: str, value: Any) -> bool:
@@ -254,7 +264,10 @@ class Sent2VecTrainer:
                  resume_from: str | os.PathLike[str] | None = None,
                  show_progress_bar: bool | None = None,
                  tmp_dir: str | os.PathLike[str] | None = None) -> None:
-        self.dim = _check_int("dim", dim, 1)
+        from sentvec.sent2vec.binfile import MAX_DIM
+
+        self.dim = _check_int("dim", dim, 1, MAX_DIM,
+                              why="the largest dim a sentvec .bin reader accepts")
         self.epoch = _check_int("epoch", epoch, 1)
         self.lr = check_float_range("lr", lr, low=0.0, low_inclusive=False)
         self.lr_update_rate = _check_int("lr_update_rate", lr_update_rate, 1)
