@@ -144,6 +144,24 @@ def test_dask_fit_matches_numpy():
     np.testing.assert_allclose(out.compute(), w_np.transform(X), atol=1e-8)
 
 
+def test_dask_rows_of_unknown_count_after_boolean_masking():
+    # X[mask] has row chunks of unknown size (NaN); some blocks are empty after masking
+    da = pytest.importorskip("dask.array")
+    X = _correlated(n=500, d=9)
+    keep = X[:, 0] > 0.3
+    keep[:37] = False  # the whole first block goes
+    lazy = da.from_array(X, chunks=(37, 9))
+    masked = lazy[da.from_array(keep, chunks=37)]
+    assert np.isnan(masked.shape[0])
+    w_dask = Whitening().fit(masked)
+    w_np = Whitening().fit(X[keep])
+    assert w_dask.n_samples_seen_ == int(keep.sum())
+    np.testing.assert_allclose(w_dask.statistics_.covariance, w_np.statistics_.covariance,
+                               atol=1e-10)
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        Whitening().fit(lazy[da.from_array(np.zeros(500, bool), chunks=37)])
+
+
 def test_fewer_rows_than_features_drops_null_directions_with_warning():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6, 20))

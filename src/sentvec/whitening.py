@@ -235,6 +235,13 @@ class WhiteningStatistics:
     __add__ = merge
 
 
+def _block_statistics(block: Any, n_features: int) -> WhiteningStatistics:
+    """Statistics of one block of rows; an empty block gives the empty statistics."""
+    if np.shape(block)[0] == 0:
+        return WhiteningStatistics.empty(n_features)
+    return WhiteningStatistics.from_array(block)
+
+
 def _statistics_of_dask(X: Any) -> WhiteningStatistics:
     """Per-block statistics of a dask array, merged by a pairwise tree reduction."""
     import dask
@@ -246,8 +253,10 @@ def _statistics_of_dask(X: Any) -> WhiteningStatistics:
     if X.shape[0] < 2:
         raise ValueError(f"X needs at least 2 rows to estimate a covariance, got {X.shape[0]}")
     blocks = X.to_delayed().ravel()
-    parts = [dask.delayed(WhiteningStatistics.from_array)(b)
-             for b, size in zip(blocks, X.chunks[0]) if size > 0]
+    # row counts may be unknown (NaN, e.g. after boolean masking): such blocks are kept, and an
+    # empty one contributes nothing; at least 2 rows in all is checked by the fit
+    parts = [dask.delayed(_block_statistics)(b, X.shape[1])
+             for b, size in zip(blocks, X.chunks[0]) if not size == 0]
     merge = dask.delayed(WhiteningStatistics.merge)
     while len(parts) > 1:
         nxt = [merge(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
