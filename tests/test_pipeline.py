@@ -203,3 +203,27 @@ def test_whitened_zero_rows_stay_zero(s2v, sentences):
         by_id = dict(zip(ids[q].tolist(), scores[q].tolist()))
         assert [by_id[i] for i in (5, 6, 7)] == [0.0, 0.0, 0.0]
         assert by_id[q] == (0.0 if zero[q] else pytest.approx(1.0, abs=1e-6))
+
+
+def test_whitening_of_another_width_is_refused_before_any_encoding(s2v, tmp_path):
+    from sentvec.encode_files import encode_file
+
+    w = Whitening().fit(np.random.default_rng(0).normal(size=(60, s2v.dim + 1)))
+    with pytest.raises(ValueError, match=rf"fitted on {s2v.dim + 1}-dimensional vectors, but "
+                                         rf"the encoder gives {s2v.dim}-dimensional"):
+        Pipeline(s2v, w)
+    # a saved pipeline edited to hold such a whitening does not load either
+    good = Whitening().fit(np.random.default_rng(0).normal(size=(60, s2v.dim)))
+    Pipeline(s2v, good).save(tmp_path / "p")
+    import shutil
+
+    shutil.rmtree(tmp_path / "p" / "whitening")
+    w.save(tmp_path / "p" / "whitening")
+    with pytest.raises(ValueError, match="dimensional"):
+        load_encoder(tmp_path / "p")
+    # file encoding checks it before the first shard and writes nothing
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat .\na dog ran .\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="dimensional"):
+        encode_file(s2v, corpus, tmp_path / "out", whitening=w)
+    assert not (tmp_path / "out").exists()

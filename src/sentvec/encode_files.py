@@ -456,9 +456,13 @@ def encode_file(
     start_line = check_positive_int("start_line", start_line, minimum=0)
     if end_line is not None:
         end_line = check_positive_int("end_line", end_line, minimum=start_line)
+    white = _as_whitening(whitening)
+    if white is not None:  # a whitening of another width would fail only after a shard
+        from sentvec.encoders.base import check_whitening_fits
+
+        check_whitening_fits(encoder, white)
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    white = _as_whitening(whitening)
     stat = path.stat()
 
     old = read_manifest(out) if (out / MANIFEST_NAME).is_file() else None

@@ -149,6 +149,16 @@ class Pipeline:
         ``encode`` can be used in memory; saving needs one of those two).
     whitening : sentvec.Whitening, optional
         A fitted whitening transform whose ``n_features_in_`` equals the encoder's dimension.
+
+    Raises
+    ------
+    TypeError
+        ``encoder`` has no ``encode`` method.
+    ValueError
+        The whitening was fitted on vectors of another width than the encoder gives (checked
+        when the encoder states its width).
+    sklearn.exceptions.NotFittedError
+        The whitening is not fitted.
     """
 
     def __init__(self, encoder: Any, whitening: Any = None) -> None:
@@ -158,6 +168,9 @@ class Pipeline:
             from sklearn.utils.validation import check_is_fitted
 
             check_is_fitted(whitening)
+            from sentvec.encoders.base import check_whitening_fits
+
+            check_whitening_fits(encoder, whitening, what="the pipeline's whitening")
         self.encoder = encoder
         self.whitening = whitening
         #: Directory this pipeline was loaded from (None when built in memory).

@@ -231,6 +231,10 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     whitening, wmeta = _resolve_whitening(args)
     if encoder is None:
         encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
+    if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
+        from sentvec.encoders.base import check_whitening_fits
+
+        check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
     tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()

@@ -38,3 +38,27 @@ def describe_encoder(encoder: Any) -> dict[str, Any]:
 def text_variant_of(encoder: Any, default: str = "senteval") -> str:
     """Text variant (``"senteval"``: tokenized + lower-cased, or ``"raw"``) an encoder prefers."""
     return str(getattr(encoder, "preferred_text_variant", default))
+
+
+def output_dimension(encoder: Any) -> int | None:
+    """The width ``d`` of the encoder's vectors when it says so without encoding, else None.
+
+    Asks ``get_sentence_embedding_dimension()`` (transformers, sentence-transformers style), then
+    an integer ``dim`` attribute (Sent2Vec).
+    """
+    getter = getattr(encoder, "get_sentence_embedding_dimension", None)
+    d = getter() if callable(getter) else getattr(encoder, "dim", None)
+    return int(d) if isinstance(d, (int, np.integer)) and not isinstance(d, bool) else None
+
+
+def check_whitening_fits(encoder: Any, whitening: Any, *, what: str = "whitening") -> None:
+    """Raise ValueError if a fitted whitening expects another width than the encoder gives.
+
+    Checked before any encoding, so a mismatch does not cost a forward pass. Nothing is
+    checked when the encoder does not state its width (see :func:`output_dimension`).
+    """
+    d = output_dimension(encoder)
+    n_in = getattr(whitening, "n_features_in_", None)
+    if d is not None and n_in is not None and int(n_in) != d:
+        raise ValueError(f"{what} was fitted on {int(n_in)}-dimensional vectors, but the "
+                         f"encoder gives {d}-dimensional ones; fit it on this encoder's vectors")
