@@ -187,3 +187,23 @@ def test_model_path_is_resolved_for_real(small_data, tiny_minilm_dir, tmp_path, 
     out = capsys.readouterr().out
     assert "| Model | STSB | SICK |" in out and "| AVG  L2 |" in out
     assert "(2 layers x 384)" in out
+
+
+def test_n_components_above_the_width_fails_before_encoding(small_data, use_tiny, tiny_minilm,
+                                                           monkeypatch, capsys):
+    from sentvec.encoders.transformer import TransformerEncoder
+    from sentvec.evaluation.layers import analyze_layers
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("the forward pass ran")
+
+    monkeypatch.setattr(TransformerEncoder, "_run", no_forward)
+    d = tiny_minilm.get_sentence_embedding_dimension()
+    base = ["eval-sts", "--tasks", "STSB", "--data", str(small_data)]
+    for extra in (["--layers", "1", "--whiten", "year"], []):  # one configuration; Table 1
+        assert main(base + extra + ["--n-components", str(d + 1)]) == 2
+        assert f"the encoder's vectors have {d} dimensions" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=f"have {d} dimensions"):
+        analyze_layers(tiny_minilm, n_components=d + 1)
+    with pytest.raises(ValueError, match="whitening='white'"):
+        analyze_layers(tiny_minilm, whitening="white")

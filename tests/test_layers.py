@@ -130,6 +130,12 @@ def test_pairs_cover_upper_triangle_once():
     assert s.calls == 56 and s.n_scored == 56
     for p in pairs:
         assert p.average == pytest.approx(s.truth(p.layers, p.whitening))
+    # one mode may be named as a plain string (it used to be iterated letter by letter)
+    only = evaluate_pairs(s, whitening="year")
+    assert [p for p in pairs if p.whitening == "year"] == list(only)
+    assert {b.whitening for b in search_combinations(s, whitening="none", max_layers=2)} == {"none"}
+    with pytest.raises(ValueError, match=r"whitening=\(\) is invalid"):
+        evaluate_pairs(s, whitening=())
 
 
 def test_threaded_scoring_gives_the_same_results():

@@ -138,6 +138,16 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
     atomic_write_json(path, payload)
 
 
+def _check_n_components(args: argparse.Namespace, encoder: Any) -> None:
+    """--n-components above the encoder's width fails now, not after the forward pass."""
+    from sentvec.encoders.base import output_dimension
+
+    d = output_dimension(encoder)
+    if args.n_components is not None and d is not None and args.n_components > d:
+        raise ValueError(f"--n-components {args.n_components} is invalid: the encoder's vectors "
+                         f"have {d} dimensions")
+
+
 # --------------------------------------------------------------------------- modes
 def _table1(args: argparse.Namespace, t_start: float) -> int:
     from sentvec.encoders.base import describe_encoder
@@ -145,6 +155,7 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     from sentvec.evaluation.sts import score_sts, unique_sentences
 
     encoder = _load_encoder(args)
+    _check_n_components(args, encoder)
     if not callable(getattr(encoder, "encode_layers", None)):
         print(f"note: {type(encoder).__name__} has no layers or token pooling; evaluating its "
               "own vectors (one row) instead of the Table 1 block", file=sys.stderr)
@@ -231,6 +242,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     whitening, wmeta = _resolve_whitening(args)
     if encoder is None:
         encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
+    _check_n_components(args, encoder)
     if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
         from sentvec.encoders.base import check_whitening_fits
 

@@ -450,7 +450,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-combination", type=int, default=None,
                    help="largest number of combined hidden states in the Figure-2 search "
                         "(default: all; 0 = pairs only)")
-    p.add_argument("--exhaustive-limit", type=int, default=128,
+    p.add_argument("--exhaustive-limit", type=positive_int, default=128,
                    help="sizes with at most this many combinations are searched exhaustively; "
                         "larger ones by beam search")
     p.add_argument("--beam-width", type=positive_int, default=8,

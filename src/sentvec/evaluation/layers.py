@@ -103,6 +103,17 @@ def _rank_key(score: "CombinationScore") -> tuple[float, tuple[int, ...]]:
     return (-score.average if math.isfinite(score.average) else math.inf, score.layers)
 
 
+def _whitening_modes(whitening: str | Sequence[str]) -> tuple[str, ...]:
+    """One mode or a sequence of them -> validated, de-duplicated tuple (order kept)."""
+    modes = (whitening,) if isinstance(whitening, str) else tuple(dict.fromkeys(whitening))
+    if not modes:
+        raise ValueError(f"whitening=() is invalid; name at least one of "
+                         f"{list(LAYER_WHITENING_MODES)}")
+    for w in modes:
+        check_choice("whitening", w, LAYER_WHITENING_MODES)
+    return modes
+
+
 def _single_threaded_blas() -> Any:
     """Context limiting BLAS to one thread (see ``CombinationScorer`` for the measurement)."""
     from threadpoolctl import threadpool_limits
@@ -288,9 +299,7 @@ class CombinationScorer:
             For one mode: in the order of ``combinations``; for several: mode by mode, each in
             the order of ``combinations``.
         """
-        modes = (whitening,) if isinstance(whitening, str) else tuple(whitening)
-        for w in modes:
-            check_choice("whitening", w, LAYER_WHITENING_MODES)
+        modes = _whitening_modes(whitening)
         idxs = [normalize_combination(c, self.n_hidden_states) for c in combinations]
         keys = [(i, w) for w in modes for i in idxs]
         todo: dict[tuple[int, ...], list[str]] = {}
@@ -316,7 +325,7 @@ class CombinationScorer:
 
 
 def evaluate_pairs(scorer: CombinationScorer, *,
-                   whitening: Sequence[str] = LAYER_WHITENING_MODES) -> tuple[CombinationScore, ...]:
+                   whitening: str | Sequence[str] = LAYER_WHITENING_MODES) -> tuple[CombinationScore, ...]:
     """Score every pair ``(i, j)``, ``i <= j`` (``i == j``: the single layer) of hidden states.
 
     Returns
@@ -327,7 +336,7 @@ def evaluate_pairs(scorer: CombinationScorer, *,
     """
     K = scorer.n_hidden_states
     combos = [(i,) if i == j else (i, j) for i in range(K) for j in range(i, K)]
-    return tuple(scorer.score_many(combos, tuple(whitening)))
+    return tuple(scorer.score_many(combos, _whitening_modes(whitening)))
 
 
 @dataclass(frozen=True)
@@ -368,7 +377,7 @@ class SizeBest:
 
 
 def search_combinations(scorer: CombinationScorer, *,
-                        whitening: Sequence[str] = LAYER_WHITENING_MODES,
+                        whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
                         max_layers: int | None = None,
                         include_embedding_layer: bool = True,
                         exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
@@ -378,7 +387,7 @@ def search_combinations(scorer: CombinationScorer, *,
     Parameters
     ----------
     scorer : CombinationScorer
-    whitening : sequence of {"none", "year"}
+    whitening : {"none", "year"} or sequence of them
         Each mode is searched independently (the best combination may differ).
     max_layers : int, optional
         Largest number of combined hidden states (default: all candidates).
@@ -403,8 +412,7 @@ def search_combinations(scorer: CombinationScorer, *,
     K = len(candidates)
     top = K if max_layers is None else min(check_positive_int("max_layers", max_layers), K)
     out = []
-    for w in whitening:
-        check_choice("whitening", w, LAYER_WHITENING_MODES)
+    for w in _whitening_modes(whitening):
         ranked: list[tuple[int, ...]] = []
         for m in range(1, top + 1):
             total = math.comb(K, m)
@@ -679,7 +687,7 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
 
 
 def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
-                   whitening: Sequence[str] = LAYER_WHITENING_MODES,
+                   whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
                    max_layers: int | None = None, include_embedding_layer: bool = True,
                    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
                    beam_width: int = DEFAULT_BEAM_WIDTH, search: bool = True,
@@ -711,10 +719,34 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     Returns
     -------
     LayerAnalysis
+
+    Raises
+    ------
+    ValueError
+        Unknown whitening mode, pooling or aggregation, a non-positive limit, or
+        ``n_components`` above the encoder's dimension: all before the forward pass.
+    TypeError
+        The encoder has no ``encode_layers`` (e.g. Sent2Vec).
     """
-    from sentvec.encoders.base import describe_encoder, text_variant_of
+    from sentvec.encoders.base import describe_encoder, output_dimension, text_variant_of
+    from sentvec.encoders.pooling import POOLING_MODES
+    from sentvec.evaluation.results import AGGREGATIONS
     from sentvec.evaluation.sts import load_sts, start_scoring_warm_up, unique_sentences
 
+    # every option is checked before the forward pass, which is most of the cost
+    whitening = _whitening_modes(whitening)
+    check_choice("pooling", pooling, POOLING_MODES)
+    check_choice("aggregation", aggregation, AGGREGATIONS)
+    exhaustive_limit = check_positive_int("exhaustive_limit", exhaustive_limit)
+    beam_width = check_positive_int("beam_width", beam_width)
+    if max_layers is not None:
+        max_layers = check_positive_int("max_layers", max_layers)
+    if n_components is not None:
+        n_components = check_positive_int("n_components", n_components)
+        d = output_dimension(encoder)
+        if d is not None and n_components > d:
+            raise ValueError(f"n_components={n_components} is invalid; the encoder's vectors "
+                             f"have {d} dimensions")
     task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
