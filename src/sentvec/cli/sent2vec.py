@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run_embed)
 
     t = subparsers.add_parser(
-        "tokenize", help="prepare text as Sent2Vec inference does (Moses, lower-case)",
+        "tokenize", help="Moses-tokenize and lower-case text (the reference corpus recipe)",
         description="Stream lines through the text preparation a Sent2Vec model applies; the "
                     "defaults are the reference-corpus recipe (Moses, lower-cased).")
     t.add_argument("--input", "-i", default="-", help="text file (default: stdin)")
