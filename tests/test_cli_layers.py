@@ -140,6 +140,14 @@ def test_whiten_sweep_matches_direct_scoring(env, tiny_minilm, tmp_path):
     assert score_sts(tasks, sts_sents, emb, whitening=fitted).average == \
         pytest.approx(pts["corpus", 64], abs=1e-9)
     assert (out / "model-mean-whiten-sweep.png").read_bytes()[:4] == b"\x89PNG"
+    # 197 corpus sentences cannot fill 384 directions: the record says how many were kept
+    with pytest.warns(UserWarning, match="singular"):
+        full = Whitening().fit(tiny_minilm.encode(corpus_lines[:197]))
+    dropped = {(p["fit"], p["k"]): p["n_dropped"] for p in data["points"]}
+    assert dropped["corpus", 384] == full.n_dropped_ >= 384 - 196
+    assert dropped["corpus", 16] == dropped["year", 16] == 0
+    md = (out / "model-mean-whiten-sweep.md").read_text(encoding="utf-8")
+    assert f"({384 - full.n_dropped_} kept)" in md
 
 
 @pytest.mark.slow

@@ -72,19 +72,25 @@ class SweepPoint:
         No whitening; fitted per STS year on the test pairs (paper protocol); fitted once on
         the outside corpus and applied to every task.
     k : int
-        Kept dimensions (the full d for "none").
+        Requested kept dimensions (the full d for "none").
     average : float
     task_scores : tuple of (str, float)
+    n_dropped : int
+        Of those k, directions dropped because their variance is numerically zero (a singular
+        covariance, e.g. a corpus of fewer than d sentences): the vectors have ``k - n_dropped``
+        dimensions. For "year", the largest count over the tasks.
     """
 
     fit: str
     k: int
     average: float
     task_scores: tuple[tuple[str, float], ...]
+    n_dropped: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"fit": self.fit, "k": self.k, "average": _json_float(self.average),
+        return {"fit": self.fit, "k": self.k, "n_dropped": self.n_dropped,
+                "average": _json_float(self.average),
                 "task_scores": {k: _json_float(v) for k, v in self.task_scores}}
 
 
@@ -152,9 +158,14 @@ class WhiteningSweep:
         lines += ["| k | " + " | ".join(fits) + " |", "|---:|" + "---:|" * len(fits)]
         ks = sorted({p.k for p in self.points if p.fit != "none"})
         for k in ks:
-            row = [next((f"{p.average:.2f}" for p in self.series(f) if p.k == k), "-")
+            row = [next((f"{p.average:.2f}" + (f" ({k - p.n_dropped} kept)" if p.n_dropped
+                                                 else "")
+                         for p in self.series(f) if p.k == k), "-")
                    for f in fits]
             lines.append(f"| {k}{' (d)' if k == self.dim else ''} | " + " | ".join(row) + " |")
+        if any(p.n_dropped for p in self.points):
+            lines += ["", "\"(N kept)\": the covariance was singular, so only N of the k "
+                      "directions had non-zero variance (for `year`, the fewest over the tasks)."]
         t = self.timings
         lines += ["", "Wall times: " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()), ""]
         return "\n".join(lines)
@@ -199,9 +210,12 @@ def whitening_sweep(sts_vectors: np.ndarray, tasks: Sequence[Any], sentences: Se
         dims.append(k)
     dims = sorted(set(dims))
 
-    def point(fit: str, k: int, res: Any) -> SweepPoint:
+    def point(fit: str, k: int, res: Any, n_dropped: int = 0) -> SweepPoint:
+        if fit == "year":
+            n_dropped = max(res.whitening.n_dropped.values(), default=0)
         return SweepPoint(fit, k, float(res.average),
-                          tuple((str(a), float(b)) for a, b in res.task_scores.items()))
+                          tuple((str(a), float(b)) for a, b in res.task_scores.items()),
+                          int(n_dropped))
 
     scorer = STSScorer(tasks, sentences)
     with _single_threaded_blas():
@@ -214,5 +228,6 @@ def whitening_sweep(sts_vectors: np.ndarray, tasks: Sequence[Any], sentences: Se
             for k in dims:
                 w = Whitening(None if k == d else k).fit(corpus_vectors)
                 out.append(point("corpus", k, scorer.score(sts_vectors, whitening=w,
-                                                           aggregation=aggregation)))
+                                                           aggregation=aggregation),
+                                 n_dropped=int(w.n_dropped_)))
     return tuple(out)
