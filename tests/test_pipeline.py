@@ -227,3 +227,22 @@ def test_whitening_of_another_width_is_refused_before_any_encoding(s2v, tmp_path
     with pytest.raises(ValueError, match="dimensional"):
         encode_file(s2v, corpus, tmp_path / "out", whitening=w)
     assert not (tmp_path / "out").exists()
+
+
+def test_edited_pipeline_json_is_a_clear_error(s2v, tmp_path):
+    import json
+
+    w = Whitening().fit(np.random.default_rng(0).normal(size=(60, s2v.dim)))
+    Pipeline(s2v, w).save(tmp_path / "p")
+    cfg_path = tmp_path / "p" / "pipeline.json"
+    good = json.loads(cfg_path.read_text())
+    for change, match in [({"encoder": "x"}, "'encoder' must be an object"),
+                          ({"whitening": "x"}, "'whitening' must be an object"),
+                          ({"whitening": {"path": "../elsewhere"}}, "not a sub-directory name"),
+                          ({"encoder": {**good["encoder"], "path": "/etc"}}, "not a sub-directory"),
+                          ({"version": True}, "unsupported pipeline version True")]:
+        cfg_path.write_text(json.dumps({**good, **change}))
+        with pytest.raises(ValueError, match=match):
+            Pipeline.load(tmp_path / "p")
+    cfg_path.write_text(json.dumps(good))
+    assert Pipeline.load(tmp_path / "p").whitening.n_features_in_ == s2v.dim

@@ -192,3 +192,18 @@ def test_load_errors(tmp_path):
     with pytest.raises(FileExistsError):
         m.save(tmp_path / "full")
     assert (tmp_path / "full" / "x.txt").read_text() == "keep me"
+
+
+def test_directory_config_without_its_fields_is_a_model_format_error(tmp_path):
+    m = Sent2Vec.load(REF / "tiny-maxvocab.bin")
+    m.save(tmp_path / "m")
+    cfg_path = tmp_path / "m" / "config.json"
+    good = json.loads(cfg_path.read_text())
+    for edit, match in [(lambda c: c.pop("dictionary"), "missing field 'dictionary'"),
+                        (lambda c: c.__setitem__("dictionary", [1]), "inconsistent model files"),
+                        (lambda c: c["dictionary"].pop("bucket"), "missing field 'bucket'")]:
+        cfg = json.loads(json.dumps(good))
+        edit(cfg)
+        cfg_path.write_text(json.dumps(cfg))
+        with pytest.raises(ModelFormatError, match=match):
+            Sent2Vec.load(tmp_path / "m")

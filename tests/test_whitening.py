@@ -264,6 +264,23 @@ def test_load_errors(tmp_path):
     np.save(tmp_path / "d" / "mean.npy", np.zeros(3))
     with pytest.raises(ValueError, match="corrupt"):
         Whitening.load(tmp_path / "d")
+    # edited JSON fields: each is "not a valid Whitening config", never an AttributeError
+    import json
+
+    w.save(tmp_path / "e")
+    cfg_path = tmp_path / "e" / "whitening.json"
+    good = json.loads(cfg_path.read_text())
+    for change, match in [({"params": [1]}, "params is a list"),
+                          ({"n_samples_seen": 0}, "n_samples_seen=0"),
+                          ({"n_components": 2.0}, "n_components=2.0"),
+                          ({"n_components": 9}, "exceeds n_features_in"),
+                          ({"version": True}, "unsupported version True"),
+                          ({"version": 1.0}, "unsupported version 1.0")]:
+        cfg_path.write_text(json.dumps({**good, **change}))
+        with pytest.raises(ValueError, match=f"not a valid Whitening config: .*{match}"):
+            Whitening.load(tmp_path / "e")
+    cfg_path.write_text(json.dumps(good))
+    assert np.array_equal(Whitening.load(tmp_path / "e").whitening_matrix_, w.whitening_matrix_)
 
 
 def test_sklearn_clone_and_params():

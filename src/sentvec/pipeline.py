@@ -106,6 +106,15 @@ def _reject_overrides(overrides: dict[str, Any], what: str) -> None:
         raise EncoderOptionsError(f"options {sorted(overrides)} do not apply to {what}")
 
 
+def _component_dir(root: Path, name: Any, cfg_path: Path) -> Path:
+    """``root / name`` for a component named in ``pipeline.json``: a plain sub-directory name
+    (a pipeline never reads files outside its own directory)."""
+    if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
+        raise ValueError(f"{str(cfg_path)!r}: component path {name!r} is not a sub-directory "
+                         "name of the pipeline")
+    return root / name
+
+
 def whiten_keeping_zero_rows(whitening: Any, X: np.ndarray) -> tuple[np.ndarray, int]:
     """``whitening.transform(X)`` as float32, except that all-zero rows of ``X`` stay all-zero.
 
@@ -287,7 +296,9 @@ class Pipeline:
         FileNotFoundError
             If the directory or ``pipeline.json`` is missing.
         ValueError
-            If ``pipeline.json`` is not a sentvec pipeline of a known version.
+            If ``pipeline.json`` is not a sentvec pipeline of a known version, names a component
+            outside the pipeline directory or of an unknown type, or its whitening does not fit
+            its encoder.
         """
         root = Path(path)
         cfg_path = root / PIPELINE_FILE
@@ -296,13 +307,16 @@ class Pipeline:
         cfg = read_json_object(cfg_path)
         if cfg.get("format") != PIPELINE_FORMAT:
             raise ValueError(f"{str(cfg_path)!r} is not a sentvec pipeline file")
-        if cfg.get("version") != PIPELINE_VERSION:
+        version = cfg.get("version")
+        if type(version) is not int or version != PIPELINE_VERSION:
             raise ValueError(
-                f"unsupported pipeline version {cfg.get('version')!r} (this sentvec reads "
+                f"unsupported pipeline version {version!r} (this sentvec reads "
                 f"version {PIPELINE_VERSION})"
             )
         enc = cfg.get("encoder") or {}
-        enc_dir = root / str(enc.get("path", "encoder"))
+        if not isinstance(enc, dict):
+            raise ValueError(f"{str(cfg_path)!r}: 'encoder' must be an object, got {enc!r:.60}")
+        enc_dir = _component_dir(root, enc.get("path", "encoder"), cfg_path)
         if enc.get("type") == "transformer":
             from sentvec.encoders.transformer import TransformerEncoder
 
@@ -317,7 +331,12 @@ class Pipeline:
         if cfg.get("whitening"):
             from sentvec.whitening import Whitening
 
-            whitening = Whitening.load(root / str(cfg["whitening"].get("path", "whitening")))
+            wcfg = cfg["whitening"]
+            if not isinstance(wcfg, dict):
+                raise ValueError(f"{str(cfg_path)!r}: 'whitening' must be an object or null, "
+                                 f"got {wcfg!r:.60}")
+            whitening = Whitening.load(_component_dir(root, wcfg.get("path", "whitening"),
+                                                      cfg_path))
         pipeline = cls(encoder, whitening)
         pipeline.path = str(root)
         return pipeline

@@ -235,6 +235,14 @@ class WhiteningStatistics:
     __add__ = merge
 
 
+def _config_int(cfg: dict, key: str, minimum: int) -> int:
+    """An integer field of a saved config (not a bool or float), at least ``minimum``."""
+    v = cfg[key]
+    if type(v) is not int or v < minimum:
+        raise ValueError(f"{key}={v!r} is invalid; expected an integer >= {minimum}")
+    return v
+
+
 def _block_statistics(block: Any, n_features: int) -> WhiteningStatistics:
     """Statistics of one block of rows; an empty block gives the empty statistics."""
     if np.shape(block)[0] == 0:
@@ -552,11 +560,18 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             cfg = read_json_object(cfg_path)
             if cfg.get("format") != _FORMAT:
                 raise ValueError(f"format is {cfg.get('format')!r}, expected {_FORMAT!r}")
-            if cfg.get("version") != _VERSION:
-                raise ValueError(f"unsupported version {cfg.get('version')!r}")
+            version = cfg.get("version")
+            if type(version) is not int or version != _VERSION:  # not True, not 1.0
+                raise ValueError(f"unsupported version {version!r}")
             params = cfg["params"]
-            d, k, n = int(cfg["n_features_in"]), int(cfg["n_components"]), int(cfg["n_samples_seen"])
-            n_dropped = int(cfg["n_dropped"])
+            if not isinstance(params, dict):
+                raise ValueError(f"params is a {type(params).__name__}, expected an object")
+            d = _config_int(cfg, "n_features_in", 1)
+            k = _config_int(cfg, "n_components", 1)
+            n = _config_int(cfg, "n_samples_seen", 2)
+            n_dropped = _config_int(cfg, "n_dropped", 0)
+            if k > d:
+                raise ValueError(f"n_components={k} exceeds n_features_in={d}")
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{str(cfg_path)!r} is not a valid Whitening config: {exc}") from exc
         arrays = {name: load_npy(root / f"{name}.npy") for name in _ARRAYS}

@@ -222,8 +222,8 @@ class Sent2Vec:
                 arrays[name] = load_npy(f, mmap=mmap and name in ("input", "output"))
             except (OSError, ValueError) as exc:
                 raise ModelFormatError(str(exc)) from exc
-        dc = cfg["dictionary"]
         try:
+            dc = cfg["dictionary"]
             dictionary = Dictionary(vocab["words"], arrays["counts"], ntokens=dc["ntokens"],
                                     bucket=dc["bucket"], word_ngrams=dc["word_ngrams"],
                                     labels=vocab.get("labels", []),
@@ -232,8 +232,9 @@ class Sent2Vec:
                                     prune_pairs=arrays["prune_pairs"])
             return cls(dictionary, arrays["input"], arrays["output"], args=cfg.get("args"),
                        preprocessing=cfg.get("preprocessing"))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFormatError(f"{str(d)!r}: inconsistent model files: {exc}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ModelFormatError(f"{str(d)!r}: inconsistent model files: {what}") from exc
 
     def save(self, directory: str | os.PathLike[str]) -> Path:
         """Write the model as a directory (``config.json``, ``vocab.json``, ``*.npy``; no pickle).
