@@ -349,3 +349,19 @@ def test_float32_data_of_extreme_scale_is_whitened_like_ordinary_data(scale):
     assert Z.dtype == np.float32 and np.isfinite(Z).all()
     # 1e-40 is subnormal in float32: its inputs keep only about 17 of 24 bits
     np.testing.assert_allclose(Z, ref, rtol=0, atol=1e-3 if scale < 1e-38 else 1e-5)
+
+
+def test_statistics_counts_are_exact_integers_and_sum_merges():
+    X = _correlated(n=30, d=3)
+    with pytest.raises(ValueError, match="positive sum below 2\\*\\*63"):
+        # the uint64 sum wraps around to 1
+        WhiteningStatistics.from_array(X[:3], sample_weight=np.array([2**63, 2**63, 1],
+                                                                     dtype=np.uint64))
+    for bad in (2.7, True, -1):
+        with pytest.raises(ValueError, match="n_samples="):
+            WhiteningStatistics(bad, np.zeros(3), np.zeros((3, 3)))
+    parts = [WhiteningStatistics.from_array(X[i:i + 10]) for i in range(0, 30, 10)]
+    whole = WhiteningStatistics.from_array(X)
+    total = sum(parts)  # starts from 0
+    assert total.n_samples == 30
+    np.testing.assert_allclose(total.scatter, whole.scatter, atol=1e-10)

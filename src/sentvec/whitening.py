@@ -77,9 +77,10 @@ class WhiteningStatistics:
             raise ValueError(
                 f"inconsistent statistics: mean shape {mean.shape}, scatter shape {scatter.shape}"
             )
-        if int(self.n_samples) < 0:
-            raise ValueError(f"n_samples={self.n_samples!r} must be >= 0")
-        object.__setattr__(self, "n_samples", int(self.n_samples))
+        n = self.n_samples
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n_samples={n!r} is invalid; expected an integer >= 0")
+        object.__setattr__(self, "n_samples", int(n))
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "scatter", scatter)
 
@@ -146,10 +147,10 @@ class WhiteningStatistics:
         if sample_weight is not None:
             w = np.asarray(sample_weight)
             if (w.shape != (arr.shape[0],) or not np.issubdtype(w.dtype, np.integer)
-                    or (w < 0).any() or w.sum() <= 0):
+                    or (w < 0).any() or not 0 < _exact_total(w) <= np.iinfo(np.int64).max):
                 raise ValueError("sample_weight must be non-negative integers, one per row, "
-                                 "with a positive sum")
-            weights = w
+                                 "with a positive sum below 2**63")
+            weights = w.astype(np.int64)
         total = cls.empty(arr.shape[1])
         for start in range(0, arr.shape[0], _CHUNK_ROWS):
             chunk = arr[start:start + _CHUNK_ROWS]
@@ -233,6 +234,21 @@ class WhiteningStatistics:
         return WhiteningStatistics(n, mean, scatter)
 
     __add__ = merge
+
+    def __radd__(self, other: Any) -> "WhiteningStatistics":
+        # sum([a, b, ...]) starts from 0
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
+
+
+def _exact_total(w: np.ndarray) -> int:
+    """Sum of non-negative integer weights without the wrap-around of an int64/uint64 sum."""
+    if w.size == 0:
+        return 0
+    if int(w.max()) <= np.iinfo(np.int64).max // w.size:  # the int64 sum cannot overflow
+        return int(w.sum(dtype=np.int64))
+    return sum(int(x) for x in w)
 
 
 def _config_int(cfg: dict, key: str, minimum: int) -> int:
