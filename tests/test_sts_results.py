@@ -515,3 +515,9 @@ def test_unit_scale_rows_hand_values():
     np.testing.assert_array_equal(S[3], [0.5, 0.25])
     assert nonzero.tolist() == [True, False, True, True] and not S[1].any()
     assert 0.5 <= np.abs(S[2]).max() < 1 and S[2][1] == 2 * S[2][0]
+
+
+def test_a_single_string_as_sentences_is_a_type_error():
+    task, sentences, emb = _toy_task_from_cosines(TOY_PREDS, TOY_GOLDS)
+    with pytest.raises(TypeError, match="not a single string"):
+        score_sts([task], "abc", emb)

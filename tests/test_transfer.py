@@ -234,6 +234,14 @@ def test_train_test_and_dev_protocols_match_oracles():
     assert r2.c == (best,) and r2.n_dev == 60
     assert r2.accuracy == pytest.approx(100 * clf.score(X[300:], labels[300:]))
 
+    # a train split alone, or a split named otherwise, says what is expected (was a KeyError)
+    for splits in [(tr,), (tr, TransferSplit("valid", te.sentences, te.labels))]:
+        with pytest.raises(ValueError, match="'train' and 'test', optionally with 'dev'"):
+            evaluate_transfer(LookupEncoder(table), TransferData("toy3", splits, ("a", "b", "c")))
+    with pytest.raises(ValueError, match="seed=None"):
+        evaluate_transfer(LookupEncoder(table), TransferData("toy3", (tr, te), ("a", "b", "c")),
+                          seed=None)
+
 
 def test_pair_features_and_mrpc_f1():
     u = np.array([[1.0, -2.0], [0.5, 3.0]])

@@ -645,12 +645,17 @@ class STSScorer:
     ------
     KeyError
         A task sentence is missing from ``sentences``.
+    TypeError
+        ``sentences`` is a single string.
     ValueError
         No tasks, or duplicate task names.
     """
 
     def __init__(self, tasks: STSTask | Iterable[STSTask], sentences: Sequence[str]) -> None:
         self.tasks = _as_task_list(tasks)
+        if isinstance(sentences, (str, bytes)):
+            raise TypeError("sentences must be a sequence of str (the embeddings' row order, "
+                            "e.g. unique_sentences(tasks)), not a single string")
         self.sentences = list(sentences)
         index: dict[str, int] = {}
         for i, s in enumerate(self.sentences):

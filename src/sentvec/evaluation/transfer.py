@@ -494,13 +494,19 @@ def evaluate_transfer(
     Raises
     ------
     ValueError
-        Unknown task, bad fold counts or grid, encoder output of the wrong shape or non-finite.
+        Unknown task, bad fold counts, seed or grid, splits other than all / train+test(+dev),
+        encoder output of the wrong shape or non-finite.
     """
     t0, c0 = time.perf_counter(), time.process_time()
     data = task if isinstance(task, TransferData) else load_transfer(task, data_dir=data_dir)
     kfold = check_positive_int("kfold", kfold, minimum=2)
     inner_kfold = check_positive_int("inner_kfold", inner_kfold, minimum=2)
     n_jobs = check_positive_int("n_jobs", n_jobs)
+    seed = check_positive_int("seed", seed, minimum=0)  # None would make folds irreproducible
+    names = sorted(s.name for s in data.splits)
+    if names not in (["all"], ["test", "train"], ["dev", "test", "train"]):
+        raise ValueError(f"{data.task}: splits {names} are invalid; expected 'all' (scored by "
+                         "cross-validation) or 'train' and 'test', optionally with 'dev'")
     if batch_size is not None:
         batch_size = check_positive_int("batch_size", batch_size)
     lr = _LogReg(_check_c_grid(c_grid), check_float_range("tol", tol, low=0, low_inclusive=False),
