@@ -432,9 +432,20 @@ def run_report(args: argparse.Namespace) -> int:
 
 _AGGREGATION_HELP = ("how subset scores make a task score: mean (the paper's, default), wmean "
                      "(weighted by subset size, SentEval) or all (Spearman over all pairs)")
-_MAX_LENGTH_HELP = "longest input in tokens (default: the model's own limit)"
 _TRANSFORMER_HELP = ("transformer: alias (minilm, mpnet), Hugging Face model directory, or hub "
                      "name already in the local hub cache (nothing is downloaded)")
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """Options of the commands that score one transformer (layers, whiten-sweep)."""
+    p.add_argument("--model", required=True, help=_TRANSFORMER_HELP)
+    p.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean",
+                   help="token pooling of each hidden state (default: mean, token=AVG)")
+    p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean",
+                   help=_AGGREGATION_HELP)
+    p.add_argument("--max-length", type=positive_int, default=None,
+                   help="longest input in tokens (default: the model's own limit)")
+    p.add_argument("--out", default="layers-out", help="output directory (default layers-out)")
 
 
 def register(subparsers: Any) -> None:
@@ -444,9 +455,7 @@ def register(subparsers: Any) -> None:
         description="Score every pair of hidden states (Figure 1 heat map) and the best "
                     "combination of each size (Figure 2) on the STS tasks, with and without "
                     "per-year whitening, from one forward pass; writes JSON, Markdown and PNGs.")
-    p.add_argument("--model", required=True, help=_TRANSFORMER_HELP)
-    p.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean",
-                   help="token pooling of each hidden state (default: mean, token=AVG)")
+    _add_model_options(p)
     p.add_argument("--max-combination", type=int, default=None,
                    help="largest number of combined hidden states in the Figure-2 search "
                         "(default: all; 0 = pairs only)")
@@ -457,12 +466,8 @@ def register(subparsers: Any) -> None:
                    help="combinations kept per size by the beam search (default 8)")
     p.add_argument("--no-embedding-layer", action="store_true",
                    help="exclude hidden state 0 from the Figure-2 candidates")
-    p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean",
-                   help=_AGGREGATION_HELP)
     p.add_argument("--k", type=positive_int, default=None,
                    help="whitening dimension (default: all)")
-    p.add_argument("--max-length", type=positive_int, default=None, help=_MAX_LENGTH_HELP)
-    p.add_argument("--out", default="layers-out", help="output directory")
     _add_common(p)
     p.set_defaults(func=run_layers)
 
@@ -471,10 +476,9 @@ def register(subparsers: Any) -> None:
         description="STS average against the number of kept whitening dimensions k, with the "
                     "whitening fitted per year and on an outside corpus; writes JSON, "
                     "Markdown and a PNG.")
-    s.add_argument("--model", required=True, help=_TRANSFORMER_HELP)
+    _add_model_options(s)
     s.add_argument("--layers", type=layer_list, default=(1, -1),
                    help="hidden states to combine (default 1,-1)")
-    s.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean")
     s.add_argument("--k", type=positive_int_list, default=positive_int_list(DEFAULT_KS),
                    help=f"dimensions to keep (default {DEFAULT_KS}; d is always added)")
     s.add_argument("--corpus", default=None,
@@ -486,10 +490,6 @@ def register(subparsers: Any) -> None:
                    choices=("auto", "none", "lower", "moses-lower"),
                    help="auto: moses-lower for the senteval STS text, none for raw")
     s.add_argument("--no-corpus", action="store_true", help="per-year fit only")
-    s.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean",
-                   help=_AGGREGATION_HELP)
-    s.add_argument("--max-length", type=positive_int, default=None, help=_MAX_LENGTH_HELP)
-    s.add_argument("--out", default="layers-out")
     _add_common(s)
     s.set_defaults(func=run_whiten_sweep)
 
