@@ -164,6 +164,12 @@ def test_whiten_with_corpus_file_and_saved_whitening(small_data, use_tiny, tiny_
     assert main(args + ["--whiten", str(tmp_path / "wdir")]) == 0
     rows2 = _table_rows(capsys.readouterr().out)
     assert list(rows2.values()) == list(rows.values())
+    # and so does a saved pipeline holding it (as `encode --whitening` accepts)
+    from sentvec.pipeline import Pipeline
+
+    Pipeline(tiny_minilm, w).save(tmp_path / "pipe")
+    assert main(args + ["--whiten", str(tmp_path / "pipe")]) == 0
+    assert list(_table_rows(capsys.readouterr().out).values()) == list(rows.values())
 
 
 def test_errors_exit_2_with_a_message(small_data, use_tiny, capsys, tmp_path):

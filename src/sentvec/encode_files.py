@@ -305,23 +305,6 @@ def read_line_range(path: str | os.PathLike[str], start_byte: int, end_byte: int
 # --------------------------------------------------------------------------- whitening
 
 
-def _as_whitening(whitening: Any) -> Any:
-    if whitening is None or hasattr(whitening, "transform"):
-        return whitening
-    if isinstance(whitening, (str, os.PathLike)):
-        from sentvec.pipeline import PIPELINE_FILE, Pipeline
-        from sentvec.whitening import Whitening
-
-        if (Path(whitening) / PIPELINE_FILE).is_file():  # a saved pipeline: use its whitening
-            w = Pipeline.load(whitening).whitening
-            if w is None:
-                raise ValueError(f"the pipeline at {str(whitening)!r} has no whitening")
-            return w
-        return Whitening.load(whitening)
-    raise TypeError(f"whitening must be a fitted Whitening, a path to a saved Whitening or "
-                    f"pipeline, or None; got {type(whitening).__name__}")
-
-
 def _describe_whitening(w: Any) -> dict[str, Any] | None:
     """Class, config and a digest of the fitted ``*_`` arrays (detects a refitted whitening)."""
     if w is None:
@@ -456,7 +439,9 @@ def encode_file(
     start_line = check_positive_int("start_line", start_line, minimum=0)
     if end_line is not None:
         end_line = check_positive_int("end_line", end_line, minimum=start_line)
-    white = _as_whitening(whitening)
+    from sentvec.pipeline import load_whitening
+
+    white = load_whitening(whitening)
     if white is not None:  # a whitening of another width would fail only after a shard
         from sentvec.encoders.base import check_whitening_fits
 

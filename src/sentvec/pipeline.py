@@ -115,6 +115,43 @@ def _component_dir(root: Path, name: Any, cfg_path: Path) -> Path:
     return root / name
 
 
+def load_whitening(whitening: Any) -> Any:
+    """A fitted Whitening from itself, a saved Whitening directory or a saved pipeline's.
+
+    Parameters
+    ----------
+    whitening : fitted Whitening (anything with ``transform``), path-like, or None
+        A directory written by :meth:`sentvec.Whitening.save`, or by :meth:`Pipeline.save`
+        (its whitening is used).
+
+    Returns
+    -------
+    fitted Whitening or None
+
+    Raises
+    ------
+    FileNotFoundError
+        The directory holds neither ``whitening.json`` nor ``pipeline.json``.
+    ValueError
+        A pipeline without whitening, or corrupt files.
+    TypeError
+        Anything else.
+    """
+    if whitening is None or hasattr(whitening, "transform"):
+        return whitening
+    if isinstance(whitening, (str, os.PathLike)):
+        from sentvec.whitening import Whitening
+
+        if (Path(whitening) / PIPELINE_FILE).is_file():  # a saved pipeline: use its whitening
+            w = Pipeline.load(whitening).whitening
+            if w is None:
+                raise ValueError(f"the pipeline at {str(whitening)!r} has no whitening")
+            return w
+        return Whitening.load(whitening)
+    raise TypeError(f"whitening must be a fitted Whitening, a path to a saved Whitening or "
+                    f"pipeline, or None; got {type(whitening).__name__}")
+
+
 def whiten_keeping_zero_rows(whitening: Any, X: np.ndarray) -> tuple[np.ndarray, int]:
     """``whitening.transform(X)`` as float32, except that all-zero rows of ``X`` stay all-zero.
 

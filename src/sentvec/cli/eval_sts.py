@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--whiten", default=None, metavar="{none,year,FILE,DIR}",
                    help="none; year (fit per task on its scored pairs, the paper's protocol); a "
                         "text file of sentences (one per line) encoded with the same encoder; or "
-                        "a saved Whitening directory (one configuration; default none)")
+                        "a saved Whitening or pipeline directory (one configuration; default "
+                        "none)")
     p.add_argument("--n-components", type=positive_int, default=None, metavar="K",
                    help="dimensions kept by the whitening (BERT-whitening's k; default all)")
     p.add_argument("--aggregation", choices=tuple(_AGGREGATION_HELP), default="mean",
@@ -223,17 +224,19 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         return w, {}
     path = Path(w).expanduser()
     if path.is_dir():
-        from sentvec.whitening import Whitening
+        from sentvec.pipeline import load_whitening
 
         if args.n_components is not None:
             raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
-        return Whitening.load(path), {"whitening_source": f"saved Whitening {str(path)!r}"}
+        # a saved Whitening, or a saved pipeline's whitening (as `encode --whitening` takes)
+        return load_whitening(path), {"whitening_source": f"saved Whitening {str(path)!r}"}
     if path.is_file():
         corpus, blank = _read_corpus(path)
         return corpus, {"whitening_source": f"corpus file {str(path)!r}",
                         "whitening_corpus_lines": len(corpus), "whitening_corpus_blank_lines_skipped": blank}
     raise FileNotFoundError(
-        f"--whiten {w!r} is not 'none', 'year', an existing text file or a saved Whitening directory")
+        f"--whiten {w!r} is not 'none', 'year', an existing text file or a saved Whitening "
+        "(or pipeline) directory")
 
 
 def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
