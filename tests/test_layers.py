@@ -44,6 +44,12 @@ def test_combine_layers_is_mean_of_chosen_layers():
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(combine_layers(P, -1), P[:, 4])
     np.testing.assert_array_equal(combine_layers(P, (1, -1)), combine_layers(P, (4, 1)))
+    # float16 vectors are widened to float32 exactly; integers are refused
+    half = P.astype(np.float16)
+    np.testing.assert_array_equal(combine_layers(half, (1, 4)),
+                                  combine_layers(half.astype(np.float32), (1, 4)))
+    with pytest.raises(TypeError, match="float16, float32 or float64"):
+        combine_layers(P.astype(np.int64), (1, 4))
 
 
 def test_combine_layers_is_bitwise_numpy_mean_for_every_combination():
@@ -330,3 +336,20 @@ def test_search_best_pair_equals_encoder_with_that_pair(tiny_minilm, small_sts, 
                        show_progress_bar=False)
     assert b.timings.cache_hit
     assert b.pairs == a.pairs and b.by_size == a.by_size
+
+
+def test_pooled_layer_vectors_names_an_encoder_missing_a_pooling():
+    from sentvec.evaluation.layers import pooled_layer_vectors
+
+    class MeanOnly:
+        def encode_layers(self, sentences, pooling=("mean",), **kwargs):
+            return {"mean": np.ones((len(sentences), 3, 4), np.float32)}
+
+        def config_dict(self):
+            return {"encoder": "MeanOnly"}
+
+    vecs, hit, _ = pooled_layer_vectors(MeanOnly(), ["a", "b"], pooling="mean")
+    assert vecs["mean"].shape == (2, 3, 4) and not hit
+    with pytest.raises(ValueError, match=r"returned \['mean'\], not a dict holding every "
+                                         r"requested pooling"):
+        pooled_layer_vectors(MeanOnly(), ["a", "b"], pooling=("cls", "mean"))

@@ -126,8 +126,10 @@ def _check_per_layer(per_layer: Any) -> np.ndarray:
     if P.ndim != 3:
         raise ValueError(f"per_layer must have shape (n_sentences, n_hidden_states, dim), "
                          f"got {P.shape}")
+    if P.dtype == np.float16:  # exactly representable in float32 (as analyze_layers does)
+        return P.astype(np.float32)
     if P.dtype not in (np.float32, np.float64):
-        raise TypeError(f"per_layer must be float32 or float64, got {P.dtype}")
+        raise TypeError(f"per_layer must be float16, float32 or float64, got {P.dtype}")
     return P
 
 
@@ -677,6 +679,10 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
         if batch_size is not None:
             kwargs["batch_size"] = batch_size
         computed = encoder.encode_layers(sentences, pooling=missing, **kwargs)
+        if not isinstance(computed, Mapping) or not set(missing) <= set(computed):
+            got = sorted(computed) if isinstance(computed, Mapping) else type(computed).__name__
+            raise ValueError(f"{type(encoder).__name__}.encode_layers(pooling={missing}) "
+                             f"returned {got}, not a dict holding every requested pooling")
         for p in missing:
             out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
             if cache is not None:
