@@ -265,7 +265,11 @@ def test_bad_paths_fail_before_any_model_work(monkeypatch, capsys, tmp_path):
 
 
 def test_corpus_reader_names_file_and_line_and_drops_a_bom(tmp_path):
-    from sentvec.cli.layers import _read_lines
+    # whiten-sweep reads its corpus with read_text_lines(..., max_lines=--corpus-size)
+    from sentvec._io import read_text_lines
+
+    def _read_lines(path, n):
+        return read_text_lines(path, what="corpus", max_lines=n)
 
     p = tmp_path / "c.txt"
     p.write_bytes(b"\xef\xbb\xbfFirst line\nsecond\nthird\n")

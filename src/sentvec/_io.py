@@ -271,6 +271,8 @@ class TextLineReader:
         Python's codec error handler for lines that are not valid UTF-8.
     hint : str
         Ends the message of a decoding error under ``errors="strict"``.
+    what : str
+        How the messages name the source when it is missing or a directory.
 
     Raises
     ------
@@ -282,8 +284,9 @@ class TextLineReader:
     """
 
     def __init__(self, source: str, errors: str,
-                 hint: str = "use --errors replace or surrogateescape") -> None:
-        self.source, self.errors, self.hint, self.n_bad = source, errors, hint, 0
+                 hint: str = "use --errors replace or surrogateescape", *,
+                 what: str = "input") -> None:
+        self.source, self.errors, self.hint, self.what, self.n_bad = source, errors, hint, what, 0
 
     def __iter__(self) -> Iterator[str]:
         with contextlib.ExitStack() as stack:
@@ -292,10 +295,10 @@ class TextLineReader:
             else:
                 path = Path(self.source)
                 if path.is_dir():
-                    raise IsADirectoryError(f"input {self.source!r} is a directory; give a text "
-                                            "file, one sentence per line")
+                    raise IsADirectoryError(f"{self.what} {self.source!r} is a directory; give a "
+                                            "text file, one sentence per line")
                 if not path.is_file():
-                    raise FileNotFoundError(f"input file not found: {self.source!r}")
+                    raise FileNotFoundError(f"{self.what} file not found: {self.source!r}")
                 fh = stack.enter_context(open(path, "rb"))
             for lineno, raw in enumerate(fh, 1):
                 if raw.endswith(b"\n"):
@@ -317,22 +320,28 @@ class TextLineReader:
         return "stdin" if self.source == "-" else repr(self.source)
 
 
+#: Ends the decoding-error message of readers without an ``--errors`` option.
+CONVERT_HINT = "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+
+
 def read_text_lines(path: str | os.PathLike[str], *, what: str = "input",
-                    hint: str = "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
-                    ) -> list[str]:
-    """All lines of a (small) UTF-8 text file, as :class:`TextLineReader` reads them (strict).
+                    max_lines: int | None = None) -> list[str]:
+    """The lines of a UTF-8 text file, as :class:`TextLineReader` reads them (strict), without
+    a ``"\\r"`` before the newline; with ``max_lines``, only the first ones are read.
 
     Raises
     ------
     FileNotFoundError, IsADirectoryError
         ``path`` is missing or a directory (the message names ``what``).
     ValueError
-        A line is not valid UTF-8 (the message names the file and line, then ``hint``).
+        A line read is not valid UTF-8 (the message names the file and line, then how to
+        convert it).
     """
-    p = Path(path)
-    if p.is_dir():
-        raise IsADirectoryError(f"{what} {str(p)!r} is a directory; give a text file")
-    if not p.is_file():
-        raise FileNotFoundError(f"{what} file not found: {str(p)!r}")
-    return [line[:-1] if line.endswith("\r") else line
-            for line in TextLineReader(str(p), "strict", hint=hint)]
+    import itertools
+
+    lines = iter(TextLineReader(os.fspath(path), "strict", hint=CONVERT_HINT, what=what))
+    try:
+        return [line[:-1] if line.endswith("\r") else line
+                for line in itertools.islice(lines, max_lines)]
+    finally:
+        lines.close()  # closes the file when fewer than all lines were read

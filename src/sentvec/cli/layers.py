@@ -185,25 +185,10 @@ def run_layers(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- whiten-sweep
-def _read_lines(path: Any, n: int) -> list[str]:
-    """The first ``n`` lines of a UTF-8 text file (read as ``embed`` reads its input: a leading
-    byte-order mark dropped, a decoding error names the file and line)."""
-    import itertools
-
-    from sentvec._io import TextLineReader
-
-    it = iter(TextLineReader(str(path), "strict",
-                             hint="convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"))
-    try:
-        return list(itertools.islice(it, n))
-    finally:
-        it.close()  # closes the file
-
-
 def run_whiten_sweep(args: argparse.Namespace) -> int:
     """``sentvec whiten-sweep``: STS average versus whitening dimension k."""
     from sentvec._data import corpus_sample_path
-    from sentvec._io import atomic_write_json, atomic_write_text
+    from sentvec._io import atomic_write_json, atomic_write_text, read_text_lines
     from sentvec._validation import check_path_exists, check_positive_int
     from sentvec.evaluation.layers import combine_layers, pooled_layer_vectors
     from sentvec.evaluation.plots import plot_whitening_sweep
@@ -230,7 +215,7 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     sts_vectors = combine_layers(vecs[args.pooling], layers)
     corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
     if path is not None:
-        lines = _read_lines(path, size)
+        lines = read_text_lines(path, what="corpus", max_lines=size)
         prep = args.corpus_preprocessing
         if prep == "auto":
             prep = "moses-lower" if variant == "senteval" else "none"
