@@ -113,9 +113,10 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool = False) -> np.ndarray:
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
 
 
-def _marker_ok(directory: Path, marker: str, marker_format: str | None) -> bool:
+def has_marker(directory: str | os.PathLike[str], marker: str,
+               marker_format: str | None = None) -> bool:
     """True if ``directory / marker`` is a file (a JSON object of ``marker_format`` if set)."""
-    f = directory / marker
+    f = Path(directory) / marker
     if not f.is_file():
         return False
     if marker_format is None:
@@ -184,7 +185,7 @@ def check_replaceable_directory(path: str | os.PathLike[str], *, marker: str | N
                              "be replaced; give a path to a new or empty subdirectory")
     if not any(target.iterdir()):
         return
-    if marker is not None and _marker_ok(target, marker, marker_format):
+    if marker is not None and has_marker(target, marker, marker_format):
         return
     if marker is None:
         why = "a non-empty directory"

@@ -22,6 +22,7 @@ from sentvec._io import (
     atomic_directory,
     atomic_save_npy,
     atomic_write_text,
+    has_marker,
     load_npy,
     read_json_object,
 )
@@ -483,11 +484,7 @@ def check_save_target(directory: str | os.PathLike[str]) -> Path:
 
 def is_model_dir(d: Path) -> bool:
     """True if ``d`` holds a ``config.json`` of the sentvec Sent2Vec directory format."""
-    try:
-        cfg = read_json_object(d / _CONFIG)
-    except (OSError, ValueError):
-        return False
-    return cfg.get("format") == DIR_FORMAT
+    return has_marker(d, _CONFIG, DIR_FORMAT)
 
 
 __all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "check_save_target", "is_model_dir",
