@@ -139,24 +139,14 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
     atomic_write_json(path, payload)
 
 
-def _check_n_components(args: argparse.Namespace, encoder: Any) -> None:
-    """--n-components above the encoder's width fails now, not after the forward pass."""
-    from sentvec.encoders.base import output_dimension
-
-    d = output_dimension(encoder)
-    if args.n_components is not None and d is not None and args.n_components > d:
-        raise ValueError(f"--n-components {args.n_components} is invalid: the encoder's vectors "
-                         f"have {d} dimensions")
-
-
 # --------------------------------------------------------------------------- modes
 def _table1(args: argparse.Namespace, t_start: float) -> int:
-    from sentvec.encoders.base import describe_encoder
+    from sentvec.encoders.base import check_n_components, describe_encoder
     from sentvec.evaluation.layers import combine_layers
     from sentvec.evaluation.sts import score_sts, unique_sentences
 
     encoder = _load_encoder(args)
-    _check_n_components(args, encoder)
+    check_n_components(encoder, args.n_components, name="--n-components")
     if not callable(getattr(encoder, "encode_layers", None)):
         print(f"note: {type(encoder).__name__} has no layers or token pooling; evaluating its "
               "own vectors (one row) instead of the Table 1 block", file=sys.stderr)
@@ -240,15 +230,14 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
+    from sentvec.encoders.base import check_n_components, check_whitening_fits
     from sentvec.evaluation.sts import evaluate_sts, unique_sentences
 
     whitening, wmeta = _resolve_whitening(args)
     if encoder is None:
         encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
-    _check_n_components(args, encoder)
+    check_n_components(encoder, args.n_components, name="--n-components")
     if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
-        from sentvec.encoders.base import check_whitening_fits
-
         check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
     tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start

@@ -62,3 +62,16 @@ def check_whitening_fits(encoder: Any, whitening: Any, *, what: str = "whitening
     if d is not None and n_in is not None and int(n_in) != d:
         raise ValueError(f"{what} was fitted on {int(n_in)}-dimensional vectors, but the "
                          f"encoder gives {d}-dimensional ones; fit it on this encoder's vectors")
+
+
+def check_n_components(encoder: Any, n_components: int | None, *,
+                       name: str = "n_components") -> None:
+    """Raise ValueError if a whitening dimension exceeds the encoder's width.
+
+    Checked before the forward pass, which is most of an evaluation's cost. Nothing is checked
+    when the encoder does not state its width (see :func:`output_dimension`).
+    """
+    d = output_dimension(encoder)
+    if n_components is not None and d is not None and n_components > d:
+        raise ValueError(f"{name}={n_components} is invalid; the encoder's vectors have {d} "
+                         "dimensions")

@@ -734,7 +734,7 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     TypeError
         The encoder has no ``encode_layers`` (e.g. Sent2Vec).
     """
-    from sentvec.encoders.base import describe_encoder, output_dimension, text_variant_of
+    from sentvec.encoders.base import check_n_components, describe_encoder, text_variant_of
     from sentvec.encoders.pooling import POOLING_MODES
     from sentvec.evaluation.results import AGGREGATIONS
     from sentvec.evaluation.sts import load_sts, start_scoring_warm_up, unique_sentences
@@ -749,10 +749,7 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
         max_layers = check_positive_int("max_layers", max_layers)
     if n_components is not None:
         n_components = check_positive_int("n_components", n_components)
-        d = output_dimension(encoder)
-        if d is not None and n_components > d:
-            raise ValueError(f"n_components={n_components} is invalid; the encoder's vectors "
-                             f"have {d} dimensions")
+        check_n_components(encoder, n_components)
     task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
