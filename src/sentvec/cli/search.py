@@ -109,11 +109,7 @@ def _open_or_build(args: argparse.Namespace, encoder: Any, corpus: Path) -> tupl
         if names <= _INDEX_FILES:  # a damaged index written here: only our files, cleared
             for name in names:
                 (index_dir / name).unlink()
-    if index_dir.exists() and any(index_dir.iterdir()) and not (
-            fp_path.is_file() or (index_dir / _INDEX_CONFIG).is_file()):
-        raise ValueError(f"--index {str(index_dir)!r} exists and is not a sentvec search index; "
-                         "refusing to replace it")
-    # the rule SemanticSearch.save applies, checked before encoding the corpus
+    # the rule SemanticSearch.save applies (a foreign directory is refused), before encoding
     check_replaceable_directory(index_dir, marker=_INDEX_CONFIG, kind="a sentvec search index")
     save = True
     try:
