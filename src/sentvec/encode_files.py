@@ -45,7 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import UTF8_BOM, atomic_save_npy, atomic_write_json, read_json_object
+from sentvec._io import (
+    UTF8_BOM,
+    atomic_save_npy,
+    atomic_write_json,
+    load_npy,
+    read_json_object,
+)
 from sentvec._validation import check_positive_int
 from sentvec.encoders.base import describe_encoder
 
@@ -350,8 +356,8 @@ def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
     if not f.is_file():
         return "missing"
     try:
-        arr = np.load(f, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
+        arr = load_npy(f, mmap=True)
+    except ValueError as exc:  # empty, truncated or not .npy
         return f"unreadable ({exc})"
     if arr.dtype != np.float32 or arr.shape != (rec.end_line - rec.start_line, dim):
         return (f"{arr.dtype} {arr.shape}, expected float32 "
@@ -690,10 +696,9 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
             if not f.is_file():
                 raise FileNotFoundError(f"shard file missing: {str(f)!r}")
             try:
-                arr = np.load(f, mmap_mode="r" if mmap else None, allow_pickle=False)
-            except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
-                raise ValueError(f"shard file {str(f)!r} is not a valid .npy file ({exc}); "
-                                 "re-run encode_file to re-encode it") from exc
+                arr = load_npy(f, mmap=mmap)
+            except ValueError as exc:  # empty, truncated or not .npy; the message names f
+                raise ValueError(f"shard {exc}; re-run encode_file to re-encode it") from exc
             if arr.shape != (rec.end_line - rec.start_line, m.dim):
                 raise ValueError(f"{str(f)!r} has shape {arr.shape}, its manifest says "
                                  f"({rec.end_line - rec.start_line}, {m.dim})")
