@@ -117,10 +117,13 @@ class _SyntheticScorer(CombinationScorer):
         base = float(np.mean(self.w[list(layers)])) - 0.15 * (len(layers) - 3) ** 2
         return 50.0 + base + (1.0 if whitening == "year" else 0.0) * self.w[layers[0]]
 
-    def _result(self, layers, whitening, emb):
-        self.calls += 1
-        avg = self.truth(layers, whitening)
-        return SimpleNamespace(average=avg, task_scores={"T": avg})
+    def _results(self, layers, modes):
+        out = []
+        for whitening in modes:
+            self.calls += 1
+            avg = self.truth(layers, whitening)
+            out.append(SimpleNamespace(average=avg, task_scores={"T": avg}))
+        return out
 
 
 def test_pairs_cover_upper_triangle_once():
@@ -353,3 +356,66 @@ def test_pooled_layer_vectors_names_an_encoder_missing_a_pooling():
     with pytest.raises(ValueError, match=r"returned \['mean'\], not a dict holding every "
                                          r"requested pooling"):
         pooled_layer_vectors(MeanOnly(), ["a", "b"], pooling=("cls", "mean"))
+
+
+# ---------------------------------------------------------------- scorer = score_sts oracle
+
+def test_combine_rows_kernel_is_bitwise_combine_layers_then_gather():
+    from sentvec.evaluation.layers import _combine_rows
+
+    P = _per_layer(n=30, K=7, d=13, seed=4)
+    rows = np.array([0, 3, 4, 17, 29, 3], dtype=np.intp)  # unsorted, repeated
+    for P_ in (P, P.astype(np.float64)):
+        for m in (1, 2, 3, 7):
+            for idx in list(itertools.combinations(range(7), m))[:5]:
+                out = np.full((len(rows), 13), np.nan, dtype=P_.dtype)
+                got = _combine_rows(P_, idx, rows, out)
+                assert got is out
+                np.testing.assert_array_equal(out, combine_layers(P_, idx)[rows])
+
+
+def _layer_vectors(tasks, seed=0, d=12, K=5):
+    from sentvec.evaluation.sts import unique_sentences
+
+    sents = unique_sentences(tasks)
+    rng = np.random.default_rng(seed)
+    base = rng.standard_normal((len(sents), 1, d))
+    # correlated layers with different scales: whitening changes the scores
+    P = (base + 0.7 * rng.standard_normal((len(sents), K, d))) * rng.uniform(0.2, 3.0, d)
+    return sents, P.astype(np.float32)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 3])
+def test_scorer_equals_score_sts_of_combined_vectors_exactly(small_sts, n_jobs):
+    # the scorer gathers each task's combined rows straight from per_layer into per-thread
+    # buffers and scores both modes in one pass; score_sts on combine_layers is the oracle
+    import warnings
+
+    from sentvec.evaluation.sts import score_sts
+
+    _, tasks = small_sts
+    sents, P = _layer_vectors(tasks)
+    scorer = CombinationScorer(P, tasks, sents, n_jobs=n_jobs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pairs = evaluate_pairs(scorer)
+        assert len(pairs) == 2 * 15
+        for sc in pairs:
+            want = score_sts(tasks, sents, combine_layers(P, sc.layers), whitening=sc.whitening)
+            assert sc.average == want.average
+            assert dict(sc.task_scores) == want.task_scores
+        full = scorer.result((1, 4), "year")
+    assert full.average == score_sts(tasks, sents, combine_layers(P, (1, 4)),
+                                     whitening="year").average
+    assert full.whitening.mode == "year" and full.whitening.fit_size == sum(
+        2 * sub.n_pairs for t in tasks for sub in t.subsets)
+
+
+def test_scorer_refuses_non_finite_per_layer_vectors(small_sts):
+    _, tasks = small_sts
+    sents, P = _layer_vectors(tasks)
+    P[3, 2, 5] = np.nan
+    scorer = CombinationScorer(P, tasks, sents, n_jobs=1)
+    assert scorer.score((0, 1)).average == scorer.score((0, 1)).average  # NaN-free layers fine
+    with pytest.raises(ValueError, match="non-finite"):
+        scorer.score((1, 2))

@@ -162,7 +162,8 @@ class WhiteningStatistics:
         return total
 
     @classmethod
-    def _from_block(cls, X: np.ndarray, counts: np.ndarray | None
+    def _from_block(cls, X: np.ndarray, counts: np.ndarray | None, *,
+                    out: np.ndarray | None = None, work: np.ndarray | None = None
                     ) -> tuple["WhiteningStatistics", np.ndarray]:
         """Statistics of one validated block, and its centred rows ``X - mean`` (float64).
 
@@ -172,7 +173,9 @@ class WhiteningStatistics:
         syrk) plus ``sum (c_i - 1) x_i x_i^T`` over the rows counted more than once, or, when
         more than 1/8 of the rows repeat, one syrk of the rows scaled by ``sqrt(c_i)``.
         Returning the centred rows lets a caller that transforms the same rows (the per-year
-        STS whitening) skip a second centring pass.
+        STS whitening) skip a second centring pass. ``out`` / ``work``: optional C-ordered
+        float64 arrays of ``X``'s shape that receive the centred rows (returned) and the scaled
+        copy of the many-repeats case, instead of new arrays.
         """
         if counts is None:
             n = X.shape[0]
@@ -186,7 +189,7 @@ class WhiteningStatistics:
             if extra.any():
                 total += (counts[extra] - 1).astype(np.float64) @ X[extra].astype(np.float64)
             mean = total / n
-        centred = np.subtract(X, mean, dtype=np.float64)
+        centred = np.subtract(X, mean, dtype=np.float64, out=out)
         # values beyond ~1e154 overflow here: Whitening then raises a clear error, so numpy's
         # own overflow warning would only be noise
         with np.errstate(over="ignore", invalid="ignore"):
@@ -196,7 +199,8 @@ class WhiteningStatistics:
             elif 8 * int(extra.sum()) > X.shape[0]:
                 # many repeated rows (SICK reuses sentences): one syrk of the rows scaled by
                 # sqrt(count)
-                scaled = centred * np.sqrt(counts.astype(np.float64))[:, None]
+                scaled = np.multiply(centred, np.sqrt(counts.astype(np.float64))[:, None],
+                                     out=work)
                 scatter = scaled.T @ scaled
             else:
                 base = centred if positive.all() else centred[positive]

@@ -29,6 +29,7 @@ import itertools
 import json
 import math
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -161,6 +162,53 @@ def combine_layers(per_layer: np.ndarray, layers: Sequence[int] | int) -> np.nda
     return out
 
 
+def _combine_rows_impl(P, layers, rows, divisor, out):  # pragma: no cover - compiled by numba
+    m = layers.shape[0]
+    for i in range(rows.shape[0]):
+        src = P[rows[i]]  # (L + 1, d) view of one sentence
+        o = out[i]
+        a = src[layers[0]]
+        if m == 2:  # the layer search's pairs: one pass
+            b = src[layers[1]]
+            for k in range(o.shape[0]):
+                o[k] = (a[k] + b[k]) / divisor
+            continue
+        for k in range(o.shape[0]):
+            o[k] = a[k]
+        for j in range(1, m):
+            b = src[layers[j]]
+            for k in range(o.shape[0]):
+                o[k] += b[k]
+        if m > 1:
+            for k in range(o.shape[0]):
+                o[k] /= divisor
+
+
+_COMBINE_ROWS: Any = None
+_COMBINE_LOCK = threading.Lock()
+
+
+def _combine_rows(P: np.ndarray, idx: tuple[int, ...], rows: np.ndarray,
+                  out: np.ndarray) -> np.ndarray:
+    """``combine_layers(P, idx)[rows]`` written into ``out``, without the full combined array.
+
+    A compiled loop (numba, GIL released) doing the same element-wise arithmetic in the input
+    precision as :func:`combine_layers` (sum in index order, then one division by the count),
+    so the values are bit-identical (tested). ``P``: C-ordered (n, L + 1, d) float32 or
+    float64; ``rows``: valid row indices; ``out``: C-ordered (len(rows), d) of P's dtype.
+    """
+    global _COMBINE_ROWS
+    with _COMBINE_LOCK:
+        if _COMBINE_ROWS is None:
+            import numba
+
+            _COMBINE_ROWS = numba.njit(cache=True, nogil=True)(_combine_rows_impl)
+    if rows.shape[0]:
+        _COMBINE_ROWS(P, np.asarray(idx, dtype=np.intp), np.ascontiguousarray(rows, np.intp),
+                      P.dtype.type(len(idx)), out)
+    return out
+
+
 @dataclass(frozen=True)
 class CombinationScore:
     """STS score of one combination of hidden states.
@@ -239,6 +287,22 @@ class CombinationScorer:
         self.aggregation = aggregation
         self.n_components = n_components
         self.n_hidden_states = int(self.per_layer.shape[1])
+        # finite and small enough that no sum of L + 1 of them overflows: combinations are then
+        # gathered task by task straight from per_layer (no validation of each combined array)
+        P = self.per_layer
+        self._direct = bool(P.size and P.shape[2] and P.flags.c_contiguous
+                            and np.isfinite(P).all()
+                            and float(np.abs(P).max()) <= np.finfo(P.dtype).max / P.shape[1])
+        if self._direct:
+            # compile (or load) the kernels here, before any scoring thread: numba's compiler
+            # uses warnings.catch_warnings, which is not thread-safe
+            from sentvec.evaluation.sts import _row_dots
+
+            one = np.zeros(1, dtype=np.intp)
+            _combine_rows(P, (0,), one, np.empty((1, P.shape[2]), dtype=P.dtype))
+            for dt in (P.dtype, np.float64):
+                z = np.zeros((1, 1), dtype=dt)
+                _row_dots(z, z, one, one)
         self._memo: dict[tuple[tuple[int, ...], str], CombinationScore] = {}
         self.n_scored = 0
         self.seconds = 0.0
@@ -261,24 +325,27 @@ class CombinationScorer:
         """Return the full ``STSResult`` of one combination (not memoised)."""
         check_choice("whitening", whitening, LAYER_WHITENING_MODES)
         idx = normalize_combination(layers, self.n_hidden_states)
-        return self._result(idx, whitening, combine_layers(self.per_layer, idx))
+        return self._results(idx, (whitening,))[0]
 
-    def _result(self, idx: tuple[int, ...], whitening: str, emb: np.ndarray) -> Any:
-        """``STSResult`` of combination ``idx`` whose combined vectors are ``emb``."""
-        return self._sts.score(emb, whitening=whitening,
-                               n_components=self.n_components if whitening == "year" else None,
-                               aggregation=self.aggregation)
+    def _results(self, idx: tuple[int, ...], modes: tuple[str, ...]) -> list[Any]:
+        """``STSResult`` of combination ``idx`` under each mode (the same numbers as
+        ``score_sts`` of ``combine_layers(per_layer, idx)``)."""
+        if self._direct:
+            # each task's combined rows are built once, straight into a work buffer, and
+            # scored under every mode
+            P = self.per_layer
+            return self._sts._score_modes(
+                lambda rows, out: _combine_rows(P, idx, rows, out), P.dtype, P.shape[2], modes,
+                n_components=self.n_components, aggregation=self.aggregation, metadata=None)
+        emb = combine_layers(self.per_layer, idx)  # validated (and refused) by score()
+        return [self._sts.score(emb, whitening=w,
+                                n_components=self.n_components if w == "year" else None,
+                                aggregation=self.aggregation) for w in modes]
 
     def _compute(self, idx: tuple[int, ...], modes: tuple[str, ...]) -> list[CombinationScore]:
-        # one combined array per combination, scored under every requested whitening mode
-        emb = combine_layers(self.per_layer, idx)
-        out = []
-        for w in modes:
-            res = self._result(idx, w, emb)
-            out.append(CombinationScore(idx, w, float(res.average),
-                                        tuple((str(k), float(v))
-                                              for k, v in res.task_scores.items())))
-        return out
+        return [CombinationScore(idx, w, float(res.average),
+                                 tuple((str(k), float(v)) for k, v in res.task_scores.items()))
+                for w, res in zip(modes, self._results(idx, modes))]
 
     def score(self, layers: Sequence[int] | int, whitening: str = "none") -> CombinationScore:
         """Return the (memoised) :class:`CombinationScore` of one combination."""
@@ -309,7 +376,11 @@ class CombinationScorer:
             if (i, w) not in self._memo:
                 todo.setdefault(i, []).append(w)
         if todo:
-            jobs = [(i, tuple(ws)) for i, ws in todo.items()]
+            # longest first, so no thread is left with a long job at the end: single hidden
+            # states of LayerNorm models have a singular covariance (the slower
+            # eigendecomposition path), and more modes mean more work (stable sort)
+            jobs = sorted(((i, tuple(ws)) for i, ws in todo.items()),
+                          key=lambda job: (-len(job[1]), len(job[0]) > 1))
             t0 = time.perf_counter()
             with _single_threaded_blas():
                 if self.n_jobs == 1 or len(jobs) == 1:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -534,8 +534,9 @@ def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.n
 _CHOLESKY_MIN_RCOND = 1e-8
 
 
-def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
-                           n_components: int | None) -> tuple[np.ndarray, int]:
+def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray, n_components: int | None, *,
+                           out: np.ndarray | None = None,
+                           work: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Whiten ``X`` with mu, Sigma of its rows repeated ``counts`` times; rows for cosine only.
 
     Cosine similarity is invariant under an orthogonal rotation of the whitened space, and every
@@ -546,6 +547,10 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
     than ``eigh``); otherwise (``k`` set, or Sigma near-singular) :class:`sentvec.Whitening`
     with its eigen-decomposition.
 
+    ``out`` / ``work``: optional C-ordered float64 arrays of X's shape for the centred rows
+    (then also the returned ``Z`` without dimension reduction) and a scaled copy of them (see
+    ``WhiteningStatistics._from_block``).
+
     Returns
     -------
     Z : ndarray of shape (n, k), float64
@@ -555,7 +560,7 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray,
     """
     from sentvec.whitening import Whitening, WhiteningStatistics
 
-    stats, centred = WhiteningStatistics._from_block(X, counts)
+    stats, centred = WhiteningStatistics._from_block(X, counts, out=out, work=work)
     # identical rows (a covariance of rounding noise) go to the eigen path, which rejects them;
     # the mean eigenvalue (trace / d) is a lower bound of the largest one that path tests
     if (n_components is None and stats.n_samples >= 2
@@ -667,6 +672,7 @@ class STSScorer:
         self._names = {t.name: list(t.subset_names) for t in self.tasks}
         variants = sorted({t.variant for t in self.tasks})
         self._variant: Any = variants[0] if len(variants) == 1 else variants
+        self._scratch = threading.local()  # per-thread work buffers (scorings run in threads)
 
     @property
     def n_sentences(self) -> int:
@@ -708,63 +714,129 @@ class STSScorer:
             if n_components is not None:
                 raise ValueError("n_components is invalid with an already fitted Whitening")
             fitted = whitening
-        shared = None
-        if fitted is not None:
-            shared = fitted.transform(emb[self._used])
+        def rows_of(rows: np.ndarray, out: np.ndarray) -> np.ndarray:
+            return np.take(emb, rows, axis=0, out=out, mode="clip")  # indices are valid
 
-        preds: dict[str, list[np.ndarray]] = {}
-        fit_sizes: dict[str, int] = {}
-        dropped: dict[str, int] = {}
-        n_zero_vectors = n_zero_pairs = 0
+        return self._score_rows(rows_of, emb.dtype, emb.shape[1], whitening=whitening,
+                                n_components=n_components, aggregation=aggregation,
+                                metadata=metadata, fitted=fitted, embeddings=emb)
+
+    def _buffer(self, name: str, n: int, d: int, dtype: Any) -> np.ndarray:
+        """A (n, d) C-ordered work array of this thread, reused across scorings.
+
+        Reusing it spares the page faults of fresh 10-30 MB arrays for every task and scoring
+        (about 10% of the layer search's CPU time in system calls otherwise).
+        """
+        bufs = self._scratch.__dict__
+        buf = bufs.get(name)
+        if buf is None or buf.dtype != dtype or buf.size < n * d:
+            buf = bufs[name] = np.empty(max(n * d, 1), dtype=dtype)
+        return buf[:n * d].reshape(n, d)
+
+    def _score_rows(self, rows_of: Callable[[np.ndarray, np.ndarray], np.ndarray], dtype: Any,
+                    d: int, *, whitening: Any, n_components: int | None, aggregation: str,
+                    metadata: Mapping[str, Any] | None, fitted: Any = None,
+                    embeddings: np.ndarray | None = None) -> STSResult:
+        """Score validated vectors given by ``rows_of(rows, out)``: the float32 or float64
+        ``dtype`` vectors of the sentences at ``rows`` (sorted row indices), written into the
+        C-ordered (len(rows), d) array ``out`` and returned. ``embeddings`` (all rows) is needed
+        for a ``fitted`` Whitening only."""
+        if fitted is not None:
+            assert embeddings is not None
+            shared = fitted.transform(embeddings[self._used])
+            tally = _ModeTally("fitted")
+            for plan in self._plans:
+                tally.add(plan, _subset_cosines(shared[np.searchsorted(self._used, plan.rows)],
+                                                plan.subset_pairs))
+            # warnings point at the caller of score(): _result, _score_rows, score, caller
+            return self._result(tally, aggregation, metadata, fitted=fitted, stacklevel=4)
+        return self._score_modes(rows_of, dtype, d, (whitening,), n_components=n_components,
+                                 aggregation=aggregation, metadata=metadata, stacklevel=5)[0]
+
+    def _score_modes(self, rows_of: Callable[[np.ndarray, np.ndarray], np.ndarray], dtype: Any,
+                     d: int, modes: Sequence[str], *, n_components: int | None,
+                     aggregation: str, metadata: Mapping[str, Any] | None,
+                     stacklevel: int = 3) -> list[STSResult]:
+        """:meth:`_score_rows` under several string modes ("none", "year") at once: each task's
+        rows are fetched once and scored under every mode. One result per mode, in order."""
+        tallies = [_ModeTally(w) for w in modes]
         for plan in self._plans:
-            if shared is not None:
-                Z = shared[np.searchsorted(self._used, plan.rows)]
-            elif whitening == "year":
-                # fit set = both sides of all the task's pairs, duplicates kept (as repeat counts)
-                Z, dropped[plan.name] = _fit_whiten_for_cosine(emb[plan.rows], plan.counts,
-                                                               n_components)
-                fit_sizes[plan.name] = plan.fit_size
-            else:
-                Z = emb[plan.rows]
-            preds[plan.name], n_zero, n_undefined = _subset_cosines(Z, plan.subset_pairs)
-            n_zero_vectors += n_zero
-            n_zero_pairs += n_undefined
+            X = rows_of(plan.rows, self._buffer("rows", len(plan.rows), d, dtype))
+            for tally in tallies:
+                if tally.mode == "year":
+                    # fit set = both sides of all the task's pairs, duplicates kept (as repeat
+                    # counts); the centred rows are written into this thread's work buffer
+                    Z, n_dropped = _fit_whiten_for_cosine(
+                        X, plan.counts, n_components,
+                        out=self._buffer("centred", len(plan.rows), d, np.float64),
+                        work=self._buffer("work", len(plan.rows), d, np.float64))
+                    tally.dropped[plan.name] = n_dropped
+                    tally.fit_sizes[plan.name] = plan.fit_size
+                else:
+                    Z = X
+                tally.add(plan, _subset_cosines(Z, plan.subset_pairs))
+        return [self._result(t, aggregation, metadata, n_components=n_components,
+                             stacklevel=stacklevel) for t in tallies]
+
+    def _result(self, tally: "_ModeTally", aggregation: str,
+                metadata: Mapping[str, Any] | None, *, n_components: int | None = None,
+                fitted: Any = None, stacklevel: int = 2) -> STSResult:
+        """Warnings, Spearman aggregation and the :class:`STSResult` of one mode's cosines."""
+        dropped = tally.dropped
         if any(dropped.values()):
             shown = ", ".join(f"{t}: {n}" for t, n in dropped.items() if n)
             warnings.warn(
                 "score_sts: year whitening met numerically singular covariances and dropped "
                 f"{sum(dropped.values())} eigen-direction(s) with eigenvalue <= 1e-10 x the "
                 f"largest (per task: {shown}); the whitened vectors have that many fewer "
-                "dimensions", UserWarning, stacklevel=2)
-        if n_zero_pairs:
+                "dimensions", UserWarning, stacklevel=stacklevel)
+        if tally.n_zero_pairs:
             warnings.warn(
-                f"score_sts: {n_zero_vectors} sentence vector(s) are zero, so the cosine of "
-                f"{n_zero_pairs} pair(s) is undefined; those cosines were set to 0",
-                UserWarning, stacklevel=2)
+                f"score_sts: {tally.n_zero_vectors} sentence vector(s) are zero, so the cosine "
+                f"of {tally.n_zero_pairs} pair(s) is undefined; those cosines were set to 0",
+                UserWarning, stacklevel=stacklevel)
 
-        scores = aggregate_scores(preds, self._golds, self._names, gold_ranks=self._gold_ranks)
+        scores = aggregate_scores(tally.preds, self._golds, self._names,
+                                  gold_ranks=self._gold_ranks)
         if scores.n_undefined:
             warnings.warn(
                 f"score_sts: {scores.n_undefined} correlation(s) are undefined (constant "
                 "predictions or gold); they are NaN, and so is any aggregate that includes them",
-                UserWarning, stacklevel=2)
+                UserWarning, stacklevel=stacklevel)
         if fitted is not None:
             info = WhiteningInfo(mode="fitted",
                                  n_components=int(getattr(fitted, "n_components_", 0)) or None,
                                  fit_corpus="fitted Whitening instance",
                                  fit_size=int(getattr(fitted, "n_samples_seen_", 0)) or None)
-        elif whitening == "year":
+        elif tally.mode == "year":
             info = WhiteningInfo(mode="year", n_components=n_components,
                                  fit_corpus="each task's scored pairs (both sides, duplicates "
-                                 "kept)", fit_size=sum(fit_sizes.values()), fit_sizes=fit_sizes,
-                                 n_dropped=dropped)
+                                 "kept)", fit_size=sum(tally.fit_sizes.values()),
+                                 fit_sizes=dict(tally.fit_sizes), n_dropped=dict(dropped))
         else:
             info = WhiteningInfo(mode="none")
         meta = dict(metadata or {})
         meta["text_variant"] = self._variant  # the text fed
         return STSResult.from_scores(scores, aggregation=aggregation, whitening=info,
-                                     metadata=meta, n_zero_vectors=n_zero_vectors,
-                                     n_zero_cosine_pairs=n_zero_pairs)
+                                     metadata=meta, n_zero_vectors=tally.n_zero_vectors,
+                                     n_zero_cosine_pairs=tally.n_zero_pairs)
+
+
+class _ModeTally:
+    """Cosines and counts of one scoring mode, gathered task by task."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.preds: dict[str, list[np.ndarray]] = {}
+        self.fit_sizes: dict[str, int] = {}
+        self.dropped: dict[str, int] = {}
+        self.n_zero_vectors = 0
+        self.n_zero_pairs = 0
+
+    def add(self, plan: _TaskPlan, cosines: tuple[list[np.ndarray], int, int]) -> None:
+        self.preds[plan.name], n_zero, n_undefined = cosines
+        self.n_zero_vectors += n_zero
+        self.n_zero_pairs += n_undefined
 
 
 def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embeddings: Any, *,
