@@ -419,3 +419,16 @@ def test_scorer_refuses_non_finite_per_layer_vectors(small_sts):
     assert scorer.score((0, 1)).average == scorer.score((0, 1)).average  # NaN-free layers fine
     with pytest.raises(ValueError, match="non-finite"):
         scorer.score((1, 2))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # numpy's, in the sum
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, 3e38])
+def test_scorer_refuses_infinite_or_overflowing_combinations(small_sts, bad):
+    _, tasks = small_sts
+    sents, P = _layer_vectors(tasks)
+    P[0, 1, 0] = bad
+    P[0, 2, 0] = bad  # 3e38 + 3e38 overflows float32: the combination is infinite
+    scorer = CombinationScorer(P, tasks, sents, n_jobs=1)
+    assert math.isfinite(scorer.score((0, 3)).average)
+    with pytest.raises(ValueError, match="non-finite"):
+        scorer.score((1, 2))

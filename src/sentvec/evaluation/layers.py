@@ -188,6 +188,22 @@ _COMBINE_ROWS: Any = None
 _COMBINE_LOCK = threading.Lock()
 
 
+def _warm_up_combination() -> None:
+    try:  # load (or compile) the kernel for both dtypes; errors surface in the real call
+        one = np.zeros(1, dtype=np.intp)
+        for dt in (np.float32, np.float64):
+            _combine_rows(np.zeros((1, 1, 1), dtype=dt), (0,), one, np.empty((1, 1), dt))
+    except Exception:  # pragma: no cover - reported by the real call
+        pass
+
+
+def start_combination_warm_up() -> None:
+    """Load the compiled combination kernel in a background thread (about 0.4 s), so that it
+    overlaps with a forward pass instead of delaying the first scoring. Never raises."""
+    threading.Thread(target=_warm_up_combination, name="sentvec-combine-warm-up",
+                     daemon=True).start()
+
+
 def _combine_rows(P: np.ndarray, idx: tuple[int, ...], rows: np.ndarray,
                   out: np.ndarray) -> np.ndarray:
     """``combine_layers(P, idx)[rows]`` written into ``out``, without the full combined array.
@@ -290,9 +306,11 @@ class CombinationScorer:
         # finite and small enough that no sum of L + 1 of them overflows: combinations are then
         # gathered task by task straight from per_layer (no validation of each combined array)
         P = self.per_layer
+        # min and max are NaN or infinite if any value is (two passes, no temporary array)
+        lo, hi = (float(P.min()), float(P.max())) if P.size else (0.0, 0.0)
         self._direct = bool(P.size and P.shape[2] and P.flags.c_contiguous
-                            and np.isfinite(P).all()
-                            and float(np.abs(P).max()) <= np.finfo(P.dtype).max / P.shape[1])
+                            and math.isfinite(lo) and math.isfinite(hi)
+                            and max(-lo, hi) <= np.finfo(P.dtype).max / P.shape[1])
         if self._direct:
             # compile (or load) the kernels here, before any scoring thread: numba's compiler
             # uses warnings.catch_warnings, which is not thread-safe
@@ -825,7 +843,8 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
     sentences = unique_sentences(task_list)
-    start_scoring_warm_up()  # overlaps with the forward pass
+    start_scoring_warm_up()  # both overlap with the forward pass
+    start_combination_warm_up()
     # the cache entry is written while the combinations are scored (the vectors are read-only)
     vectors, hit, forward_s = pooled_layer_vectors(
         encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,

@@ -775,8 +775,11 @@ class STSScorer:
                 else:
                     Z = X
                 tally.add(plan, _subset_cosines(Z, plan.subset_pairs))
-        return [self._result(t, aggregation, metadata, n_components=n_components,
-                             stacklevel=stacklevel) for t in tallies]
+        results = []  # a loop, not a comprehension: its own frame would shift stacklevel
+        for tally in tallies:
+            results.append(self._result(tally, aggregation, metadata,
+                                        n_components=n_components, stacklevel=stacklevel))
+        return results
 
     def _result(self, tally: "_ModeTally", aggregation: str,
                 metadata: Mapping[str, Any] | None, *, n_components: int | None = None,
