@@ -59,6 +59,9 @@ def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int =
     vecs, hit, _ = pooled_layer_vectors(enc, sents, pooling="mean", cache=VectorCache(cache),
                                         text_variant=task_list[0].variant,
                                         show_progress_bar=False)
+    import warnings
+
+    warnings.simplefilter("ignore", UserWarning)  # singular single layers: counted, not news
     out = []
     # load the compiled kernels first: their one-off start-up is not a per-combination cost
     CombinationScorer(vecs["mean"], task_list, sents, n_jobs=1).score(1, "year")
