@@ -417,7 +417,8 @@ def test_scorer_refuses_non_finite_per_layer_vectors(small_sts):
     P[3, 2, 5] = np.nan
     scorer = CombinationScorer(P, tasks, sents, n_jobs=1)
     assert scorer.score((0, 1)).average == scorer.score((0, 1)).average  # NaN-free layers fine
-    with pytest.raises(ValueError, match="non-finite"):
+    with pytest.raises(ValueError, match=r"L1\+L2 has 1 non-finite values: per_layer holds "
+                                         r"NaN or inf in L2$"):
         scorer.score((1, 2))
 
 
@@ -430,5 +431,17 @@ def test_scorer_refuses_infinite_or_overflowing_combinations(small_sts, bad):
     P[0, 2, 0] = bad  # 3e38 + 3e38 overflows float32: the combination is infinite
     scorer = CombinationScorer(P, tasks, sents, n_jobs=1)
     assert math.isfinite(scorer.score((0, 3)).average)
-    with pytest.raises(ValueError, match="non-finite"):
+    want = "sum overflows float32" if math.isfinite(bad) else "NaN or inf in L1, L2"
+    with pytest.raises(ValueError, match=f"L1\\+L2 has 1 non-finite values: .*{want}"):
         scorer.score((1, 2))
+
+
+def test_scorer_shapes_and_byte_order(small_sts):
+    _, tasks = small_sts
+    sents, P = _layer_vectors(tasks)
+    for shape in ((len(sents), 0, 12), (len(sents), 5, 0)):
+        with pytest.raises(ValueError, match="no hidden states or no features"):
+            CombinationScorer(np.zeros(shape, np.float32), tasks, sents)
+    big = CombinationScorer(P.astype(">f4"), tasks, sents, n_jobs=1)  # big-endian float32
+    assert big.score((1, 4), "year") == CombinationScorer(P, tasks, sents, n_jobs=1).score(
+        (1, 4), "year")

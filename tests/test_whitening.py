@@ -335,6 +335,10 @@ def test_out_of_range_magnitudes_get_a_clear_error():
     # identical ordinary rows keep their own message
     with pytest.raises(ValueError, match="all rows are identical"):
         Whitening().fit(np.ones((5, 3)))
+    # zero rows: rescaling cannot help, so no advice to rescale
+    with pytest.raises(ValueError, match="every row is a zero vector") as err:
+        Whitening().fit(np.zeros((5, 3)))
+    assert "rescale" not in str(err.value)
 
 
 @pytest.mark.parametrize("scale", [1e-40, 1e-30, 1e30])

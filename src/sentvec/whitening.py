@@ -438,6 +438,10 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         top = float(evals[0])
         if not top > statistics._rounding_variance():
             if top < 2.0 ** -900 and float(np.abs(statistics.mean).max()) < 2.0 ** -400:
+                if top == 0.0 and not statistics.mean.any():
+                    raise ValueError(
+                        "the covariance is zero: every row is a zero vector, or its values are "
+                        "too small to square in float64 (below about 1e-154); cannot whiten")
                 raise ValueError(
                     "the covariance is zero: the values (mean entries up to "
                     f"{float(np.abs(statistics.mean).max()):.1e}) are too small to square in "

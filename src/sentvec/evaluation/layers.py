@@ -127,6 +127,10 @@ def _check_per_layer(per_layer: Any) -> np.ndarray:
     if P.ndim != 3:
         raise ValueError(f"per_layer must have shape (n_sentences, n_hidden_states, dim), "
                          f"got {P.shape}")
+    if P.shape[1] == 0 or P.shape[2] == 0:
+        raise ValueError(f"per_layer of shape {P.shape} has no hidden states or no features")
+    if P.dtype.kind == "f" and not P.dtype.isnative:  # e.g. big-endian data read from disk
+        P = P.astype(P.dtype.newbyteorder("="))
     if P.dtype == np.float16:  # exactly representable in float32 (as analyze_layers does)
         return P.astype(np.float32)
     if P.dtype not in (np.float32, np.float64):
@@ -355,7 +359,15 @@ class CombinationScorer:
             return self._sts._score_modes(
                 lambda rows, out: _combine_rows(P, idx, rows, out), P.dtype, P.shape[2], modes,
                 n_components=self.n_components, aggregation=self.aggregation, metadata=None)
-        emb = combine_layers(self.per_layer, idx)  # validated (and refused) by score()
+        emb = combine_layers(self.per_layer, idx)
+        if not np.isfinite(emb).all():
+            bad = [f"L{i}" for i in idx if not np.isfinite(self.per_layer[:, i, :]).all()]
+            raise ValueError(
+                f"the combination {layer_label(idx)} has {int((~np.isfinite(emb)).sum())} "
+                "non-finite values: "
+                + (f"per_layer holds NaN or inf in {', '.join(bad)}" if bad else
+                   "the finite per-layer values are too large and their sum overflows "
+                   f"{emb.dtype}"))
         return [self._sts.score(emb, whitening=w,
                                 n_components=self.n_components if w == "year" else None,
                                 aggregation=self.aggregation) for w in modes]
@@ -676,7 +688,7 @@ class LayerAnalysis:
             M = self.pair_matrix(w)
             best = self.best_pair(w)
             lines += [f"## Figure 1: every pair (i, j), whitening = {w}", "",
-                      f"Best pair: **{best.label}** = {best.average:.2f}.", "",
+                      f"Best single layer or pair: **{best.label}** = {best.average:.2f}.", "",
                       "| i \\ j | " + " | ".join(f"L{j}" for j in range(K)) + " |",
                       "|---|" + "---:|" * K]
             for i in range(K):
