@@ -80,6 +80,7 @@ def test_roundtrip_and_hit(tmp_path):
     {"n_sentences": 4},
     {"kind": "embeddings"},
     {"config_sha256": "d" * 64},
+    {"code_sha256": "e" * 64},
     {"sentvec_version": "0.0.0-other"},
     {"format_version": 999},
 ])
@@ -214,6 +215,37 @@ def test_encoder_cache_key_uses_files_and_config(tmp_path):
     assert encoder_cache_key(_FakeEncoder(tmp_path, "cls"), SENTS).digest() != key.digest()
     assert encoder_cache_key(enc, SENTS, pooling="cls+mean").pooling == "cls+mean"
     assert encoder_cache_key(enc, SENTS[:2]).digest() != key.digest()
+
+
+def test_key_changes_with_the_encoding_code(tmp_path, monkeypatch):
+    # an edit of the code that computes the vectors (same sentvec version) must miss
+    import importlib.util
+    import sys
+
+    from sentvec.cache import code_fingerprint
+
+    (tmp_path / "w.bin").write_bytes(b"123")
+    src = tmp_path / "my_encoder_mod.py"
+    src.write_text("class Enc:\n    scale = 1.0\n", encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("my_encoder_mod", src)
+    mod = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "my_encoder_mod", mod)
+    spec.loader.exec_module(mod)
+
+    class Enc(_FakeEncoder):
+        pass
+
+    Enc.__module__ = "my_encoder_mod"
+    enc = Enc(tmp_path)
+    before = encoder_cache_key(enc, SENTS)
+    assert before.code_sha256 == code_fingerprint(enc)
+    assert encoder_cache_key(enc, SENTS) == before  # deterministic
+    src.write_text("class Enc:\n    scale = 2.0\n", encoding="utf-8")  # the code changed
+    after = encoder_cache_key(enc, SENTS)
+    assert after.code_sha256 != before.code_sha256 and after.digest() != before.digest()
+    cache = VectorCache(tmp_path / "cache")
+    cache.save(before, _array())
+    assert cache.load(after) is None
 
 
 def test_layers_key_ignores_encoders_own_layer_choice(tmp_path):

@@ -5,7 +5,8 @@ and ``<digest>.json`` (the full key, written last: it is the commit marker). Bot
 atomically, so a reader sees either a complete entry or none. The key holds everything that
 changes the vectors: model name/path, a fingerprint of the model files (relative name, size and
 modification time of every file) or of the encoder's configuration, text variant, pooling,
-maximum length, the SHA-256 of the sentence list, the sentvec version and the cache format
+maximum length, the SHA-256 of the sentence list, a hash of the encoding code's source files
+(so an edit between two releases counts too), the sentvec version and the cache format
 version. Any change of any component gives another digest, so stale vectors are never reused. An
 entry that cannot be read (truncated, wrong shape, non-finite values, key mismatch) is ignored
 with a :class:`CacheWarning` and recomputed.
@@ -130,6 +131,10 @@ class CacheKey:
         ``"embeddings"`` (``(n, d)``).
     config_sha256 : str
         SHA-256 of the encoder's full ``config_dict()`` (covers options not listed above).
+    code_sha256 : str
+        :func:`code_fingerprint` of the encoder: the source of the code that computed the
+        vectors, so a change of the encoding code between two releases (same version) never
+        reuses vectors computed by the old code.
     sentvec_version : str
         Version of the code that computed the vectors.
     format_version : int
@@ -145,6 +150,7 @@ class CacheKey:
     n_sentences: int
     kind: str = "layers"
     config_sha256: str = ""
+    code_sha256: str = ""
     sentvec_version: str = field(default_factory=lambda: _sentvec_version())
     format_version: int = CACHE_FORMAT_VERSION
 
@@ -155,6 +161,29 @@ class CacheKey:
     def digest(self) -> str:
         """Return the SHA-256 (hex) of the canonical JSON of the key: the entry's file name."""
         return hashlib.sha256(_canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
+
+
+def code_fingerprint(encoder: Any) -> str:
+    """SHA-256 of the source files that compute ``encoder``'s vectors.
+
+    These are the module defining the encoder's class and sentvec's pooling module (read as
+    bytes; a module without a ``.py`` file counts by name only). Any edit of that code, even
+    between two releases with the same version, changes the cache key.
+
+    Returns
+    -------
+    str
+        Hex digest.
+    """
+    import sys
+
+    h = hashlib.sha256()
+    for name in sorted({type(encoder).__module__, "sentvec.encoders.pooling"}):
+        h.update(name.encode("utf-8") + b"\0")
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str) and path.endswith(".py") and os.path.isfile(path):
+            h.update(Path(path).read_bytes())
+    return h.hexdigest()
 
 
 def _sentvec_version() -> str:
@@ -221,7 +250,8 @@ def encoder_cache_key(encoder: Any, sentences: list[str], *, kind: str = "layers
     digest, n = sentences_sha256(sentences)
     return CacheKey(model=model, model_fingerprint=fingerprint, text_variant=str(text_variant),
                     pooling=str(pooling), max_length=max_length, sentences_sha256=digest,
-                    n_sentences=n, kind=kind, config_sha256=config_hash)
+                    n_sentences=n, kind=kind, config_sha256=config_hash,
+                    code_sha256=code_fingerprint(encoder))
 
 
 class VectorCache:
