@@ -421,7 +421,7 @@ def test_scoring_warm_up_loads_the_kernel_once():
     sts.start_scoring_warm_up()
     if sts._WARM_UP is not None:
         sts._WARM_UP.join(timeout=120)
-    assert sts._ROW_DOTS is not None
+    assert sts._ROW_DOTS.loaded
     thread = sts._WARM_UP
     sts.start_scoring_warm_up()  # idempotent: no second thread
     assert sts._WARM_UP is thread

@@ -37,6 +37,7 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from sentvec._numeric import LazyKernel
 from sentvec._validation import check_choice, check_positive_int
 
 #: Whitening modes of the layer search: none, or fitted per STS year (the paper's protocol).
@@ -188,24 +189,32 @@ def _combine_rows_impl(P, layers, rows, divisor, out):  # pragma: no cover - com
                 o[k] /= divisor
 
 
-_COMBINE_ROWS: Any = None
-_COMBINE_LOCK = threading.Lock()
+_COMBINE_ROWS = LazyKernel(_combine_rows_impl)
 
 
-def _warm_up_combination() -> None:
-    try:  # load (or compile) the kernel for both dtypes; errors surface in the real call
+def _load_kernels() -> None:
+    """Load (or compile) the combination and cosine kernels for float32 and float64.
+
+    Errors are left to the real call. Also run in the main thread before scoring threads
+    start: numba's compiler uses ``warnings.catch_warnings``, which is not thread-safe.
+    """
+    from sentvec.evaluation.sts import _warm_up_scoring
+
+    try:
         one = np.zeros(1, dtype=np.intp)
         for dt in (np.float32, np.float64):
             _combine_rows(np.zeros((1, 1, 1), dtype=dt), (0,), one, np.empty((1, 1), dt))
     except Exception:  # pragma: no cover - reported by the real call
         pass
+    _warm_up_scoring()  # the cosine kernel (both dtypes) and the LAPACK entry points
 
 
 def start_combination_warm_up() -> None:
     """Load the compiled combination kernel in a background thread (about 0.4 s), so that it
     overlaps with a forward pass instead of delaying the first scoring. Never raises."""
-    threading.Thread(target=_warm_up_combination, name="sentvec-combine-warm-up",
-                     daemon=True).start()
+    if not _COMBINE_ROWS.loaded:
+        threading.Thread(target=_load_kernels, name="sentvec-combine-warm-up",
+                         daemon=True).start()
 
 
 def _combine_rows(P: np.ndarray, idx: tuple[int, ...], rows: np.ndarray,
@@ -217,12 +226,6 @@ def _combine_rows(P: np.ndarray, idx: tuple[int, ...], rows: np.ndarray,
     so the values are bit-identical (tested). ``P``: C-ordered (n, L + 1, d) float32 or
     float64; ``rows``: valid row indices; ``out``: C-ordered (len(rows), d) of P's dtype.
     """
-    global _COMBINE_ROWS
-    with _COMBINE_LOCK:
-        if _COMBINE_ROWS is None:
-            import numba
-
-            _COMBINE_ROWS = numba.njit(cache=True, nogil=True)(_combine_rows_impl)
     if rows.shape[0]:
         _COMBINE_ROWS(P, np.asarray(idx, dtype=np.intp), np.ascontiguousarray(rows, np.intp),
                       P.dtype.type(len(idx)), out)
@@ -312,19 +315,11 @@ class CombinationScorer:
         P = self.per_layer
         # min and max are NaN or infinite if any value is (two passes, no temporary array)
         lo, hi = (float(P.min()), float(P.max())) if P.size else (0.0, 0.0)
-        self._direct = bool(P.size and P.shape[2] and P.flags.c_contiguous
+        self._direct = bool(P.size and P.flags.c_contiguous
                             and math.isfinite(lo) and math.isfinite(hi)
                             and max(-lo, hi) <= np.finfo(P.dtype).max / P.shape[1])
         if self._direct:
-            # compile (or load) the kernels here, before any scoring thread: numba's compiler
-            # uses warnings.catch_warnings, which is not thread-safe
-            from sentvec.evaluation.sts import _row_dots
-
-            one = np.zeros(1, dtype=np.intp)
-            _combine_rows(P, (0,), one, np.empty((1, P.shape[2]), dtype=P.dtype))
-            for dt in (P.dtype, np.float64):
-                z = np.zeros((1, 1), dtype=dt)
-                _row_dots(z, z, one, one)
+            _load_kernels()  # here, before any scoring thread (see _load_kernels)
         self._memo: dict[tuple[tuple[int, ...], str], CombinationScore] = {}
         self.n_scored = 0
         self.seconds = 0.0

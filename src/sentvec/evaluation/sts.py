@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from sentvec._numeric import LazyKernel
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
 from sentvec.evaluation.results import (
     AGGREGATIONS,
@@ -357,19 +358,9 @@ def _row_dots_impl(A, B, ia, ib, out):  # pragma: no cover - compiled by numba
         out[p] = (s0 + s1) + (s2 + s3)
 
 
-_ROW_DOTS: Any = None
-_KERNEL_LOCK = threading.Lock()
+_ROW_DOTS = LazyKernel(_row_dots_impl)
+_WARM_UP_LOCK = threading.Lock()
 _WARM_UP: threading.Thread | None = None
-
-
-def _row_dots_kernel() -> Any:
-    global _ROW_DOTS
-    with _KERNEL_LOCK:
-        if _ROW_DOTS is None:
-            import numba
-
-            _ROW_DOTS = numba.njit(cache=True, nogil=True)(_row_dots_impl)
-    return _ROW_DOTS
 
 
 def _row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
@@ -381,9 +372,9 @@ def _row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> n
     """
     out = np.empty(ia.shape[0], dtype=np.float64)
     if out.size:
-        _row_dots_kernel()(np.ascontiguousarray(A), np.ascontiguousarray(B),
-                           np.ascontiguousarray(ia, dtype=np.intp),
-                           np.ascontiguousarray(ib, dtype=np.intp), out)
+        _ROW_DOTS(np.ascontiguousarray(A), np.ascontiguousarray(B),
+                  np.ascontiguousarray(ia, dtype=np.intp), np.ascontiguousarray(ib, dtype=np.intp),
+                  out)
     return out
 
 
@@ -410,8 +401,8 @@ def start_scoring_warm_up() -> None:
     overlaps with encoding instead of delaying the first scoring. Idempotent; never raises.
     """
     global _WARM_UP
-    with _KERNEL_LOCK:
-        if _WARM_UP is not None or _ROW_DOTS is not None:
+    with _WARM_UP_LOCK:
+        if _WARM_UP is not None or _ROW_DOTS.loaded:
             return
         _WARM_UP = threading.Thread(target=_warm_up_scoring, name="sentvec-scoring-warm-up",
                                     daemon=True)
@@ -714,12 +705,22 @@ class STSScorer:
             if n_components is not None:
                 raise ValueError("n_components is invalid with an already fitted Whitening")
             fitted = whitening
+        if fitted is not None:
+            shared = fitted.transform(emb[self._used])
+            tally = _ModeTally("fitted")
+            for plan in self._plans:
+                tally.add(plan, _subset_cosines(shared[np.searchsorted(self._used, plan.rows)],
+                                                plan.subset_pairs))
+            # warnings point at the caller: _result, score, caller
+            return self._result(tally, aggregation, metadata, fitted=fitted, stacklevel=3)
+
         def rows_of(rows: np.ndarray, out: np.ndarray) -> np.ndarray:
             return np.take(emb, rows, axis=0, out=out, mode="clip")  # indices are valid
 
-        return self._score_rows(rows_of, emb.dtype, emb.shape[1], whitening=whitening,
-                                n_components=n_components, aggregation=aggregation,
-                                metadata=metadata, fitted=fitted, embeddings=emb)
+        # warnings: _result, _score_modes, score, caller
+        return self._score_modes(rows_of, emb.dtype, emb.shape[1], (whitening,),
+                                 n_components=n_components, aggregation=aggregation,
+                                 metadata=metadata, stacklevel=4)[0]
 
     def _buffer(self, name: str, n: int, d: int, dtype: Any) -> np.ndarray:
         """A (n, d) C-ordered work array of this thread, reused across scorings.
@@ -733,32 +734,16 @@ class STSScorer:
             buf = bufs[name] = np.empty(max(n * d, 1), dtype=dtype)
         return buf[:n * d].reshape(n, d)
 
-    def _score_rows(self, rows_of: Callable[[np.ndarray, np.ndarray], np.ndarray], dtype: Any,
-                    d: int, *, whitening: Any, n_components: int | None, aggregation: str,
-                    metadata: Mapping[str, Any] | None, fitted: Any = None,
-                    embeddings: np.ndarray | None = None) -> STSResult:
-        """Score validated vectors given by ``rows_of(rows, out)``: the float32 or float64
-        ``dtype`` vectors of the sentences at ``rows`` (sorted row indices), written into the
-        C-ordered (len(rows), d) array ``out`` and returned. ``embeddings`` (all rows) is needed
-        for a ``fitted`` Whitening only."""
-        if fitted is not None:
-            assert embeddings is not None
-            shared = fitted.transform(embeddings[self._used])
-            tally = _ModeTally("fitted")
-            for plan in self._plans:
-                tally.add(plan, _subset_cosines(shared[np.searchsorted(self._used, plan.rows)],
-                                                plan.subset_pairs))
-            # warnings point at the caller of score(): _result, _score_rows, score, caller
-            return self._result(tally, aggregation, metadata, fitted=fitted, stacklevel=4)
-        return self._score_modes(rows_of, dtype, d, (whitening,), n_components=n_components,
-                                 aggregation=aggregation, metadata=metadata, stacklevel=5)[0]
-
     def _score_modes(self, rows_of: Callable[[np.ndarray, np.ndarray], np.ndarray], dtype: Any,
                      d: int, modes: Sequence[str], *, n_components: int | None,
                      aggregation: str, metadata: Mapping[str, Any] | None,
                      stacklevel: int = 3) -> list[STSResult]:
-        """:meth:`_score_rows` under several string modes ("none", "year") at once: each task's
-        rows are fetched once and scored under every mode. One result per mode, in order."""
+        """Score validated vectors under several string modes ("none", "year") at once.
+
+        ``rows_of(rows, out)`` writes the float32 or float64 ``dtype`` vectors of the sentences
+        at ``rows`` (sorted row indices) into the C-ordered (len(rows), d) array ``out`` and
+        returns it; each task's rows are fetched once and scored under every mode. One result
+        per mode, in order."""
         tallies = [_ModeTally(w) for w in modes]
         for plan in self._plans:
             X = rows_of(plan.rows, self._buffer("rows", len(plan.rows), d, dtype))
