@@ -521,3 +521,65 @@ def test_a_single_string_as_sentences_is_a_type_error():
     task, sentences, emb = _toy_task_from_cosines(TOY_PREDS, TOY_GOLDS)
     with pytest.raises(TypeError, match="not a single string"):
         score_sts([task], "abc", emb)
+
+
+def _pair_cosines(Z, n_pairs):
+    a, b = Z[:n_pairs], Z[n_pairs:2 * n_pairs]
+    return np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_year_whitening_of_a_layernorm_hyperplane_uses_pivoted_cholesky_like_eigh(
+        dtype, monkeypatch):
+    # a LayerNorm output x = g * z + b with mean(z) = 0: sum((x - b) / g) = 0 for every row, so
+    # the covariance has an exact null direction, which Whitening (eigh) drops
+    import sentvec.evaluation.sts as sts_mod
+
+    rng = np.random.default_rng(11)
+    n, d = 400, 24
+    z = rng.normal(size=(n, d)) @ rng.normal(size=(d, d))
+    z -= z.mean(axis=1, keepdims=True)
+    g, b = rng.uniform(0.5, 2.0, d), rng.normal(size=d)
+    X = (z / z.std(axis=1, keepdims=True) * g + b).astype(dtype)
+    counts = rng.integers(1, 3, size=n)
+    calls = []
+    real = sts_mod._whiten_rank_deficient
+    monkeypatch.setattr(sts_mod, "_whiten_rank_deficient",
+                        lambda *a: calls.append(real(*a)) or calls[-1])
+    Z, n_dropped = sts_mod._fit_whiten_for_cosine(X, counts, None)
+    assert len(calls) == 1 and calls[0] is not None  # the pivoted path was taken
+    assert n_dropped == 1 and Z.shape == (n, d - 1)
+    # oracle: Whitening's eigen path on the same weighted rows
+    with pytest.warns(UserWarning, match="singular"):
+        w = Whitening().fit(np.repeat(X.astype(np.float64), counts, axis=0))
+    assert w.n_dropped_ == 1
+    ref = (X.astype(np.float64) - w.mean_) @ w.whitening_matrix_
+    np.testing.assert_allclose(_pair_cosines(Z, n // 2), _pair_cosines(ref, n // 2),
+                               rtol=0, atol=1e-9)
+    # whitened: identity covariance of the weighted rows (a rotation of Whitening's output)
+    mu = np.average(Z, axis=0, weights=counts)
+    cov = ((Z - mu) * counts[:, None]).T @ (Z - mu) / counts.sum()
+    np.testing.assert_allclose(cov, np.eye(d - 1), atol=1e-8)
+
+
+def test_year_whitening_without_a_clear_null_space_keeps_the_eigen_path(monkeypatch):
+    # one direction with variance 1e-11 x the largest: below Whitening's 1e-10 cut, but too
+    # close to it for the pivoted factorisation's guarantee, so the eigen path decides
+    import sentvec.evaluation.sts as sts_mod
+
+    rng = np.random.default_rng(12)
+    n, d = 300, 10
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    scales = np.r_[np.linspace(1.0, 3.0, d - 1), np.sqrt(1e-11) * 3.0]
+    X = (rng.normal(size=(n, d)) * scales) @ Q.T
+    counts = np.ones(n, dtype=np.int64)
+    calls = []
+    real = sts_mod._whiten_rank_deficient
+    monkeypatch.setattr(sts_mod, "_whiten_rank_deficient",
+                        lambda *a: calls.append(real(*a)) or calls[-1])
+    Z, n_dropped = sts_mod._fit_whiten_for_cosine(X, counts, None)
+    assert calls == [None]
+    with pytest.warns(UserWarning, match="singular"):
+        w = Whitening().fit(X)
+    assert n_dropped == w.n_dropped_ == 1
+    np.testing.assert_allclose(Z, (X - w.mean_) @ w.whitening_matrix_, rtol=0, atol=1e-12)

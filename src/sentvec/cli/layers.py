@@ -149,6 +149,7 @@ def run_layers(args: argparse.Namespace) -> int:
     encoder = _load_transformer(args.model, args.device, max_length=args.max_length)
     tasks = sts_tasks_for(args, encoder)
     plotting = start_plotting_warm_up()  # overlaps with the forward pass
+    cache = _cache(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         analysis = analyze_layers(
@@ -156,8 +157,9 @@ def run_layers(args: argparse.Namespace) -> int:
             include_embedding_layer=not args.no_embedding_layer,
             exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
             search=args.max_combination != 0, aggregation=args.aggregation,
-            n_components=args.k, cache=_cache(args), batch_size=args.batch_size,
-            show_progress_bar=_progress(args), model_name=args.model)
+            n_components=args.k, cache=cache, batch_size=args.batch_size,
+            show_progress_bar=_progress(args), model_name=args.model,
+            background_save=True)  # a new cache entry is written during the files and plots
     _report_warnings(caught)
     stem = f"{_slug(args.model)}-{args.pooling}"
     data = analysis.to_dict()
@@ -169,6 +171,10 @@ def run_layers(args: argparse.Namespace) -> int:
     plot_pair_heatmap(analysis, out / f"{stem}-fig1-pairs.png")
     if analysis.by_size:
         plot_size_curve(analysis, out / f"{stem}-fig2-sizes.png")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cache.finish_writes()  # a failed write is a CacheWarning: the results stand
+    _report_warnings(caught)
     for w in analysis.whitening_modes:
         best = analysis.best_pair(w)
         again = _eval_sts_command(args, best.layers, w)

@@ -753,6 +753,19 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
     TypeError
         If the encoder has no ``encode_layers`` (e.g. Sent2Vec: it has no layers).
     """
+    vectors, hit, unsaved, seconds = _layer_vectors(
+        encoder, sentences, pooling=pooling, text_variant=text_variant, cache=cache,
+        batch_size=batch_size, show_progress_bar=show_progress_bar)
+    _save_layer_vectors(cache, unsaved, wait=not background_save)
+    return vectors, hit, seconds
+
+
+def _layer_vectors(encoder: Any, sentences: Sequence[str], *, pooling: str | Sequence[str],
+                   text_variant: str, cache: Any, batch_size: int | None,
+                   show_progress_bar: bool | None
+                   ) -> tuple[dict[str, np.ndarray], bool, list[tuple[Any, np.ndarray]], float]:
+    """:func:`pooled_layer_vectors` without writing the cache: returns the vectors, the cache
+    hit flag, the ``(cache key, array)`` entries still to be saved and the seconds."""
     from sentvec.cache import encoder_cache_key
 
     if not callable(getattr(encoder, "encode_layers", None)):
@@ -781,11 +794,20 @@ def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
                              f"returned {got}, not a dict holding every requested pooling")
         for p in missing:
             out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
-            if cache is not None:
-                cache.save(keys[p], out[p], background=True)
-        if cache is not None and not background_save:
-            cache.finish_writes()
-    return {p: out[p] for p in poolings}, not missing, time.perf_counter() - t0
+    unsaved = [(keys[p], out[p]) for p in missing] if cache is not None else []
+    return {p: out[p] for p in poolings}, not missing, unsaved, time.perf_counter() - t0
+
+
+def _save_layer_vectors(cache: Any, entries: list[tuple[Any, np.ndarray]], *,
+                        wait: bool) -> None:
+    """Write the entries in the cache's background thread; with ``wait``, finish them (a
+    failed write is a CacheWarning, never an error)."""
+    if cache is None:
+        return
+    for key, arr in entries:
+        cache.save(key, arr, background=True)
+    if wait:
+        cache.finish_writes()
 
 
 def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
@@ -796,7 +818,8 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
                    aggregation: str = "mean", n_components: int | None = None,
                    cache: Any = None, batch_size: int | None = None,
                    show_progress_bar: bool | None = None,
-                   model_name: str | None = None) -> LayerAnalysis:
+                   model_name: str | None = None,
+                   background_save: bool = False) -> LayerAnalysis:
     """Figure 1 and Figure 2 of WhiteningBERT for one encoder, from one forward pass.
 
     Parameters
@@ -815,8 +838,13 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     n_components : int, optional
         Whitening dimension k.
     cache : sentvec.cache.VectorCache, optional
+        Per-layer vectors are loaded from it, or computed and then written to it after the
+        scoring.
     model_name : str, optional
         Label for the result (default: the encoder's ``model`` description).
+    background_save : bool
+        Return while a new cache entry is still being written; the caller must call
+        ``cache.finish_writes()`` before exiting. Otherwise the write is finished first.
 
     Returns
     -------
@@ -852,10 +880,9 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     sentences = unique_sentences(task_list)
     start_scoring_warm_up()  # both overlap with the forward pass
     start_combination_warm_up()
-    # the cache entry is written while the combinations are scored (the vectors are read-only)
-    vectors, hit, forward_s = pooled_layer_vectors(
+    vectors, hit, unsaved, forward_s = _layer_vectors(
         encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,
-        batch_size=batch_size, show_progress_bar=show_progress_bar, background_save=True)
+        batch_size=batch_size, show_progress_bar=show_progress_bar)
     try:
         scorer = CombinationScorer(vectors[pooling], task_list, sentences,
                                    aggregation=aggregation, n_components=n_components)
@@ -868,8 +895,9 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
                                           exhaustive_limit=exhaustive_limit,
                                           beam_width=beam_width)
     finally:
-        if cache is not None:
-            cache.finish_writes()
+        # a new cache entry is written after the scoring, which keeps both cores busy; with
+        # background_save the caller's single-threaded tail (files, plots) overlaps with it
+        _save_layer_vectors(cache, unsaved, wait=not background_save)
     desc = describe_encoder(encoder)
     return LayerAnalysis(
         model=model_name or str(desc.get("model", type(encoder).__name__)), encoder=desc,

@@ -535,12 +535,14 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray, n_components: int 
     up to such a rotation. Without dimension reduction and for a well-conditioned Sigma
     (LAPACK ``dpocon`` estimate >= 1e-8, while Whitening drops directions below 1e-10) we
     therefore use the Cholesky factor ``Sigma = L L^T``, ``W = L^{-T}`` (several times faster
-    than ``eigh``); otherwise (``k`` set, or Sigma near-singular) :class:`sentvec.Whitening`
-    with its eigen-decomposition.
+    than ``eigh``). A singular Sigma with a clear null space (a single LayerNorm hidden state)
+    goes through a pivoted Cholesky factorisation that drops the same directions as
+    :class:`sentvec.Whitening` (see ``_whiten_rank_deficient``). Otherwise (``k`` set, or Sigma
+    near-singular without a clear gap) :class:`sentvec.Whitening` with its eigen-decomposition.
 
     ``out`` / ``work``: optional C-ordered float64 arrays of X's shape for the centred rows
-    (then also the returned ``Z`` without dimension reduction) and a scaled copy of them (see
-    ``WhiteningStatistics._from_block``).
+    (then also the returned ``Z`` of the plain Cholesky path) and a scaled copy of them (see
+    ``WhiteningStatistics._from_block``; then also the returned ``Z`` of the pivoted path).
 
     Returns
     -------
@@ -562,7 +564,7 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray, n_components: int 
 
         cov = stats.covariance  # a new symmetric array: its transpose is the same matrix
         anorm = float(np.abs(cov).sum(axis=0).max())
-        L = cov.T  # Fortran-ordered view, factorised in place
+        L = cov.T.copy(order="F")  # factorised in place; cov is kept for the pivoted path
         if cholesky_lower_inplace(L) == 0:
             rcond, info = cholesky_rcond(L, anorm)
             if info == 0 and rcond >= _CHOLESKY_MIN_RCOND:
@@ -570,10 +572,83 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray, n_components: int 
                 # C-ordered array is Fortran-ordered, so LAPACK takes it without a copy
                 solve_lower_inplace(L, centred.T)
                 return centred, 0
+        pivoted = _whiten_rank_deficient(cov, anorm, centred, work)
+        if pivoted is not None:
+            return pivoted
     # no warnings.catch_warnings here: it is not thread-safe and this runs in scoring threads
     w = Whitening(n_components)._fit_statistics(stats, warn=False)
     # Whitening.transform's arithmetic, (X - mean_) @ whitening_matrix_, on the rows centred above
     return centred @ w.whitening_matrix_, int(w.n_dropped_)
+
+
+def _whiten_rank_deficient(cov: np.ndarray, anorm: float, centred: np.ndarray,
+                           work: np.ndarray | None) -> tuple[np.ndarray, int] | None:
+    """Whitened rows of a covariance with a clear null space, by pivoted Cholesky; else None.
+
+    Every single hidden state of a LayerNorm model lies in a hyperplane (its features, scaled by
+    the LayerNorm gain, sum to a constant), so its covariance has an exact null direction and
+    :class:`sentvec.Whitening` drops it (eigenvalues ``<= eps * largest``, ``eps = 1e-10``).
+    The same whitening, up to a rotation (which no cosine sees), comes from the rank-revealing
+    factorisation ``P^T Sigma P = L L^T`` stopped after ``r`` pivots: the leading ``r`` permuted
+    coordinates span the data and ``L11^{-1}`` whitens them; the other ``d - r`` coordinates are
+    linear functions of these and are dropped. As Whitening does, each row's component along
+    the null space (rounding noise of the input) is projected out first. Cost: one triangular
+    solve and two thin products, instead of an eigen-decomposition and a dense product.
+
+    Taken only when the result provably drops the same number of directions as the eigen path:
+    the trailing Schur complement ``S`` bounds the ``d - r`` smallest eigenvalues by
+    ``||S||_F``, which must be ``<= 1e-2 * eps * max(diag)`` (<= 1e-2 * eps * largest), and the
+    kept block bounds the rest from below (interlacing) by its smallest eigenvalue, estimated as
+    ``rcond * ||A||_1`` (LAPACK ``dpocon``), which must be ``>= 1e2 * eps * ||Sigma||_1``
+    (>= 1e2 * eps * largest) and ``rcond >= 1e-8`` as in the plain Cholesky path. Otherwise the
+    caller falls back to the eigen-decomposition.
+
+    ``cov``: (d, d) float64 covariance; ``centred``: its C-ordered (n, d) float64 centred rows;
+    ``work``: an optional C-ordered float64 array of at least ``n * d`` elements that receives
+    the whitened rows. Returns ``(Z, n_dropped)``, Z of shape (n, r), float64.
+    """
+    from scipy.linalg import solve_triangular
+
+    from sentvec._lapack import (cholesky_rcond, pivoted_cholesky_lower_inplace,
+                                 solve_lower_inplace)
+    from sentvec.whitening import DEFAULT_EPS
+
+    d = cov.shape[0]
+    top_diag = float(cov.diagonal().max())
+    factor = np.array(cov, order="F")  # factorised in place; cov is kept for the checks
+    piv, rank, _ = pivoted_cholesky_lower_inplace(factor, 1e-2 * DEFAULT_EPS * top_diag)
+    if not 0 < rank < d:
+        return None
+    kept, rest = piv[:rank], piv[rank:]
+    L21 = factor[rank:, :rank]
+    schur = cov[np.ix_(rest, rest)] - L21 @ L21.T
+    if not np.linalg.norm(schur) <= 1e-2 * DEFAULT_EPS * top_diag:
+        return None
+    L11 = np.tril(factor[:rank, :rank]).copy(order="F")
+    a_norm = float(np.abs(cov[np.ix_(kept, kept)]).sum(axis=0).max())
+    rcond, info = cholesky_rcond(L11, a_norm)
+    if info != 0 or rcond < _CHOLESKY_MIN_RCOND or rcond * a_norm < 1e2 * DEFAULT_EPS * anorm:
+        return None
+    # Whitening projects every row onto the kept eigen-directions, which removes its component
+    # along the null space (for float32 input on a hyperplane: the input's rounding noise);
+    # do the same: N = P [-L11^{-T} L21^T; I] spans the null space, Q is its orthonormal basis,
+    # and L11^{-1} ((x - Q Q^T x)[kept]) = L11^{-1} x[kept] - (L11^{-1} Q[kept]) (Q^T x)
+    m = d - rank
+    null = np.zeros((d, m))
+    null[kept] = -solve_triangular(L11, L21.T, lower=True, trans="T")
+    null[rest] = np.eye(m)
+    Q = np.linalg.qr(null)[0]
+    along = centred @ Q  # (n, m): each row's component along the null space
+    shift = solve_triangular(L11, Q[kept], lower=True)  # (r, m)
+    n = centred.shape[0]
+    if work is not None and work.flags.c_contiguous and work.size >= n * rank:
+        Z = work.reshape(-1)[:n * rank].reshape(n, rank)
+        np.take(centred, kept, axis=1, out=Z)
+    else:
+        Z = np.ascontiguousarray(centred[:, kept])
+    solve_lower_inplace(L11, Z.T)
+    Z -= along @ shift.T
+    return Z, m
 
 
 def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
