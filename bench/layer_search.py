@@ -16,6 +16,13 @@ other load on a shared machine), their ratios (target <= 1.1), the layer run's o
 vectors of the last run. Usage::
 
     python bench/layer_search.py [--model minilm] [--repeat 2] [--tasks STS12,...]
+                                 [--record runs.jsonl]
+
+Single runs on a shared 2-core machine spread widely (the forward pass alone, the same work in
+both commands, varies by several seconds between processes), so the printout also gives a 95%
+confidence interval of the mean per-run ratio (Student t). ``--record FILE`` appends every run
+(wall, CPU, git revision) as a JSON line and prints the same statistics over all runs recorded
+in that file for the current revision, to pool several benches.
 """
 
 from __future__ import annotations
@@ -77,6 +84,52 @@ def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int =
     return "\n".join(out) + ("" if hit else "\n(note: vectors were recomputed)")
 
 
+def _interval(ratios: list[float]) -> str:
+    """Mean of the per-run ratios with its 95% Student-t confidence interval."""
+    from scipy.stats import t as student_t
+
+    m = statistics.fmean(ratios)
+    if len(ratios) < 2:
+        return f"{m:.3f}"
+    half = student_t.ppf(0.975, len(ratios) - 1) * statistics.stdev(ratios) / len(ratios) ** 0.5
+    return f"{m:.3f} (95% CI {m - half:.3f} .. {m + half:.3f}, n={len(ratios)})"
+
+
+def _summary(peers: list[tuple[float, float]], searches: list[tuple[float, float]]) -> str:
+    wall = [s[0] / p[0] for s, p in zip(searches, peers)]
+    cpu = [s[1] / p[1] for s, p in zip(searches, peers)]
+    return (f"ratio of the means {statistics.fmean(s[0] for s in searches) / statistics.fmean(p[0] for p in peers):.3f} wall, "
+            f"{statistics.fmean(s[1] for s in searches) / statistics.fmean(p[1] for p in peers):.3f} CPU; "
+            f"mean per-run ratio: wall {_interval(wall)}, CPU {_interval(cpu)}; "
+            f"median {statistics.median(wall):.3f} wall, {statistics.median(cpu):.3f} CPU")
+
+
+def _revision() -> str:
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                             text=True, cwd=Path(__file__).resolve().parent, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _record(path: Path, model: str, peers: list[tuple[float, float]],
+            searches: list[tuple[float, float]]) -> str:
+    """Append this bench's runs to ``path``; statistics over all its runs of this revision."""
+    rev = _revision()
+    with path.open("a", encoding="utf-8") as fh:
+        for (pw, pc), (sw, sc) in zip(peers, searches):
+            fh.write(json.dumps({"revision": rev, "model": model, "eval_sts_wall": pw,
+                                 "eval_sts_cpu": pc, "layers_wall": sw, "layers_cpu": sc})
+                     + "\n")
+    runs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+    runs = [r for r in runs if r.get("revision") == rev and r.get("model") == model]
+    return (f"all {len(runs)} runs recorded in {path} for revision {rev}: "
+            + _summary([(r["eval_sts_wall"], r["eval_sts_cpu"]) for r in runs],
+                       [(r["layers_wall"], r["layers_cpu"]) for r in runs]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm")
@@ -84,6 +137,9 @@ def main() -> None:
                     help="whitening of the eval-sts peer (default year)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tasks", default=None, help="comma-separated STS tasks (default all)")
+    ap.add_argument("--record", type=Path, default=None, metavar="FILE",
+                    help="append the runs to this JSON-lines file and summarise all of its runs "
+                    "of the current git revision")
     args = ap.parse_args()
     py = [sys.executable, "-m", "sentvec"]
     task_args = ["--tasks", args.tasks] if args.tasks else []
@@ -134,9 +190,9 @@ def main() -> None:
               f"{t['pairs_s']:.1f} s)")
         print(f"RATIO search / one configuration = {sw / pw:.2f} wall, {sc / pc:.2f} CPU "
               f"(means over {args.repeat} runs in alternating order; target <= 1.10)")
-        print(f"median of the per-run ratios: "
-              f"{statistics.median(s[0] / p[0] for s, p in zip(searches, peers)):.2f} wall, "
-              f"{statistics.median(s[1] / p[1] for s, p in zip(searches, peers)):.2f} CPU")
+        print(_summary(peers, searches))
+        if args.record is not None:
+            print(_record(args.record, args.model, peers, searches))
         print(_score_costs(args.model, args.tasks.split(",") if args.tasks else None, last_cache))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 import math
 import zlib
 
@@ -583,3 +584,44 @@ def test_year_whitening_without_a_clear_null_space_keeps_the_eigen_path(monkeypa
         w = Whitening().fit(X)
     assert n_dropped == w.n_dropped_ == 1
     np.testing.assert_allclose(Z, (X - w.mean_) @ w.whitening_matrix_, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-100, 1e100])
+def test_year_whitening_null_space_decision_does_not_depend_on_the_scale(scale):
+    # a null space without a clear gap: the pivoted path's guarantee fails and the eigen path
+    # decides, at every scale; the checks are relative, so a tiny scale must not underflow
+    # them into a wrong shortcut (found by a break-it pass: one direction too many dropped at
+    # 1e-100) nor a huge one overflow them (a RuntimeWarning from numpy)
+    rng = np.random.default_rng(7)
+    task = _random_task(rng, "T", n_subsets=2, n_pairs=250, vocab=500)
+    sentences = unique_sentences([task])
+    # m columns sharing one noise direction of variance 0.9e-12 each: every pivot is below
+    # the 1e-12 tolerance, but together they make an eigenvalue of about 1.8e-10 > 1e-10 x the
+    # largest, which Whitening keeps (m - 1 dropped, not m)
+    n, r, m = len(sentences), 12, 200
+    K = rng.normal(size=(n, r))
+    X = np.hstack([K, K @ (0.01 * rng.normal(size=(r, m)) / np.sqrt(r))
+                   + np.sqrt(0.9e-12) * rng.normal(size=(n, 1))])
+    with pytest.warns(UserWarning, match="singular"):
+        reference = score_sts([task], sentences, X, whitening="year")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow inside the checks
+        warnings.simplefilter("ignore", UserWarning)  # the dropped directions, expected
+        res = score_sts([task], sentences, X * scale, whitening="year")
+    assert res.whitening.n_dropped == reference.whitening.n_dropped
+    assert res.whitening.n_dropped["T"] == m - 1
+    assert res.average == pytest.approx(reference.average, abs=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-140, 1e-160])
+def test_year_whitening_of_values_too_small_for_float64_is_refused(scale):
+    # variances of 1e-280 .. 1e-320 sit in float64's subnormal range: results were silently off
+    # by up to 2.7 points (break-it pass); now the same clear error as for smaller values
+    rng = np.random.default_rng(8)
+    task = _random_task(rng, "T", n_subsets=2, n_pairs=40, vocab=60)
+    sentences = unique_sentences([task])
+    X = rng.normal(size=(len(sentences), 6)) * scale
+    with pytest.raises(ValueError, match="too small"):
+        score_sts([task], sentences, X, whitening="year")
+    with pytest.raises(ValueError, match="too small.*rescale"):
+        Whitening().fit(X)

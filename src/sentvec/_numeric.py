@@ -8,6 +8,11 @@ from typing import Any
 
 import numpy as np
 
+#: Smallest largest-variance a whitening accepts (2**-900, about 1.5e-271): below it, the
+#: eigenvalues that must be resolved (down to 1e-10 of the largest) and the covariance entries
+#: themselves reach float64's subnormal range, where they lose their precision silently.
+MIN_VARIANCE = 2.0 ** -900
+
 
 class LazyKernel:
     """A numba kernel compiled (or loaded from numba's on-disk cache) at its first call.

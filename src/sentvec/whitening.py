@@ -25,6 +25,7 @@ from sentvec._io import (
     load_npy,
     read_json_object,
 )
+from sentvec._numeric import MIN_VARIANCE
 from sentvec._validation import check_embeddings, check_float_range, check_positive_int
 
 __all__ = ["Whitening", "WhiteningStatistics", "DEFAULT_EPS"]
@@ -448,6 +449,14 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                     "float64; rescale them (whitened vectors do not depend on the scale)")
             raise ValueError("the covariance is zero (all rows are identical, up to rounding); "
                              "cannot whiten")
+        if top < MIN_VARIANCE:
+            # entries and eigenvalues in float64's subnormal range: results would be silently
+            # imprecise (scores off by points), so refuse like the smaller scales above
+            raise ValueError(
+                f"the covariance is too small for float64: its largest variance is {top:.1e}, "
+                f"below {MIN_VARIANCE:.1e}, where the covariance loses its precision (the values "
+                "are too small to square accurately); rescale them (whitened vectors do not "
+                "depend on the scale)")
         rank = int(np.count_nonzero(evals > self.eps * top))
         kept = min(k, rank)
         self.n_dropped_ = k - kept

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sentvec._numeric import LazyKernel
+from sentvec._numeric import MIN_VARIANCE, LazyKernel
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
 from sentvec.evaluation.results import (
     AGGREGATIONS,
@@ -558,7 +558,9 @@ def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray, n_components: int 
     # the mean eigenvalue (trace / d) is a lower bound of the largest one that path tests
     if (n_components is None and stats.n_samples >= 2
             and float(np.trace(stats.scatter)) / (stats.n_samples * stats.n_features)
-            > stats._rounding_variance()):
+            > stats._rounding_variance()
+            # smaller variances go to Whitening, which rejects them with a clear error
+            and float(stats.scatter.diagonal().max()) / stats.n_samples >= MIN_VARIANCE):
         # scipy's LAPACK routines, called without holding the GIL (scoring runs in threads)
         from sentvec._lapack import cholesky_lower_inplace, cholesky_rcond, solve_lower_inplace
 
@@ -621,13 +623,16 @@ def _whiten_rank_deficient(cov: np.ndarray, anorm: float, centred: np.ndarray,
         return None
     kept, rest = piv[:rank], piv[rank:]
     L21 = factor[rank:, :rank]
-    schur = cov[np.ix_(rest, rest)] - L21 @ L21.T
-    if not np.linalg.norm(schur) <= 1e-2 * DEFAULT_EPS * top_diag:
+    # relative to the largest variance, so that the norm neither overflows nor underflows
+    schur = (cov[np.ix_(rest, rest)] - L21 @ L21.T) / top_diag
+    if not np.linalg.norm(schur) <= 1e-2 * DEFAULT_EPS:
         return None
     L11 = np.tril(factor[:rank, :rank]).copy(order="F")
     a_norm = float(np.abs(cov[np.ix_(kept, kept)]).sum(axis=0).max())
     rcond, info = cholesky_rcond(L11, a_norm)
-    if info != 0 or rcond < _CHOLESKY_MIN_RCOND or rcond * a_norm < 1e2 * DEFAULT_EPS * anorm:
+    # written so that a NaN (an infinite norm) also falls back to the eigen path
+    if info != 0 or not (rcond >= _CHOLESKY_MIN_RCOND
+                         and rcond * (a_norm / anorm) >= 1e2 * DEFAULT_EPS):
         return None
     # Whitening projects every row onto the kept eigen-directions, which removes its component
     # along the null space (for float32 input on a hyperplane: the input's rounding noise);
