@@ -279,11 +279,6 @@ def test_undefined_scores_rank_last_and_serialise_as_null():
 
 
 def test_plots_write_png(tmp_path):
-    from sentvec.evaluation.plots import start_plotting_warm_up
-
-    warm = start_plotting_warm_up()
-    warm.join(timeout=120)
-    assert not warm.is_alive()
     a = _analysis()
     plot_pair_heatmap(a, tmp_path / "fig1.png")
     plot_size_curve(a, tmp_path / "fig2.png")

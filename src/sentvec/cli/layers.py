@@ -136,11 +136,7 @@ def run_layers(args: argparse.Namespace) -> int:
     """``sentvec layers``: Figures 1 and 2 for one model."""
     from sentvec._io import atomic_write_json, atomic_write_text
     from sentvec.evaluation.layers import analyze_layers
-    from sentvec.evaluation.plots import (
-        plot_pair_heatmap,
-        plot_size_curve,
-        start_plotting_warm_up,
-    )
+    from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve
 
     t0 = time.perf_counter()
     if args.max_combination is not None and args.max_combination < 0:
@@ -148,7 +144,9 @@ def run_layers(args: argparse.Namespace) -> int:
     out = check_output_path(args.out, what="--out", kind="dir")  # before the work
     encoder = _load_transformer(args.model, args.device, max_length=args.max_length)
     tasks = sts_tasks_for(args, encoder)
-    plotting = start_plotting_warm_up()  # overlaps with the forward pass
+    # matplotlib is imported when plotting, while a new cache entry is being written: a warm-up
+    # thread during the forward pass would hold the GIL that the forward pass needs after
+    # every torch operation
     cache = _cache(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -167,7 +165,6 @@ def run_layers(args: argparse.Namespace) -> int:
     atomic_write_json(out / f"{stem}-layers.json", data)
     atomic_write_text(out / f"{stem}-layers.md", analysis.to_markdown()
                       + f"- total command wall time: {data['timings']['total_s']:.1f} s\n")
-    plotting.join()
     plot_pair_heatmap(analysis, out / f"{stem}-fig1-pairs.png")
     if analysis.by_size:
         plot_size_curve(analysis, out / f"{stem}-fig2-sizes.png")

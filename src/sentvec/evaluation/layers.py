@@ -210,8 +210,9 @@ def _load_kernels() -> None:
 
 
 def start_combination_warm_up() -> None:
-    """Load the compiled combination kernel in a background thread (about 0.4 s), so that it
-    overlaps with a forward pass instead of delaying the first scoring. Never raises."""
+    """Load the compiled combination and cosine kernels (:func:`_load_kernels`: numba import and
+    the first kernel, about 0.75 s) in a background thread, so that it overlaps with a forward
+    pass instead of delaying the first scoring. Never raises."""
     if not _COMBINE_ROWS.loaded:
         threading.Thread(target=_load_kernels, name="sentvec-combine-warm-up",
                          daemon=True).start()
@@ -861,7 +862,7 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     from sentvec.encoders.base import check_n_components, describe_encoder, text_variant_of
     from sentvec.encoders.pooling import POOLING_MODES
     from sentvec.evaluation.results import AGGREGATIONS
-    from sentvec.evaluation.sts import load_sts, start_scoring_warm_up, unique_sentences
+    from sentvec.evaluation.sts import load_sts, unique_sentences
 
     # every option is checked before the forward pass, which is most of the cost
     whitening = _whitening_modes(whitening)
@@ -878,8 +879,7 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
     sentences = unique_sentences(task_list)
-    start_scoring_warm_up()  # both overlap with the forward pass
-    start_combination_warm_up()
+    start_combination_warm_up()  # all kernels, in one thread, during the forward pass
     vectors, hit, unsaved, forward_s = _layer_vectors(
         encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,
         batch_size=batch_size, show_progress_bar=show_progress_bar)

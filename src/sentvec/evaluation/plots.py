@@ -18,8 +18,7 @@ if TYPE_CHECKING:
     from sentvec.evaluation.layers import LayerAnalysis
     from sentvec.evaluation.sweep import WhiteningSweep
 
-__all__ = ["plot_pair_heatmap", "plot_size_curve", "plot_whitening_sweep",
-           "start_plotting_warm_up"]
+__all__ = ["plot_pair_heatmap", "plot_size_curve", "plot_whitening_sweep"]
 
 
 def _figure(width: float, height: float) -> Any:
@@ -29,29 +28,6 @@ def _figure(width: float, height: float) -> Any:
     fig = Figure(figsize=(width, height), dpi=120)
     FigureCanvasAgg(fig)
     return fig
-
-
-def _warm_up() -> None:
-    try:  # import matplotlib and load the font once (about 0.7 s); errors surface later
-        fig = _figure(1.0, 1.0)
-        fig.add_subplot(1, 1, 1).text(0.5, 0.5, "L0 77.8", fontsize=7, fontweight="bold")
-        fig.canvas.draw()
-    except Exception:  # pragma: no cover - reported by the real plot
-        pass
-
-
-def start_plotting_warm_up() -> Any:
-    """Start importing matplotlib and loading its font in a background thread.
-
-    For a command that plots after a long computation: the one-off start-up (about 0.7 s)
-    overlaps with the computation. Returns the thread; ``join()`` it before plotting (figures
-    are not drawn from two threads at once).
-    """
-    import threading
-
-    t = threading.Thread(target=_warm_up, name="sentvec-plot-warm-up", daemon=True)
-    t.start()
-    return t
 
 
 def _save_png(fig: Any, path: Any) -> None:
