@@ -438,7 +438,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         evecs = evecs * signs
         top = float(evals[0])
         if not top > statistics._rounding_variance():
-            if top < 2.0 ** -900 and float(np.abs(statistics.mean).max()) < 2.0 ** -400:
+            if top < MIN_VARIANCE and float(np.abs(statistics.mean).max()) < 2.0 ** -400:
                 if top == 0.0 and not statistics.mean.any():
                     raise ValueError(
                         "the covariance is zero: every row is a zero vector, or its values are "
