@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from sentvec._io import atomic_write_json
+from sentvec._memory import prefault_async
 from sentvec._validation import check_choice, check_positive_int, check_sentences
 from sentvec.encoders.models import resolve_model
 from sentvec.encoders.pooling import (
@@ -549,6 +550,9 @@ class TransformerEncoder:
         unique = list(index)
         _check_unicode(unique, items)
         out = np.empty((len(unique), *row_shape), dtype=np.float32)
+        # its pages are faulted in by a background thread while the texts are tokenized, not
+        # one by one by this thread between batches (see sentvec._memory)
+        prefault_async(out)
         if show_progress_bar is None:
             show_progress_bar = len(unique) >= AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
         n_truncated, longest = 0, 0
