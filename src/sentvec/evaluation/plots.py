@@ -35,6 +35,9 @@ def _save_png(fig: Any, path: Any) -> None:
     from sentvec._io import atomic_open
 
     fig.tight_layout()
+    # tight_layout leaves a placeholder layout engine, for which savefig would lay the figure
+    # out again in a dry-run draw; the layout is already final
+    fig.set_layout_engine("none")
     with atomic_open(path, "wb") as fh:
         fig.savefig(fh, format="png")
 
