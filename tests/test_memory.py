@@ -45,6 +45,9 @@ def test_nothing_is_done_for_small_views_read_only_or_non_arrays():
     ro.flags.writeable = False
     assert _memory.populate_pages(ro) is False
     assert _memory.populate_pages([1.0, 2.0]) is False
+    # the same cases start no thread, whatever the size limit
+    for skipped in (big[::2], ro, [1.0, 2.0], None, 5):
+        assert _memory.prefault_async(skipped, min_bytes=0) is None
 
 
 def test_no_madvise_means_no_thread(monkeypatch):

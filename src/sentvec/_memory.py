@@ -77,12 +77,15 @@ def prefault_async(array: np.ndarray, *,
                    min_bytes: int | None = None) -> threading.Thread | None:
     """Start a daemon thread that runs :func:`populate_pages` on ``array``.
 
-    Returns the started thread, or None for arrays under ``min_bytes`` bytes (default
-    :data:`PREFAULT_MIN_BYTES`) or where the call is not available. The thread keeps ``array``
+    Returns the started thread, or None (nothing started) for anything :func:`populate_pages`
+    would skip, for arrays under ``min_bytes`` bytes (default :data:`PREFAULT_MIN_BYTES`) and
+    where the call is not available. The thread keeps ``array``
     alive until it is done; nobody needs to join it.
     """
     limit = PREFAULT_MIN_BYTES if min_bytes is None else min_bytes
-    if array.nbytes < limit or _madvise() is None:
+    if (not isinstance(array, np.ndarray) or array.nbytes < limit or not array.flags.writeable
+            or not (array.flags.c_contiguous or array.flags.f_contiguous)
+            or _madvise() is None):
         return None
     thread = threading.Thread(target=populate_pages, args=(array,), name="sentvec-prefault",
                               daemon=True)
