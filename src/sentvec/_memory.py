@@ -48,6 +48,18 @@ def _madvise() -> Any:
     return fn
 
 
+def _whole_pages(array: Any) -> tuple[int, int] | None:
+    """``(start, end)`` addresses of the whole pages inside ``array``'s buffer, or None when
+    there are none or the array is not one to populate (not an ndarray, read-only, or not
+    C- or Fortran-contiguous)."""
+    if (not isinstance(array, np.ndarray) or not array.flags.writeable
+            or not (array.flags.c_contiguous or array.flags.f_contiguous)):
+        return None
+    start = -(-array.ctypes.data // _PAGE) * _PAGE
+    end = (array.ctypes.data + array.nbytes) // _PAGE * _PAGE
+    return (start, end) if end > start else None
+
+
 def populate_pages(array: np.ndarray) -> bool:
     """Fault in the whole pages of ``array``'s buffer without changing its contents.
 
@@ -63,13 +75,10 @@ def populate_pages(array: np.ndarray) -> bool:
         without ``MADV_POPULATE_WRITE``, a small, read-only or non-contiguous array).
     """
     fn = _madvise()
-    if (fn is None or not isinstance(array, np.ndarray) or not array.flags.writeable
-            or not (array.flags.c_contiguous or array.flags.f_contiguous)):
+    pages = _whole_pages(array)
+    if fn is None or pages is None:
         return False
-    start = -(-array.ctypes.data // _PAGE) * _PAGE  # whole pages inside the buffer only
-    end = (array.ctypes.data + array.nbytes) // _PAGE * _PAGE
-    if end <= start:
-        return False
+    start, end = pages
     return fn(start, end - start, _MADV_POPULATE_WRITE) == 0
 
 
@@ -79,13 +88,11 @@ def prefault_async(array: np.ndarray, *,
 
     Returns the started thread, or None (nothing started) for anything :func:`populate_pages`
     would skip, for arrays under ``min_bytes`` bytes (default :data:`PREFAULT_MIN_BYTES`) and
-    where the call is not available. The thread keeps ``array``
-    alive until it is done; nobody needs to join it.
+    where the call is not available. The thread keeps ``array`` alive until it is done; nobody
+    needs to join it.
     """
     limit = PREFAULT_MIN_BYTES if min_bytes is None else min_bytes
-    if (not isinstance(array, np.ndarray) or array.nbytes < limit or not array.flags.writeable
-            or not (array.flags.c_contiguous or array.flags.f_contiguous)
-            or _madvise() is None):
+    if _whole_pages(array) is None or array.nbytes < limit or _madvise() is None:
         return None
     thread = threading.Thread(target=populate_pages, args=(array,), name="sentvec-prefault",
                               daemon=True)
