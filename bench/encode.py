@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from sentence_transformers import SentenceTransformer
 
     from sentvec.encoders.transformer import TransformerEncoder
-    from sentvec.evaluation.sts import load_sts, unique_sentences
+    from sentvec.evaluation import load_sts, unique_sentences
 
     sentences = unique_sentences(load_sts(variant="senteval"))
     n_all = len(sentences)

@@ -47,7 +47,7 @@ def _status_kb(field: str) -> int:
 def child(args: argparse.Namespace) -> int:
     """One encode_file run; prints a JSON line with timings and memory."""
     from sentvec.encode_files import encode_file
-    from sentvec.pipeline import load_encoder
+    from sentvec.encoders import load_encoder
 
     encoder = load_encoder(args.model)
     encoder.encode(["warm up the kernels"])

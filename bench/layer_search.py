@@ -57,8 +57,8 @@ def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int =
     os.environ["SENTVEC_CACHE"] = str(cache)
     from sentvec.cache import VectorCache
     from sentvec.evaluation.layers import CombinationScorer, pooled_layer_vectors
-    from sentvec.evaluation.sts import load_sts, unique_sentences
-    from sentvec.pipeline import load_encoder
+    from sentvec.evaluation import load_sts, unique_sentences
+    from sentvec.encoders import load_encoder
 
     enc = load_encoder(model)
     task_list = load_sts(tasks)

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         faiss.omp_set_num_threads(args.threads)
         threadpool_limits(args.threads)
 
-    from sentvec.pipeline import load_encoder
+    from sentvec.encoders import load_encoder
     from sentvec.search import SemanticSearch
 
     lines = read_lines(Path(args.corpus), args.n_corpus + args.n_queries)

@@ -42,7 +42,7 @@ FLAGS = dict(dim=100, epoch=5, lr=0.2, word_ngrams=2, min_count=5, min_count_lab
 def evaluate(model) -> dict:
     """STS14 (6 subsets) and SICK-R test, Spearman / Pearson x 100, cosine, distinct sentences."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from sentvec.evaluation.sts import load_sts, score_sts, unique_sentences
+    from sentvec.evaluation import load_sts, score_sts, unique_sentences
 
     out = {}
     for name, lower in (("STS14", False), ("SICKRelatedness", True)):

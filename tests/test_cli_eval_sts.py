@@ -52,7 +52,7 @@ def use_tiny(monkeypatch, tiny_minilm):
 
 
 def _pairs(small_data, task):
-    from sentvec.evaluation.sts import load_sts
+    from sentvec.evaluation import load_sts
 
     (t,) = load_sts(task, data_dir=small_data)
     sub = t.subsets[0]
@@ -138,7 +138,7 @@ def test_single_configuration_matches_table_row(small_data, use_tiny, capsys, tm
 
 
 def test_whiten_with_corpus_file_and_saved_whitening(small_data, use_tiny, tiny_minilm, capsys, tmp_path):
-    from sentvec.evaluation.sts import load_sts, score_sts, unique_sentences
+    from sentvec.evaluation import load_sts, score_sts, unique_sentences
     from sentvec.whitening import Whitening
 
     corpus = (PACKAGE_DATA_DIR / "corpus/enwiki-2015-sentences-sample10k.txt").read_text(
@@ -165,7 +165,7 @@ def test_whiten_with_corpus_file_and_saved_whitening(small_data, use_tiny, tiny_
     rows2 = _table_rows(capsys.readouterr().out)
     assert list(rows2.values()) == list(rows.values())
     # and so does a saved pipeline holding it (as `encode --whitening` accepts)
-    from sentvec.pipeline import Pipeline
+    from sentvec.encoders import Pipeline
 
     Pipeline(tiny_minilm, w).save(tmp_path / "pipe")
     assert main(args + ["--whiten", str(tmp_path / "pipe")]) == 0
@@ -208,7 +208,7 @@ def test_n_components_above_the_width_fails_before_encoding(small_data, use_tiny
     base = ["eval-sts", "--tasks", "STSB", "--data", str(small_data)]
     for extra in (["--layers", "1", "--whiten", "year"], []):  # one configuration; Table 1
         assert main(base + extra + ["--n-components", str(d + 1)]) == 2
-        assert f"the encoder's vectors have {d} dimensions" in capsys.readouterr().err
+        assert f"the vectors have {d} dimensions" in capsys.readouterr().err
     with pytest.raises(ValueError, match=f"have {d} dimensions"):
         analyze_layers(tiny_minilm, n_components=d + 1)
     with pytest.raises(ValueError, match="whitening='white'"):

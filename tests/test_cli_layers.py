@@ -54,7 +54,7 @@ def layers_run(env):
 
 
 def _tasks(env):
-    from sentvec.evaluation.sts import load_sts
+    from sentvec.evaluation import load_sts
 
     return load_sts(TASKS.split(","), data_dir=env["data"])
 
@@ -107,7 +107,7 @@ def test_layers_second_run_hits_cache_and_no_cache_writes_nothing(env, layers_ru
 
 @pytest.mark.slow
 def test_whiten_sweep_matches_direct_scoring(env, tiny_minilm, tmp_path):
-    from sentvec.evaluation.sts import unique_sentences
+    from sentvec.evaluation import unique_sentences
 
     tasks = _tasks(env)
     sts_sents = unique_sentences(tasks)
@@ -129,7 +129,7 @@ def test_whiten_sweep_matches_direct_scoring(env, tiny_minilm, tmp_path):
     assert set(pts) == {("none", 384)} | {(f, k) for f in ("year", "corpus")
                                           for k in (16, 64, 384)}  # 1000 > d skipped
     # oracle: the encoder's own encode() (not encode_layers), scored directly
-    from sentvec.evaluation.sts import score_sts
+    from sentvec.evaluation import score_sts
     from sentvec.whitening import Whitening
 
     emb = tiny_minilm.encode(sts_sents)
@@ -234,12 +234,15 @@ def test_unwritable_cache_warns_and_keeps_the_results(env, layers_run, capsys, t
 def _no_model_work(monkeypatch):
     """Any model loading or report encoding fails the test: the paths are checked first."""
     import sentvec.cli.layers as cl
+    import sentvec.cli.report as cr
+    import sentvec.cli.whiten_sweep as cw
 
     def boom(*a, **k):
         raise AssertionError("model work done before checking the paths")
 
-    monkeypatch.setattr(cl, "_load_transformer", boom)
-    monkeypatch.setattr(cl, "_report_transformer", boom)
+    for module in (cl, cw, cr):
+        monkeypatch.setattr(module, "load_transformer", boom)
+    monkeypatch.setattr(cr, "_report_transformer", boom)
 
 
 def test_bad_paths_fail_before_any_model_work(monkeypatch, capsys, tmp_path):

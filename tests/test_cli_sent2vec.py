@@ -150,7 +150,7 @@ def test_empty_or_missing_npy_in_model_directory_is_a_clean_error(tmp_path, caps
 
 
 def test_pipeline_directory_given_to_embed_names_the_right_commands(tmp_path, capsys):
-    from sentvec.pipeline import Pipeline
+    from sentvec.encoders import Pipeline
     from sentvec.sent2vec.model import Sent2Vec
 
     pipe = tmp_path / "pipe"

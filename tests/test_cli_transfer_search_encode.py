@@ -21,7 +21,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*(in-vocabulary|all-zero):UserW
 
 @pytest.fixture(scope="module")
 def model():
-    from sentvec.pipeline import load_encoder
+    from sentvec.encoders import load_encoder
 
     return load_encoder(BIGRAM)
 
@@ -250,7 +250,7 @@ def test_search_cli_rebuilds_an_index_dir_missing_its_config(tmp_path, capsys, c
 def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(tmp_path, capsys, corpus,
                                                                        monkeypatch):
     # root ignores permission bits, so the unwritable folder is simulated at the write check
-    import sentvec.cli.search as cli_search
+    import sentvec._io as io_mod
 
     def read_only(path, **kwargs):
         raise PermissionError(f"cannot write index directory {str(path)!r}: not writable")
@@ -261,7 +261,7 @@ def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(tmp_path,
     assert main(args) == 0  # the oracle run, index saved next to the corpus
     good = json.loads(capsys.readouterr().out)
     shutil.rmtree(path.with_name(path.name + ".sentvec-index"))
-    monkeypatch.setattr(cli_search, "check_output_path", read_only)
+    monkeypatch.setattr(io_mod, "check_output_path", read_only)
     with pytest.warns(UserWarning, match="searching without saving the index"):
         assert main(args) == 0
     out = capsys.readouterr()

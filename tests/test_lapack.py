@@ -1,4 +1,4 @@
-"""GIL-free Cholesky / dpocon / dtrsm (sentvec._lapack) against scipy's f2py wrappers.
+"""GIL-free Cholesky / dpocon / dtrsm (sentvec.whitening._lapack) against scipy's f2py wrappers.
 
 The oracle is scipy itself (same LAPACK library), so the results must agree bit for bit; the
 last test checks the point of the module: the routines are called without holding the GIL.
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.linalg import lapack, solve_triangular
 
-from sentvec._lapack import (cholesky_lower_inplace, cholesky_rcond, pivoted_cholesky_lower_inplace,
+from sentvec.whitening._lapack import (cholesky_lower_inplace, cholesky_rcond, pivoted_cholesky_lower_inplace,
                              solve_lower_inplace)
 
 
@@ -115,7 +115,7 @@ def test_calls_go_through_ctypes_without_the_gil():
     # (a timing test would be flaky on a loaded 2-core machine)
     import ctypes
 
-    from sentvec._lapack import _SIGNATURES, _routine
+    from sentvec.whitening._lapack import _SIGNATURES, _routine
 
     for module, name in _SIGNATURES:
         fn = _routine(module, name)

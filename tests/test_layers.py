@@ -23,7 +23,7 @@ from sentvec.evaluation.layers import (
     search_combinations,
 )
 from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve
-from sentvec.evaluation.sts import STSSubset, STSTask
+from sentvec.evaluation import STSSubset, STSTask
 
 
 def _per_layer(n=6, K=5, d=4, seed=0):
@@ -296,7 +296,7 @@ def _small_sts_dir(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def small_sts(tmp_path_factory):
-    from sentvec.evaluation.sts import load_sts
+    from sentvec.evaluation import load_sts
 
     root = _small_sts_dir(tmp_path_factory.mktemp("sts-small"))
     return root, load_sts(["STS13", "STSBenchmark"], data_dir=root)
@@ -305,8 +305,9 @@ def small_sts(tmp_path_factory):
 @pytest.mark.slow
 def test_search_best_pair_equals_encoder_with_that_pair(tiny_minilm, small_sts, tmp_path):
     from sentvec.cache import VectorCache
-    from sentvec.evaluation.layers import analyze_layers, pooled_layer_vectors
-    from sentvec.evaluation.sts import score_sts, unique_sentences
+    from sentvec.cache import pooled_layer_vectors
+    from sentvec.evaluation.layers import analyze_layers
+    from sentvec.evaluation import score_sts, unique_sentences
 
     _, tasks = small_sts
     sents = unique_sentences(tasks)
@@ -337,7 +338,7 @@ def test_search_best_pair_equals_encoder_with_that_pair(tiny_minilm, small_sts, 
 
 
 def test_pooled_layer_vectors_names_an_encoder_missing_a_pooling():
-    from sentvec.evaluation.layers import pooled_layer_vectors
+    from sentvec.cache import pooled_layer_vectors
 
     class MeanOnly:
         def encode_layers(self, sentences, pooling=("mean",), **kwargs):
@@ -356,7 +357,7 @@ def test_pooled_layer_vectors_names_an_encoder_missing_a_pooling():
 # ---------------------------------------------------------------- scorer = score_sts oracle
 
 def test_combine_rows_kernel_is_bitwise_combine_layers_then_gather():
-    from sentvec.evaluation.layers import _combine_rows
+    from sentvec.evaluation._kernels import combine_rows as _combine_rows
 
     P = _per_layer(n=30, K=7, d=13, seed=4)
     rows = np.array([0, 3, 4, 17, 29, 3], dtype=np.intp)  # unsorted, repeated
@@ -370,7 +371,7 @@ def test_combine_rows_kernel_is_bitwise_combine_layers_then_gather():
 
 
 def _layer_vectors(tasks, seed=0, d=12, K=5):
-    from sentvec.evaluation.sts import unique_sentences
+    from sentvec.evaluation import unique_sentences
 
     sents = unique_sentences(tasks)
     rng = np.random.default_rng(seed)
@@ -386,7 +387,7 @@ def test_scorer_equals_score_sts_of_combined_vectors_exactly(small_sts, n_jobs):
     # buffers and scores both modes in one pass; score_sts on combine_layers is the oracle
     import warnings
 
-    from sentvec.evaluation.sts import score_sts
+    from sentvec.evaluation import score_sts
 
     _, tasks = small_sts
     sents, P = _layer_vectors(tasks)

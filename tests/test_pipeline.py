@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentvec.pipeline import Pipeline, load_encoder
+from sentvec.encoders import Pipeline, load_encoder
 from sentvec.sent2vec.model import Sent2Vec
 from sentvec.whitening import Whitening
 
@@ -246,3 +246,41 @@ def test_edited_pipeline_json_is_a_clear_error(s2v, tmp_path):
             Pipeline.load(tmp_path / "p")
     cfg_path.write_text(json.dumps(good))
     assert Pipeline.load(tmp_path / "p").whitening.n_features_in_ == s2v.dim
+
+
+def test_sent2vec_pipeline_saves_and_loads_without_torch(tmp_path):
+    """Saving goes through each component's own save(); nothing imports torch for Sent2Vec."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    ref = Path(__file__).parent / "data" / "sent2vec-reference"
+    code = textwrap.dedent(f"""
+        import sys
+
+        class Blocker:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("torch", "transformers"):
+                    raise ImportError(f"blocked import of {{name}}")
+                return None
+
+        sys.meta_path.insert(0, Blocker())
+        import numpy as np
+        import sentvec
+
+        model = sentvec.load_encoder({str(ref / "tiny-bigram.bin")!r})
+        lines = open({str(ref / "sentences.txt")!r}, encoding="utf-8").read().splitlines()
+        X = model.encode(lines)
+        w = sentvec.Whitening(8).fit(X[X.any(axis=1)])
+        sentvec.Pipeline(model, w).save({str(tmp_path / "pipe")!r})
+        back = sentvec.load_encoder({str(tmp_path / "pipe")!r})
+        assert type(back).__name__ == "Pipeline"
+        assert np.array_equal(back.encode(lines[:50]), sentvec.Pipeline(model, w).encode(lines[:50]))
+        assert "torch" not in sys.modules and "transformers" not in sys.modules
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

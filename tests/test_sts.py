@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sentvec._data import PACKAGE_DATA_DIR
-from sentvec.evaluation.sts import STS_SUBSETS, STS_TASKS, STSSubset, STSTask, load_sts
+from sentvec.evaluation import STS_SUBSETS, STS_TASKS, STSSubset, STSTask, load_sts
 
 EXPECTED_PAIRS = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186,
                   "STSBenchmark": 1379, "SICKRelatedness": 4927}

@@ -18,7 +18,7 @@ from sentvec.evaluation.results import (
     results_table_markdown,
     results_table_text,
 )
-from sentvec.evaluation.sts import (
+from sentvec.evaluation import (
     STSScorer,
     STSSubset,
     STSTask,
@@ -347,7 +347,7 @@ def test_nan_survives_json_as_null():
 
 
 def test_identical_vectors_tie_exactly_at_one():
-    from sentvec.evaluation.sts import cosine_similarity_rows
+    from sentvec.evaluation import cosine_similarity_rows
 
     rng = np.random.default_rng(7)
     A = rng.normal(size=(200, 50)).astype(np.float32) * rng.uniform(0.1, 10, size=(200, 1))
@@ -383,7 +383,8 @@ def test_prepared_scorer_is_score_sts_for_many_embeddings():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("d", [1, 3, 4, 13])
 def test_row_dots_match_a_numpy_oracle(dtype, d):
-    from sentvec.evaluation.sts import _row_dots, _subset_cosines
+    from sentvec.evaluation._kernels import row_dots as _row_dots
+    from sentvec.evaluation.sts import _subset_cosines
 
     rng = np.random.default_rng(d)
     Z = rng.normal(size=(40, d)).astype(dtype)
@@ -414,18 +415,6 @@ def test_precomputed_gold_ranks_give_identical_scores():
     ranked = aggregate_scores(preds, golds, gold_ranks=rank_golds(golds))
     assert plain == ranked
     assert rank_golds(golds)["B"][1] is None  # one subset: "all" is the subset score
-
-
-def test_scoring_warm_up_loads_the_kernel_once():
-    from sentvec.evaluation import sts
-
-    sts.start_scoring_warm_up()
-    if sts._WARM_UP is not None:
-        sts._WARM_UP.join(timeout=120)
-    assert sts._ROW_DOTS.loaded
-    thread = sts._WARM_UP
-    sts.start_scoring_warm_up()  # idempotent: no second thread
-    assert sts._WARM_UP is thread
 
 
 def test_gold_ranks_must_match_the_subsets():
@@ -461,7 +450,7 @@ def test_zero_width_embeddings_are_rejected():
 
 
 def test_cosine_similarity_rows_rejects_non_finite_and_complex():
-    from sentvec.evaluation.sts import cosine_similarity_rows
+    from sentvec.evaluation import cosine_similarity_rows
 
     A = np.ones((3, 4))
     bad = A.copy()
@@ -479,7 +468,7 @@ def test_cosine_similarity_rows_rejects_non_finite_and_complex():
 def test_cosines_of_extreme_float64_rows_equal_those_of_ordinary_rows(scale):
     # squared norms of such rows overflow to inf (NaN cosines) or underflow to 0 (flagged as
     # zero vectors); a power-of-two rescaling of those rows must give the ordinary cosines
-    from sentvec.evaluation.sts import cosine_similarity_rows
+    from sentvec.evaluation import cosine_similarity_rows
 
     rng = np.random.default_rng(3)
     A, B = rng.normal(size=(6, 5)), rng.normal(size=(6, 5))
@@ -534,7 +523,7 @@ def test_year_whitening_of_a_layernorm_hyperplane_uses_pivoted_cholesky_like_eig
         dtype, monkeypatch):
     # a LayerNorm output x = g * z + b with mean(z) = 0: sum((x - b) / g) = 0 for every row, so
     # the covariance has an exact null direction, which Whitening (eigh) drops
-    import sentvec.evaluation.sts as sts_mod
+    import sentvec.whitening.solvers as solvers
 
     rng = np.random.default_rng(11)
     n, d = 400, 24
@@ -544,11 +533,14 @@ def test_year_whitening_of_a_layernorm_hyperplane_uses_pivoted_cholesky_like_eig
     X = (z / z.std(axis=1, keepdims=True) * g + b).astype(dtype)
     counts = rng.integers(1, 3, size=n)
     calls = []
-    real = sts_mod._whiten_rank_deficient
-    monkeypatch.setattr(sts_mod, "_whiten_rank_deficient",
+    real = solvers._pivoted_solution
+    monkeypatch.setattr(solvers, "_pivoted_solution",
                         lambda *a: calls.append(real(*a)) or calls[-1])
-    Z, n_dropped = sts_mod._fit_whiten_for_cosine(X, counts, None)
+    fast = Whitening(solver="cholesky", warn_singular=False)
+    Z = fast.fit_transform(X.astype(np.float64), sample_weight=counts)
+    n_dropped = fast.n_dropped_
     assert len(calls) == 1 and calls[0] is not None  # the pivoted path was taken
+    assert fast.solver_ == "pivoted-cholesky"
     assert n_dropped == 1 and Z.shape == (n, d - 1)
     # oracle: Whitening's eigen path on the same weighted rows
     with pytest.warns(UserWarning, match="singular"):
@@ -566,7 +558,7 @@ def test_year_whitening_of_a_layernorm_hyperplane_uses_pivoted_cholesky_like_eig
 def test_year_whitening_without_a_clear_null_space_keeps_the_eigen_path(monkeypatch):
     # one direction with variance 1e-11 x the largest: below Whitening's 1e-10 cut, but too
     # close to it for the pivoted factorisation's guarantee, so the eigen path decides
-    import sentvec.evaluation.sts as sts_mod
+    import sentvec.whitening.solvers as solvers
 
     rng = np.random.default_rng(12)
     n, d = 300, 10
@@ -575,11 +567,13 @@ def test_year_whitening_without_a_clear_null_space_keeps_the_eigen_path(monkeypa
     X = (rng.normal(size=(n, d)) * scales) @ Q.T
     counts = np.ones(n, dtype=np.int64)
     calls = []
-    real = sts_mod._whiten_rank_deficient
-    monkeypatch.setattr(sts_mod, "_whiten_rank_deficient",
+    real = solvers._pivoted_solution
+    monkeypatch.setattr(solvers, "_pivoted_solution",
                         lambda *a: calls.append(real(*a)) or calls[-1])
-    Z, n_dropped = sts_mod._fit_whiten_for_cosine(X, counts, None)
-    assert calls == [None]
+    fast = Whitening(solver="cholesky", warn_singular=False)
+    Z = fast.fit_transform(X, sample_weight=counts)
+    n_dropped = fast.n_dropped_
+    assert calls == [None] and fast.solver_ == "eigh"
     with pytest.warns(UserWarning, match="singular"):
         w = Whitening().fit(X)
     assert n_dropped == w.n_dropped_ == 1

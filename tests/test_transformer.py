@@ -95,26 +95,6 @@ def test_encode_layers_is_batch_invariant(tiny_minilm, singles):
     np.testing.assert_array_equal(tiny_minilm.encode_layers(SENTENCES, batch_size=3), batched["mean"])
 
 
-def test_prefaulted_output_gives_the_same_vectors(tiny_minilm, monkeypatch):
-    """The output array's pages populated in a background thread (every size here): same bits."""
-    from sentvec import _memory
-
-    plain = tiny_minilm.encode_layers(SENTENCES, pooling=("cls", "mean"), batch_size=3)
-    started = []
-    real = _memory.prefault_async
-
-    def forced(array, *, min_bytes=None):
-        thread = real(array, min_bytes=0)
-        started.append(thread)
-        return thread
-
-    monkeypatch.setattr("sentvec.encoders.transformer.prefault_async", forced)
-    again = tiny_minilm.encode_layers(SENTENCES, pooling=("cls", "mean"), batch_size=3)
-    assert started and all(t is not None for t in started)  # threads were started
-    for mode in ("cls", "mean"):
-        np.testing.assert_array_equal(again[mode], plain[mode])
-
-
 @pytest.mark.parametrize("layers", LAYER_CHOICES)
 def test_encode_is_batch_invariant_and_matches_encode_layers(tiny_minilm, singles, layers):
     """Mixed-length batches vs batch-of-1, every pooling; encode == mean of encode_layers."""

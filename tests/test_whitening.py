@@ -285,7 +285,8 @@ def test_load_errors(tmp_path):
 
 def test_sklearn_clone_and_params():
     w = Whitening(n_components=3, eps=1e-8)
-    assert w.get_params() == {"n_components": 3, "eps": 1e-8}
+    assert w.get_params() == {"n_components": 3, "eps": 1e-8, "solver": "eigh",
+                              "warn_singular": True}
     c = clone(w)
     assert c is not w and c.get_params() == w.get_params()
     w.set_params(n_components=2)
@@ -297,7 +298,7 @@ def test_sklearn_clone_and_params():
         Whitening(n_components=None)  # __init__ validates nothing and warns nothing
 
 
-@parametrize_with_checks([Whitening()])
+@parametrize_with_checks([Whitening(), Whitening(solver="cholesky")])
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
@@ -369,3 +370,52 @@ def test_statistics_counts_are_exact_integers_and_sum_merges():
     total = sum(parts)  # starts from 0
     assert total.n_samples == 30
     np.testing.assert_allclose(total.scatter, whole.scatter, atol=1e-10)
+
+
+# ------------------------------------------------------------------ solver="cholesky"
+def _gram(Z):
+    return Z @ Z.T
+
+
+def test_cholesky_solver_is_eq1_up_to_a_rotation():
+    X = _correlated(n=400, d=12)
+    ref = Whitening().fit(X)
+    fast = Whitening(solver="cholesky").fit(X)
+    assert fast.solver_ == "cholesky" and not hasattr(fast, "components_")
+    Ze, Zc = ref.transform(X), fast.transform(X)
+    # W_c = W_e R with R orthogonal: every dot product between whitened rows is the same
+    assert np.allclose(_gram(Zc), _gram(Ze), rtol=1e-9, atol=1e-9)
+    R = np.linalg.lstsq(ref.whitening_matrix_, fast.whitening_matrix_, rcond=None)[0]
+    assert np.allclose(R.T @ R, np.eye(12), atol=1e-9)
+    # fit_transform centres once and solves in place: the same rows
+    assert np.allclose(Whitening(solver="cholesky").fit_transform(X), Zc, atol=1e-10)
+    assert np.allclose(Whitening().fit_transform(X), Ze, atol=1e-10)
+
+
+def test_cholesky_solver_drops_the_null_space_like_eigh():
+    rng = np.random.default_rng(3)
+    X = _correlated(n=300, d=10)
+    X[:, -1] = X[:, :-1].sum(axis=1)  # an exact linear dependence: rank 9
+    with pytest.warns(UserWarning, match="dropped 1 of the 10"):
+        ref = Whitening().fit(X)
+    with pytest.warns(UserWarning, match="dropped 1 of the 10"):
+        fast = Whitening(solver="cholesky").fit(X)
+    assert fast.solver_ == "pivoted-cholesky" and fast.n_components_ == ref.n_components_ == 9
+    Y = X[:50] + 1e-3 * rng.standard_normal((50, 10))  # new rows, off the hyperplane
+    assert np.allclose(_gram(fast.transform(Y)), _gram(ref.transform(Y)), rtol=1e-7, atol=1e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        Z = Whitening(solver="cholesky").fit_transform(X)
+    assert np.allclose(_gram(Z), _gram(ref.transform(X)), rtol=1e-7, atol=1e-7)
+
+
+def test_cholesky_solver_needs_all_components_and_round_trips(tmp_path):
+    assert Whitening(4, solver="cholesky").fit(_correlated(d=6)).solver_ == "eigh"
+    with pytest.raises(ValueError, match="solver"):
+        Whitening(solver="svd").fit(_correlated(d=6))
+    X = _correlated(n=200, d=6)
+    w = Whitening(solver="cholesky").fit(X)
+    w.save(tmp_path / "w")
+    back = Whitening.load(tmp_path / "w")
+    assert back.solver_ == "cholesky" and back.get_params() == w.get_params()
+    assert np.array_equal(back.transform(X), w.transform(X))

@@ -1,63 +1,62 @@
 """sentvec: unsupervised sentence embeddings (Sent2Vec, WhiteningBERT) and their evaluation.
 
 Importing the package defines names only. Names backed by torch, numba or faiss are imported
-lazily on first access, so ``import sentvec`` stays fast and side-effect free.
+lazily on first access, so ``import sentvec`` stays fast and side-effect free. Where each thing
+lives: ``docs/ARCHITECTURE.md``.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sentvec._lazy import attach
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
-    # encoders
+    "Encoder": "sentvec.encoders.base",
     "TransformerEncoder": "sentvec.encoders.transformer",
-    "load_encoder": "sentvec.pipeline",
-    "Pipeline": "sentvec.pipeline",
-    # whitening
-    "Whitening": "sentvec.whitening",
-    "WhiteningStatistics": "sentvec.whitening",
-    # STS evaluation
-    "load_sts": "sentvec.evaluation.sts",
+    "load_encoder": "sentvec.encoders.loading",
+    "Pipeline": "sentvec.encoders.pipeline",
+    "load_whitening": "sentvec.encoders.pipeline",
+    "Whitening": "sentvec.whitening.estimator",
+    "WhiteningStatistics": "sentvec.whitening.statistics",
+    "load_sts": "sentvec.evaluation.sts_data",
+    "STSTask": "sentvec.evaluation.sts_data",
+    "unique_sentences": "sentvec.evaluation.sts_data",
     "evaluate_sts": "sentvec.evaluation.sts",
-    "STSTask": "sentvec.evaluation.sts",
-    "STSResult": "sentvec.evaluation.results",
     "score_sts": "sentvec.evaluation.sts",
     "STSScorer": "sentvec.evaluation.sts",
-    "unique_sentences": "sentvec.evaluation.sts",
+    "STSResult": "sentvec.evaluation.results",
     "results_table_markdown": "sentvec.evaluation.results",
-    # transfer tasks
+    "analyze_layers": "sentvec.evaluation.layers",
     "load_transfer": "sentvec.evaluation.transfer",
     "evaluate_transfer": "sentvec.evaluation.transfer",
     "TransferResult": "sentvec.evaluation.transfer",
-    # Sent2Vec
     "Sent2Vec": "sentvec.sent2vec.model",
     "train_sent2vec": "sentvec.sent2vec.trainer",
     "Sent2VecTrainer": "sentvec.sent2vec.trainer",
-    # search and large-file encoding
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
 }
 
-__all__ = sorted(_LAZY) + ["__version__"]
+__all__, __getattr__, __dir__ = attach(__name__, _LAZY)
+__all__ += ["__version__"]
 
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'sentvec' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
-
-if TYPE_CHECKING:  # pragma: no cover
-    from sentvec.encoders.transformer import TransformerEncoder
-    from sentvec.whitening import Whitening
+if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checkers
+    from sentvec.encoders.base import Encoder  # noqa: F401
+    from sentvec.encoders.transformer import TransformerEncoder  # noqa: F401
+    from sentvec.encoders.loading import load_encoder  # noqa: F401
+    from sentvec.encoders.pipeline import Pipeline, load_whitening  # noqa: F401
+    from sentvec.whitening.estimator import Whitening  # noqa: F401
+    from sentvec.whitening.statistics import WhiteningStatistics  # noqa: F401
+    from sentvec.evaluation.sts_data import load_sts, STSTask, unique_sentences  # noqa: F401
+    from sentvec.evaluation.sts import evaluate_sts, score_sts, STSScorer  # noqa: F401
+    from sentvec.evaluation.results import STSResult, results_table_markdown  # noqa: F401
+    from sentvec.evaluation.layers import analyze_layers  # noqa: F401
+    from sentvec.evaluation.transfer import load_transfer, evaluate_transfer, TransferResult  # noqa: F401
+    from sentvec.sent2vec.model import Sent2Vec  # noqa: F401
+    from sentvec.sent2vec.trainer import train_sent2vec, Sent2VecTrainer  # noqa: F401
+    from sentvec.search import SemanticSearch  # noqa: F401
+    from sentvec.encode_files import encode_file  # noqa: F401

@@ -346,3 +346,64 @@ def read_text_lines(path: str | os.PathLike[str], *, what: str = "input",
                 for line in itertools.islice(lines, max_lines)]
     finally:
         lines.close()  # closes the file when fewer than all lines were read
+
+
+def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
+                      kind: str = "file") -> Path:
+    """Check, before any work is done, that an output file or directory can be written.
+
+    The target must not be of the wrong kind, and the directory where the write happens (or its
+    nearest existing ancestor, created later) must accept a new file (tried with a temporary
+    file, removed at once), so that a read-only or misspelt location fails before a long
+    computation rather than after it.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        How messages name the path (``"--output"``, ``"--out directory"``).
+    kind : {"file", "dir", "whole-dir"}
+        ``"file"``: a file written at ``path`` through a temporary file next to it (``path`` must
+        not be a directory). ``"dir"``: a directory that receives files (``path`` must not be a
+        file). ``"whole-dir"``: a directory written next to ``path`` and renamed onto it (as
+        ``Sent2Vec.save`` does); whether an existing ``path`` may be replaced is the caller's
+        rule.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    IsADirectoryError
+        If a file is to be written and ``path`` is an existing directory.
+    NotADirectoryError
+        If a directory is to be written and ``path`` is an existing file, or an ancestor of
+        ``path`` is a file.
+    PermissionError
+        If no file can be created where ``path`` would go (read-only file system, permissions).
+    ValueError
+        If ``kind`` is not one of the above.
+    """
+    if kind not in ("file", "dir", "whole-dir"):
+        raise ValueError(f"kind={kind!r} is invalid; expected 'file', 'dir' or 'whole-dir'")
+    p = Path(path)
+    if kind == "dir" and p.exists() and not p.is_dir():
+        raise NotADirectoryError(f"{what} {str(p)!r} exists and is not a directory; give a "
+                                 "directory path")
+    if kind == "file" and p.is_dir():
+        raise IsADirectoryError(f"{what} {str(p)!r} is an existing directory; give a file path")
+    where = p if kind == "dir" and p.is_dir() else p.absolute().parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise NotADirectoryError(f"cannot write {what} {str(p)!r}: {str(where)!r} is not a "
+                                 "directory")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".sentvec-write-check-", dir=where)
+    except OSError as exc:
+        raise PermissionError(f"cannot write {what} {str(p)!r}: {str(where)!r} is not writable "
+                              f"({exc.strerror or exc}); choose another location") from None
+    os.close(fd)
+    os.unlink(probe)
+    return p

@@ -2,48 +2,7 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
-
-#: Smallest largest-variance a whitening accepts (2**-900, about 1.5e-271): below it, the
-#: eigenvalues that must be resolved (down to 1e-10 of the largest) and the covariance entries
-#: themselves reach float64's subnormal range, where they lose their precision silently.
-MIN_VARIANCE = 2.0 ** -900
-
-
-class LazyKernel:
-    """A numba kernel compiled (or loaded from numba's on-disk cache) at its first call.
-
-    numba is imported only then (about 0.5 s), once, under a lock, so threads may call the
-    kernel concurrently. Compiled with ``nogil=True`` (callers run it in scoring threads) and
-    ``cache=True``.
-
-    Parameters
-    ----------
-    impl : callable
-        Plain Python function numba can compile.
-    """
-
-    def __init__(self, impl: Callable[..., Any]) -> None:
-        self._impl = impl
-        self._compiled: Any = None
-        self._lock = threading.Lock()
-
-    @property
-    def loaded(self) -> bool:
-        """True once the kernel has been compiled or loaded."""
-        return self._compiled is not None
-
-    def __call__(self, *args: Any) -> Any:
-        with self._lock:
-            if self._compiled is None:
-                import numba
-
-                self._compiled = numba.njit(cache=True, nogil=True)(self._impl)
-        return self._compiled(*args)
 
 
 def unit_scale_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -21,8 +21,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
+from sentvec.encoders.base import Encoder
 
 #: Environment variable naming the cache directory.
 CACHE_ENV = "SENTVEC_CACHE"
@@ -163,7 +165,7 @@ class CacheKey:
         return hashlib.sha256(_canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
 
 
-def code_fingerprint(encoder: Any) -> str:
+def code_fingerprint(encoder: Encoder) -> str:
     """SHA-256 of the source files that compute ``encoder``'s vectors.
 
     These are the module defining the encoder's class and sentvec's pooling module (read as
@@ -192,7 +194,7 @@ def _sentvec_version() -> str:
     return __version__
 
 
-def _find_model_path(encoder: Any, config: Mapping[str, Any]) -> Path | None:
+def _find_model_path(encoder: Encoder, config: Mapping[str, Any]) -> Path | None:
     for attr in ("model_path", "name_or_path", "path"):
         value = getattr(encoder, attr, None)
         if isinstance(value, (str, os.PathLike)) and Path(value).expanduser().exists():
@@ -204,7 +206,7 @@ def _find_model_path(encoder: Any, config: Mapping[str, Any]) -> Path | None:
     return None
 
 
-def encoder_cache_key(encoder: Any, sentences: list[str], *, kind: str = "layers",
+def encoder_cache_key(encoder: Encoder, sentences: list[str], *, kind: str = "layers",
                       pooling: str | None = None, text_variant: str | None = None,
                       max_length: int | None = None) -> CacheKey:
     """Build the :class:`CacheKey` of ``encoder`` applied to ``sentences``.
@@ -394,3 +396,99 @@ class VectorCache:
         arr = np.ascontiguousarray(compute(), dtype=np.float32)
         self.save(key, arr)
         return arr, False
+
+
+# --------------------------------------------------------------- per-layer vectors
+def pooled_layer_vectors(encoder: Encoder, sentences: Sequence[str], *,
+                         pooling: str | Sequence[str] = "mean", text_variant: str = "senteval",
+                         cache: Any = None, batch_size: int | None = None,
+                         show_progress_bar: bool | None = None, background_save: bool = False
+                         ) -> tuple[dict[str, np.ndarray], bool, float]:
+    """Per-layer pooled vectors of ``sentences``, from the disk cache or one forward pass.
+
+    Parameters
+    ----------
+    encoder : TransformerEncoder
+        Anything with ``encode_layers(sentences, pooling=tuple, ...) -> dict``.
+    sentences : sequence of str
+    pooling : str or sequence of str
+        Each mode is cached under its own key; all missing modes come from ONE forward pass.
+    text_variant : str
+        Recorded in the cache key (which text the sentences are).
+    cache : VectorCache, optional
+        ``None``: no caching.
+    batch_size, show_progress_bar : optional
+        Passed to ``encode_layers``.
+    background_save : bool
+        Return while new cache entries are still being written (background thread); the caller
+        must call ``cache.finish_writes()`` before exiting and must not modify the arrays.
+        Otherwise the writes are finished before returning. Either way a failed write is a
+        :class:`sentvec.cache.CacheWarning`, never an error.
+
+    Returns
+    -------
+    vectors : dict of str to ndarray of shape (n, L + 1, d), float32
+    cache_hit : bool
+        True when every pooling came from the cache (no forward pass ran).
+    seconds : float
+        Wall time of loading and/or computing.
+
+    Raises
+    ------
+    TypeError
+        If the encoder has no ``encode_layers`` (e.g. Sent2Vec: it has no layers).
+    """
+    vectors, hit, unsaved, seconds = load_or_encode_layer_vectors(
+        encoder, sentences, pooling=pooling, text_variant=text_variant, cache=cache,
+        batch_size=batch_size, show_progress_bar=show_progress_bar)
+    save_layer_vectors(cache, unsaved, wait=not background_save)
+    return vectors, hit, seconds
+
+
+def load_or_encode_layer_vectors(encoder: Encoder, sentences: Sequence[str], *,
+                                  pooling: str | Sequence[str], text_variant: str, cache: Any,
+                                  batch_size: int | None, show_progress_bar: bool | None
+                                  ) -> tuple[dict[str, np.ndarray], bool, list[tuple[Any, np.ndarray]], float]:
+    """:func:`pooled_layer_vectors` without writing the cache: returns the vectors, the cache
+    hit flag, the ``(cache key, array)`` entries still to be saved (see
+    :func:`save_layer_vectors`) and the seconds."""
+    if not callable(getattr(encoder, "encode_layers", None)):
+        raise TypeError(f"{type(encoder).__name__} has no encode_layers(); the layer analysis "
+                        "needs a transformer encoder")
+    poolings = (pooling,) if isinstance(pooling, str) else tuple(dict.fromkeys(pooling))
+    sentences = list(sentences)
+    t0 = time.perf_counter()
+    keys = {p: encoder_cache_key(encoder, sentences, kind="layers", pooling=p,
+                                 text_variant=text_variant) for p in poolings}
+    out: dict[str, np.ndarray] = {}
+    if cache is not None:
+        for p in poolings:
+            arr = cache.load(keys[p])
+            if arr is not None:
+                out[p] = arr
+    missing = tuple(p for p in poolings if p not in out)
+    if missing:
+        kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
+        if batch_size is not None:
+            kwargs["batch_size"] = batch_size
+        computed = encoder.encode_layers(sentences, pooling=missing, **kwargs)
+        if not isinstance(computed, Mapping) or not set(missing) <= set(computed):
+            got = sorted(computed) if isinstance(computed, Mapping) else type(computed).__name__
+            raise ValueError(f"{type(encoder).__name__}.encode_layers(pooling={missing}) "
+                             f"returned {got}, not a dict holding every requested pooling")
+        for p in missing:
+            out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
+    unsaved = [(keys[p], out[p]) for p in missing] if cache is not None else []
+    return {p: out[p] for p in poolings}, not missing, unsaved, time.perf_counter() - t0
+
+
+def save_layer_vectors(cache: Any, entries: list[tuple[Any, np.ndarray]], *,
+                        wait: bool) -> None:
+    """Write the entries in the cache's background thread; with ``wait``, finish them (a
+    failed write is a CacheWarning, never an error)."""
+    if cache is None:
+        return
+    for key, arr in entries:
+        cache.save(key, arr, background=True)
+    if wait:
+        cache.finish_writes()

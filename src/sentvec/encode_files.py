@@ -53,7 +53,7 @@ from sentvec._io import (
     read_json_object,
 )
 from sentvec._validation import check_positive_int
-from sentvec.encoders.base import describe_encoder
+from sentvec.encoders.base import Encoder, describe_encoder
 
 MANIFEST_NAME = "manifest.json"
 #: Encoded (and whitened) at every run; their vectors must match the recorded ones to resume.
@@ -367,7 +367,7 @@ def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
 
 
 def encode_file(
-    encoder: Any,
+    encoder: Encoder,
     input_path: str | os.PathLike[str],
     output_dir: str | os.PathLike[str],
     *,
@@ -445,7 +445,7 @@ def encode_file(
     start_line = check_positive_int("start_line", start_line, minimum=0)
     if end_line is not None:
         end_line = check_positive_int("end_line", end_line, minimum=start_line)
-    from sentvec.pipeline import load_whitening
+    from sentvec.encoders import load_whitening
 
     white = load_whitening(whitening)
     if white is not None:  # a whitening of another width would fail only after a shard
@@ -581,7 +581,7 @@ def _remove_shards(out: Path, old: EncodeManifest, keep: set[str]) -> None:
             (out / rec.file).unlink(missing_ok=True)
 
 
-def _encode_lines(encoder: Any, white: Any, lines: list[str], batch_size: int | None,
+def _encode_lines(encoder: Encoder, white: Any, lines: list[str], batch_size: int | None,
                   bar: Any = None, caught: list[warnings.WarningMessage] | None = None) -> np.ndarray:
     """Encode ``lines`` in chunks (progress per chunk), whiten, check; float32 (n, d).
 
@@ -609,7 +609,7 @@ def _encode_lines(encoder: Any, white: Any, lines: list[str], batch_size: int | 
             bar.update(len(chunk))
     emb = np.concatenate(parts)
     if white is not None:
-        from sentvec.pipeline import whiten_keeping_zero_rows
+        from sentvec.whitening import whiten_keeping_zero_rows
 
         emb, _ = whiten_keeping_zero_rows(white, emb)  # zero rows stay zero (and are counted)
     emb = emb.astype(np.float32, copy=False)
@@ -717,7 +717,7 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
     return np.concatenate(arrays)
 
 
-def encode_file_delayed(encoder: Any, input_path: str | os.PathLike[str],
+def encode_file_delayed(encoder: Encoder, input_path: str | os.PathLike[str],
                         output_dir: str | os.PathLike[str], *, partition_lines: int,
                         n_lines: int | None = None, **kwargs: Any) -> list[Any]:
     """One ``dask.delayed`` :func:`encode_file` task per partition of ``partition_lines`` lines.

@@ -35,18 +35,20 @@ Other conventions
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
 from sentvec._io import atomic_directory, load_npy, read_json_object
 from sentvec._numeric import unit_scale_rows
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
+from sentvec.encoders.base import Encoder
 
 SearchMetric = Literal["cosine", "dot"]
 SearchBackend = Literal["exact", "faiss"]
@@ -58,6 +60,14 @@ _VERSION = 1
 _CONFIG = "search_index.json"
 _VECTORS = "embeddings.npy"
 _FAISS = "index.faiss"
+#: Written last into an index directory by :func:`open_corpus_index`: what the index depends on.
+FINGERPRINT_FILE = "fingerprint.json"
+#: The files of a corpus index directory (SemanticSearch.save plus the fingerprint).
+_INDEX_FILES = frozenset({FINGERPRINT_FILE, _CONFIG, _VECTORS, _FAISS})
+_CHUNK_LINES = 8192
+
+__all__ = ["SEARCH_METRICS", "SEARCH_BACKENDS", "FINGERPRINT_FILE", "SemanticSearch",
+           "CorpusIndex", "index_fingerprint", "open_corpus_index", "corpus_lines_at"]
 #: Query block size of the exact backend: bounds the (block, ntotal) score matrix.
 _SCORE_BLOCK_BYTES = 128 * 2**20
 #: Extra candidates per query re-scored in float64 (enlarged when a near-tie requires it).
@@ -170,7 +180,7 @@ class SemanticSearch:
     """
 
     def __init__(self, dim: int | None = None, *, metric: SearchMetric = "cosine",
-                 backend: SearchBackend = "exact", encoder: Any = None) -> None:
+                 backend: SearchBackend = "exact", encoder: Encoder | None = None) -> None:
         self.metric = check_choice("metric", metric, SEARCH_METRICS)
         self.backend = check_choice("backend", backend, SEARCH_BACKENDS)
         self.dim = None if dim is None else check_positive_int("dim", dim)
@@ -407,7 +417,7 @@ class SemanticSearch:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, encoder: Any = None,
+    def load(cls, path: str | os.PathLike[str], *, encoder: Encoder | None = None,
              mmap: bool = False) -> SemanticSearch:
         """Read an index written by :meth:`save`.
 
@@ -467,3 +477,145 @@ class SemanticSearch:
         # the float32 error bound of search needs a true upper bound of the stored norms
         obj._max_norm = max(float(cfg["max_norm"]), top)
         return obj
+
+
+# --------------------------------------------------------------- corpus index files
+class CorpusIndex(NamedTuple):
+    """What :func:`open_corpus_index` returns."""
+
+    index: "SemanticSearch"
+    built: bool
+    n_lines: int
+    directory: Path
+    saved: bool
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def index_fingerprint(corpus: Path, model_arg: str, encoder: Encoder, metric: str,
+                      backend: str) -> dict[str, Any]:
+    """What a corpus index depends on; equal dicts mean the index can be reused.
+
+    A SHA-256 over the corpus bytes, the model (its description and the size/mtime of its
+    files), metric, backend and the index format.
+    """
+    from sentvec.cache import fingerprint_path
+    from sentvec.encoders.base import describe_encoder
+
+    desc = json.loads(json.dumps(describe_encoder(encoder), default=str))
+    files = {}
+    for cand in (model_arg, desc.get("model_path"), desc.get("source")):
+        if cand and Path(str(cand)).expanduser().exists():
+            files[str(Path(str(cand)).expanduser().resolve())] = fingerprint_path(str(cand))
+    return {"index_format": [_FORMAT, _VERSION], "corpus": str(corpus.resolve()),
+            "corpus_size": corpus.stat().st_size, "corpus_sha256": _sha256_file(corpus),
+            "model_arg": model_arg, "model": desc, "model_files": files,
+            "metric": metric, "backend": backend}
+
+
+def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model_arg: str,
+                      index_dir: str | os.PathLike[str] | None = None, metric: str = "cosine",
+                      backend: str = "exact", rebuild: bool = False,
+                      batch_size: int | None = None) -> CorpusIndex:
+    """The search index of a corpus file: reused while current, else built and saved.
+
+    The index directory (default ``<corpus>.sentvec-index``) holds the :meth:`SemanticSearch.save`
+    files and ``fingerprint.json`` (:func:`index_fingerprint`), written last. An index whose
+    fingerprint equals the current one is loaded (memory-mapped); any change of corpus, model,
+    metric or backend rebuilds it, and an unreadable one is rebuilt with a warning, never
+    trusted. A damaged index holding only our files is cleared first; any other non-empty
+    directory is refused before encoding.
+
+    Parameters
+    ----------
+    corpus : path-like
+        UTF-8 text, one sentence per line (line ``i`` is row ``i``).
+    encoder : Encoder
+    model_arg : str
+        The model as the user named it (part of the fingerprint).
+    index_dir : path-like, optional
+        Given explicitly, a location that cannot be written is an error; the default location
+        next to a read-only corpus only warns, and the index is then kept in memory.
+    metric, backend, rebuild, batch_size
+        As :class:`SemanticSearch`; ``rebuild`` ignores a current index.
+
+    Returns
+    -------
+    CorpusIndex
+        The index, whether it was built (False: a current one was reused), the lines encoded,
+        its directory and whether it was saved there.
+
+    Raises
+    ------
+    FileExistsError
+        The index directory is a non-empty directory that is not a sentvec search index.
+    ValueError
+        The corpus has no lines.
+    PermissionError
+        An explicit ``index_dir`` cannot be written.
+    """
+    from sentvec._io import atomic_write_json, check_output_path, check_replaceable_directory
+    from sentvec.encode_files import iter_line_chunks
+
+    corpus = Path(corpus)
+    explicit = index_dir is not None
+    index_dir = Path(index_dir) if explicit else corpus.with_name(corpus.name + ".sentvec-index")
+    fp = index_fingerprint(corpus, model_arg, encoder, metric, backend)
+    fp_path = index_dir / FINGERPRINT_FILE
+    if index_dir.exists() and not rebuild and fp_path.is_file():
+        try:
+            current = read_json_object(fp_path) == fp
+            if current:
+                return CorpusIndex(SemanticSearch.load(index_dir, encoder=encoder, mmap=True),
+                                   False, 0, index_dir, True)
+        except (ValueError, OSError) as exc:  # a damaged index is rebuilt, never trusted
+            warnings.warn(f"index {str(index_dir)!r} is unreadable ({exc}); rebuilding it",
+                          UserWarning, stacklevel=2)
+    if index_dir.is_dir() and fp_path.is_file() and not (index_dir / _CONFIG).is_file():
+        names = {f.name for f in index_dir.iterdir()}
+        if names <= _INDEX_FILES:  # a damaged index written here: only our files, cleared
+            for name in names:
+                (index_dir / name).unlink()
+    # the rule SemanticSearch.save applies (a foreign directory is refused), before encoding
+    check_replaceable_directory(index_dir, marker=_CONFIG, kind="a sentvec search index")
+    save = True
+    try:
+        check_output_path(index_dir, what="index directory", kind="whole-dir")
+    except PermissionError as exc:
+        if explicit:  # asked for: fail before the corpus is encoded
+            raise
+        # the default place, next to a read-only corpus: search all the same
+        warnings.warn(f"{exc}; searching without saving the index (pass --index DIR to keep "
+                      "it for the next search)", UserWarning, stacklevel=2)
+        save = False
+    index = SemanticSearch(metric=metric, backend=backend, encoder=encoder)
+    n = 0
+    for lines in iter_line_chunks(corpus, _CHUNK_LINES):
+        index.add_texts(lines, batch_size=batch_size)
+        n += len(lines)
+    if n == 0:
+        raise ValueError(f"corpus {str(corpus)!r} has no lines")
+    if save:
+        index.save(index_dir)  # replaces the directory (and any old fingerprint) atomically
+        atomic_write_json(fp_path, fp)  # written last: an index without it is rebuilt
+    return CorpusIndex(index, True, n, index_dir, save)
+
+
+def corpus_lines_at(corpus: str | os.PathLike[str], wanted: set[int]) -> dict[int, str]:
+    """The lines of ``corpus`` at 0-based positions ``wanted`` (the texts of search hits)."""
+    from sentvec.encode_files import iter_line_chunks
+
+    out, first = {}, 0
+    for lines in iter_line_chunks(corpus, _CHUNK_LINES):
+        for i in [w for w in wanted if first <= w < first + len(lines)]:
+            out[i] = lines[i - first]
+        first += len(lines)
+        if len(out) == len(wanted):
+            break
+    return out

@@ -1,6 +1,7 @@
 """The ``sentvec`` command line: a thin layer over the public API.
 
-Each sub-command lives in its own module of this package and exposes ``register(subparsers)``,
+Each sub-command lives in its own module of this package, named after it (``eval-sts`` in
+``eval_sts.py``), and exposes ``register(subparsers)``,
 which adds its parser(s) and sets ``func`` (taking the parsed ``argparse.Namespace`` and returning
 an exit code). ``main(argv)`` is the entry point and is what the tests call.
 """
@@ -13,13 +14,18 @@ import sys
 import warnings
 from collections.abc import Sequence
 
+__all__ = ["main", "console_main", "build_parser"]
+
 # modules of sentvec.cli that define sub-commands, in the order --help lists them
 _COMMAND_MODULES = (
     "eval_sts",
     "layers",
-    "train",
-    "sent2vec",
-    "transfer",
+    "whiten_sweep",
+    "report",
+    "train_sent2vec",
+    "embed",
+    "tokenize",
+    "eval_transfer",
     "search",
     "encode",
 )

@@ -1,14 +1,22 @@
-"""Argument types shared by the sub-commands (argparse ``type=`` callables) and the STS task
-loading they share."""
+"""What the sub-commands share: argparse ``type=`` callables, option groups, STS task loading,
+output-path checks, and the model / cache / warning helpers of the evaluation commands."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from sentvec._io import check_output_path  # noqa: F401  (the commands take it from here)
+
+
+#: ``--errors`` choices of the commands reading text: what a line that is not UTF-8 does.
+ERRORS = ("strict", "replace", "surrogateescape")
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -38,7 +46,7 @@ def positive_int_list(text: str) -> list[int]:
     return values
 
 
-#: ``--model`` help of every command that takes any encoder (``sentvec.pipeline.load_encoder``).
+#: ``--model`` help of every command that takes any encoder (``sentvec.load_encoder``).
 MODEL_HELP = ("model alias (minilm, mpnet), Hugging Face directory or hub name already in the "
               "local hub cache (nothing is downloaded), sent2vec .bin or directory, or saved "
               "pipeline (default: minilm)")
@@ -58,7 +66,7 @@ def sts_task_list(text: str) -> list[str]:
     Unknown names are an ``ArgumentTypeError`` naming both the full and the short names, so a
     typo fails before any model is loaded.
     """
-    from sentvec.evaluation.sts import STS_TASKS
+    from sentvec.evaluation import STS_TASKS
 
     names = [STS_TASK_ALIASES.get(p.lower(), p) for p in (x.strip() for x in text.split(","))
              if p]
@@ -88,73 +96,105 @@ def layer_list(text: str) -> tuple[int, ...]:
 def sts_tasks_for(args: argparse.Namespace, encoder: Any) -> list[Any]:
     """The STS tasks of ``--tasks`` / ``--data`` / ``--variant`` (default: the encoder's text)."""
     from sentvec.encoders.base import text_variant_of
-    from sentvec.evaluation.sts import load_sts
+    from sentvec.evaluation import load_sts
 
     variant = args.variant or text_variant_of(encoder)
     return load_sts(args.tasks, data_dir=args.data, variant=variant)
 
 
-def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
-                      kind: str = "file") -> Path:
-    """Check, before any work is done, that an output file or directory can be written.
-
-    The target must not be of the wrong kind, and the directory where the write happens (or its
-    nearest existing ancestor, created later) must accept a new file (tried with a temporary
-    file, removed at once), so that a read-only or misspelt location fails before a long
-    computation rather than after it.
-
-    Parameters
-    ----------
-    path : path-like
-    what : str
-        How messages name the path (``"--output"``, ``"--out directory"``).
-    kind : {"file", "dir", "whole-dir"}
-        ``"file"``: a file written at ``path`` through a temporary file next to it (``path`` must
-        not be a directory). ``"dir"``: a directory that receives files (``path`` must not be a
-        file). ``"whole-dir"``: a directory written next to ``path`` and renamed onto it (as
-        ``Sent2Vec.save`` does); whether an existing ``path`` may be replaced is the caller's
-        rule.
-
-    Returns
-    -------
-    pathlib.Path
-
-    Raises
-    ------
-    IsADirectoryError
-        If a file is to be written and ``path`` is an existing directory.
-    NotADirectoryError
-        If a directory is to be written and ``path`` is an existing file, or an ancestor of
-        ``path`` is a file.
-    PermissionError
-        If no file can be created where ``path`` would go (read-only file system, permissions).
-    ValueError
-        If ``kind`` is not one of the above.
-    """
-    if kind not in ("file", "dir", "whole-dir"):
-        raise ValueError(f"kind={kind!r} is invalid; expected 'file', 'dir' or 'whole-dir'")
-    p = Path(path)
-    if kind == "dir" and p.exists() and not p.is_dir():
-        raise NotADirectoryError(f"{what} {str(p)!r} exists and is not a directory; give a "
-                                 "directory path")
-    if kind == "file" and p.is_dir():
-        raise IsADirectoryError(f"{what} {str(p)!r} is an existing directory; give a file path")
-    where = p if kind == "dir" and p.is_dir() else p.absolute().parent
-    while not where.exists() and where != where.parent:
-        where = where.parent
-    if not where.is_dir():
-        raise NotADirectoryError(f"cannot write {what} {str(p)!r}: {str(where)!r} is not a "
-                                 "directory")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".sentvec-write-check-", dir=where)
-    except OSError as exc:
-        raise PermissionError(f"cannot write {what} {str(p)!r}: {str(where)!r} is not writable "
-                              f"({exc.strerror or exc}); choose another location") from None
-    os.close(fd)
-    os.unlink(probe)
-    return p
-
-
 def plain_text(doc: str) -> str:
     """A module docstring paragraph for ``--help``: reST literals (double backticks) removed."""
     return doc.replace("``", "")
+
+
+# ------------------------------------------------------------ evaluation commands
+def str_list(text: str) -> list[str]:
+    """Comma-separated non-empty items."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def add_evaluation_options(p: argparse.ArgumentParser) -> None:
+    """STS data, batching, device and vector-cache options of layers, whiten-sweep, report."""
+    p.add_argument("--tasks", type=sts_task_list, default=None,
+                   help="comma-separated STS tasks (STS12..STS16, STSB, SICK; default all seven)")
+    p.add_argument("--data", default=None, metavar="DIR",
+                   help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)")
+    p.add_argument("--variant", choices=("senteval", "raw"), default=None,
+                   help="STS text fed to the model (default: the encoder's preference, "
+                        "'senteval' = tokenized and lower-cased as in the paper)")
+    p.add_argument("--batch-size", type=positive_int, default=None,
+                   help="sentences per forward pass (default: the encoder's, 32)")
+    p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
+                                                     "~/.cache/sentvec)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def vector_cache(args: argparse.Namespace) -> Any:
+    """The vector cache of ``--cache-dir`` / ``--no-cache``."""
+    from sentvec.cache import VectorCache
+
+    return VectorCache(args.cache_dir, enabled=not args.no_cache)
+
+
+def slug(name: str) -> str:
+    """A file-name stem for a model name or path."""
+    base = Path(name).name if ("/" in name or "\\" in name) else name
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-").lower() or "model"
+
+
+def display_name(name: str) -> str:
+    """An alias as given; a path by its last component."""
+    return Path(name).name if ("/" in name or "\\" in name) else name
+
+
+def load_transformer(name: str, device: str | None = None, **overrides: Any) -> Any:
+    """A transformer encoder (one with hidden layers) by alias or path; ValueError otherwise."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentvec.encoders import EncoderOptionsError, load_encoder
+
+    try:
+        enc = load_encoder(name, device=device, **overrides)
+    except EncoderOptionsError:  # a Sent2Vec model or pipeline: no layers to choose from
+        enc = load_encoder(name)
+    if not callable(getattr(enc, "encode_layers", None)):
+        raise ValueError(f"model {name!r} ({type(enc).__name__}) has no hidden layers; "
+                         "this command needs a transformer encoder")
+    return enc
+
+
+def progress(args: argparse.Namespace) -> bool | None:
+    """``show_progress_bar`` for ``--quiet``."""
+    return False if args.quiet else None
+
+
+def report_warnings(records: list[Any]) -> None:
+    """Print each distinct warning once, with how many scorings raised it."""
+    counts: dict[str, int] = {}
+    for r in records:
+        text = f"{r.category.__name__}: {r.message}"
+        counts[text] = counts.get(text, 0) + 1
+    for text, n in counts.items():
+        print(f"warning ({n}x): {text}", file=sys.stderr)
+
+
+_AGGREGATION_HELP = ("how subset scores make a task score: mean (the paper's, default), wmean "
+                     "(weighted by subset size, SentEval) or all (Spearman over all pairs)")
+_TRANSFORMER_HELP = ("transformer: alias (minilm, mpnet), Hugging Face model directory, or hub "
+                     "name already in the local hub cache (nothing is downloaded)")
+
+
+def add_transformer_options(p: argparse.ArgumentParser) -> None:
+    """Options of the commands that score one transformer (layers, whiten-sweep)."""
+    p.add_argument("--model", required=True, help=_TRANSFORMER_HELP)
+    p.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean",
+                   help="token pooling of each hidden state (default: mean, token=AVG)")
+    p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean",
+                   help=_AGGREGATION_HELP)
+    p.add_argument("--max-length", type=positive_int, default=None,
+                   help="longest input in tokens (default: the model's own limit)")
+    p.add_argument("--out", default="layers-out", help="output directory (default layers-out)")

@@ -54,7 +54,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Encode; print a one-line summary; return 0."""
     from sentvec.encode_files import encode_file
-    from sentvec.pipeline import load_encoder
+    from sentvec.encoders import load_encoder
 
     encoder = load_encoder(args.model, device=args.device)
     m = encode_file(encoder, args.input, args.output, shard_size=args.shard_size,

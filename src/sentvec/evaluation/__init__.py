@@ -1,0 +1,103 @@
+"""The evaluation wing: the papers' protocols, on any encoder.
+
+* ``sts_data``: the STS readers (:func:`load_sts`) and :func:`unique_sentences`;
+* ``sts``: the WhiteningBERT STS protocol (:func:`score_sts`, :class:`STSScorer`,
+  :func:`evaluate_sts`); ``results``: correlations, aggregations, :class:`STSResult`;
+* ``table1``: Table 1's configurations, rows and the Markdown report;
+* ``layers`` / ``layer_results``: the layer-combination search (Figures 1 and 2);
+* ``sweep``: STS against the whitening dimension k; ``plots``: the figures;
+* ``transfer``: SentEval-style transfer tasks;
+* ``_kernels``: the compiled (numba) kernels of the evaluation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sentvec._lazy import attach
+
+# public name -> module that defines it (imported on first use)
+_LAZY: dict[str, str] = {
+    "STS_TASKS": "sentvec.evaluation.sts_data",
+    "STS_SUBSETS": "sentvec.evaluation.sts_data",
+    "STS_SPLITS": "sentvec.evaluation.sts_data",
+    "TEXT_VARIANTS": "sentvec.evaluation.sts_data",
+    "GOLD_RANGE": "sentvec.evaluation.sts_data",
+    "STSSubset": "sentvec.evaluation.sts_data",
+    "STSTask": "sentvec.evaluation.sts_data",
+    "load_sts": "sentvec.evaluation.sts_data",
+    "unique_sentences": "sentvec.evaluation.sts_data",
+    "as_task_list": "sentvec.evaluation.sts_data",
+    "WHITENING_MODES": "sentvec.evaluation.sts",
+    "score_sts": "sentvec.evaluation.sts",
+    "STSScorer": "sentvec.evaluation.sts",
+    "evaluate_sts": "sentvec.evaluation.sts",
+    "cosine_similarity_rows": "sentvec.evaluation.sts",
+    "AGGREGATIONS": "sentvec.evaluation.results",
+    "Aggregation": "sentvec.evaluation.results",
+    "TABLE_COLUMNS": "sentvec.evaluation.results",
+    "JSONRecord": "sentvec.evaluation.results",
+    "WhiteningInfo": "sentvec.evaluation.results",
+    "STSResult": "sentvec.evaluation.results",
+    "SubsetScores": "sentvec.evaluation.results",
+    "correlations": "sentvec.evaluation.results",
+    "rank_golds": "sentvec.evaluation.results",
+    "aggregate_scores": "sentvec.evaluation.results",
+    "results_table_markdown": "sentvec.evaluation.results",
+    "results_table_text": "sentvec.evaluation.results",
+    "TABLE1_CONFIGS": "sentvec.evaluation.table1",
+    "Table1Row": "sentvec.evaluation.table1",
+    "table1_block": "sentvec.evaluation.table1",
+    "table1_rows": "sentvec.evaluation.table1",
+    "sent2vec_rows": "sentvec.evaluation.table1",
+    "render_report": "sentvec.evaluation.table1",
+    "describe_encoder_line": "sentvec.evaluation.table1",
+    "DEFAULT_EXHAUSTIVE_LIMIT": "sentvec.evaluation.layers",
+    "DEFAULT_BEAM_WIDTH": "sentvec.evaluation.layers",
+    "normalize_combination": "sentvec.evaluation.layers",
+    "combine_layers": "sentvec.evaluation.layers",
+    "CombinationScorer": "sentvec.evaluation.layers",
+    "evaluate_pairs": "sentvec.evaluation.layers",
+    "search_combinations": "sentvec.evaluation.layers",
+    "analyze_layers": "sentvec.evaluation.layers",
+    "LAYER_WHITENING_MODES": "sentvec.evaluation.layer_results",
+    "SEARCH_METHODS": "sentvec.evaluation.layer_results",
+    "COMBINATION_NOTE": "sentvec.evaluation.layer_results",
+    "layer_label": "sentvec.evaluation.layer_results",
+    "rank_key": "sentvec.evaluation.layer_results",
+    "CombinationScore": "sentvec.evaluation.layer_results",
+    "SizeBest": "sentvec.evaluation.layer_results",
+    "LayerTimings": "sentvec.evaluation.layer_results",
+    "LayerAnalysis": "sentvec.evaluation.layer_results",
+    "CORPUS_PREPROCESSING": "sentvec.evaluation.sweep",
+    "prepare_corpus": "sentvec.evaluation.sweep",
+    "SweepPoint": "sentvec.evaluation.sweep",
+    "WhiteningSweep": "sentvec.evaluation.sweep",
+    "whitening_sweep": "sentvec.evaluation.sweep",
+    "plot_pair_heatmap": "sentvec.evaluation.plots",
+    "plot_size_curve": "sentvec.evaluation.plots",
+    "plot_whitening_sweep": "sentvec.evaluation.plots",
+    "TRANSFER_TASKS": "sentvec.evaluation.transfer",
+    "AVERAGED_TASKS": "sentvec.evaluation.transfer",
+    "DEFAULT_C_GRID": "sentvec.evaluation.transfer",
+    "TransferSplit": "sentvec.evaluation.transfer",
+    "TransferData": "sentvec.evaluation.transfer",
+    "load_transfer": "sentvec.evaluation.transfer",
+    "TransferResult": "sentvec.evaluation.transfer",
+    "pair_features": "sentvec.evaluation.transfer",
+    "evaluate_transfer": "sentvec.evaluation.transfer",
+    "transfer_table_markdown": "sentvec.evaluation.transfer",
+}
+
+__all__, __getattr__, __dir__ = attach(__name__, _LAZY)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentvec.evaluation.sts_data import STS_TASKS, STS_SUBSETS, STS_SPLITS, TEXT_VARIANTS, GOLD_RANGE, STSSubset, STSTask, load_sts, unique_sentences, as_task_list  # noqa: F401
+    from sentvec.evaluation.sts import WHITENING_MODES, score_sts, STSScorer, evaluate_sts, cosine_similarity_rows  # noqa: F401
+    from sentvec.evaluation.results import AGGREGATIONS, Aggregation, TABLE_COLUMNS, JSONRecord, WhiteningInfo, STSResult, SubsetScores, correlations, rank_golds, aggregate_scores, results_table_markdown, results_table_text  # noqa: F401
+    from sentvec.evaluation.table1 import TABLE1_CONFIGS, Table1Row, table1_block, table1_rows, sent2vec_rows, render_report, describe_encoder_line  # noqa: F401
+    from sentvec.evaluation.layers import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_BEAM_WIDTH, normalize_combination, combine_layers, CombinationScorer, evaluate_pairs, search_combinations, analyze_layers  # noqa: F401
+    from sentvec.evaluation.layer_results import LAYER_WHITENING_MODES, SEARCH_METHODS, COMBINATION_NOTE, layer_label, rank_key, CombinationScore, SizeBest, LayerTimings, LayerAnalysis  # noqa: F401
+    from sentvec.evaluation.sweep import CORPUS_PREPROCESSING, prepare_corpus, SweepPoint, WhiteningSweep, whitening_sweep  # noqa: F401
+    from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve, plot_whitening_sweep  # noqa: F401
+    from sentvec.evaluation.transfer import TRANSFER_TASKS, AVERAGED_TASKS, DEFAULT_C_GRID, TransferSplit, TransferData, load_transfer, TransferResult, pair_features, evaluate_transfer, transfer_table_markdown  # noqa: F401

@@ -26,83 +26,50 @@ many of the C(K, m) combinations were scored.
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
-import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from sentvec._numeric import LazyKernel
 from sentvec._validation import check_choice, check_positive_int
+from sentvec.encoders.base import Encoder
+from sentvec.encoders.pooling import normalize_layers
+from sentvec.evaluation._kernels import combine_rows, load_kernels
+from sentvec.evaluation.layer_results import (
+    LAYER_WHITENING_MODES,
+    SEARCH_METHODS,
+    CombinationScore,
+    LayerAnalysis,
+    LayerTimings,
+    SizeBest,
+    layer_label,
+    rank_key,
+)
+from sentvec.evaluation.sts import STSScorer
 
-#: Whitening modes of the layer search: none, or fitted per STS year (the paper's protocol).
-LayerWhitening = Literal["none", "year"]
-LAYER_WHITENING_MODES: tuple[str, ...] = get_args(LayerWhitening)
-
-#: How a size-m group of combinations was searched.
-SearchMethod = Literal["exhaustive", "beam"]
-SEARCH_METHODS: tuple[str, ...] = get_args(SearchMethod)
+__all__ = ["DEFAULT_EXHAUSTIVE_LIMIT", "DEFAULT_BEAM_WIDTH", "normalize_combination",
+           "combine_layers", "CombinationScorer", "evaluate_pairs", "search_combinations",
+           "analyze_layers"]
 
 DEFAULT_EXHAUSTIVE_LIMIT = 128
 DEFAULT_BEAM_WIDTH = 8
 
-COMBINATION_NOTE = (
-    "combination = mean of the pooled per-layer sentence vectors; for mean and CLS pooling this "
-    "equals pooling the mean of the layers' token vectors (the authors' LayerNPooling); for max "
-    "pooling it does not (sentvec's encode(layers=...) computes the same mean of pooled vectors)"
-)
-
-
-def _json_float(v: float) -> float | None:
-    """NaN (an undefined correlation) -> None: standard JSON has no NaN (as STSResult does)."""
-    return float(v) if math.isfinite(v) else None
-
-
-def _from_json_float(v: Any) -> float:
-    return math.nan if v is None else float(v)
-
-
-def layer_label(layers: Sequence[int]) -> str:
-    """``(1, 6) -> "L1+L6"``; index 0 is the embedding output ``"L0"``."""
-    return "+".join(f"L{i}" for i in layers)
-
 
 def normalize_combination(layers: Sequence[int] | int, n_hidden_states: int) -> tuple[int, ...]:
-    """Validate hidden-state indices and return them as a sorted tuple in ``[0, K)``.
+    """Validated hidden-state indices as a sorted tuple in ``[0, K)`` (a combination is a set).
 
-    Negative indices count from the end (-1 = last layer).
+    The check is :func:`sentvec.encoders.pooling.normalize_layers` (negative indices count from
+    the end, -1 = last layer).
 
     Raises
     ------
     ValueError
         Empty, non-integer, out-of-range or repeated indices (the message names the valid range).
     """
-    if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
-        layers = (int(layers),)
-    items = tuple(layers)
-    if not items:
-        raise ValueError("layers=() is invalid; name at least one hidden state")
-    out = []
-    for raw in items:
-        if isinstance(raw, bool) or not isinstance(raw, (int, np.integer)):
-            raise ValueError(f"layers={items!r} is invalid; {raw!r} is not an integer")
-        if not -n_hidden_states <= int(raw) < n_hidden_states:
-            raise ValueError(f"layer index {raw} is out of range; valid hidden-state indices are "
-                             f"{-n_hidden_states}..{n_hidden_states - 1}")
-        out.append(int(raw) % n_hidden_states)
-    if len(set(out)) != len(out):
-        raise ValueError(f"layers={items!r} names a hidden state more than once")
-    return tuple(sorted(out))
-
-
-def _rank_key(score: "CombinationScore") -> tuple[float, tuple[int, ...]]:
-    """Sort key: best average first (NaN, an undefined score, last), then smallest layers."""
-    return (-score.average if math.isfinite(score.average) else math.inf, score.layers)
+    return tuple(sorted(normalize_layers(layers, n_hidden_states)))
 
 
 def _whitening_modes(whitening: str | Sequence[str]) -> tuple[str, ...]:
@@ -167,111 +134,6 @@ def combine_layers(per_layer: np.ndarray, layers: Sequence[int] | int) -> np.nda
     return out
 
 
-def _combine_rows_impl(P, layers, rows, divisor, out):  # pragma: no cover - compiled by numba
-    m = layers.shape[0]
-    for i in range(rows.shape[0]):
-        src = P[rows[i]]  # (L + 1, d) view of one sentence
-        o = out[i]
-        a = src[layers[0]]
-        if m == 2:  # the layer search's pairs: one pass
-            b = src[layers[1]]
-            for k in range(o.shape[0]):
-                o[k] = (a[k] + b[k]) / divisor
-            continue
-        for k in range(o.shape[0]):
-            o[k] = a[k]
-        for j in range(1, m):
-            b = src[layers[j]]
-            for k in range(o.shape[0]):
-                o[k] += b[k]
-        if m > 1:
-            for k in range(o.shape[0]):
-                o[k] /= divisor
-
-
-_COMBINE_ROWS = LazyKernel(_combine_rows_impl)
-
-
-def _load_kernels() -> None:
-    """Load (or compile) the combination and cosine kernels for float32 and float64.
-
-    Errors are left to the real call. Also run in the main thread before scoring threads
-    start: numba's compiler uses ``warnings.catch_warnings``, which is not thread-safe.
-    """
-    from sentvec.evaluation.sts import _warm_up_scoring
-
-    try:
-        one = np.zeros(1, dtype=np.intp)
-        for dt in (np.float32, np.float64):
-            _combine_rows(np.zeros((1, 1, 1), dtype=dt), (0,), one, np.empty((1, 1), dt))
-    except Exception:  # pragma: no cover - reported by the real call
-        pass
-    _warm_up_scoring()  # the cosine kernel (both dtypes) and the LAPACK entry points
-
-
-def start_combination_warm_up() -> None:
-    """Load the compiled combination and cosine kernels (:func:`_load_kernels`: numba import and
-    the first kernel, about 0.75 s) in a background thread, so that it overlaps with a forward
-    pass instead of delaying the first scoring. Never raises."""
-    if not _COMBINE_ROWS.loaded:
-        threading.Thread(target=_load_kernels, name="sentvec-combine-warm-up",
-                         daemon=True).start()
-
-
-def _combine_rows(P: np.ndarray, idx: tuple[int, ...], rows: np.ndarray,
-                  out: np.ndarray) -> np.ndarray:
-    """``combine_layers(P, idx)[rows]`` written into ``out``, without the full combined array.
-
-    A compiled loop (numba, GIL released) doing the same element-wise arithmetic in the input
-    precision as :func:`combine_layers` (sum in index order, then one division by the count),
-    so the values are bit-identical (tested). ``P``: C-ordered (n, L + 1, d) float32 or
-    float64; ``rows``: valid row indices; ``out``: C-ordered (len(rows), d) of P's dtype.
-    """
-    if rows.shape[0]:
-        _COMBINE_ROWS(P, np.asarray(idx, dtype=np.intp), np.ascontiguousarray(rows, np.intp),
-                      P.dtype.type(len(idx)), out)
-    return out
-
-
-@dataclass(frozen=True)
-class CombinationScore:
-    """STS score of one combination of hidden states.
-
-    Attributes
-    ----------
-    layers : tuple of int
-        Sorted hidden-state indices (0 = embedding output).
-    whitening : {"none", "year"}
-    average : float
-        Mean of the task scores (Spearman rho x 100), the y value of Figures 1 and 2.
-    task_scores : tuple of (str, float)
-        Per-task scores in task order.
-    """
-
-    layers: tuple[int, ...]
-    whitening: str
-    average: float
-    task_scores: tuple[tuple[str, float], ...]
-
-    @property
-    def label(self) -> str:
-        """``"L1+L6"``."""
-        return layer_label(self.layers)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable dict."""
-        return {"layers": list(self.layers), "label": self.label, "whitening": self.whitening,
-                "average": _json_float(self.average),
-                "task_scores": {k: _json_float(v) for k, v in self.task_scores}}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CombinationScore":
-        """Inverse of :meth:`to_dict`."""
-        return cls(tuple(int(i) for i in d["layers"]), str(d["whitening"]),
-                   _from_json_float(d["average"]),
-                   tuple((str(k), _from_json_float(v)) for k, v in dict(d["task_scores"]).items()))
-
-
 class CombinationScorer:
     """Scores layer combinations of fixed per-layer vectors, memoising each result.
 
@@ -293,7 +155,7 @@ class CombinationScorer:
         is mostly small BLAS/LAPACK calls (d x d scatter and Cholesky per task and
         combination); one multi-threaded BLAS call at a time was 5-8x slower on a shared
         2-core machine (threads waiting for each other), so parallelism is across combinations.
-        Every heavy step releases the GIL (numpy BLAS, LAPACK through :mod:`sentvec._lapack`,
+        Every heavy step releases the GIL (numpy BLAS, LAPACK through ``sentvec.whitening._lapack``,
         the compiled cosine kernel), so two threads give about 1.8x on 2 cores.
     """
 
@@ -304,8 +166,6 @@ class CombinationScorer:
         if self.per_layer.shape[0] != len(sentences):
             raise ValueError(f"per_layer has {self.per_layer.shape[0]} rows but "
                              f"{len(sentences)} sentences were given")
-        from sentvec.evaluation.sts import STSScorer
-
         # pair rows, fit-set counts and golds prepared once for every combination
         self._sts = STSScorer(tasks, sentences)
         self.aggregation = aggregation
@@ -320,7 +180,7 @@ class CombinationScorer:
                             and math.isfinite(lo) and math.isfinite(hi)
                             and max(-lo, hi) <= np.finfo(P.dtype).max / P.shape[1])
         if self._direct:
-            _load_kernels()  # here, before any scoring thread (see _load_kernels)
+            load_kernels()  # here, before any scoring thread (see load_kernels)
         self._memo: dict[tuple[tuple[int, ...], str], CombinationScore] = {}
         self.n_scored = 0
         self.seconds = 0.0
@@ -352,9 +212,10 @@ class CombinationScorer:
             # each task's combined rows are built once, straight into a work buffer, and
             # scored under every mode
             P = self.per_layer
-            return self._sts._score_modes(
-                lambda rows, out: _combine_rows(P, idx, rows, out), P.dtype, P.shape[2], modes,
-                n_components=self.n_components, aggregation=self.aggregation, metadata=None)
+            d = P.shape[2]
+            return self._sts.score_modes(
+                lambda rows: combine_rows(P, idx, rows, np.empty((len(rows), d), P.dtype)),
+                modes, n_components=self.n_components, aggregation=self.aggregation)
         emb = combine_layers(self.per_layer, idx)
         if not np.isfinite(emb).all():
             bad = [f"L{i}" for i in idx if not np.isfinite(self.per_layer[:, i, :]).all()]
@@ -438,43 +299,6 @@ def evaluate_pairs(scorer: CombinationScorer, *,
     return tuple(scorer.score_many(combos, _whitening_modes(whitening)))
 
 
-@dataclass(frozen=True)
-class SizeBest:
-    """Best combination of exactly ``n_layers`` hidden states (one point of Figure 2).
-
-    Attributes
-    ----------
-    n_layers : int
-    whitening : {"none", "year"}
-    best : CombinationScore
-    n_evaluated : int
-        Combinations of this size that were scored.
-    n_possible : int
-        C(K, n_layers) for K candidate hidden states.
-    method : {"exhaustive", "beam"}
-    """
-
-    n_layers: int
-    whitening: str
-    best: CombinationScore
-    n_evaluated: int
-    n_possible: int
-    method: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable dict."""
-        return {"n_layers": self.n_layers, "whitening": self.whitening,
-                "best": self.best.to_dict(), "n_evaluated": self.n_evaluated,
-                "n_possible": self.n_possible, "method": self.method}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SizeBest":
-        """Inverse of :meth:`to_dict`."""
-        return cls(int(d["n_layers"]), str(d["whitening"]),
-                   CombinationScore.from_dict(d["best"]), int(d["n_evaluated"]),
-                   int(d["n_possible"]), str(d["method"]))
-
-
 def search_combinations(scorer: CombinationScorer, *,
                         whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
                         max_layers: int | None = None,
@@ -522,296 +346,13 @@ def search_combinations(scorer: CombinationScorer, *,
                 combos = sorted({tuple(sorted(seed + (c,))) for seed in ranked[:beam_width]
                                  for c in candidates if c not in seed})
                 method = "beam"
-            scores = sorted(scorer.score_many(combos, w), key=_rank_key)
+            scores = sorted(scorer.score_many(combos, w), key=rank_key)
             ranked = [s.layers for s in scores]
             out.append(SizeBest(m, w, scores[0], len(scores), total, method))
     return tuple(out)
 
 
-@dataclass(frozen=True)
-class LayerTimings:
-    """Wall times of one layer analysis (seconds).
-
-    Attributes
-    ----------
-    forward_s : float
-        Computing (or loading from the cache) the per-layer vectors of all sentences.
-    cache_hit : bool
-        Whether the per-layer vectors came from the disk cache.
-    pairs_s : float
-        Scoring all pairs (Figure 1), both whitening modes.
-    search_s : float
-        Scoring the extra combinations of the size search (Figure 2).
-    n_scored : int
-        Distinct (combination, whitening) pairs scored.
-    """
-
-    forward_s: float
-    cache_hit: bool
-    pairs_s: float
-    search_s: float
-    n_scored: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable dict."""
-        return {"forward_s": self.forward_s, "cache_hit": self.cache_hit,
-                "pairs_s": self.pairs_s, "search_s": self.search_s, "n_scored": self.n_scored}
-
-
-@dataclass(frozen=True)
-class LayerAnalysis:
-    """Result of :func:`analyze_layers`: Figure 1 (all pairs) and Figure 2 (best per size).
-
-    Attributes
-    ----------
-    model : str
-        Model name as given.
-    encoder : dict
-        The encoder's self-description (``config_dict()``).
-    pooling, text_variant, aggregation : str
-    n_components : int or None
-        Whitening dimension k (``None``: all d).
-    n_hidden_states : int
-        K = L + 1.
-    n_sentences : int
-        Distinct sentences encoded.
-    tasks : tuple of str
-    pairs : tuple of CombinationScore
-        Every ``(i, j)``, ``i <= j``, per whitening mode.
-    by_size : tuple of SizeBest
-        Best combination per size and whitening mode.
-    include_embedding_layer : bool
-        Whether hidden state 0 was a candidate of the size search.
-    exhaustive_limit, beam_width : int
-        Search budget (see :func:`search_combinations`).
-    timings : LayerTimings
-    combination : str
-        What a combination computes (see the module docstring).
-    """
-
-    model: str
-    encoder: dict[str, Any]
-    pooling: str
-    text_variant: str
-    aggregation: str
-    n_components: int | None
-    n_hidden_states: int
-    n_sentences: int
-    tasks: tuple[str, ...]
-    pairs: tuple[CombinationScore, ...]
-    by_size: tuple[SizeBest, ...]
-    include_embedding_layer: bool
-    exhaustive_limit: int
-    beam_width: int
-    timings: LayerTimings
-    combination: str = field(default=COMBINATION_NOTE)
-
-    @property
-    def whitening_modes(self) -> tuple[str, ...]:
-        """Whitening modes present, in order."""
-        return tuple(dict.fromkeys(p.whitening for p in self.pairs))
-
-    def pair_matrix(self, whitening: str = "none") -> np.ndarray:
-        """Figure 1 as a symmetric ``(K, K)`` float64 array (NaN where not scored)."""
-        M = np.full((self.n_hidden_states,) * 2, np.nan)
-        for p in self.pairs:
-            if p.whitening == whitening:
-                i, j = (p.layers[0], p.layers[-1])
-                M[i, j] = M[j, i] = p.average
-        return M
-
-    def best_pair(self, whitening: str = "none") -> CombinationScore:
-        """Best entry of Figure 1 for ``whitening`` (ties: smallest layer tuple)."""
-        cands = [p for p in self.pairs if p.whitening == whitening]
-        if not cands:
-            raise ValueError(f"no pair scores for whitening={whitening!r}; "
-                             f"available: {list(self.whitening_modes)}")
-        return min(cands, key=_rank_key)
-
-    def curve(self, whitening: str = "none") -> tuple[SizeBest, ...]:
-        """Figure 2 points for ``whitening``, sizes ascending."""
-        return tuple(s for s in self.by_size if s.whitening == whitening)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable dict (round-trips through :meth:`from_dict`)."""
-        return {
-            "model": self.model, "encoder": dict(self.encoder), "pooling": self.pooling,
-            "text_variant": self.text_variant, "aggregation": self.aggregation,
-            "n_components": self.n_components, "n_hidden_states": self.n_hidden_states,
-            "n_sentences": self.n_sentences, "tasks": list(self.tasks),
-            "combination": self.combination,
-            "search": {"include_embedding_layer": self.include_embedding_layer,
-                       "exhaustive_limit": self.exhaustive_limit, "beam_width": self.beam_width},
-            "timings": self.timings.to_dict(),
-            "pairs": [p.to_dict() for p in self.pairs],
-            "by_size": [s.to_dict() for s in self.by_size],
-        }
-
-    def to_json(self) -> str:
-        """Indented JSON text of :meth:`to_dict`."""
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LayerAnalysis":
-        """Inverse of :meth:`to_dict`."""
-        s, t = d["search"], d["timings"]
-        return cls(
-            model=str(d["model"]), encoder=dict(d["encoder"]), pooling=str(d["pooling"]),
-            text_variant=str(d["text_variant"]), aggregation=str(d["aggregation"]),
-            n_components=d["n_components"], n_hidden_states=int(d["n_hidden_states"]),
-            n_sentences=int(d["n_sentences"]), tasks=tuple(d["tasks"]),
-            pairs=tuple(CombinationScore.from_dict(p) for p in d["pairs"]),
-            by_size=tuple(SizeBest.from_dict(x) for x in d["by_size"]),
-            include_embedding_layer=bool(s["include_embedding_layer"]),
-            exhaustive_limit=int(s["exhaustive_limit"]), beam_width=int(s["beam_width"]),
-            timings=LayerTimings(float(t["forward_s"]), bool(t["cache_hit"]),
-                                 float(t["pairs_s"]), float(t["search_s"]), int(t["n_scored"])),
-            combination=str(d.get("combination", COMBINATION_NOTE)))
-
-    def to_markdown(self) -> str:
-        """Markdown: settings, the Figure-1 grids, the Figure-2 table and the timings."""
-        K = self.n_hidden_states
-        lines = [f"# Layer analysis: {self.model} ({self.pooling} pooling)", "",
-                 f"- Tasks: {', '.join(self.tasks)} ({self.n_sentences} distinct sentences, "
-                 f"text variant `{self.text_variant}`); score = {self.aggregation} over "
-                 "subsets per task, then mean of the task scores (Spearman rho x 100).",
-                 f"- Hidden states 0..{K - 1} (0 = embedding output, {K - 1} = last layer); "
-                 f"{self.combination}.",
-                 "- Whitening `year`: fitted per STS year on the sentences of all scored pairs of "
-                 "that year (STS-B / SICK-R: the test split), as in the paper"
-                 + ("" if self.n_components is None else f"; k = {self.n_components}") + ".", ""]
-        for w in self.whitening_modes:
-            M = self.pair_matrix(w)
-            best = self.best_pair(w)
-            lines += [f"## Figure 1: every pair (i, j), whitening = {w}", "",
-                      f"Best single layer or pair: **{best.label}** = {best.average:.2f}.", "",
-                      "| i \\ j | " + " | ".join(f"L{j}" for j in range(K)) + " |",
-                      "|---|" + "---:|" * K]
-            for i in range(K):
-                cells = [f"{M[i, j]:.2f}" if j >= i else "" for j in range(K)]
-                lines.append(f"| L{i} | " + " | ".join(cells) + " |")
-            lines.append("")
-        lines += ["## Figure 2: best combination per number of hidden states", ""]
-        if not self.by_size:
-            lines += ["Not searched (pairs only, `--max-combination 0`).", ""]
-        else:
-            lines += ["candidates: hidden states "
-                      + ("0" if self.include_embedding_layer else "1") + f"..{K - 1}; "
-                      f"exhaustive when C(K, m) <= {self.exhaustive_limit}, else beam search of "
-                      f"width {self.beam_width}.", "",
-                      "| whitening | m | best combination | avg | searched |",
-                      "|---|---:|---|---:|---|"]
-        for s in self.by_size:
-            lines.append(f"| {s.whitening} | {s.n_layers} | {s.best.label} | "
-                         f"{s.best.average:.2f} | {s.method} ({s.n_evaluated} of "
-                         f"{s.n_possible}) |")
-        t = self.timings
-        lines += ["", "## Wall times", "",
-                  f"- per-layer vectors: {t.forward_s:.1f} s "
-                  f"({'disk cache hit' if t.cache_hit else 'one forward pass'})",
-                  f"- all pairs scored: {t.pairs_s:.1f} s; size search (extra combinations): "
-                  f"{t.search_s:.1f} s; {t.n_scored} (combination, whitening) scorings in all",
-                  ""]
-        return "\n".join(lines)
-
-
-def pooled_layer_vectors(encoder: Any, sentences: Sequence[str], *,
-                         pooling: str | Sequence[str] = "mean", text_variant: str = "senteval",
-                         cache: Any = None, batch_size: int | None = None,
-                         show_progress_bar: bool | None = None, background_save: bool = False
-                         ) -> tuple[dict[str, np.ndarray], bool, float]:
-    """Per-layer pooled vectors of ``sentences``, from the disk cache or one forward pass.
-
-    Parameters
-    ----------
-    encoder : TransformerEncoder
-        Anything with ``encode_layers(sentences, pooling=tuple, ...) -> dict``.
-    sentences : sequence of str
-    pooling : str or sequence of str
-        Each mode is cached under its own key; all missing modes come from ONE forward pass.
-    text_variant : str
-        Recorded in the cache key (which text the sentences are).
-    cache : sentvec.cache.VectorCache, optional
-        ``None``: no caching.
-    batch_size, show_progress_bar : optional
-        Passed to ``encode_layers``.
-    background_save : bool
-        Return while new cache entries are still being written (background thread); the caller
-        must call ``cache.finish_writes()`` before exiting and must not modify the arrays.
-        Otherwise the writes are finished before returning. Either way a failed write is a
-        :class:`sentvec.cache.CacheWarning`, never an error.
-
-    Returns
-    -------
-    vectors : dict of str to ndarray of shape (n, L + 1, d), float32
-    cache_hit : bool
-        True when every pooling came from the cache (no forward pass ran).
-    seconds : float
-        Wall time of loading and/or computing.
-
-    Raises
-    ------
-    TypeError
-        If the encoder has no ``encode_layers`` (e.g. Sent2Vec: it has no layers).
-    """
-    vectors, hit, unsaved, seconds = _layer_vectors(
-        encoder, sentences, pooling=pooling, text_variant=text_variant, cache=cache,
-        batch_size=batch_size, show_progress_bar=show_progress_bar)
-    _save_layer_vectors(cache, unsaved, wait=not background_save)
-    return vectors, hit, seconds
-
-
-def _layer_vectors(encoder: Any, sentences: Sequence[str], *, pooling: str | Sequence[str],
-                   text_variant: str, cache: Any, batch_size: int | None,
-                   show_progress_bar: bool | None
-                   ) -> tuple[dict[str, np.ndarray], bool, list[tuple[Any, np.ndarray]], float]:
-    """:func:`pooled_layer_vectors` without writing the cache: returns the vectors, the cache
-    hit flag, the ``(cache key, array)`` entries still to be saved and the seconds."""
-    from sentvec.cache import encoder_cache_key
-
-    if not callable(getattr(encoder, "encode_layers", None)):
-        raise TypeError(f"{type(encoder).__name__} has no encode_layers(); the layer analysis "
-                        "needs a transformer encoder")
-    poolings = (pooling,) if isinstance(pooling, str) else tuple(dict.fromkeys(pooling))
-    sentences = list(sentences)
-    t0 = time.perf_counter()
-    keys = {p: encoder_cache_key(encoder, sentences, kind="layers", pooling=p,
-                                 text_variant=text_variant) for p in poolings}
-    out: dict[str, np.ndarray] = {}
-    if cache is not None:
-        for p in poolings:
-            arr = cache.load(keys[p])
-            if arr is not None:
-                out[p] = arr
-    missing = tuple(p for p in poolings if p not in out)
-    if missing:
-        kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
-        if batch_size is not None:
-            kwargs["batch_size"] = batch_size
-        computed = encoder.encode_layers(sentences, pooling=missing, **kwargs)
-        if not isinstance(computed, Mapping) or not set(missing) <= set(computed):
-            got = sorted(computed) if isinstance(computed, Mapping) else type(computed).__name__
-            raise ValueError(f"{type(encoder).__name__}.encode_layers(pooling={missing}) "
-                             f"returned {got}, not a dict holding every requested pooling")
-        for p in missing:
-            out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
-    unsaved = [(keys[p], out[p]) for p in missing] if cache is not None else []
-    return {p: out[p] for p in poolings}, not missing, unsaved, time.perf_counter() - t0
-
-
-def _save_layer_vectors(cache: Any, entries: list[tuple[Any, np.ndarray]], *,
-                        wait: bool) -> None:
-    """Write the entries in the cache's background thread; with ``wait``, finish them (a
-    failed write is a CacheWarning, never an error)."""
-    if cache is None:
-        return
-    for key, arr in entries:
-        cache.save(key, arr, background=True)
-    if wait:
-        cache.finish_writes()
-
-
-def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
+def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
                    whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
                    max_layers: int | None = None, include_embedding_layer: bool = True,
                    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
@@ -859,10 +400,12 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     TypeError
         The encoder has no ``encode_layers`` (e.g. Sent2Vec).
     """
-    from sentvec.encoders.base import check_n_components, describe_encoder, text_variant_of
+    from sentvec.cache import load_or_encode_layer_vectors, save_layer_vectors
+    from sentvec.encoders.base import describe_encoder, output_dimension, text_variant_of
     from sentvec.encoders.pooling import POOLING_MODES
     from sentvec.evaluation.results import AGGREGATIONS
-    from sentvec.evaluation.sts import load_sts, unique_sentences
+    from sentvec.evaluation.sts_data import load_sts, unique_sentences
+    from sentvec.whitening import check_n_components
 
     # every option is checked before the forward pass, which is most of the cost
     whitening = _whitening_modes(whitening)
@@ -872,15 +415,12 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     beam_width = check_positive_int("beam_width", beam_width)
     if max_layers is not None:
         max_layers = check_positive_int("max_layers", max_layers)
-    if n_components is not None:
-        n_components = check_positive_int("n_components", n_components)
-        check_n_components(encoder, n_components)
+    n_components = check_n_components(n_components, output_dimension(encoder))
     task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
     sentences = unique_sentences(task_list)
-    start_combination_warm_up()  # all kernels, in one thread, during the forward pass
-    vectors, hit, unsaved, forward_s = _layer_vectors(
+    vectors, hit, unsaved, forward_s = load_or_encode_layer_vectors(
         encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,
         batch_size=batch_size, show_progress_bar=show_progress_bar)
     try:
@@ -897,7 +437,7 @@ def analyze_layers(encoder: Any, tasks: Sequence[Any] | None = None, *, pooling:
     finally:
         # a new cache entry is written after the scoring, which keeps both cores busy; with
         # background_save the caller's single-threaded tail (files, plots) overlaps with it
-        _save_layer_vectors(cache, unsaved, wait=not background_save)
+        save_layer_vectors(cache, unsaved, wait=not background_save)
     desc = describe_encoder(encoder)
     return LayerAnalysis(
         model=model_name or str(desc.get("model", type(encoder).__name__)), encoder=desc,

@@ -1,26 +1,26 @@
-"""STS readers (SentEval and raw layouts) and the WhiteningBERT STS protocol.
+"""The WhiteningBERT STS protocol: cosine similarity, Spearman per subset, whitening per year.
 
-Readers: :func:`load_sts` returns :class:`STSTask` objects (STS12-16, STS Benchmark, SICK-R)
-holding only the scored pairs. Scoring: :func:`score_sts` takes embeddings of
-:func:`unique_sentences` and computes cosine similarity, Spearman and Pearson correlation x 100
-per subset, three aggregations per task and optional whitening (WhiteningBERT Table 1
-protocol, see ``docs/whiteningbert.md``); :func:`evaluate_sts` encodes and scores in one go.
+:func:`score_sts` (and :class:`STSScorer`, which prepares the index work once for many vector
+sets) takes embeddings of :func:`~sentvec.evaluation.sts_data.unique_sentences` and computes
+cosine similarity, Spearman and Pearson correlation x 100 per subset, three aggregations per
+task and optional whitening (WhiteningBERT Table 1 protocol, see ``docs/whiteningbert.md``);
+:func:`evaluate_sts` encodes and scores in one go. The readers are in
+:mod:`sentvec.evaluation.sts_data`.
 """
 
 from __future__ import annotations
 
-import threading
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from sentvec._numeric import MIN_VARIANCE, LazyKernel
-from sentvec._validation import check_choice, check_embeddings, check_positive_int
+from sentvec._validation import check_choice, check_embeddings
+from sentvec.encoders.base import Encoder
+from sentvec.evaluation._kernels import row_dots
 from sentvec.evaluation.results import (
     AGGREGATIONS,
     STSResult,
@@ -28,394 +28,22 @@ from sentvec.evaluation.results import (
     aggregate_scores,
     rank_golds,
 )
+from sentvec.evaluation.sts_data import STSTask, as_task_list, load_sts, unique_sentences
+from sentvec.whitening import Whitening, check_n_components, whiten_rows
 
-__all__ = [
-    "STS_TASKS", "STS_SUBSETS", "TEXT_VARIANTS", "STSSubset", "STSTask", "load_sts",
-    "unique_sentences", "score_sts", "STSScorer", "evaluate_sts", "cosine_similarity_rows",
-]
+__all__ = ["WHITENING_MODES", "score_sts", "STSScorer", "evaluate_sts", "cosine_similarity_rows"]
 
-STS_TASKS: tuple[str, ...] = (
-    "STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
-#: Fixed subset lists (SentEval / WhiteningBERT); files are never globbed.
-STS_SUBSETS: dict[str, tuple[str, ...]] = {
-    "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
-    "STS13": ("FNWN", "headlines", "OnWN"),
-    "STS14": ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news"),
-    "STS15": ("answers-forums", "answers-students", "belief", "headlines", "images"),
-    "STS16": ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
-}
-TextVariant = Literal["senteval", "raw"]
-TEXT_VARIANTS: tuple[str, ...] = ("senteval", "raw")
-_VARIANT_DIRS = {"senteval": "downstream", "raw": "raw"}
-#: Splits per task; SICK's "dev" is accepted as an alias of "trial" (SentEval's name for it).
-STS_SPLITS: dict[str, tuple[str, ...]] = {
-    **{name: ("test",) for name in STS_SUBSETS},
-    "STSBenchmark": ("train", "dev", "test"),
-    "SICKRelatedness": ("train", "trial", "test"),
-}
-_STSB_FILES = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
-_SICK_FILES = {"train": "SICK_train.txt", "trial": "SICK_trial.txt",
-               "test": "SICK_test_annotated.txt"}
 WhiteningMode = Literal["none", "year"]
 WHITENING_MODES: tuple[str, ...] = ("none", "year")
 
 
-@dataclass(frozen=True, eq=False)
-class STSSubset:
-    """The scored pairs of one STS subset (e.g. STS12 MSRpar, or the STS-B test split).
-
-    Attributes
-    ----------
-    name : str
-    sent1, sent2 : tuple of str, length n_pairs
-        The two sides of each pair, whitespace-stripped, otherwise as in the file.
-    gold : ndarray of shape (n_pairs,), float64, read-only
-        Gold similarity in [0, 5] (SICK relatedness in [1, 5]).
-    """
-
-    name: str
-    sent1: tuple[str, ...]
-    sent2: tuple[str, ...]
-    gold: np.ndarray
-
-    def __post_init__(self) -> None:
-        gold = np.array(self.gold, dtype=np.float64)
-        if gold.ndim != 1 or not (len(self.sent1) == len(self.sent2) == len(gold)):
-            raise ValueError(
-                f"subset {self.name!r}: sent1, sent2 and gold lengths differ "
-                f"({len(self.sent1)}, {len(self.sent2)}, {gold.shape})")
-        gold.setflags(write=False)
-        object.__setattr__(self, "sent1", tuple(self.sent1))
-        object.__setattr__(self, "sent2", tuple(self.sent2))
-        object.__setattr__(self, "gold", gold)
-
-    @property
-    def n_pairs(self) -> int:
-        return len(self.gold)
-
-
-@dataclass(frozen=True, eq=False)
-class STSTask:
-    """One STS task (a SemEval year, STS-B or SICK-R) as a tuple of scored subsets.
-
-    Attributes
-    ----------
-    name : str
-        One of :data:`STS_TASKS` (any name for user-built tasks).
-    subsets : tuple of STSSubset
-    variant : {"senteval", "raw"}
-        Which text was read: SentEval's tokenised (lower-cased for STS) files or the raw ones.
-    split : str
-        ``"test"`` for STS12-16; the split of STS-B / SICK.
-    """
-
-    name: str
-    subsets: tuple[STSSubset, ...]
-    variant: str
-    split: str
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "subsets", tuple(self.subsets))
-
-    @property
-    def n_pairs(self) -> int:
-        return sum(s.n_pairs for s in self.subsets)
-
-    @property
-    def subset_names(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.subsets)
-
-
-# --------------------------------------------------------------------------- readers
-def _read_lines(path: Path) -> list[str]:
-    """UTF-8 lines without BOM and line terminators (\\n or \\r\\n); only \\n splits lines."""
-    if not path.is_file():
-        raise FileNotFoundError(f"STS data file not found: {str(path)!r}")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(f"{str(path)!r} line {line}: byte 0x{data[exc.start]:02X} is not valid "
-                         "UTF-8; STS files must be UTF-8 (convert it, e.g. with iconv)") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
-
-
-def _read_semeval(directory: Path, subset: str) -> STSSubset:
-    inp = directory / f"STS.input.{subset}.txt"
-    gs = directory / f"STS.gs.{subset}.txt"
-    pairs, golds = _read_lines(inp), _read_lines(gs)
-    if len(pairs) != len(golds):
-        raise ValueError(f"{str(inp)!r} has {len(pairs)} lines but {str(gs)!r} has {len(golds)}")
-    s1: list[str] = []
-    s2: list[str] = []
-    gold: list[float] = []
-    for i, (pair, g) in enumerate(zip(pairs, golds), 1):
-        g = g.strip()
-        if not g:  # unscored pair (STS15/16 hold the whole released set): skipped like SentEval
-            continue
-        fields = pair.split("\t")
-        if len(fields) < 2:  # raw STS16 has 4 columns (sentences + sources): take the first 2
-            raise ValueError(f"{str(inp)!r} line {i}: expected 2 tab-separated sentences")
-        s1.append(fields[0].strip())
-        s2.append(fields[1].strip())
-        gold.append(_parse_score(g, gs, i))
-    return _non_empty(STSSubset(subset, tuple(s1), tuple(s2), np.array(gold)), gs)
-
-
-#: Range of STS gold scores (SemEval 0-5; SICK relatedness 1-5).
-GOLD_RANGE = (0.0, 5.0)
-
-
-def _parse_score(text: str, path: Path, line: int) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{str(path)!r} line {line}: score {text!r} is not a number") from None
-    if not GOLD_RANGE[0] <= value <= GOLD_RANGE[1]:  # also NaN
-        raise ValueError(f"{str(path)!r} line {line}: gold score {text!r} is outside "
-                         f"[{GOLD_RANGE[0]:g}, {GOLD_RANGE[1]:g}], the STS scale")
-    return value
-
-
-def _non_empty(subset: STSSubset, path: Path) -> STSSubset:
-    if subset.n_pairs == 0:
-        raise ValueError(f"{str(path)!r}: subset {subset.name!r} has no scored pairs (no "
-                         "non-blank gold score); its correlation would be undefined")
-    return subset
-
-
-def _read_table(path: Path, *, name: str, score_col: int, sent_cols: tuple[int, int],
-                header: str | None) -> STSSubset:
-    """Tab-separated file, no CSV quoting (quotes are part of the sentences)."""
-    lines = _read_lines(path)
-    if header is not None and lines and lines[0].startswith(header):
-        lines = lines[1:]
-        first = 2
-    else:
-        first = 1
-    need = max(score_col, *sent_cols) + 1
-    s1: list[str] = []
-    s2: list[str] = []
-    gold: list[float] = []
-    for i, line in enumerate(lines, first):
-        if not line.strip():
-            continue
-        fields = line.split("\t")
-        if len(fields) < need:
-            raise ValueError(f"{str(path)!r} line {i}: expected at least {need} tab-separated "
-                             f"fields, got {len(fields)}")
-        s1.append(fields[sent_cols[0]].strip())
-        s2.append(fields[sent_cols[1]].strip())
-        gold.append(_parse_score(fields[score_col].strip(), path, i))
-    return _non_empty(STSSubset(name, tuple(s1), tuple(s2), np.array(gold)), path)
-
-
-def _variant_root(base: Path, variant: str) -> Path:
-    """Find the folder holding ``STS/`` and/or ``SICK/`` for ``variant`` under ``base``."""
-    sub = _VARIANT_DIRS[variant]
-    for cand in (base / sub, base / "data" / sub, base):
-        if (cand / "STS").is_dir() or (cand / "SICK").is_dir():
-            return cand
-    return base / sub
-
-
-def _task_dir(root: Path, name: str) -> Path:
-    if name == "SICKRelatedness":
-        return root / "SICK"
-    if name == "STSBenchmark":
-        return root / "STS" / "STSBenchmark"
-    return root / "STS" / f"{name}-en-test"
-
-
-def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
-             variant: TextVariant = "senteval", split: str = "test") -> list[STSTask]:
-    """Read STS tasks (only their scored pairs).
-
-    Parameters
-    ----------
-    tasks : str or iterable of str, optional
-        Names from :data:`STS_TASKS` (SentEval's names); default all seven, in that order.
-    data_dir : path-like, optional
-        Root of the data. Default: ``sentvec._data.data_dir()`` (``$SENTVEC_DATA`` or the copy
-        shipped in the package). The variant's folder (``downstream/`` for "senteval", ``raw/``
-        for "raw") is looked up in ``data_dir``, in ``data_dir/data`` (a SentEval checkout), or
-        ``data_dir`` itself when it directly holds ``STS/`` and ``SICK/``.
-    variant : {"senteval", "raw"}
-        "senteval": SentEval's preprocessed files (Moses-tokenised; STS lower-cased), the text
-        WhiteningBERT evaluates on. "raw": the official untokenised, cased files.
-    split : str
-        "test" (default). STSBenchmark also has "train", "dev"; SICKRelatedness "train",
-        "trial" ("dev" is accepted as an alias). STS12-16 have only "test".
-
-    Returns
-    -------
-    list of STSTask
-
-    Notes
-    -----
-    STS12-16: fixed subset lists (:data:`STS_SUBSETS`); pairs with an empty gold line are skipped
-    (SentEval). STS-B: 7+ tab-separated fields, score = column 5, sentences = columns 6 and 7
-    (the official files have 9 fields on some lines and literal double quotes: no CSV
-    quoting). SICK: header line, sentences = columns 2, 3, relatedness = column 4. CRLF line ends
-    and a UTF-8 BOM are tolerated; sentences are whitespace-stripped.
-
-    Raises
-    ------
-    ValueError
-        Unknown task, variant or split (the message lists the options), or a malformed file
-        (not UTF-8, a missing field, a gold score that is not a number in [0, 5], a subset
-        without scored pairs); the message names the file and line.
-    FileNotFoundError
-        A data directory or file is missing (the message names the path).
-    """
-    from sentvec._data import data_dir as _data_dir
-
-    check_choice("variant", variant, TEXT_VARIANTS)
-    if tasks is None:
-        names = list(STS_TASKS)
-    elif isinstance(tasks, str):
-        names = [tasks]
-    else:
-        names = list(tasks)
-    for name in names:
-        check_choice("task", name, STS_TASKS)
-    all_splits = sorted(set(chain.from_iterable(STS_SPLITS.values())) | {"dev"})
-    check_choice("split", split, all_splits)
-    for name in names:
-        actual = "trial" if (name == "SICKRelatedness" and split == "dev") else split
-        if actual not in STS_SPLITS[name]:
-            raise ValueError(f"split={split!r} is invalid for task {name!r}; expected one of "
-                             f"{list(STS_SPLITS[name])}")
-    root = _variant_root(_data_dir(data_dir), variant)
-    out: list[STSTask] = []
-    for name in names:
-        directory = _task_dir(root, name)
-        if not directory.is_dir():
-            raise FileNotFoundError(f"STS task directory not found: {str(directory)!r}")
-        if name in STS_SUBSETS:
-            subsets = tuple(_read_semeval(directory, s) for s in STS_SUBSETS[name])
-            out.append(STSTask(name, subsets, variant, "test"))
-        elif name == "STSBenchmark":
-            sub = _read_table(directory / _STSB_FILES[split], name=split, score_col=4,
-                              sent_cols=(5, 6), header=None)
-            out.append(STSTask(name, (sub,), variant, split))
-        else:
-            actual = "trial" if split == "dev" else split
-            sub = _read_table(directory / _SICK_FILES[actual], name=actual, score_col=3,
-                              sent_cols=(1, 2), header="pair_ID")
-            out.append(STSTask(name, (sub,), variant, actual))
-    return out
-
-
-# --------------------------------------------------------------------------- scoring
-def _as_task_list(tasks: Any) -> list[STSTask]:
-    if isinstance(tasks, STSTask):
-        return [tasks]
-    items = list(tasks)
-    for i, t in enumerate(items):
-        if not isinstance(t, STSTask):
-            raise TypeError(f"tasks[{i}] must be an STSTask, got {type(t).__name__}")
-    if not items:
-        raise ValueError("tasks is empty")
-    names = [t.name for t in items]
-    if len(set(names)) != len(names):
-        raise ValueError(f"duplicate task names in tasks: {names}")
-    return items
-
-
-def unique_sentences(tasks: STSTask | Iterable[STSTask]) -> list[str]:
-    """Every distinct sentence of ``tasks``, in first-seen order (pair by pair, sent1 first)."""
-    seen: dict[str, None] = {}
-    for task in _as_task_list(tasks):
-        for sub in task.subsets:
-            for a, b in zip(sub.sent1, sub.sent2):
-                seen[a] = None
-                seen[b] = None
-    return list(seen)
-
-
-def _row_dots_impl(A, B, ia, ib, out):  # pragma: no cover - compiled by numba
-    d = A.shape[1]
-    d4 = d - d % 4
-    for p in range(ia.shape[0]):
-        a = ia[p]
-        b = ib[p]
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        s3 = 0.0
-        for k in range(0, d4, 4):
-            s0 += np.float64(A[a, k]) * np.float64(B[b, k])
-            s1 += np.float64(A[a, k + 1]) * np.float64(B[b, k + 1])
-            s2 += np.float64(A[a, k + 2]) * np.float64(B[b, k + 2])
-            s3 += np.float64(A[a, k + 3]) * np.float64(B[b, k + 3])
-        for k in range(d4, d):
-            s0 += np.float64(A[a, k]) * np.float64(B[b, k])
-        out[p] = (s0 + s1) + (s2 + s3)
-
-
-_ROW_DOTS = LazyKernel(_row_dots_impl)
-_WARM_UP_LOCK = threading.Lock()
-_WARM_UP: threading.Thread | None = None
-
-
-def _row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
-    """``out[p] = A[ia[p]] . B[ib[p]]`` in float64, without gathering the rows.
-
-    A compiled loop (numba, GIL released, so scoring threads run it in parallel) with four
-    interleaved partial sums in a fixed order: the same value on every machine (no fast-math
-    reassociation). float32 inputs are multiplied in float64 (exact products).
-    """
-    out = np.empty(ia.shape[0], dtype=np.float64)
-    if out.size:
-        _ROW_DOTS(np.ascontiguousarray(A), np.ascontiguousarray(B),
-                  np.ascontiguousarray(ia, dtype=np.intp), np.ascontiguousarray(ib, dtype=np.intp),
-                  out)
-    return out
-
-
-def _warm_up_scoring() -> None:
-    # numba import + the cached float32 / float64 kernels (about 0.5 s) and the LAPACK entry
-    # points; errors surface later, in the real call
-    try:
-        from sentvec._lapack import _SIGNATURES, _routine
-
-        idx = np.zeros(1, dtype=np.intp)
-        for dtype in (np.float32, np.float64):
-            z = np.zeros((1, 4), dtype=dtype)
-            _row_dots(z, z, idx, idx)
-        for key in _SIGNATURES:
-            _routine(*key)
-    except Exception:  # pragma: no cover - reported by the real call
-        pass
-
-
-def start_scoring_warm_up() -> None:
-    """Load what scoring needs (compiled cosine kernel, LAPACK entry points) in the background.
-
-    Called before a forward pass, so the one-off loading (about 0.5 s, mostly importing numba)
-    overlaps with encoding instead of delaying the first scoring. Idempotent; never raises.
-    """
-    global _WARM_UP
-    with _WARM_UP_LOCK:
-        if _WARM_UP is not None or _ROW_DOTS.loaded:
-            return
-        _WARM_UP = threading.Thread(target=_warm_up_scoring, name="sentvec-scoring-warm-up",
-                                    daemon=True)
-    _WARM_UP.start()
-
-
 def _row_norms(A: np.ndarray) -> np.ndarray:
-    """Euclidean norm of each row of ``A`` (float64), by :func:`_row_dots`."""
+    """Euclidean norm of each row of ``A`` (float64), by :func:`~sentvec.evaluation._kernels.row_dots`."""
     idx = np.arange(A.shape[0], dtype=np.intp)
-    return np.sqrt(_row_dots(A, A, idx, idx))
+    return np.sqrt(row_dots(A, A, idx, idx))
 
 
-#: Row norms inside this range leave every product and sum of :func:`_row_dots` in the normal
+#: Row norms inside this range leave every product and sum of :func:`~sentvec.evaluation._kernels.row_dots` in the normal
 #: float64 range (no overflow, no underflow to subnormals) for any width up to 2**100.
 _SAFE_NORMS = (2.0 ** -450, 2.0 ** 450)
 
@@ -491,7 +119,7 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     idx = np.arange(A.shape[0], dtype=np.intp)
     A, norm_a = _rescale_extreme_rows(A, _row_norms(A))
     B, norm_b = _rescale_extreme_rows(B, _row_norms(B))
-    return _cosines_from_norms(_row_dots(A, B, idx, idx), norm_a, norm_b)
+    return _cosines_from_norms(row_dots(A, B, idx, idx), norm_a, norm_b)
 
 
 def _cosines_from_norms(num: np.ndarray, norm1: np.ndarray,
@@ -515,145 +143,10 @@ def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.n
     out = []
     n_undefined = 0
     for j1, j2 in subset_pairs:
-        cos, undefined = _cosines_from_norms(_row_dots(Z, Z, j1, j2), norms[j1], norms[j2])
+        cos, undefined = _cosines_from_norms(row_dots(Z, Z, j1, j2), norms[j1], norms[j2])
         n_undefined += int(undefined.sum())
         out.append(cos)
     return out, int((~(norms > 0)).sum()), n_undefined
-
-
-#: Below this estimated reciprocal condition number the Cholesky shortcut is not used.
-_CHOLESKY_MIN_RCOND = 1e-8
-
-
-def _fit_whiten_for_cosine(X: np.ndarray, counts: np.ndarray, n_components: int | None, *,
-                           out: np.ndarray | None = None,
-                           work: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """Whiten ``X`` with mu, Sigma of its rows repeated ``counts`` times; rows for cosine only.
-
-    Cosine similarity is invariant under an orthogonal rotation of the whitened space, and every
-    ``W`` with ``W W^T = Sigma^{-1}`` gives ``(x - mu) W`` equal to Eq. 1's ``(x - mu) U D^{-1/2}``
-    up to such a rotation. Without dimension reduction and for a well-conditioned Sigma
-    (LAPACK ``dpocon`` estimate >= 1e-8, while Whitening drops directions below 1e-10) we
-    therefore use the Cholesky factor ``Sigma = L L^T``, ``W = L^{-T}`` (several times faster
-    than ``eigh``). A singular Sigma with a clear null space (a single LayerNorm hidden state)
-    goes through a pivoted Cholesky factorisation that drops the same directions as
-    :class:`sentvec.Whitening` (see ``_whiten_rank_deficient``). Otherwise (``k`` set, or Sigma
-    near-singular without a clear gap) :class:`sentvec.Whitening` with its eigen-decomposition.
-
-    ``out`` / ``work``: optional C-ordered float64 arrays of X's shape for the centred rows
-    (then also the returned ``Z`` of the plain Cholesky path) and a scaled copy of them (see
-    ``WhiteningStatistics._from_block``; then also the returned ``Z`` of the pivoted path).
-
-    Returns
-    -------
-    Z : ndarray of shape (n, k), float64
-    n_dropped : int
-        Directions dropped as numerically zero (not warned about here; the
-        caller reports one summary warning).
-    """
-    from sentvec.whitening import Whitening, WhiteningStatistics
-
-    stats, centred = WhiteningStatistics._from_block(X, counts, out=out, work=work)
-    # identical rows (a covariance of rounding noise) go to the eigen path, which rejects them;
-    # the mean eigenvalue (trace / d) is a lower bound of the largest one that path tests
-    if (n_components is None and stats.n_samples >= 2
-            and float(np.trace(stats.scatter)) / (stats.n_samples * stats.n_features)
-            > stats._rounding_variance()
-            # smaller variances go to Whitening, which rejects them with a clear error
-            and float(stats.scatter.diagonal().max()) / stats.n_samples >= MIN_VARIANCE):
-        # scipy's LAPACK routines, called without holding the GIL (scoring runs in threads)
-        from sentvec._lapack import cholesky_lower_inplace, cholesky_rcond, solve_lower_inplace
-
-        cov = stats.covariance  # a new symmetric array: its transpose is the same matrix
-        anorm = float(np.abs(cov).sum(axis=0).max())
-        L = cov.T.copy(order="F")  # factorised in place; cov is kept for the pivoted path
-        if cholesky_lower_inplace(L) == 0:
-            rcond, info = cholesky_rcond(L, anorm)
-            if info == 0 and rcond >= _CHOLESKY_MIN_RCOND:
-                # Z^T = L^{-1} (X - mu)^T: one triangular solve, in place; (X - mu)^T of a
-                # C-ordered array is Fortran-ordered, so LAPACK takes it without a copy
-                solve_lower_inplace(L, centred.T)
-                return centred, 0
-        pivoted = _whiten_rank_deficient(cov, anorm, centred, work)
-        if pivoted is not None:
-            return pivoted
-    # no warnings.catch_warnings here: it is not thread-safe and this runs in scoring threads
-    w = Whitening(n_components)._fit_statistics(stats, warn=False)
-    # Whitening.transform's arithmetic, (X - mean_) @ whitening_matrix_, on the rows centred above
-    return centred @ w.whitening_matrix_, int(w.n_dropped_)
-
-
-def _whiten_rank_deficient(cov: np.ndarray, anorm: float, centred: np.ndarray,
-                           work: np.ndarray | None) -> tuple[np.ndarray, int] | None:
-    """Whitened rows of a covariance with a clear null space, by pivoted Cholesky; else None.
-
-    Every single hidden state of a LayerNorm model lies in a hyperplane (its features, scaled by
-    the LayerNorm gain, sum to a constant), so its covariance has an exact null direction and
-    :class:`sentvec.Whitening` drops it (eigenvalues ``<= eps * largest``, ``eps = 1e-10``).
-    The same whitening, up to a rotation (which no cosine sees), comes from the rank-revealing
-    factorisation ``P^T Sigma P = L L^T`` stopped after ``r`` pivots: the leading ``r`` permuted
-    coordinates span the data and ``L11^{-1}`` whitens them; the other ``d - r`` coordinates are
-    linear functions of these and are dropped. As Whitening does, each row's component along
-    the null space (rounding noise of the input) is projected out first. Cost: one triangular
-    solve and two thin products, instead of an eigen-decomposition and a dense product.
-
-    Taken only when the result provably drops the same number of directions as the eigen path:
-    the trailing Schur complement ``S`` bounds the ``d - r`` smallest eigenvalues by
-    ``||S||_F``, which must be ``<= 1e-2 * eps * max(diag)`` (<= 1e-2 * eps * largest), and the
-    kept block bounds the rest from below (interlacing) by its smallest eigenvalue, estimated as
-    ``rcond * ||A||_1`` (LAPACK ``dpocon``), which must be ``>= 1e2 * eps * ||Sigma||_1``
-    (>= 1e2 * eps * largest) and ``rcond >= 1e-8`` as in the plain Cholesky path. Otherwise the
-    caller falls back to the eigen-decomposition.
-
-    ``cov``: (d, d) float64 covariance; ``centred``: its C-ordered (n, d) float64 centred rows;
-    ``work``: an optional C-ordered float64 array of at least ``n * d`` elements that receives
-    the whitened rows. Returns ``(Z, n_dropped)``, Z of shape (n, r), float64.
-    """
-    from scipy.linalg import solve_triangular
-
-    from sentvec._lapack import (cholesky_rcond, pivoted_cholesky_lower_inplace,
-                                 solve_lower_inplace)
-    from sentvec.whitening import DEFAULT_EPS
-
-    d = cov.shape[0]
-    top_diag = float(cov.diagonal().max())
-    factor = np.array(cov, order="F")  # factorised in place; cov is kept for the checks
-    piv, rank, _ = pivoted_cholesky_lower_inplace(factor, 1e-2 * DEFAULT_EPS * top_diag)
-    if not 0 < rank < d:
-        return None
-    kept, rest = piv[:rank], piv[rank:]
-    L21 = factor[rank:, :rank]
-    # relative to the largest variance, so that the norm neither overflows nor underflows
-    schur = (cov[np.ix_(rest, rest)] - L21 @ L21.T) / top_diag
-    if not np.linalg.norm(schur) <= 1e-2 * DEFAULT_EPS:
-        return None
-    L11 = np.tril(factor[:rank, :rank]).copy(order="F")
-    a_norm = float(np.abs(cov[np.ix_(kept, kept)]).sum(axis=0).max())
-    rcond, info = cholesky_rcond(L11, a_norm)
-    # written so that a NaN (an infinite norm) also falls back to the eigen path
-    if info != 0 or not (rcond >= _CHOLESKY_MIN_RCOND
-                         and rcond * (a_norm / anorm) >= 1e2 * DEFAULT_EPS):
-        return None
-    # Whitening projects every row onto the kept eigen-directions, which removes its component
-    # along the null space (for float32 input on a hyperplane: the input's rounding noise);
-    # do the same: N = P [-L11^{-T} L21^T; I] spans the null space, Q is its orthonormal basis,
-    # and L11^{-1} ((x - Q Q^T x)[kept]) = L11^{-1} x[kept] - (L11^{-1} Q[kept]) (Q^T x)
-    m = d - rank
-    null = np.zeros((d, m))
-    null[kept] = -solve_triangular(L11, L21.T, lower=True, trans="T")
-    null[rest] = np.eye(m)
-    Q = np.linalg.qr(null)[0]
-    along = centred @ Q  # (n, m): each row's component along the null space
-    shift = solve_triangular(L11, Q[kept], lower=True)  # (r, m)
-    n = centred.shape[0]
-    if work is not None and work.flags.c_contiguous and work.size >= n * rank:
-        Z = work.reshape(-1)[:n * rank].reshape(n, rank)
-        np.take(centred, kept, axis=1, out=Z)
-    else:
-        Z = np.ascontiguousarray(centred[:, kept])
-    solve_lower_inplace(L11, Z.T)
-    Z -= along @ shift.T
-    return Z, m
 
 
 def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -728,7 +221,7 @@ class STSScorer:
     """
 
     def __init__(self, tasks: STSTask | Iterable[STSTask], sentences: Sequence[str]) -> None:
-        self.tasks = _as_task_list(tasks)
+        self.tasks = as_task_list(tasks)
         if isinstance(sentences, (str, bytes)):
             raise TypeError("sentences must be a sequence of str (the embeddings' row order, "
                             "e.g. unique_sentences(tasks)), not a single string")
@@ -743,7 +236,6 @@ class STSScorer:
         self._names = {t.name: list(t.subset_names) for t in self.tasks}
         variants = sorted({t.variant for t in self.tasks})
         self._variant: Any = variants[0] if len(variants) == 1 else variants
-        self._scratch = threading.local()  # per-thread work buffers (scorings run in threads)
 
     @property
     def n_sentences(self) -> int:
@@ -767,8 +259,9 @@ class STSScorer:
         if emb.shape[0] != self.n_sentences:
             raise ValueError(f"embeddings has {emb.shape[0]} rows but sentences has "
                              f"{self.n_sentences}")
-        if n_components is not None:
-            check_positive_int("n_components", n_components)
+        check_n_components(n_components, emb.shape[1])
+        if whitening is None:
+            whitening = "none"
         fitted = None
         if isinstance(whitening, str):
             check_choice("whitening", whitening, WHITENING_MODES)
@@ -794,48 +287,44 @@ class STSScorer:
             # warnings point at the caller: _result, score, caller
             return self._result(tally, aggregation, metadata, fitted=fitted, stacklevel=3)
 
-        def rows_of(rows: np.ndarray, out: np.ndarray) -> np.ndarray:
-            return np.take(emb, rows, axis=0, out=out, mode="clip")  # indices are valid
+        # warnings: _result, score_modes, score, caller
+        return self.score_modes(lambda rows: emb[rows], (whitening,),
+                                n_components=n_components, aggregation=aggregation,
+                                metadata=metadata, stacklevel=4)[0]
 
-        # warnings: _result, _score_modes, score, caller
-        return self._score_modes(rows_of, emb.dtype, emb.shape[1], (whitening,),
-                                 n_components=n_components, aggregation=aggregation,
-                                 metadata=metadata, stacklevel=4)[0]
+    def score_modes(self, rows_of: Callable[[np.ndarray], np.ndarray], modes: Sequence[str], *,
+                    n_components: int | None = None, aggregation: str = "mean",
+                    metadata: Mapping[str, Any] | None = None,
+                    stacklevel: int = 3) -> list[STSResult]:
+        """Score one set of vectors under several string modes ("none", "year") at once.
 
-    def _buffer(self, name: str, n: int, d: int, dtype: Any) -> np.ndarray:
-        """A (n, d) C-ordered work array of this thread, reused across scorings.
+        Parameters
+        ----------
+        rows_of : callable
+            ``rows_of(rows)`` returns the finite float32 or float64 vectors of the sentences at
+            ``rows`` (sorted indices into ``sentences``) as a C-ordered (len(rows), d) array;
+            each task's rows are fetched once and scored under every mode.
+        modes : sequence of {"none", "year"}
+        n_components, aggregation, metadata
+            As :func:`score_sts`.
 
-        Reusing it spares the page faults of fresh 10-30 MB arrays for every task and scoring
-        (about 10% of the layer search's CPU time in system calls otherwise).
+        Returns
+        -------
+        list of STSResult
+            One per mode, in order.
         """
-        bufs = self._scratch.__dict__
-        buf = bufs.get(name)
-        if buf is None or buf.dtype != dtype or buf.size < n * d:
-            buf = bufs[name] = np.empty(max(n * d, 1), dtype=dtype)
-        return buf[:n * d].reshape(n, d)
-
-    def _score_modes(self, rows_of: Callable[[np.ndarray, np.ndarray], np.ndarray], dtype: Any,
-                     d: int, modes: Sequence[str], *, n_components: int | None,
-                     aggregation: str, metadata: Mapping[str, Any] | None,
-                     stacklevel: int = 3) -> list[STSResult]:
-        """Score validated vectors under several string modes ("none", "year") at once.
-
-        ``rows_of(rows, out)`` writes the float32 or float64 ``dtype`` vectors of the sentences
-        at ``rows`` (sorted row indices) into the C-ordered (len(rows), d) array ``out`` and
-        returns it; each task's rows are fetched once and scored under every mode. One result
-        per mode, in order."""
+        for w in modes:
+            check_choice("whitening", w, WHITENING_MODES)
         tallies = [_ModeTally(w) for w in modes]
         for plan in self._plans:
-            X = rows_of(plan.rows, self._buffer("rows", len(plan.rows), d, dtype))
+            X = rows_of(plan.rows)
             for tally in tallies:
                 if tally.mode == "year":
-                    # fit set = both sides of all the task's pairs, duplicates kept (as repeat
-                    # counts); the centred rows are written into this thread's work buffer
-                    Z, n_dropped = _fit_whiten_for_cosine(
-                        X, plan.counts, n_components,
-                        out=self._buffer("centred", len(plan.rows), d, np.float64),
-                        work=self._buffer("work", len(plan.rows), d, np.float64))
-                    tally.dropped[plan.name] = n_dropped
+                    # fit set = both sides of all the task's pairs, duplicates kept (repeat
+                    # counts); float64 rows, so the whitened rows are float64 too
+                    Z, w = whiten_rows(X.astype(np.float64), plan.counts,
+                                       n_components=n_components)
+                    tally.dropped[plan.name] = int(w.n_dropped_)
                     tally.fit_sizes[plan.name] = plan.fit_size
                 else:
                     Z = X
@@ -959,7 +448,7 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
         metadata=metadata)
 
 
-def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
+def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none",
                  n_components: int | None = None, aggregation: str = "mean",
                  batch_size: int | None = None, show_progress_bar: bool | None = None,
                  metadata: Mapping[str, Any] | None = None) -> STSResult:
@@ -971,8 +460,9 @@ def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
     tasks : iterable of STSTask or of task names, optional
         Default: all seven tasks, read with the encoder's preferred text variant
         (``sentvec.encoders.base.text_variant_of``). Names are read the same way.
-    whitening : {"none", "year"}, fitted Whitening, list of str or ndarray
-        As :func:`score_sts`, plus a corpus to fit on: a list of sentences (encoded with the same
+    whitening : {"none", "year"}, None, fitted Whitening, list of str or ndarray
+        As :func:`score_sts` (None means "none"), plus a corpus to fit on: a list of sentences
+        (encoded with the same
         encoder in a second ``encode`` call) or an ndarray (n, d) of embeddings. The corpus and
         its size are recorded in the result.
     n_components : int, optional
@@ -1006,7 +496,7 @@ def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
         if all(isinstance(t, str) for t in tasks):
             task_list = load_sts(tasks, variant=text_variant_of(encoder))
         else:
-            task_list = _as_task_list(tasks)
+            task_list = as_task_list(tasks)
     kwargs: dict[str, Any] = {}
     if batch_size is not None:
         kwargs["batch_size"] = batch_size
@@ -1020,14 +510,13 @@ def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
                              "sentences; expected (n, d)")
         return out
 
+    if whitening is None:
+        whitening = "none"
     sentences = unique_sentences(task_list)
-    start_scoring_warm_up()  # overlaps with the forward pass
     emb = encode(sentences)
     corpus_info = None
     if isinstance(whitening, np.ndarray) or (
             isinstance(whitening, (list, tuple)) and not isinstance(whitening, str)):
-        from sentvec.whitening import Whitening
-
         if isinstance(whitening, np.ndarray):
             corpus = check_embeddings(whitening, name="whitening corpus", n_features=emb.shape[1])
             desc = "embeddings array"

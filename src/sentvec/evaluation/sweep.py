@@ -16,7 +16,8 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from sentvec._validation import check_choice, check_positive_int
-from sentvec.evaluation.layers import _json_float, _single_threaded_blas, layer_label
+from sentvec.evaluation.layer_results import _json_float, layer_label
+from sentvec.evaluation.layers import _single_threaded_blas
 
 __all__ = ["CORPUS_PREPROCESSING", "prepare_corpus", "SweepPoint", "WhiteningSweep",
            "whitening_sweep"]

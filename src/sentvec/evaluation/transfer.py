@@ -55,7 +55,7 @@ import numpy as np
 
 from sentvec._data import data_dir as _data_dir
 from sentvec._validation import check_choice, check_float_range, check_positive_int
-from sentvec.encoders.base import describe_encoder
+from sentvec.encoders.base import Encoder, describe_encoder
 
 TransferTaskName = Literal["MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC", "SST2"]
 #: Supported tasks, in the order of the Sent2Vec paper's Table 1 (SST2 last, an extra column).
@@ -421,7 +421,7 @@ def _senteval_order(split: TransferSplit) -> np.ndarray:
     return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
-def _encode_distinct(encoder: Any, sentences: list[str], batch_size: int | None,
+def _encode_distinct(encoder: Encoder, sentences: list[str], batch_size: int | None,
                      show_progress_bar: bool | None) -> tuple[dict[str, int], np.ndarray]:
     distinct = list(dict.fromkeys(sentences))
     kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
@@ -438,7 +438,7 @@ def _encode_distinct(encoder: Any, sentences: list[str], batch_size: int | None,
 
 
 def evaluate_transfer(
-    encoder: Any,
+    encoder: Encoder,
     task: TransferTaskName | TransferData,
     *,
     data_dir: str | Path | None = None,

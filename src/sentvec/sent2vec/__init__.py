@@ -1,0 +1,43 @@
+"""Sent2Vec (Pagliardini, Gupta & Jaggi, NAACL 2018): training, inference and the official format.
+
+* ``model``: :class:`Sent2Vec` (encode, load / save, directory format);
+* ``trainer``: :func:`train_sent2vec`, :class:`Sent2VecTrainer` (negative sampling, subsampling,
+  dropoutK, Hogwild threads) over ``kernels`` (numba);
+* ``dictionary``: vocabulary and hashed n-gram buckets in the official order;
+* ``binfile``: the official ``.bin`` format, read and written bit for bit;
+* ``corpus``, ``preprocessing``: corpus conversion and text preparation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sentvec._lazy import attach
+
+# public name -> module that defines it (imported on first use)
+_LAZY: dict[str, str] = {
+    "Sent2Vec": "sentvec.sent2vec.model",
+    "EncodeStats": "sentvec.sent2vec.model",
+    "Sent2VecTrainer": "sentvec.sent2vec.trainer",
+    "TrainingDivergedError": "sentvec.sent2vec.trainer",
+    "TrainingReport": "sentvec.sent2vec.trainer",
+    "EpochReport": "sentvec.sent2vec.trainer",
+    "train_sent2vec": "sentvec.sent2vec.trainer",
+    "Dictionary": "sentvec.sent2vec.dictionary",
+    "ModelFormatError": "sentvec.sent2vec.binfile",
+    "QuantizedModelError": "sentvec.sent2vec.binfile",
+    "BinModel": "sentvec.sent2vec.binfile",
+    "read_bin": "sentvec.sent2vec.binfile",
+    "write_bin": "sentvec.sent2vec.binfile",
+    "is_bin_file": "sentvec.sent2vec.binfile",
+    "Preprocessing": "sentvec.sent2vec.preprocessing",
+}
+
+__all__, __getattr__, __dir__ = attach(__name__, _LAZY)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sentvec.sent2vec.model import Sent2Vec, EncodeStats  # noqa: F401
+    from sentvec.sent2vec.trainer import Sent2VecTrainer, TrainingDivergedError, TrainingReport, EpochReport, train_sent2vec  # noqa: F401
+    from sentvec.sent2vec.dictionary import Dictionary  # noqa: F401
+    from sentvec.sent2vec.binfile import ModelFormatError, QuantizedModelError, BinModel, read_bin, write_bin, is_bin_file  # noqa: F401
+    from sentvec.sent2vec.preprocessing import Preprocessing  # noqa: F401

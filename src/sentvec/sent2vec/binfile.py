@@ -374,6 +374,6 @@ def is_bin_file(path: str | os.PathLike[str]) -> bool:
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
-    except (IsADirectoryError, FileNotFoundError, PermissionError):
+    except OSError:  # a directory, a missing or unreadable file
         return False
     return len(head) == 4 and struct.unpack("<i", head)[0] == FASTTEXT_MAGIC

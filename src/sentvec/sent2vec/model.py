@@ -100,6 +100,9 @@ class Sent2Vec:
 
     preferred_text_variant = "senteval"
 
+    #: Pipeline component type (see ``sentvec.encoders.pipeline.ENCODER_LOADERS``).
+    encoder_type = "sent2vec"
+
     def __init__(self, dictionary: Dictionary, input_matrix: np.ndarray,
                  output_matrix: np.ndarray | None = None, *, args: dict[str, Any] | None = None,
                  preprocessing: Preprocessing | dict[str, Any] | None = None) -> None:
@@ -435,7 +438,7 @@ def _json_default(obj: Any) -> Any:
 
 def _not_a_model_dir_message(d: Path) -> str:
     """Why directory ``d`` (without ``config.json``) is not a model, naming what it looks like."""
-    from sentvec.pipeline import PIPELINE_FILE
+    from sentvec.encoders.base import PIPELINE_FILE
 
     if (d / PIPELINE_FILE).is_file():
         return (f"{str(d)!r} is a saved sentvec pipeline ({PIPELINE_FILE}), not a Sent2Vec "

@@ -1,4 +1,4 @@
-"""``sentvec embed`` and ``sentvec tokenize``: Sent2Vec inference and its text preparation.
+"""``sentvec embed``: one Sent2Vec vector per input line.
 
 ``embed`` writes exactly one vector per input line, always: empty and unknown-word lines give zero
 rows, counted on stderr. Input must be UTF-8; ``--errors`` chooses what a line that is not does:
@@ -20,12 +20,11 @@ import numpy as np
 
 from sentvec._io import TextLineReader as _LineReader
 
-ERRORS = ("strict", "replace", "surrogateescape")
-TOKENIZERS = ("moses", "whitespace")
+from sentvec.cli._args import ERRORS, check_output_path
 
 
 def register(subparsers: Any) -> None:
-    """Add the ``embed`` and ``tokenize`` sub-commands."""
+    """Add the ``embed`` sub-command."""
     p = subparsers.add_parser(
         "embed", help="embed each line of a text file with a Sent2Vec model",
         description="One Sent2Vec vector per input line (official .bin or sentvec directory). "
@@ -43,25 +42,9 @@ def register(subparsers: Any) -> None:
                    help="what to do with lines that are not valid UTF-8 (default: strict)")
     p.set_defaults(func=_run_embed)
 
-    t = subparsers.add_parser(
-        "tokenize", help="Moses-tokenize and lower-case text (the reference corpus recipe)",
-        description="Stream lines through the text preparation a Sent2Vec model applies; the "
-                    "defaults are the reference-corpus recipe (Moses, lower-cased).")
-    t.add_argument("--input", "-i", default="-", help="text file (default: stdin)")
-    t.add_argument("--output", "-o", default="-", help="text file (default: stdout)")
-    t.add_argument("--tokenizer", choices=TOKENIZERS, default="moses")
-    t.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
-                   help="lower-case after tokenizing (default: yes)")
-    t.add_argument("--errors", choices=ERRORS, default="strict",
-                   help="what to do with lines that are not valid UTF-8 (default: strict)")
-    t.set_defaults(func=_run_tokenize)
-
-
 def _check_output(output: str) -> None:
     """An output file must be writable (and not an existing directory) before any reading."""
     if output != "-":
-        from sentvec.cli._args import check_output_path
-
         check_output_path(output, what="output")
 
 
@@ -126,31 +109,6 @@ def _run_embed(args: argparse.Namespace) -> int:
         msg += f"; ignored {n_eos} literal '</s>' tokens"
     if n_nonfinite:
         msg += f"; WARNING: {n_nonfinite} vectors hold NaN or infinity (non-finite model weights)"
-    if reader.n_bad:
-        msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
-    print(msg, file=sys.stderr)
-    return 0
-
-
-def _run_tokenize(args: argparse.Namespace) -> int:
-    from sentvec._io import atomic_open
-    from sentvec.sent2vec.preprocessing import Preprocessing
-
-    prep = Preprocessing(lowercase=bool(args.lowercase), tokenizer=args.tokenizer)
-    _check_output(args.output)
-    reader = _LineReader(args.input, args.errors)
-    n = 0
-    with ExitStack() as stack:
-        if args.output == "-":
-            sys.stdout.flush()
-            out: IO[bytes] = sys.stdout.buffer
-        else:
-            out = stack.enter_context(atomic_open(args.output, "wb"))
-        for line in reader:
-            out.write((prep.prepare(line) + "\n").encode("utf-8", "surrogateescape"))
-            n += 1
-        out.flush()
-    msg = f"sentvec tokenize: {n} lines ({args.tokenizer}, lowercase={bool(args.lowercase)})"
     if reader.n_bad:
         msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
     print(msg, file=sys.stderr)

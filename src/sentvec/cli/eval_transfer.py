@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from sentvec._io import atomic_write_json
     from sentvec.encoders.base import describe_encoder
     from sentvec.evaluation.transfer import evaluate_transfer, transfer_table_markdown
-    from sentvec.pipeline import load_encoder
+    from sentvec.encoders import load_encoder
 
     t_start = time.perf_counter()
     encoder = load_encoder(args.model, device=args.device)

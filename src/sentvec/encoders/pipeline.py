@@ -1,12 +1,10 @@
-"""Whole pipelines (encoder + optional whitening) and name/path resolution for encoders.
+"""Whole pipelines: an encoder followed by an optional fitted whitening, saved as one directory.
 
-``load_encoder`` is the one place that turns a ``--model`` argument into an encoder:
-
-* a directory holding ``pipeline.json``            -> :class:`Pipeline`
-* an official sent2vec ``.bin`` file (by magic)    -> :class:`sentvec.Sent2Vec`
-* a directory saved by ``Sent2Vec.save``           -> :class:`sentvec.Sent2Vec`
-* anything else (alias such as ``"minilm"``, a Hugging Face model directory or hub name)
-                                                   -> :class:`sentvec.TransformerEncoder`
+:class:`Pipeline` saves each component through its own ``save()`` and names it by its
+``encoder_type`` (``pipeline.json``), and loads it back through the loader of that type, so a
+Sent2Vec pipeline never imports torch. :func:`load_whitening` gets a fitted whitening from a
+saved Whitening or pipeline directory. Turning a ``--model`` argument into an encoder is
+:func:`sentvec.encoders.loading.load_encoder`.
 """
 
 from __future__ import annotations
@@ -20,90 +18,29 @@ import numpy as np
 
 from sentvec._io import read_json_object
 from sentvec._validation import check_sentences
+from sentvec.encoders.base import PIPELINE_FILE, Encoder, check_whitening_fits, describe_encoder
 
-PIPELINE_FILE = "pipeline.json"
+__all__ = ["Pipeline", "load_whitening", "PIPELINE_FORMAT", "PIPELINE_VERSION",
+           "ENCODER_LOADERS"]
+
 PIPELINE_FORMAT = "sentvec-pipeline"
 PIPELINE_VERSION = 1
-_SENT2VEC_MAGIC = 793712314
 
 
-def _is_sent2vec_bin(path: Path) -> bool:
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-    except OSError:
-        return False
-    return len(head) == 4 and int.from_bytes(head, "little", signed=True) == _SENT2VEC_MAGIC
-
-
-def _is_transformer_dir(path: Path) -> bool:
-    return (path / "config.json").is_file() or (path / "sentvec_encoder.json").is_file()
-
-
-def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Any:
-    """Return the encoder named by ``name_or_path``.
-
-    Parameters
-    ----------
-    name_or_path : str or path-like
-        A saved pipeline directory, an official sent2vec ``.bin`` file, a directory written by
-        ``Sent2Vec.save``, a Hugging Face model directory, a model alias (``"minilm"``) or a hub
-        name (loaded only from the local Hugging Face cache when offline).
-    **overrides
-        Keyword arguments for ``TransformerEncoder.from_pretrained`` (``pooling``, ``layers``,
-        ``max_length``, ``device``); ignored keys set to ``None`` are dropped. Passing transformer
-        options for a Sent2Vec model or a pipeline raises ``ValueError``.
-
-    Returns
-    -------
-    encoder
-        An object with ``encode(sentences, ...) -> ndarray (n, d) float32``.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``name_or_path`` names a ``.bin`` file or looks like a path (contains a separator or
-        starts with ``.``/``~``) and does not exist.
-    ValueError
-        If a file exists but is not a model sentvec can read; :class:`EncoderOptionsError`
-        (a ValueError) if transformer options are given for a Sent2Vec model or a pipeline.
-    """
-    overrides = {k: v for k, v in overrides.items() if v is not None}
-    text = os.fspath(name_or_path)
-    path = Path(text).expanduser()
-    if path.suffix.lower() == ".bin" and not path.exists():
-        raise FileNotFoundError(f"model file not found: {text!r}")
-    if path.is_dir() and (path / PIPELINE_FILE).is_file():
-        _reject_overrides(overrides, "a saved pipeline")
-        return Pipeline.load(path)
-    if path.is_file():
-        if _is_sent2vec_bin(path):
-            _reject_overrides(overrides, "a Sent2Vec model")
-            from sentvec.sent2vec.model import Sent2Vec
-
-            return Sent2Vec.load(path)
-        raise ValueError(
-            f"{text!r} is a file but not an official sent2vec .bin model (wrong magic number); "
-            "give a sent2vec .bin, a model directory or a model name"
-        )
-    if path.is_dir():
-        from sentvec.sent2vec.model import Sent2Vec, is_model_dir
-
-        if is_model_dir(path) or not _is_transformer_dir(path):
-            _reject_overrides(overrides, "a Sent2Vec model")
-            return Sent2Vec.load(path)
+def _load_transformer(path: Path) -> Encoder:
     from sentvec.encoders.transformer import TransformerEncoder
 
-    return TransformerEncoder.from_pretrained(text, **overrides)
+    return TransformerEncoder.from_pretrained(str(path))
 
 
-class EncoderOptionsError(ValueError):
-    """Transformer options (pooling, layers, ...) were given for a model that has none."""
+def _load_sent2vec(path: Path) -> Encoder:
+    from sentvec.sent2vec.model import Sent2Vec
+
+    return Sent2Vec.load(path)
 
 
-def _reject_overrides(overrides: dict[str, Any], what: str) -> None:
-    if overrides:
-        raise EncoderOptionsError(f"options {sorted(overrides)} do not apply to {what}")
+#: ``encoder_type`` of a saved component -> its loader (a directory written by its ``save()``).
+ENCODER_LOADERS = {"transformer": _load_transformer, "sent2vec": _load_sent2vec}
 
 
 def _component_dir(root: Path, name: Any, cfg_path: Path) -> Path:
@@ -152,47 +89,23 @@ def load_whitening(whitening: Any) -> Any:
                     f"pipeline, or None; got {type(whitening).__name__}")
 
 
-def whiten_keeping_zero_rows(whitening: Any, X: np.ndarray) -> tuple[np.ndarray, int]:
-    """``whitening.transform(X)`` as float32, except that all-zero rows of ``X`` stay all-zero.
-
-    An all-zero encoder vector (an empty or out-of-vocabulary-only sentence) carries no
-    information; whitening would map every such row to the same non-zero vector ``-mean_ @ W``,
-    with cosine 1 to each other.
-
-    Parameters
-    ----------
-    whitening : fitted Whitening (anything with ``transform``)
-    X : ndarray of shape (n, d)
-
-    Returns
-    -------
-    Z : ndarray of shape (n, k), float32
-    n_zero : int
-        Number of all-zero rows of ``X`` (left zero in ``Z``).
-    """
-    zero = ~np.asarray(X).any(axis=1)
-    Z = np.asarray(whitening.transform(X), dtype=np.float32)
-    n_zero = int(zero.sum())
-    if n_zero:
-        Z[zero] = 0.0
-    return Z, n_zero
-
-
 class Pipeline:
     """An encoder followed by an optional fitted :class:`sentvec.Whitening`.
 
     ``encode`` returns ``whitening.transform(encoder.encode(sentences))``, then optionally
     L2-normalises. A row the encoder returns as exactly zero (an empty or out-of-vocabulary-only
     sentence, for Sent2Vec) carries no information and stays exactly zero: it is not whitened
-    (see :func:`whiten_keeping_zero_rows`), and their count is reported in a UserWarning. Saved
+    (see :func:`sentvec.whitening.whiten_keeping_zero_rows`), and their count is reported in a
+    UserWarning. Saved
     as a directory: ``pipeline.json`` (format, version, component types), ``encoder/`` (the
     encoder's own format) and ``whitening/``; no pickle anywhere.
 
     Parameters
     ----------
-    encoder : object
-        A :class:`sentvec.TransformerEncoder` or :class:`sentvec.Sent2Vec` (anything with
-        ``encode`` can be used in memory; saving needs one of those two).
+    encoder : Encoder
+        Anything with ``encode`` works in memory; saving needs an encoder with ``save(path)``
+        and an ``encoder_type`` listed in :data:`ENCODER_LOADERS` (``TransformerEncoder``,
+        ``Sent2Vec``).
     whitening : sentvec.Whitening, optional
         A fitted whitening transform whose ``n_features_in_`` equals the encoder's dimension.
 
@@ -207,15 +120,13 @@ class Pipeline:
         The whitening is not fitted.
     """
 
-    def __init__(self, encoder: Any, whitening: Any = None) -> None:
+    def __init__(self, encoder: Encoder, whitening: Any = None) -> None:
         if not callable(getattr(encoder, "encode", None)):
             raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
         if whitening is not None:
             from sklearn.utils.validation import check_is_fitted
 
             check_is_fitted(whitening)
-            from sentvec.encoders.base import check_whitening_fits
-
             check_whitening_fits(encoder, whitening, what="the pipeline's whitening")
         self.encoder = encoder
         self.whitening = whitening
@@ -228,8 +139,6 @@ class Pipeline:
 
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description (encoder description + whitening summary)."""
-        from sentvec.encoders.base import describe_encoder
-
         info = describe_encoder(self.encoder)
         if self.path is not None:
             info["pipeline"] = self.path
@@ -264,6 +173,8 @@ class Pipeline:
         X = np.asarray(self.encoder.encode(items, **kwargs), dtype=np.float32)
         if self.whitening is not None:
             if len(X):
+                from sentvec.whitening import whiten_keeping_zero_rows
+
                 X, n_zero = whiten_keeping_zero_rows(self.whitening, X)
                 if n_zero:
                     warnings.warn(f"{n_zero} of {len(X)} encoder vectors are all-zero "
@@ -294,7 +205,7 @@ class Pipeline:
             If ``path`` cannot be replaced by a rename (the working directory or one of its
             parents, a filesystem root, a mount point); nothing is written.
         TypeError
-            If the encoder is neither a TransformerEncoder nor a Sent2Vec.
+            If the encoder has no ``save`` method or no known ``encoder_type``.
         """
         from sentvec._io import atomic_directory, atomic_write_json
 
@@ -310,19 +221,14 @@ class Pipeline:
             })
 
     def _save_encoder(self, directory: Path) -> str:
-        from sentvec.encoders.transformer import TransformerEncoder
-        from sentvec.sent2vec.model import Sent2Vec
-
-        if isinstance(self.encoder, TransformerEncoder):
-            self.encoder.save_pretrained(directory)
-            return "transformer"
-        if isinstance(self.encoder, Sent2Vec):
-            self.encoder.save(directory)
-            return "sent2vec"
-        raise TypeError(
-            f"cannot save an encoder of type {type(self.encoder).__name__}; "
-            "only TransformerEncoder and Sent2Vec pipelines can be saved"
-        )
+        enc_type = getattr(self.encoder, "encoder_type", None)
+        if enc_type not in ENCODER_LOADERS or not callable(getattr(self.encoder, "save", None)):
+            raise TypeError(
+                f"cannot save an encoder of type {type(self.encoder).__name__}; a saved pipeline "
+                f"needs an encoder with save(path) and an encoder_type in "
+                f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec)")
+        self.encoder.save(directory)
+        return str(enc_type)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> "Pipeline":
@@ -354,16 +260,10 @@ class Pipeline:
         if not isinstance(enc, dict):
             raise ValueError(f"{str(cfg_path)!r}: 'encoder' must be an object, got {enc!r:.60}")
         enc_dir = _component_dir(root, enc.get("path", "encoder"), cfg_path)
-        if enc.get("type") == "transformer":
-            from sentvec.encoders.transformer import TransformerEncoder
-
-            encoder = TransformerEncoder.from_pretrained(str(enc_dir))
-        elif enc.get("type") == "sent2vec":
-            from sentvec.sent2vec.model import Sent2Vec
-
-            encoder = Sent2Vec.load(enc_dir)
-        else:
+        loader = ENCODER_LOADERS.get(enc.get("type"))
+        if loader is None:
             raise ValueError(f"unknown encoder type {enc.get('type')!r} in {str(cfg_path)!r}")
+        encoder = loader(enc_dir)
         whitening = None
         if cfg.get("whitening"):
             from sentvec.whitening import Whitening

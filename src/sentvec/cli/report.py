@@ -1,0 +1,118 @@
+"""``sentvec report``: one Markdown report of Table 1-style rows for every available encoder.
+
+CLS / AVG x last / L1 / L1+last, each without and with whitening, under the three STS
+aggregations (:mod:`sentvec.evaluation.table1` defines the rows and renders the page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from sentvec.cli._args import (
+    add_evaluation_options,
+    check_output_path,
+    display_name,
+    load_transformer,
+    progress,
+    str_list,
+    sts_tasks_for,
+    vector_cache,
+)
+
+
+def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tuple[Any, dict]:
+    from sentvec.cache import pooled_layer_vectors
+    from sentvec.evaluation import table1_rows, unique_sentences
+
+    encoder = load_transformer(name, args.device)
+    tasks = sts_tasks_for(args, encoder)
+    sentences = unique_sentences(tasks)
+    vecs, hit, secs = pooled_layer_vectors(encoder, sentences, pooling=("cls", "mean"),
+                                           text_variant=tasks[0].variant, cache=cache,
+                                           batch_size=args.batch_size,
+                                           show_progress_bar=progress(args))
+    t0 = time.perf_counter()
+    rows = table1_rows(display_name(name), vecs, tasks, sentences)
+    info = {"model": display_name(name), "description": encoder.config_dict(), "n_sentences": len(sentences),
+            "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": hit,
+            "scoring_s": time.perf_counter() - t0}
+    return rows, info
+
+
+def _report_sent2vec(encoder: Any, path: str, args: argparse.Namespace) -> tuple[Any, dict]:
+    from sentvec.evaluation import sent2vec_rows, unique_sentences
+
+    tasks = sts_tasks_for(args, encoder)
+    sentences = unique_sentences(tasks)
+    t0 = time.perf_counter()
+    emb = encoder.encode(sentences)
+    secs = time.perf_counter() - t0
+    label = f"Sent2Vec ({Path(path).name})"
+    rows = sent2vec_rows(label, emb, tasks, sentences)
+    desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
+    return rows, {"model": label, "description": desc, "n_sentences": len(sentences),
+                  "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": False,
+                  "scoring_s": time.perf_counter() - t0 - secs}
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``sentvec report``: Table 1-style rows for every available encoder."""
+    from sentvec._io import atomic_write_text
+    from sentvec._validation import check_path_exists
+    from sentvec.evaluation import render_report
+
+    # inputs and output first: a bad path must not cost the transformer forward passes
+    check_output_path(args.out, what="--out")
+    sent2vec = None
+    if args.sent2vec:
+        from sentvec.encoders import load_encoder
+
+        sent2vec = load_encoder(check_path_exists(args.sent2vec, what="Sent2Vec model"))
+    cache = vector_cache(args)
+    rows: list[Any] = []
+    infos: list[dict] = []
+    skipped: list[tuple[str, str]] = []
+    for name in args.models:
+        try:
+            r, info = _report_transformer(name, args, cache)
+        except (FileNotFoundError, OSError, ImportError) as exc:
+            skipped.append((name, str(exc)))
+            print(f"skipped {name}: {exc}", file=sys.stderr)
+            continue
+        rows += r
+        infos.append(info)
+    if sent2vec is not None:
+        r, info = _report_sent2vec(sent2vec, args.sent2vec, args)
+        rows += r
+        infos.append(info)
+    if not rows:
+        raise ValueError("no encoder could be evaluated: "
+                         + "; ".join(f"{n}: {w}" for n, w in skipped))
+    command = f"sentvec report --models {','.join(args.models)}"
+    if args.sent2vec:
+        command += f" --sent2vec {args.sent2vec}"
+    if args.tasks:
+        command += f" --tasks {','.join(args.tasks)}"
+    text = render_report(rows, infos, skipped, command=command)
+    atomic_write_text(args.out, text)
+    print(f"wrote {args.out} ({len(rows)} rows, {len(skipped)} skipped)")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report`` sub-command."""
+    r = subparsers.add_parser(
+        "report", help="Markdown report of Table 1-style rows",
+        description="One Markdown report with Table 1-style rows (CLS / AVG / L1 / L1+Llast, "
+                    "with and without whitening) for every available encoder, and the three "
+                    "STS aggregations side by side.")
+    r.add_argument("--models", type=str_list, default=["minilm", "mpnet"],
+                   help="comma-separated transformer models (default minilm,mpnet)")
+    r.add_argument("--sent2vec", default=None, help="a Sent2Vec model (.bin or directory)")
+    r.add_argument("--out", default="docs/REPRODUCTION.md")
+    add_evaluation_options(r)
+    r.set_defaults(func=run_report)

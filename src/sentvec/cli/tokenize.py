@@ -1,0 +1,60 @@
+"""``sentvec tokenize``: the text preparation a Sent2Vec model applies, as a stream filter.
+
+The defaults are the reference-corpus recipe (Moses-tokenized, lower-cased): official ``.bin``
+models expect input prepared so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import ExitStack
+from typing import IO, Any
+
+from sentvec._io import TextLineReader as _LineReader
+from sentvec.cli._args import ERRORS, check_output_path
+
+TOKENIZERS = ("moses", "whitespace")
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``tokenize`` sub-command."""
+    t = subparsers.add_parser(
+        "tokenize", help="Moses-tokenize and lower-case text (the reference corpus recipe)",
+        description="Stream lines through the text preparation a Sent2Vec model applies; the "
+                    "defaults are the reference-corpus recipe (Moses, lower-cased).")
+    t.add_argument("--input", "-i", default="-", help="text file (default: stdin)")
+    t.add_argument("--output", "-o", default="-", help="text file (default: stdout)")
+    t.add_argument("--tokenizer", choices=TOKENIZERS, default="moses")
+    t.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
+                   help="lower-case after tokenizing (default: yes)")
+    t.add_argument("--errors", choices=ERRORS, default="strict",
+                   help="what to do with lines that are not valid UTF-8 (default: strict)")
+    t.set_defaults(func=_run_tokenize)
+
+
+
+def _run_tokenize(args: argparse.Namespace) -> int:
+    from sentvec._io import atomic_open
+    from sentvec.sent2vec.preprocessing import Preprocessing
+
+    prep = Preprocessing(lowercase=bool(args.lowercase), tokenizer=args.tokenizer)
+    if args.output != "-":
+        check_output_path(args.output, what="output")
+    reader = _LineReader(args.input, args.errors)
+    n = 0
+    with ExitStack() as stack:
+        if args.output == "-":
+            sys.stdout.flush()
+            out: IO[bytes] = sys.stdout.buffer
+        else:
+            out = stack.enter_context(atomic_open(args.output, "wb"))
+        for line in reader:
+            out.write((prep.prepare(line) + "\n").encode("utf-8", "surrogateescape"))
+            n += 1
+        out.flush()
+    msg = f"sentvec tokenize: {n} lines ({args.tokenizer}, lowercase={bool(args.lowercase)})"
+    if reader.n_bad:
+        msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
+    print(msg, file=sys.stderr)
+    return 0

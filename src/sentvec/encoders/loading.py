@@ -1,0 +1,94 @@
+"""Getting an encoder: ``load_encoder`` turns a ``--model`` argument into an encoder.
+
+* a directory holding ``pipeline.json``            -> :class:`sentvec.Pipeline`
+* an official sent2vec ``.bin`` file (by magic)    -> :class:`sentvec.Sent2Vec`
+* a directory saved by ``Sent2Vec.save``           -> :class:`sentvec.Sent2Vec`
+* anything else (alias such as ``"minilm"``, a Hugging Face model directory or hub name)
+                                                   -> :class:`sentvec.TransformerEncoder`
+
+torch is imported only in the last case.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sentvec.encoders.base import PIPELINE_FILE, Encoder
+
+__all__ = ["load_encoder", "EncoderOptionsError"]
+
+
+def _is_transformer_dir(path: Path) -> bool:
+    return (path / "config.json").is_file() or (path / "sentvec_encoder.json").is_file()
+
+
+def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Encoder:
+    """Return the encoder named by ``name_or_path``.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        A saved pipeline directory, an official sent2vec ``.bin`` file, a directory written by
+        ``Sent2Vec.save``, a Hugging Face model directory, a model alias (``"minilm"``) or a hub
+        name (loaded only from the local Hugging Face cache when offline).
+    **overrides
+        Keyword arguments for ``TransformerEncoder.from_pretrained`` (``pooling``, ``layers``,
+        ``max_length``, ``device``); ignored keys set to ``None`` are dropped. Passing transformer
+        options for a Sent2Vec model or a pipeline raises ``ValueError``.
+
+    Returns
+    -------
+    encoder
+        An object with ``encode(sentences, ...) -> ndarray (n, d) float32``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``name_or_path`` names a ``.bin`` file or looks like a path (contains a separator or
+        starts with ``.``/``~``) and does not exist.
+    ValueError
+        If a file exists but is not a model sentvec can read; :class:`EncoderOptionsError`
+        (a ValueError) if transformer options are given for a Sent2Vec model or a pipeline.
+    """
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    text = os.fspath(name_or_path)
+    path = Path(text).expanduser()
+    if path.suffix.lower() == ".bin" and not path.exists():
+        raise FileNotFoundError(f"model file not found: {text!r}")
+    if path.is_dir() and (path / PIPELINE_FILE).is_file():
+        from sentvec.encoders.pipeline import Pipeline
+
+        _reject_overrides(overrides, "a saved pipeline")
+        return Pipeline.load(path)
+    if path.is_file():
+        from sentvec.sent2vec.binfile import is_bin_file
+
+        if is_bin_file(path):
+            _reject_overrides(overrides, "a Sent2Vec model")
+            from sentvec.sent2vec.model import Sent2Vec
+
+            return Sent2Vec.load(path)
+        raise ValueError(
+            f"{text!r} is a file but not an official sent2vec .bin model (wrong magic number); "
+            "give a sent2vec .bin, a model directory or a model name"
+        )
+    if path.is_dir():
+        from sentvec.sent2vec.model import Sent2Vec, is_model_dir
+
+        if is_model_dir(path) or not _is_transformer_dir(path):
+            _reject_overrides(overrides, "a Sent2Vec model")
+            return Sent2Vec.load(path)
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    return TransformerEncoder.from_pretrained(text, **overrides)
+
+
+class EncoderOptionsError(ValueError):
+    """Transformer options (pooling, layers, ...) were given for a model that has none."""
+
+
+def _reject_overrides(overrides: dict[str, Any], what: str) -> None:
+    if overrides:
+        raise EncoderOptionsError(f"options {sorted(overrides)} do not apply to {what}")
