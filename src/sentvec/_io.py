@@ -87,14 +87,15 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
     return obj
 
 
-def load_npy(path: str | os.PathLike[str], *, mmap: bool = False) -> np.ndarray:
+def load_npy(path: str | os.PathLike[str], *, mmap: bool | str = False) -> np.ndarray:
     """Read a ``.npy`` file with pickle disabled; clear errors for missing or corrupt files.
 
     Parameters
     ----------
     path : path-like
-    mmap : bool, default False
-        Memory-map the file read-only instead of reading it.
+    mmap : bool or {"r", "c"}, default False
+        Memory-map the file instead of reading it: True or ``"r"`` read-only, ``"c"``
+        copy-on-write (numpy's ``mmap_mode``).
 
     Raises
     ------
@@ -108,7 +109,8 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool = False) -> np.ndarray:
     if not p.is_file():
         raise FileNotFoundError(f"array file not found: {str(p)!r}")
     try:
-        return np.load(p, mmap_mode="r" if mmap else None, allow_pickle=False)
+        mode = "r" if mmap is True else (mmap or None)
+        return np.load(p, mmap_mode=mode, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
 

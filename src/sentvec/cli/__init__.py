@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "eval_transfer",
     "search",
     "encode",
+    "convert",
 )
 
 

@@ -40,6 +40,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--normalize", action="store_true", help="scale vectors to unit L2 norm")
     p.add_argument("--errors", choices=ERRORS, default="strict",
                    help="what to do with lines that are not valid UTF-8 (default: strict)")
+    p.add_argument("--mmap", action=argparse.BooleanOptionalAction, default=True,
+                   help="memory-map the model's input matrix (default: yes; pages are shared "
+                        "with other processes); --no-mmap reads it into memory. The output "
+                        "matrix is never loaded")
     p.set_defaults(func=_run_embed)
 
 def _check_output(output: str) -> None:
@@ -68,7 +72,7 @@ def _run_embed(args: argparse.Namespace) -> int:
     threads = None if args.threads is None else check_positive_int("--threads", args.threads)
     _check_output(args.output)
     try:
-        model = Sent2Vec.load(args.model)
+        model = Sent2Vec.load(args.model, mmap="r" if args.mmap else None, inference_only=True)
     except FileNotFoundError as exc:
         raise FileNotFoundError(
             f"{exc}; `sentvec embed` takes Sent2Vec models (.bin or directory); for transformer "

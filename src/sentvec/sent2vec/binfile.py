@@ -24,9 +24,10 @@ foreign file raises :class:`ModelFormatError` naming the problem and the byte of
 from __future__ import annotations
 
 import math
-import mmap
+import mmap as mmap_module
 import os
 import struct
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,13 +88,15 @@ class BinModel:
         ``"sent2vec"``) plus ``qout`` (bool).
     dictionary : Dictionary
     input_matrix : ndarray of shape (nwords + bucket (+1), dim), float32
-    output_matrix : ndarray of shape (nwords, dim), float32
+        A :class:`numpy.memmap` when the file was memory-mapped.
+    output_matrix : ndarray of shape (nwords, dim), float32, or None
+        None when read with ``inference_only``.
     """
 
     args: dict[str, Any]
     dictionary: Dictionary
     input_matrix: np.ndarray = field(repr=False)
-    output_matrix: np.ndarray = field(repr=False)
+    output_matrix: np.ndarray | None = field(repr=False)
 
 
 def _fmt(table: tuple[tuple[str, str], ...]) -> struct.Struct:
@@ -106,24 +109,54 @@ _SIGNATURE = struct.Struct("<ii")
 
 
 class _Cursor:
-    """Bounds-checked reads from a buffer, with error messages naming the file and offset."""
+    """Bounds-checked reads from a buffer, with error messages naming the file and offset.
 
-    def __init__(self, buf: Any, path: Path) -> None:
-        self.buf, self.path, self.off, self.size = buf, path, 0, len(buf)
+    ``off`` and ``size`` are absolute file offsets; ``buf[0]`` is file byte ``base``. With an
+    open file ``fh``, the buffer is a ``bytearray`` that grows by reads as far as ``need``
+    asks (the in-memory path); otherwise it is a memory map of the whole file.
+    """
+
+    def __init__(self, buf: Any, path: Path, *, size: int | None = None, base: int = 0,
+                 fh: Any = None) -> None:
+        self.buf, self.path, self.base, self.fh = buf, path, base, fh
+        self.off = base
+        self.size = base + len(buf) if size is None else size
 
     def fail(self, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{str(self.path)!r}: {msg}")
 
-    def need(self, nbytes: int, what: str) -> None:
+    def need(self, nbytes: int, what: str, *, load: bool = True) -> None:
         if nbytes < 0 or self.off + nbytes > self.size:
             raise self.fail(f"file is truncated or corrupt: {what} needs {nbytes} bytes at offset "
                             f"{self.off}, but the file has {self.size - self.off} bytes left")
+        if load:
+            self.grow(self.off + nbytes)
+
+    def grow(self, end: int) -> bool:
+        """Make the buffer reach file offset ``end`` (at least); False if it cannot grow."""
+        have = self.base + len(self.buf)
+        if end <= have:
+            return True
+        if self.fh is None or have >= self.size:
+            return False
+        want = min(self.size, max(end, self.base + 2 * len(self.buf), self.base + (1 << 20)))
+        chunk = os.pread(self.fh.fileno(), want - have, have)
+        if len(chunk) != want - have:
+            raise self.fail("could not read the file: it changed while reading")
+        self.buf += chunk
+        return True
 
     def unpack(self, st: struct.Struct, what: str) -> tuple:
         self.need(st.size, what)
-        vals = st.unpack_from(self.buf, self.off)
+        vals = st.unpack_from(self.buf, self.off - self.base)
         self.off += st.size
         return vals
+
+    def byte(self, what: str) -> int:
+        self.need(1, what)
+        v = self.buf[self.off - self.base]
+        self.off += 1
+        return v
 
     def table(self, st: struct.Struct, table: tuple[tuple[str, str], ...], what: str) -> dict:
         return dict(zip((name for name, _ in table), self.unpack(st, what)))
@@ -146,6 +179,7 @@ def _check_signature(cur: _Cursor) -> None:
         raise cur.fail(f"file is {cur.size} bytes long, too short for a sent2vec model")
     magic, version = cur.unpack(_SIGNATURE, "signature")
     if magic != FASTTEXT_MAGIC:
+        cur.grow(64)
         head = bytes(cur.buf[:64])
         kind = ("it looks like a text file" if _looks_like_text(head)
                 else f"magic number {magic} (0x{magic & 0xFFFFFFFF:08x})")
@@ -188,20 +222,35 @@ def _read_dictionary(cur: _Cursor, args: dict) -> Dictionary:
     if h["pruneidx_size"] < -1:
         raise cur.fail(f"corrupt dictionary header: pruneidx_size={h['pruneidx_size']}")
     cur.need(size * (1 + _ENTRY_TAIL.size), f"{size} dictionary entries")
-    buf, off, end = cur.buf, cur.off, cur.size
-    words: list[bytes] = []
+    from sentvec.sent2vec._binscan import join_words, scan_entries
+
+    starts = np.empty(size, dtype=np.int64)
+    nuls = np.empty(size, dtype=np.int64)
     counts = np.empty(size, dtype=np.int64)
     types = np.empty(size, dtype=np.int8)
-    find, unpack = buf.find, _ENTRY_TAIL.unpack_from
-    for i in range(size):
-        nul = find(b"\x00", off)
-        if nul < 0 or nul + 1 + _ENTRY_TAIL.size > end:
+    done, off = 0, cur.off
+    while True:
+        view = np.frombuffer(cur.buf, dtype=np.uint8)
+        done, rel = scan_entries(view, off - cur.base, done, size, starts, nuls, counts, types)
+        off = cur.base + int(rel)
+        del view  # a bytearray cannot grow while a view of it exists
+        if done == size:
+            break
+        if not cur.grow(cur.base + 2 * len(cur.buf)):
             cur.off = off
-            raise cur.fail(f"file is truncated or corrupt inside dictionary entry {i} of {size} "
-                           f"(offset {off})")
-        words.append(buf[off:nul])
-        counts[i], types[i] = unpack(buf, nul + 1)
-        off = nul + 1 + _ENTRY_TAIL.size
+            raise cur.fail(f"file is truncated or corrupt inside dictionary entry {done} of "
+                           f"{size} (offset {off})")
+    # one decode of all words, NUL-separated (UTF-8 resynchronises at every NUL, so this equals
+    # decoding word by word, invalid bytes included)
+    joined = np.empty(int((nuls - starts).sum()) + size, dtype=np.uint8)
+    join_words(np.frombuffer(cur.buf, dtype=np.uint8), starts, nuls, cur.base, joined)
+    dec = joined.tobytes().decode("utf-8", "surrogateescape").split("\x00")
+    dec.pop()  # after the last NUL
+    offsets = np.zeros(nwords + 1, dtype=np.int64)
+    np.cumsum(nuls[:nwords] - starts[:nwords], out=offsets[1:])
+    head = joined[:int(offsets[-1]) + nwords]
+    word_bytes = (head[head != 0], offsets)  # what inference looks words up in
+    del joined, head, starts, nuls
     cur.off = off
     if size and (types.min() < 0 or types.max() > 1):
         raise cur.fail("corrupt dictionary: entry type outside {0 (word), 1 (label)}")
@@ -211,45 +260,86 @@ def _read_dictionary(cur: _Cursor, args: dict) -> Dictionary:
         raise cur.fail("corrupt dictionary: negative word count")
     npairs = max(h["pruneidx_size"], 0)
     cur.need(8 * npairs, f"{npairs} prune-index pairs")
-    pairs = np.frombuffer(bytes(buf[cur.off:cur.off + 8 * npairs]), dtype="<i4").reshape(-1, 2)
+    lo = cur.off - cur.base
+    pairs = np.frombuffer(bytes(cur.buf[lo:lo + 8 * npairs]), dtype="<i4").reshape(-1, 2)
     cur.off += 8 * npairs
-    dec = [w.decode("utf-8", "surrogateescape") for w in words]
-    return Dictionary(dec[:nwords], counts[:nwords], ntokens=h["ntokens"], bucket=args["bucket"],
-                      word_ngrams=args["wordNgrams"], labels=dec[nwords:],
-                      label_counts=counts[nwords:], pruneidx_size=h["pruneidx_size"],
-                      prune_pairs=pairs)
+    dictionary = Dictionary(dec[:nwords], counts[:nwords], ntokens=h["ntokens"],
+                            bucket=args["bucket"], word_ngrams=args["wordNgrams"],
+                            labels=dec[nwords:], label_counts=counts[nwords:],
+                            pruneidx_size=h["pruneidx_size"], prune_pairs=pairs)
+    dictionary._word_bytes = word_bytes
+    return dictionary
 
 
 def _read_flag(cur: _Cursor, what: str) -> bool:
-    cur.need(1, what)
-    v = cur.buf[cur.off]
-    cur.off += 1
+    v = cur.byte(what)
     if v not in (0, 1):
         raise cur.fail(f"corrupt {what}: byte {v} at offset {cur.off - 1} is not 0 or 1")
     return bool(v)
 
 
 def _read_matrix(cur: _Cursor, fh: Any, what: str, min_rows: int, exact_rows: int | None,
-                 dim: int) -> np.ndarray:
+                 dim: int, *, mode: str | None, skip: bool = False) -> np.ndarray | None:
+    """The matrix at the cursor: read (``mode`` None), memory-mapped (``"r"``, ``"c"``) or, with
+    ``skip``, only checked and stepped over (None). Its size is checked against the file first,
+    so a mapped matrix never reaches past the end of the file."""
     rows, cols = cur.unpack(_MATRIX_HEADER, f"{what} shape")
     if cols != dim or rows < min_rows or (exact_rows is not None and rows != exact_rows):
         want = f"{exact_rows}" if exact_rows is not None else f">= {min_rows}"
         raise cur.fail(f"corrupt {what}: shape ({rows}, {cols}), expected ({want}, {dim})")
-    cur.need(rows * cols * 4, f"{what} of shape ({rows}, {cols})")
-    fh.seek(cur.off)
+    cur.need(rows * cols * 4, f"{what} of shape ({rows}, {cols})", load=False)
+    start = cur.off
+    cur.off += rows * cols * 4
+    if skip:
+        return None
+    if mode is not None:
+        return np.memmap(fh, dtype="<f4", mode=mode, offset=start, shape=(rows, cols))
+    fh.seek(start)
     mat = np.fromfile(fh, dtype="<f4", count=rows * cols)
     if mat.shape[0] != rows * cols:
         raise cur.fail(f"could not read {what}: file changed while reading")
-    cur.off += rows * cols * 4
     return mat.reshape(rows, cols)
 
 
-def read_bin(path: str | os.PathLike[str]) -> BinModel:
-    """Read an official sent2vec ``.bin`` file.
+#: Accepted ``mmap`` values: numpy's memmap modes that never write to the file.
+MMAP_MODES = ("r", "c")
+
+
+def check_mmap_mode(mmap: str | bool | None) -> str | None:
+    """Normalise an ``mmap`` argument: ``"r"`` (read-only map), ``"c"`` (copy-on-write map) or
+    None (read into memory); True and False are accepted for ``"r"`` and None.
+
+    Raises
+    ------
+    ValueError
+        For any other value (``"r+"`` and ``"w+"`` would write to the model file).
+    """
+    if mmap is True:
+        return "r"
+    if mmap is None or mmap is False:
+        return None
+    if isinstance(mmap, str) and mmap in MMAP_MODES:
+        return mmap
+    raise ValueError(f"mmap={mmap!r} is invalid; expected 'r' (read-only memory map), 'c' "
+                     "(copy-on-write memory map) or None (read into memory)")
+
+
+def read_bin(path: str | os.PathLike[str], *, mmap: str | bool | None = None,
+             inference_only: bool = False) -> BinModel:
+    """Read an official sent2vec ``.bin`` file, or memory-map its matrices.
 
     Parameters
     ----------
     path : path-like
+    mmap : {None, "r", "c"}, default None
+        None reads the matrices into memory. ``"r"`` maps them read-only straight from the file
+        (:class:`numpy.memmap` at their offsets: no copy, pages read on first touch and shared
+        with other processes through the page cache); ``"c"`` maps them copy-on-write (writes
+        stay private to the process). Where the file cannot be mapped (a filesystem without
+        mmap support), it is read into memory with a warning.
+    inference_only : bool, default False
+        Skip the output matrix (only training and writing a ``.bin`` need it); its shape is
+        still checked. ``output_matrix`` is then None.
 
     Returns
     -------
@@ -263,16 +353,30 @@ def read_bin(path: str | os.PathLike[str]) -> BinModel:
         If the input matrix is quantized (a ``.ftz`` model); also a NotImplementedError.
     ModelFormatError
         If the file is empty, truncated, corrupt, not a fastText file, a fastText model of
-        another kind (supervised, skip-gram, CBOW, version 12), or has trailing bytes.
+        another kind (supervised, skip-gram, CBOW, version 12), or has trailing bytes. Every
+        size is checked against the file's size before anything is read or mapped.
+    ValueError
+        If ``mmap`` is not one of the values above.
     """
+    mode = check_mmap_mode(mmap)
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"model file not found: {str(p)!r}")
     with open(p, "rb") as fh:
         nbytes = os.fstat(fh.fileno()).st_size
-        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if nbytes else b""
+        whole = None
+        if mode is not None and nbytes:
+            try:
+                whole = mmap_module.mmap(fh.fileno(), 0, access=mmap_module.ACCESS_READ)
+            except OSError as exc:
+                warnings.warn(f"{str(p)!r} cannot be memory-mapped ({exc}); reading it into "
+                              "memory instead", UserWarning, stacklevel=2)
+                mode = None
         try:
-            cur = _Cursor(buf, p)
+            if whole is not None:
+                cur = _Cursor(whole, p)
+            else:  # read the header and dictionary as far as they go, not the matrices
+                cur = _Cursor(bytearray(), p, size=nbytes, fh=fh)
             _check_signature(cur)
             args = _check_args(cur, cur.table(_ARGS_STRUCT, ARGS_HEADER, "args header"))
             dictionary = _read_dictionary(cur, args)
@@ -282,15 +386,21 @@ def read_bin(path: str | os.PathLike[str]) -> BinModel:
                     "quantized sent2vec models are not supported")
             need_rows = dictionary.nwords + (args["bucket"] if args["wordNgrams"] > 1 else 0)
             dim = args["dim"]
-            inp = _read_matrix(cur, fh, "input matrix", need_rows, None, dim)
+            inp = _read_matrix(cur, fh, "input matrix", need_rows, None, dim, mode=mode)
+            if whole is None:  # the rest (flag, output shape) from a fresh buffer after it
+                cur = _Cursor(bytearray(), p, size=nbytes, base=cur.off, fh=fh)
             args["qout"] = _read_flag(cur, "qout flag")
-            out = _read_matrix(cur, fh, "output matrix", 0, dictionary.nwords, dim)
+            out = _read_matrix(cur, fh, "output matrix", 0, dictionary.nwords, dim, mode=mode,
+                               skip=inference_only)
             if cur.off != cur.size:
                 raise cur.fail(f"{cur.size - cur.off} unexpected trailing bytes after the output "
                                f"matrix (offset {cur.off})")
         finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
+            if whole is not None:
+                try:
+                    whole.close()
+                except BufferError:  # a view is still held by a traceback: left to the GC
+                    pass
     return BinModel(args=args, dictionary=dictionary, input_matrix=inp, output_matrix=out)
 
 

@@ -9,6 +9,7 @@ word gets a zero vector (counted and warned about here).
 from __future__ import annotations
 
 import json
+import mmap as mmap_module
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -27,7 +28,7 @@ from sentvec._io import (
     read_json_object,
 )
 from sentvec._validation import check_positive_int, check_sentences
-from sentvec.sent2vec.binfile import ModelFormatError, read_bin, write_bin
+from sentvec.sent2vec.binfile import ModelFormatError, check_mmap_mode, read_bin, write_bin
 from sentvec.sent2vec.dictionary import EOS, Dictionary
 from sentvec.sent2vec.preprocessing import Preprocessing
 
@@ -38,6 +39,11 @@ _CONFIG, _VOCAB = "config.json", "vocab.json"
 _ARRAYS = ("counts", "label_counts", "prune_pairs", "input", "output")
 _DEFAULT_BATCH = 16384
 _PARALLEL_MIN = 2048  # below this many sentences a batch is embedded on one thread
+
+
+class InferenceOnlyError(ValueError):
+    """The model holds no output matrix (loaded with ``inference_only=True``), and the operation
+    needs it (writing a ``.bin``)."""
 
 
 @dataclass(frozen=True)
@@ -84,16 +90,22 @@ class Sent2Vec:
     input_matrix : ndarray of shape (nwords + bucket (+1), dim), float32
         Source vectors: word rows, then hashed n-gram rows (official files have one extra row).
     output_matrix : ndarray of shape (nwords, dim), float32, optional
-        Target vectors (only needed to write a complete ``.bin``; zeros if omitted).
+        Target vectors (only needed to write a complete ``.bin``; zeros if omitted, unless
+        ``inference_only``).
     args : dict, optional
         Hyper-parameters by official flag name (``dim``, ``epoch``, ``lr``, ``minCount``, ...).
     preprocessing : Preprocessing or dict, optional
         Text preparation applied by :meth:`encode` (default: none, as the official code).
+    inference_only : bool, default False
+        The model has no output matrix (``output_matrix`` must be None and stays None): it
+        encodes and saves as a directory, but :meth:`save_bin` raises
+        :class:`InferenceOnlyError`.
 
     Attributes
     ----------
     dim, nwords : int
     words : list of str
+    inference_only : bool
     preferred_text_variant : str
         ``"senteval"``: the reference models were trained on Moses-tokenized lower-cased text.
     """
@@ -105,7 +117,8 @@ class Sent2Vec:
 
     def __init__(self, dictionary: Dictionary, input_matrix: np.ndarray,
                  output_matrix: np.ndarray | None = None, *, args: dict[str, Any] | None = None,
-                 preprocessing: Preprocessing | dict[str, Any] | None = None) -> None:
+                 preprocessing: Preprocessing | dict[str, Any] | None = None,
+                 inference_only: bool = False) -> None:
         if not isinstance(dictionary, Dictionary):
             raise TypeError(f"dictionary must be a Dictionary, got {type(dictionary).__name__}")
         inp = input_matrix if isinstance(input_matrix, np.memmap) else np.asarray(input_matrix)
@@ -116,15 +129,25 @@ class Sent2Vec:
         if inp.shape[0] < need:
             raise ValueError(f"input_matrix has {inp.shape[0]} rows; the dictionary needs at least "
                              f"{need} (nwords {dictionary.nwords} + bucket {dictionary.bucket})")
-        if output_matrix is None:
-            output_matrix = np.zeros((dictionary.nwords, inp.shape[1]), dtype=np.float32)
-        out = output_matrix if isinstance(output_matrix, np.memmap) else np.asarray(output_matrix)
-        if out.shape != (dictionary.nwords, inp.shape[1]) or out.dtype != np.float32:
-            raise ValueError(f"output_matrix must be float32 of shape "
-                             f"{(dictionary.nwords, inp.shape[1])}, got {out.shape} {out.dtype}")
+        if inference_only:
+            if output_matrix is not None:
+                raise ValueError("an inference_only model has no output matrix; pass "
+                                 "output_matrix=None")
+            out = None
+        else:
+            if output_matrix is None:
+                output_matrix = np.zeros((dictionary.nwords, inp.shape[1]), dtype=np.float32)
+            out = (output_matrix if isinstance(output_matrix, np.memmap)
+                   else np.asarray(output_matrix))
+            if out.shape != (dictionary.nwords, inp.shape[1]) or out.dtype != np.float32:
+                raise ValueError(f"output_matrix must be float32 of shape "
+                                 f"{(dictionary.nwords, inp.shape[1])}, got {out.shape} "
+                                 f"{out.dtype}")
         self.dictionary = dictionary
         self.input_matrix = inp
-        self.output_matrix = out
+        self.output_matrix: np.ndarray | None = out
+        self.inference_only = bool(inference_only)
+        self._mapped = _mapped_files((inp, out))
         self.args: dict[str, Any] = dict(args or {})
         self.args.update(dim=int(inp.shape[1]), wordNgrams=dictionary.word_ngrams,
                          bucket=dictionary.bucket)
@@ -150,7 +173,8 @@ class Sent2Vec:
 
     def __repr__(self) -> str:
         return (f"Sent2Vec(nwords={self.nwords}, dim={self.dim}, "
-                f"word_ngrams={self.dictionary.word_ngrams}, bucket={self.dictionary.bucket})")
+                f"word_ngrams={self.dictionary.word_ngrams}, bucket={self.dictionary.bucket}"
+                f"{', inference_only=True' if self.inference_only else ''})")
 
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description for result records."""
@@ -170,40 +194,59 @@ class Sent2Vec:
         i = self.dictionary.get_id(word)
         if i < 0:
             raise KeyError(f"{word!r} is not in the vocabulary")
+        self._check_mapped()
         return np.array(self.input_matrix[i])
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, mmap: bool = True) -> Sent2Vec:
+    def load(cls, path: str | os.PathLike[str], *, mmap: str | bool | None = "r",
+             inference_only: bool = False) -> Sent2Vec:
         """Load an official ``.bin`` file or a directory written by :meth:`save`.
 
         Parameters
         ----------
         path : path-like
             ``.bin`` file (recognised by its magic number) or model directory.
-        mmap : bool, default True
-            Memory-map the matrices of a model directory (``.bin`` files are read into memory).
+        mmap : {"r", "c", None}, default "r"
+            gensim's convention. ``"r"`` memory-maps the matrices read-only, straight from the
+            ``.bin`` (at their offsets: no copy, no conversion) or from the directory's
+            ``.npy`` files: loading takes about as long as reading the vocabulary, only the
+            rows that encoding touches are read, and processes mapping the same file share
+            those pages through the page cache. ``"c"`` maps copy-on-write (the matrices are
+            writable; writes stay in this process). None reads the matrices into memory (the
+            behaviour before version 0.2 for ``.bin`` files). True and False mean ``"r"`` and
+            None. A file that cannot be mapped is read, with a warning.
+        inference_only : bool, default False
+            Skip the output matrix, which only training and :meth:`save_bin` need (with
+            ``mmap=None`` this saves reading it: a third of the file for the published
+            models). A model directory saved from an inference-only model has no output
+            matrix and always loads inference-only.
 
         Raises
         ------
         FileNotFoundError
             If ``path`` does not exist.
         ModelFormatError
-            If it is neither a valid ``.bin`` nor a valid model directory (a ValueError).
+            If it is neither a valid ``.bin`` nor a valid model directory (a ValueError); every
+            size is checked against the files before anything is mapped.
+        ValueError
+            If ``mmap`` is not one of the values above.
         """
+        mode = check_mmap_mode(mmap)
         p = Path(path)
         if not p.exists():
             raise FileNotFoundError(f"model not found: {str(p)!r}")
         if p.is_dir():
-            model = cls._load_dir(p, mmap=mmap)
+            model = cls._load_dir(p, mmap=mode, inference_only=inference_only)
         else:
-            b = read_bin(p)
-            model = cls(b.dictionary, b.input_matrix, b.output_matrix, args=b.args)
+            b = read_bin(p, mmap=mode, inference_only=inference_only)
+            model = cls(b.dictionary, b.input_matrix, b.output_matrix, args=b.args,
+                        inference_only=inference_only)
         model.source = str(p)
         return model
 
     @classmethod
-    def _load_dir(cls, d: Path, *, mmap: bool) -> Sent2Vec:
+    def _load_dir(cls, d: Path, *, mmap: str | None, inference_only: bool) -> Sent2Vec:
         cfg_path = d / _CONFIG
         if not cfg_path.is_file():
             raise ModelFormatError(_not_a_model_dir_message(d))
@@ -217,15 +260,30 @@ class Sent2Vec:
         if cfg.get("format_version") != DIR_FORMAT_VERSION:
             raise ModelFormatError(f"{str(cfg_path)!r}: unsupported format_version "
                                    f"{cfg.get('format_version')!r}")
-        arrays = {}
+        has_output = cfg.get("output_matrix", True) is not False
+        inference_only = inference_only or not has_output
+        arrays: dict[str, Any] = {}
         for name in _ARRAYS:
+            if name == "output" and not has_output:
+                continue
             f = d / f"{name}.npy"
             if not f.is_file():
                 raise ModelFormatError(f"{str(d)!r}: missing {name}.npy")
+            # an inference-only load still checks output.npy, by mapping it (header and size)
+            mode = "r" if name == "output" and inference_only else mmap
             try:  # load_npy: an empty or corrupt file is a ValueError naming it
-                arrays[name] = load_npy(f, mmap=mmap and name in ("input", "output"))
+                arrays[name] = load_npy(f, mmap=mode if name in ("input", "output") else False)
             except (OSError, ValueError) as exc:
                 raise ModelFormatError(str(exc)) from exc
+        if inference_only and "output" in arrays:
+            out, inp = arrays["output"], arrays["input"]
+            if (out.ndim != 2 or inp.ndim != 2 or out.shape[1] != inp.shape[1]
+                    or out.dtype != np.float32):
+                raise ModelFormatError(f"{str(d)!r}: output.npy holds {out.dtype} of shape "
+                                       f"{out.shape}, which does not fit input.npy's "
+                                       f"{inp.dtype} of shape {inp.shape}")
+        if inference_only:
+            arrays["output"] = None
         try:
             dc = cfg["dictionary"]
             dictionary = Dictionary(vocab["words"], arrays["counts"], ntokens=dc["ntokens"],
@@ -235,7 +293,7 @@ class Sent2Vec:
                                     pruneidx_size=dc.get("pruneidx_size", -1),
                                     prune_pairs=arrays["prune_pairs"])
             return cls(dictionary, arrays["input"], arrays["output"], args=cfg.get("args"),
-                       preprocessing=cfg.get("preprocessing"))
+                       preprocessing=cfg.get("preprocessing"), inference_only=inference_only)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ModelFormatError(f"{str(d)!r}: inconsistent model files: {what}") from exc
@@ -244,7 +302,9 @@ class Sent2Vec:
         """Write the model as a directory (``config.json``, ``vocab.json``, ``*.npy``; no pickle).
 
         The directory is written under a temporary name next to ``directory`` and renamed into
-        place; an existing model directory there is replaced.
+        place; an existing model directory there is replaced. An :attr:`inference_only` model
+        is written without ``output.npy`` (recorded in ``config.json``); such a directory
+        loads inference-only.
 
         Raises
         ------
@@ -255,6 +315,7 @@ class Sent2Vec:
             parents, a filesystem root, a mount point).
         """
         target = Path(directory)
+        self._check_mapped()
         with atomic_directory(target, marker=_CONFIG, marker_format=DIR_FORMAT,
                               kind="a Sent2Vec model") as tmp:
             d = self.dictionary
@@ -263,7 +324,7 @@ class Sent2Vec:
                    "dictionary": {"nwords": d.nwords, "nlabels": d.nlabels, "ntokens": d.ntokens,
                                   "bucket": d.bucket, "word_ngrams": d.word_ngrams,
                                   "pruneidx_size": d.pruneidx_size},
-                   "dim": self.dim}
+                   "dim": self.dim, "output_matrix": not self.inference_only}
             text = json.dumps(cfg, indent=2, default=_json_default)
             atomic_write_text(tmp / _CONFIG, text + "\n")
             # ensure_ascii keeps non-UTF-8 bytes (lone surrogates) representable
@@ -271,7 +332,8 @@ class Sent2Vec:
             for name, arr in (("counts", d.counts), ("label_counts", d.label_counts),
                               ("prune_pairs", d.prune_pairs), ("input", self.input_matrix),
                               ("output", self.output_matrix)):
-                atomic_save_npy(tmp / f"{name}.npy", arr)
+                if arr is not None:
+                    atomic_save_npy(tmp / f"{name}.npy", arr)
         return target
 
     def save_bin(self, path: str | os.PathLike[str]) -> Path:
@@ -279,7 +341,21 @@ class Sent2Vec:
 
         The ``.bin`` format cannot record :attr:`preprocessing`; a warning says so when it is not
         the default.
+
+        Raises
+        ------
+        InferenceOnlyError
+            If the model has no output matrix (:attr:`inference_only`); nothing is written.
+        ModelFormatError
+            If a memory-mapped model file has shrunk since it was loaded.
         """
+        if self.output_matrix is None:
+            raise InferenceOnlyError(
+                f"save_bin needs the output matrix, which this model{_from(self.source)} does not "
+                "hold (it was loaded with inference_only=True, or from a directory saved without "
+                "one); load the complete model with Sent2Vec.load(path, inference_only=False) "
+                "from its .bin or a complete model directory")
+        self._check_mapped()
         if not self.preprocessing.is_identity:
             warnings.warn(f"the .bin format cannot record preprocessing "
                           f"{self.preprocessing.to_dict()}; apply it yourself to text given to "
@@ -288,16 +364,29 @@ class Sent2Vec:
                   input_matrix=self.input_matrix, output_matrix=self.output_matrix)
         return Path(path)
 
+    def _check_mapped(self) -> None:
+        """Raise :class:`ModelFormatError` if a file the matrices are mapped from has become
+        shorter than they need (touching a page past its end would kill the process with
+        SIGBUS). One ``fstat`` per mapped file."""
+        for mm, need, name in self._mapped:
+            try:
+                now = mm.size()
+            except (OSError, ValueError) as exc:
+                raise ModelFormatError(f"{name!r}: the memory-mapped model file can no longer "
+                                       f"be checked ({exc}); load the model again") from exc
+            if now < need:
+                raise ModelFormatError(
+                    f"{name!r}: the model file was truncated to {now} bytes after it was "
+                    f"memory-mapped; its matrices need {need} bytes. Restore the file and load "
+                    "the model again (replace model files by renaming a new file over them, "
+                    "never by rewriting them in place)")
+
     # ------------------------------------------------------------------ inference
     def _lookup_table(self) -> tuple:
         if self._table is None:
             from sentvec.sent2vec import _infer
 
-            enc = [w.encode("utf-8", "surrogateescape") for w in self.dictionary.words]
-            offsets = np.zeros(len(enc) + 1, dtype=np.int64)
-            np.cumsum([len(b) for b in enc], out=offsets[1:])
-            wbytes = np.frombuffer(b"".join(enc), dtype=np.uint8) if enc else np.zeros(
-                0, np.uint8)
+            wbytes, offsets = self.dictionary.word_bytes()
             skip = self.dictionary.eos_id
             table = _infer.build_table(wbytes, offsets, skip)
             self._table = (table, wbytes, offsets, skip)
@@ -314,6 +403,7 @@ class Sent2Vec:
             "num_threads", num_threads)
         from sentvec.sent2vec import _infer
 
+        self._check_mapped()
         table, wbytes, woffsets, skip = self._lookup_table()
         n = len(items)
         out = np.zeros((n, self.dim), dtype=np.float32)
@@ -332,6 +422,7 @@ class Sent2Vec:
         try:
             for lo in starts:
                 hi = min(n, lo + batch)
+                self._check_mapped()  # a model file shrunk since: an error, not a SIGBUS
                 chunk = items[lo:hi]
                 if not prep.is_identity:
                     chunk = [prep.prepare_for_lookup(s) for s in chunk]
@@ -421,6 +512,24 @@ def warn_encode_stats(stats: EncodeStats, *, stacklevel: int = 2) -> None:
                       stacklevel=stacklevel)
 
 
+def _mapped_files(arrays: Any) -> list[tuple[mmap_module.mmap, int, str]]:
+    """(mmap, bytes of the file the array needs, file name) of each memory-mapped array."""
+    found = []
+    for arr in arrays:
+        if not isinstance(arr, np.memmap):
+            continue
+        base = arr.base
+        while base is not None and not isinstance(base, mmap_module.mmap):
+            base = getattr(base, "base", None) or getattr(base, "obj", None)
+        if base is not None:
+            found.append((base, int(arr.offset) + int(arr.nbytes), str(arr.filename)))
+    return found
+
+
+def _from(source: str | None) -> str:
+    return f" from {source!r}" if source else ""
+
+
 def _encode_utf8(s: str) -> bytes:
     try:
         return s.encode("utf-8", "surrogateescape")
@@ -490,5 +599,5 @@ def is_model_dir(d: Path) -> bool:
     return has_marker(d, _CONFIG, DIR_FORMAT)
 
 
-__all__ = ["Sent2Vec", "EncodeStats", "ModelFormatError", "check_save_target", "is_model_dir",
-           "warn_encode_stats"]
+__all__ = ["Sent2Vec", "EncodeStats", "InferenceOnlyError", "ModelFormatError",
+           "check_save_target", "is_model_dir", "warn_encode_stats"]
