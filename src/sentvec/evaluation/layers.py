@@ -264,8 +264,8 @@ class CombinationScorer:
                 todo.setdefault(i, []).append(w)
         if todo:
             # longest first, so no thread is left with a long job at the end: single hidden
-            # states of LayerNorm models have a singular covariance (the pivoted or the
-            # eigendecomposition path, both slower), and more modes mean more work (stable sort)
+            # states of LayerNorm models have a singular covariance (the slower eigen solver),
+            # and more modes mean more work (stable sort)
             jobs = sorted(((i, tuple(ws)) for i, ws in todo.items()),
                           key=lambda job: (-len(job[1]), len(job[0]) > 1))
             t0 = time.perf_counter()

@@ -4,7 +4,7 @@ statistics and its solvers.
 * :mod:`~sentvec.whitening.statistics`: :class:`WhiteningStatistics`, mergeable float64
   ``(n, mean, scatter)``, from arrays, chunks or Dask arrays;
 * :mod:`~sentvec.whitening.solvers`: ``W`` from the statistics, by eigen-decomposition (Eq. 1)
-  or (pivoted) Cholesky, with GIL-free LAPACK calls (``_lapack``);
+  or Cholesky, with GIL-free LAPACK calls (``_lapack``);
 * :mod:`~sentvec.whitening.estimator`: :class:`Whitening`, the scikit-learn transformer users
   fit, save and load; :func:`check_n_components`, the one validator of a whitening dimension.
 """

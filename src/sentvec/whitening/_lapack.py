@@ -1,7 +1,7 @@
-"""Cholesky factorisation (plain and pivoted), its condition estimate and a triangular solve,
+"""Cholesky factorisation, its condition estimate and a triangular solve,
 without the GIL.
 
-``scipy.linalg.solve_triangular`` and ``scipy.linalg.lapack.dpotrf`` / ``dpstrf`` / ``dpocon`` are f2py
+``scipy.linalg.solve_triangular`` and ``scipy.linalg.lapack.dpotrf`` / ``dpocon`` are f2py
 wrappers that keep the GIL during the LAPACK call, so threads that whiten different layer
 combinations (:class:`sentvec.evaluation.layers.CombinationScorer`) wait for each other there.
 These functions call the same routines of scipy's own BLAS/LAPACK through its public Cython API
@@ -31,8 +31,6 @@ _CHR = ctypes.c_char_p
 _SIGNATURES: dict[tuple[str, str], tuple[Any, ...]] = {
     # dpotrf(uplo, n, a, lda, info)
     ("scipy.linalg.cython_lapack", "dpotrf"): (_CHR, _INT, _P, _INT, _INT),
-    # dpstrf(uplo, n, a, lda, piv, rank, tol, work, info)
-    ("scipy.linalg.cython_lapack", "dpstrf"): (_CHR, _INT, _P, _INT, _P, _INT, _DBL, _P, _INT),
     # dpocon(uplo, n, a, lda, anorm, rcond, work, iwork, info)
     ("scipy.linalg.cython_lapack", "dpocon"): (_CHR, _INT, _P, _INT, _DBL, _DBL, _P, _P, _INT),
     # dtrsm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)
@@ -92,49 +90,6 @@ def cholesky_lower_inplace(a: np.ndarray) -> int:
     _routine("scipy.linalg.cython_lapack", "dpotrf")(
         b"L", ctypes.byref(n_), a.ctypes.data, ctypes.byref(n_), ctypes.byref(info))
     return int(info.value)
-
-
-def pivoted_cholesky_lower_inplace(a: np.ndarray, tol: float) -> tuple[np.ndarray, int, int]:
-    """Rank-revealing Cholesky ``P^T a P = L L^T`` of a positive semi-definite matrix (LAPACK
-    ``dpstrf``, uplo L: complete pivoting on the largest remaining diagonal entry).
-
-    Parameters
-    ----------
-    a : ndarray of shape (d, d), float64, Fortran-contiguous
-        Symmetric positive semi-definite; only its lower triangle is read. Overwritten: its
-        leading ``rank`` columns hold L's (lower triangle of the leading ``rank x rank`` block and
-        the rows below it); the trailing ``(d - rank)`` block is not a defined result.
-    tol : float
-        Absolute tolerance: the factorisation stops when every remaining pivot (diagonal entry
-        of the Schur complement) is ``<= tol``. A negative value selects LAPACK's default
-        ``d * eps * max(diag(a))``.
-
-    Returns
-    -------
-    piv : ndarray of shape (d,), intp
-        The permutation, 0-based: column ``k`` of ``a P`` is column ``piv[k]`` of ``a``.
-    rank : int
-        Number of pivots above ``tol`` (the computed rank).
-    info : int
-        LAPACK ``info``: 0 for full rank, 1 when stopped at ``rank < d`` (rank deficient, or not
-        positive semi-definite), < 0 for a bad argument.
-
-    Raises
-    ------
-    ValueError
-        ``a`` is not a non-empty, square, writeable, Fortran-contiguous float64 matrix.
-    """
-    d = _square_f64(a, "a", writeable=True)
-    n_ = _int(d)
-    piv = np.empty(d, dtype=np.intc)
-    rank = ctypes.c_int(0)
-    info = ctypes.c_int(0)
-    work = np.empty(2 * d, dtype=np.float64)
-    _routine("scipy.linalg.cython_lapack", "dpstrf")(
-        b"L", ctypes.byref(n_), a.ctypes.data, ctypes.byref(n_), piv.ctypes.data,
-        ctypes.byref(rank), ctypes.byref(ctypes.c_double(float(tol))), work.ctypes.data,
-        ctypes.byref(info))
-    return piv.astype(np.intp) - 1, int(rank.value), int(info.value)
 
 
 def cholesky_rcond(L: np.ndarray, anorm: float) -> tuple[float, int]:

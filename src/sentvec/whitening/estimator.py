@@ -110,10 +110,8 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         ``U_k D_k^{-1/2}``, components sorted by variance. ``"cholesky"``: ``W = L^{-T}``
         (``Sigma = L L^T``), Eq. 1's whitening up to an orthogonal rotation, so every cosine,
         dot product and distance between whitened vectors is the same; several times faster to
-        fit; defines no ``components_``. With ``n_components`` set it runs ``"eigh"`` (kept
-        directions must be ordered by variance). A singular covariance with
-        a clear null space is handled by pivoted Cholesky (dropping the same directions as
-        ``"eigh"``), an ill-conditioned one falls back to ``"eigh"``; ``solver_`` says which ran.
+        fit; defines no ``components_``. With ``n_components`` set, or for a singular or
+        ill-conditioned covariance, it runs ``"eigh"``; ``solver_`` says which ran.
     warn_singular : bool, default True
         Warn when directions are dropped as numerically zero (``n_dropped_`` counts them either
         way; callers that fit in threads and report once set it False).
@@ -135,7 +133,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         Number of requested directions dropped as numerically zero.
     n_features_in_ : int
     n_samples_seen_ : int
-    solver_ : {"eigh", "cholesky", "pivoted-cholesky"}
+    solver_ : {"eigh", "cholesky"}
         The solver that produced the fit.
     statistics_ : WhiteningStatistics
         The float64 statistics the fit was computed from (``partial_fit`` continues from them).
@@ -256,13 +254,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             for name in ("components_", "explained_variance_", "explained_variance_ratio_"):
                 self.__dict__.pop(name, None)
             self.solver_ = chol.kind
-            self.n_dropped_ = chol.n_dropped
-            if chol.n_dropped and self.warn_singular:
-                warnings.warn(
-                    f"Whitening: the covariance of {statistics.n_samples} rows x {d} features "
-                    f"is singular; dropped {chol.n_dropped} of the {d} requested directions "
-                    f"as numerically zero, so the output has {d - chol.n_dropped} columns "
-                    f"instead of {d}", UserWarning, stacklevel=2)
+            self.n_dropped_ = 0
         else:
             sol = eigen_solution(statistics, self.n_components, eps=self.eps,
                                  warn=self.warn_singular)

@@ -8,9 +8,8 @@ data, so ``Z`` has identity covariance (WhiteningBERT Eq. 1). They differ in whi
 * ``"cholesky"``: ``W = L^{-T}`` from ``Sigma = L L^T``. Every ``W`` with ``W W^T = Sigma^{-1}``
   equals Eq. 1's up to an orthogonal rotation, which changes no cosine, dot product or distance
   between whitened vectors, so for those uses it is the same whitening, several times cheaper
-  to fit. A singular ``Sigma`` with a clear null space (every single LayerNorm hidden state)
-  goes through a pivoted Cholesky factorisation that drops the same directions as ``"eigh"``;
-  a near-singular one without a clear gap falls back to ``"eigh"``.
+  to fit. A singular or ill-conditioned ``Sigma`` (every single LayerNorm hidden state) falls
+  back to ``"eigh"``, which drops its numerically zero directions.
 
 The LAPACK calls go through :mod:`sentvec.whitening._lapack`, which releases the GIL, so
 threads whitening different vectors (the layer search) run in parallel.
@@ -161,81 +160,56 @@ def eigen_solution(statistics: WhiteningStatistics, n_components: int | None = N
 
 @dataclass(frozen=True, eq=False)
 class CholeskySolution:
-    """A whitening ``W`` with ``W W^T = Sigma^+`` from a (pivoted) Cholesky factor.
-
-    ``kind == "cholesky"``: ``Sigma = L L^T`` and ``Z^T = L^{-1} (X - mu)^T``.
-    ``kind == "pivoted-cholesky"``: ``P^T Sigma P = L L^T`` stopped after ``r`` pivots ``kept``;
-    ``Z = L11^{-1} ((x - mu) - Q Q^T (x - mu))[kept]``, ``Q`` an orthonormal basis of the null
-    space (each row's component along it, rounding noise of the input, is projected out, as the
-    eigen solver does), computed as ``L11^{-1} x[kept] - shift (Q^T x)``.
+    """A whitening ``W = L^{-T}`` from the Cholesky factor ``Sigma = L L^T``.
 
     Attributes
     ----------
-    kind : {"cholesky", "pivoted-cholesky"}
-    factor : ndarray of shape (r, r), float64, Fortran-ordered
-        ``L`` (lower triangle), or ``L11`` of the kept pivots.
-    kept : ndarray of shape (r,) of intp or None
-    null_basis : ndarray of shape (d, d - r), float64, or None
-    shift : ndarray of shape (r, d - r), float64, or None
-    n_dropped : int
-        ``d - r``.
+    kind : str
+        ``"cholesky"``.
+    factor : ndarray of shape (d, d), float64, Fortran-ordered
+        ``L`` (lower triangle).
     """
 
     kind: str
     factor: np.ndarray
-    kept: np.ndarray | None = None
-    null_basis: np.ndarray | None = None
-    shift: np.ndarray | None = None
-    n_dropped: int = 0
 
     def apply_inplace(self, centred: np.ndarray) -> np.ndarray:
-        """Whitened rows of ``centred`` (``X - mu``, (n, d) float64), shape (n, r), float64.
+        """Whitened rows of ``centred`` (``X - mu``, (n, d) float64), shape (n, d), float64.
 
-        The plain Cholesky solve overwrites a C-ordered ``centred`` and returns it (other
-        layouts are copied first); the pivoted one returns a new array.
+        ``Z^T = L^{-1} (X - mu)^T``: one triangular solve, in place for a C-ordered
+        ``centred`` (its transpose is Fortran-ordered, as LAPACK takes it without a copy);
+        other layouts are copied first.
         """
         from sentvec.whitening._lapack import solve_lower_inplace
 
         centred = np.ascontiguousarray(centred, dtype=np.float64)  # no copy when it is already
-        if self.kind == "cholesky":
-            # Z^T = L^{-1} (X - mu)^T: one triangular solve, in place; (X - mu)^T of a
-            # C-ordered array is Fortran-ordered, so LAPACK takes it without a copy
-            solve_lower_inplace(self.factor, centred.T)
-            return centred
-        along = centred @ self.null_basis  # (n, m): each row's component along the null space
-        Z = np.ascontiguousarray(centred[:, self.kept])
-        solve_lower_inplace(self.factor, Z.T)
-        Z -= along @ self.shift.T
-        return Z
+        solve_lower_inplace(self.factor, centred.T)
+        return centred
 
     def whitening_matrix(self, n_features: int) -> np.ndarray:
-        """The (d, r) matrix ``W`` with ``apply_inplace(X - mu) == (X - mu) @ W`` (up to rounding)."""
+        """The (d, d) matrix ``W = L^{-T}`` (``apply_inplace(X - mu) == (X - mu) @ W`` up to
+        rounding)."""
         from scipy.linalg import solve_triangular
 
         r = self.factor.shape[0]
-        inv_t = solve_triangular(self.factor, np.eye(r), lower=True).T  # L^{-T}
-        if self.kind == "cholesky":
-            return np.ascontiguousarray(inv_t)
-        W = np.zeros((n_features, r))
-        W[self.kept] = inv_t
-        W -= self.null_basis @ self.shift.T
-        return W
+        return np.ascontiguousarray(solve_triangular(self.factor, np.eye(r), lower=True).T)
 
 
 def cholesky_solution(statistics: WhiteningStatistics, *,
                       eps: float = DEFAULT_EPS) -> CholeskySolution | None:
     """The Cholesky whitening of a covariance, or None where only the eigen solver is safe.
 
-    Used when Sigma is well-conditioned (LAPACK ``dpocon`` estimate >= 1e-8, while the eigen
-    solver drops directions below ``eps = 1e-10``), or singular with a clear null space
-    (:func:`_pivoted_solution`). Identical rows (a covariance of rounding noise) and variances
-    below :data:`MIN_VARIANCE` return None too: the eigen solver rejects them with a clear error.
+    Used when Sigma is well-conditioned: LAPACK's ``dpocon`` estimate of the reciprocal
+    condition number is at least 1e-8, far above the eigen solver's ``eps = 1e-10``, so no
+    direction the eigen solver would drop is kept. A singular or near-singular Sigma, identical
+    rows (a covariance of rounding noise) and variances below :data:`MIN_VARIANCE` return None:
+    the eigen solver drops the null directions or rejects them with a clear error.
 
     Parameters
     ----------
     statistics : WhiteningStatistics
     eps : float
-        The eigen solver's tolerance whose dropped directions the pivoted path reproduces.
+        The eigen solver's tolerance (accepted for symmetry; the rcond bound is stricter).
     """
     from sentvec.whitening._lapack import cholesky_lower_inplace, cholesky_rcond
 
@@ -248,60 +222,9 @@ def cholesky_solution(statistics: WhiteningStatistics, *,
         return None
     cov = statistics.covariance  # a new symmetric array: its transpose is the same matrix
     anorm = float(np.abs(cov).sum(axis=0).max())
-    L = cov.T.copy(order="F")  # factorised in place; cov is kept for the pivoted path
+    L = cov.T.copy(order="F")  # factorised in place
     if cholesky_lower_inplace(L) == 0:
         rcond, info = cholesky_rcond(L, anorm)
-        if info == 0 and rcond >= CHOLESKY_MIN_RCOND:
+        if info == 0 and rcond >= max(CHOLESKY_MIN_RCOND, eps):
             return CholeskySolution("cholesky", L)
-    return _pivoted_solution(cov, anorm, eps)
-
-
-def _pivoted_solution(cov: np.ndarray, anorm: float, eps: float) -> CholeskySolution | None:
-    """Pivoted Cholesky whitening of a covariance with a clear null space; else None.
-
-    Every single hidden state of a LayerNorm model lies in a hyperplane (its features, scaled by
-    the LayerNorm gain, sum to a constant), so its covariance has an exact null direction and the
-    eigen solver drops it (eigenvalues ``<= eps * largest``). The same whitening, up to a
-    rotation, comes from the rank-revealing factorisation ``P^T Sigma P = L L^T`` stopped after
-    ``r`` pivots: the leading ``r`` permuted coordinates span the data and ``L11^{-1}`` whitens
-    them; the other ``d - r`` coordinates are linear functions of these and are dropped.
-
-    Taken only when the result provably drops the same number of directions as the eigen path:
-    the trailing Schur complement ``S`` bounds the ``d - r`` smallest eigenvalues by
-    ``||S||_F``, which must be ``<= 1e-2 * eps * max(diag)`` (<= 1e-2 * eps * largest), and the
-    kept block bounds the rest from below (interlacing) by its smallest eigenvalue, estimated as
-    ``rcond * ||A||_1`` (LAPACK ``dpocon``), which must be ``>= 1e2 * eps * ||Sigma||_1``
-    (>= 1e2 * eps * largest) and ``rcond >= 1e-8`` as in the plain Cholesky path.
-    """
-    from scipy.linalg import solve_triangular
-
-    from sentvec.whitening._lapack import cholesky_rcond, pivoted_cholesky_lower_inplace
-
-    d = cov.shape[0]
-    top_diag = float(cov.diagonal().max())
-    factor = np.array(cov, order="F")  # factorised in place; cov is kept for the checks
-    piv, rank, _ = pivoted_cholesky_lower_inplace(factor, 1e-2 * eps * top_diag)
-    if not 0 < rank < d:
-        return None
-    kept, rest = piv[:rank], piv[rank:]
-    L21 = factor[rank:, :rank]
-    # relative to the largest variance, so that the norm neither overflows nor underflows
-    schur = (cov[np.ix_(rest, rest)] - L21 @ L21.T) / top_diag
-    if not np.linalg.norm(schur) <= 1e-2 * eps:
-        return None
-    L11 = np.tril(factor[:rank, :rank]).copy(order="F")
-    a_norm = float(np.abs(cov[np.ix_(kept, kept)]).sum(axis=0).max())
-    rcond, info = cholesky_rcond(L11, a_norm)
-    # written so that a NaN (an infinite norm) also falls back to the eigen path
-    if info != 0 or not (rcond >= CHOLESKY_MIN_RCOND and rcond * (a_norm / anorm) >= 1e2 * eps):
-        return None
-    # N = P [-L11^{-T} L21^T; I] spans the null space, Q is its orthonormal basis, and
-    # L11^{-1} ((x - Q Q^T x)[kept]) = L11^{-1} x[kept] - (L11^{-1} Q[kept]) (Q^T x)
-    m = d - rank
-    null = np.zeros((d, m))
-    null[kept] = -solve_triangular(L11, L21.T, lower=True, trans="T")
-    null[rest] = np.eye(m)
-    Q = np.linalg.qr(null)[0]
-    shift = solve_triangular(L11, Q[kept], lower=True)  # (r, m)
-    return CholeskySolution("pivoted-cholesky", L11, kept=kept, null_basis=Q, shift=shift,
-                            n_dropped=m)
+    return None
