@@ -356,20 +356,6 @@ def test_pooled_layer_vectors_names_an_encoder_missing_a_pooling():
 
 # ---------------------------------------------------------------- scorer = score_sts oracle
 
-def test_combine_rows_kernel_is_bitwise_combine_layers_then_gather():
-    from sentvec.evaluation._kernels import combine_rows as _combine_rows
-
-    P = _per_layer(n=30, K=7, d=13, seed=4)
-    rows = np.array([0, 3, 4, 17, 29, 3], dtype=np.intp)  # unsorted, repeated
-    for P_ in (P, P.astype(np.float64)):
-        for m in (1, 2, 3, 7):
-            for idx in list(itertools.combinations(range(7), m))[:5]:
-                out = np.full((len(rows), 13), np.nan, dtype=P_.dtype)
-                got = _combine_rows(P_, idx, rows, out)
-                assert got is out
-                np.testing.assert_array_equal(out, combine_layers(P_, idx)[rows])
-
-
 def _layer_vectors(tasks, seed=0, d=12, K=5):
     from sentvec.evaluation import unique_sentences
 

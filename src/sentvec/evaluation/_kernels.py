@@ -1,8 +1,8 @@
-"""The compiled (numba) kernels of the evaluation: pair dot products and layer combinations.
+"""The compiled (numba) kernel of the evaluation: the dot products of scored pairs.
 
-Both are loops in a fixed order, with the GIL released, so that scoring threads run them in
-parallel and every machine gets the same values (no fast-math reassociation). numba is imported,
-and each kernel compiled or loaded from numba's on-disk cache, at the first call.
+A loop in a fixed order, with the GIL released, so that scoring threads run it in parallel and
+every machine gets the same cosines (no fast-math reassociation). numba is imported, and the
+kernel compiled or loaded from numba's on-disk cache, at the first call (:class:`LazyKernel`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LazyKernel", "row_dots", "combine_rows", "load_kernels"]
+__all__ = ["LazyKernel", "row_dots", "load_kernels"]
 
 
 class LazyKernel:
@@ -87,48 +87,8 @@ def row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np
     return out
 
 
-def _combine_rows_impl(P, layers, rows, divisor, out):  # pragma: no cover - compiled by numba
-    m = layers.shape[0]
-    for i in range(rows.shape[0]):
-        src = P[rows[i]]  # (L + 1, d) view of one sentence
-        o = out[i]
-        a = src[layers[0]]
-        if m == 2:  # the layer search's pairs: one pass
-            b = src[layers[1]]
-            for k in range(o.shape[0]):
-                o[k] = (a[k] + b[k]) / divisor
-            continue
-        for k in range(o.shape[0]):
-            o[k] = a[k]
-        for j in range(1, m):
-            b = src[layers[j]]
-            for k in range(o.shape[0]):
-                o[k] += b[k]
-        if m > 1:
-            for k in range(o.shape[0]):
-                o[k] /= divisor
-
-
-_COMBINE_ROWS = LazyKernel(_combine_rows_impl)
-
-
-def combine_rows(P: np.ndarray, idx: tuple[int, ...], rows: np.ndarray,
-                 out: np.ndarray) -> np.ndarray:
-    """``combine_layers(P, idx)[rows]`` written into ``out``, without the full combined array.
-
-    A compiled loop (numba, GIL released) doing the same element-wise arithmetic in the input
-    precision as :func:`sentvec.evaluation.layers.combine_layers` (sum in index order, then one
-    division by the count), so the values are bit-identical (tested). ``P``: C-ordered (n, L + 1, d) float32 or
-    float64; ``rows``: valid row indices; ``out``: C-ordered (len(rows), d) of P's dtype.
-    """
-    if rows.shape[0]:
-        _COMBINE_ROWS(P, np.asarray(idx, dtype=np.intp), np.ascontiguousarray(rows, np.intp),
-                      P.dtype.type(len(idx)), out)
-    return out
-
-
 def load_kernels() -> None:
-    """Compile (or load) both kernels for float32 and float64 now, in the calling thread.
+    """Compile (or load) the kernel for float32 and float64 now, in the calling thread.
 
     The layer search calls it before its scoring threads start: numba's compiler uses
     ``warnings.catch_warnings``, which is not thread-safe. Errors are left to the real call.
@@ -136,7 +96,6 @@ def load_kernels() -> None:
     try:
         one = np.zeros(1, dtype=np.intp)
         for dt in (np.float32, np.float64):
-            combine_rows(np.zeros((1, 1, 1), dtype=dt), (0,), one, np.empty((1, 1), dt))
             z = np.zeros((1, 4), dtype=dt)
             row_dots(z, z, one, one)
     except Exception:  # pragma: no cover - reported by the real call

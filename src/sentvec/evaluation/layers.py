@@ -37,7 +37,7 @@ import numpy as np
 from sentvec._validation import check_choice, check_positive_int
 from sentvec.encoders.base import Encoder
 from sentvec.encoders.pooling import normalize_layers
-from sentvec.evaluation._kernels import combine_rows, load_kernels
+from sentvec.evaluation._kernels import load_kernels
 from sentvec.evaluation.layer_results import (
     LAYER_WHITENING_MODES,
     SEARCH_METHODS,
@@ -49,6 +49,7 @@ from sentvec.evaluation.layer_results import (
     rank_key,
 )
 from sentvec.evaluation.sts import STSScorer
+from sentvec.whitening import check_n_components
 
 __all__ = ["DEFAULT_EXHAUSTIVE_LIMIT", "DEFAULT_BEAM_WIDTH", "normalize_combination",
            "combine_layers", "CombinationScorer", "evaluate_pairs", "search_combinations",
@@ -171,16 +172,15 @@ class CombinationScorer:
         self.aggregation = aggregation
         self.n_components = n_components
         self.n_hidden_states = int(self.per_layer.shape[1])
-        # finite and small enough that no sum of L + 1 of them overflows: combinations are then
-        # gathered task by task straight from per_layer (no validation of each combined array)
+        self.n_components = check_n_components(n_components, int(self.per_layer.shape[2]))
+        # finite and small enough that no sum of L + 1 of them overflows: then no combined
+        # array needs its own finiteness check (min and max are NaN or infinite if any value
+        # is: two passes, no temporary array)
         P = self.per_layer
-        # min and max are NaN or infinite if any value is (two passes, no temporary array)
         lo, hi = (float(P.min()), float(P.max())) if P.size else (0.0, 0.0)
-        self._direct = bool(P.size and P.flags.c_contiguous
-                            and math.isfinite(lo) and math.isfinite(hi)
-                            and max(-lo, hi) <= np.finfo(P.dtype).max / P.shape[1])
-        if self._direct:
-            load_kernels()  # here, before any scoring thread (see load_kernels)
+        self._safe = bool(P.size and math.isfinite(lo) and math.isfinite(hi)
+                          and max(-lo, hi) <= np.finfo(P.dtype).max / P.shape[1])
+        load_kernels()  # here, before any scoring thread (see load_kernels)
         self._memo: dict[tuple[tuple[int, ...], str], CombinationScore] = {}
         self.n_scored = 0
         self.seconds = 0.0
@@ -208,16 +208,8 @@ class CombinationScorer:
     def _results(self, idx: tuple[int, ...], modes: tuple[str, ...]) -> list[Any]:
         """``STSResult`` of combination ``idx`` under each mode (the same numbers as
         ``score_sts`` of ``combine_layers(per_layer, idx)``)."""
-        if self._direct:
-            # each task's combined rows are built once, straight into a work buffer, and
-            # scored under every mode
-            P = self.per_layer
-            d = P.shape[2]
-            return self._sts.score_modes(
-                lambda rows: combine_rows(P, idx, rows, np.empty((len(rows), d), P.dtype)),
-                modes, n_components=self.n_components, aggregation=self.aggregation)
         emb = combine_layers(self.per_layer, idx)
-        if not np.isfinite(emb).all():
+        if not self._safe and not np.isfinite(emb).all():
             bad = [f"L{i}" for i in idx if not np.isfinite(self.per_layer[:, i, :]).all()]
             raise ValueError(
                 f"the combination {layer_label(idx)} has {int((~np.isfinite(emb)).sum())} "
@@ -225,9 +217,10 @@ class CombinationScorer:
                 + (f"per_layer holds NaN or inf in {', '.join(bad)}" if bad else
                    "the finite per-layer values are too large and their sum overflows "
                    f"{emb.dtype}"))
-        return [self._sts.score(emb, whitening=w,
-                                n_components=self.n_components if w == "year" else None,
-                                aggregation=self.aggregation) for w in modes]
+        # each task's rows are gathered once and scored under every mode
+        return self._sts.score_modes(lambda rows: emb[rows], modes,
+                                     n_components=self.n_components,
+                                     aggregation=self.aggregation)
 
     def _compute(self, idx: tuple[int, ...], modes: tuple[str, ...]) -> list[CombinationScore]:
         return [CombinationScore(idx, w, float(res.average),
@@ -405,7 +398,6 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
     from sentvec.encoders.pooling import POOLING_MODES
     from sentvec.evaluation.results import AGGREGATIONS
     from sentvec.evaluation.sts_data import load_sts, unique_sentences
-    from sentvec.whitening import check_n_components
 
     # every option is checked before the forward pass, which is most of the cost
     whitening = _whitening_modes(whitening)
