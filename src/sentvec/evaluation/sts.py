@@ -245,8 +245,10 @@ def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
         for "raw") is looked up in ``data_dir``, in ``data_dir/data`` (a SentEval checkout), or
         ``data_dir`` itself when it directly holds ``STS/`` and ``SICK/``.
     variant : {"senteval", "raw"}
-        "senteval": SentEval's preprocessed files (Moses-tokenised; STS lower-cased), the text
-        WhiteningBERT evaluates on. "raw": the official untokenised, cased files.
+        "senteval": SentEval's preprocessed files (Moses-tokenised; STS lower-cased), nearly the
+        text WhiteningBERT evaluates on: the authors' own CSVs differ in 135 STS12-16 pairs and
+        22 STS-B pairs (abbreviations: ``mr .`` there, ``mr.`` here; SICK-R is identical).
+        "raw": the official untokenised, cased files.
     split : str
         "test" (default). STSBenchmark also has "train", "dev"; SICKRelatedness "train",
         "trial" ("dev" is accepted as an alias). STS12-16 have only "test".
@@ -989,6 +991,12 @@ def evaluate_sts(encoder: Any, tasks: Any = None, *, whitening: Any = "none",
     Notes
     -----
     All distinct task sentences are encoded in ONE ``encode`` call (:func:`unique_sentences`).
+
+    Differences from other evaluators (README, "Evaluation protocols"): a pair with a zero vector
+    scores cosine 0, as in SentEval (WhiteningBERT's unwhitened evaluator gives 1.0 for two zero
+    vectors and 0.5 for one). Cosines are float64 sums rounded to 12 decimals, so identical
+    vectors tie at 1.0; SentEval's float32 cosines break those ties, which moves its Spearman by
+    up to about 0.08 per subset.
     """
     from sentvec.encoders.base import describe_encoder, text_variant_of
 
