@@ -2,14 +2,17 @@
 
 Logistic regression on frozen sentence vectors: MR, CR, SUBJ, MPQA by 10-fold CV, TREC and MRPC
 (MSRP) train/test, SST2 train/dev/test; C chosen from 2^-2..2^4 by inner 5-fold CV (SST2: dev).
-Prints a Markdown table in the paper's column order: MSRP (acc / F1), MR, CR, SUBJ, MPQA, TREC,
-Avg (of those six, MSRP by accuracy), SST2.
+--protocol senteval reproduces SentEval's scikit-learn path instead (C in 2^-2..2^3, TREC/MRPC
+2^-1..2^5; inner folds = --kfold; lbfgs tol 1e-4, 100 iterations, cold fits; float32 features;
+accuracies rounded to 2 decimals per fold). Prints a Markdown table in the paper's column order:
+MSRP (acc / F1), MR, CR, SUBJ, MPQA, TREC, Avg (of those six, MSRP by accuracy), SST2.
 
 Examples::
 
     sentvec eval-transfer --model minilm --json minilm-transfer.json
     sentvec eval-transfer --model runs/sent2vec-wiki1m-sentence --preprocess moses-lower
     sentvec eval-transfer --model minilm --tasks MR,CR,SST2 --n-jobs 2
+    sentvec eval-transfer --model minilm --protocol senteval
 """
 
 from __future__ import annotations
@@ -68,11 +71,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--data", default=None, metavar="DIR",
                    help="evaluation data root holding downstream/ (default: $SENTVEC_DATA or the "
                         "packaged copy)")
+    p.add_argument("--protocol", choices=("sentvec", "senteval"), default="sentvec",
+                   help="classifier protocol: sentvec (default; settings below) or senteval "
+                        "(SentEval's scikit-learn path exactly; fixes --inner-kfold)")
     p.add_argument("--seed", type=int, default=1111, help="fold shuffling seed (default 1111, SentEval's)")
     p.add_argument("--kfold", type=int_at_least(2), default=10,
                    help="outer folds, >= 2 (default 10)")
-    p.add_argument("--inner-kfold", type=int_at_least(2), default=5,
-                   help="inner folds choosing C, >= 2 (default 5)")
+    p.add_argument("--inner-kfold", type=int_at_least(2), default=None,
+                   help="inner folds choosing C, >= 2 (default 5; senteval: = --kfold)")
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--n-jobs", type=positive_int, default=1,
@@ -97,13 +103,17 @@ def run(args: argparse.Namespace) -> int:
     from sentvec.evaluation.transfer import evaluate_transfer, transfer_table_markdown
     from sentvec.encoders import load_encoder
 
+    if args.protocol == "senteval" and args.inner_kfold is not None:
+        raise ValueError("--inner-kfold cannot be combined with --protocol senteval: SentEval's "
+                         "inner folds are --kfold")
     t_start = time.perf_counter()
     encoder = load_encoder(args.model, device=args.device)
     desc = describe_encoder(encoder)
     preprocess, lowercase = _preprocess_fn(args.preprocess)
     results = []
     for task in args.tasks:
-        r = evaluate_transfer(encoder, task, data_dir=args.data, seed=args.seed, kfold=args.kfold,
+        r = evaluate_transfer(encoder, task, protocol=args.protocol, data_dir=args.data,
+                              seed=args.seed, kfold=args.kfold,
                               inner_kfold=args.inner_kfold, batch_size=args.batch_size,
                               preprocess=preprocess, lowercase=lowercase, n_jobs=args.n_jobs)
         f1 = "" if r.f1 is None else f" F1 {r.f1:.2f}"
@@ -124,7 +134,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         atomic_write_json(args.json, {
             "format": "sentvec-transfer-results", "version": 1, "model_arg": args.model,
-            "model": desc, "preprocess": args.preprocess, "wall_seconds": wall, "cpu_seconds": cpu,
+            "model": desc, "preprocess": args.preprocess, "protocol": args.protocol,
+            "wall_seconds": wall, "cpu_seconds": cpu,
             "table_markdown": table, "results": [r.to_dict() for r in results]})
     return 0
 
@@ -135,7 +146,15 @@ def _cs(cs: tuple[float, ...]) -> str:
 
 
 def _protocol_summary(args: argparse.Namespace) -> str:
+    if args.protocol == "senteval":
+        return (f"SentEval scikit-learn path: L2 logistic regression (lbfgs, tol 1e-4, max_iter "
+                f"100, cold fits) on raw float32 vectors; MR CR SUBJ MPQA: {args.kfold}-fold "
+                f"stratified CV (seed {args.seed}), C in 2^-2..2^3 by inner {args.kfold}-fold CV; "
+                f"TREC, MRPC: train/test, C in 2^-1..2^5 by {args.kfold}-fold CV on train; MRPC "
+                "features [|u-v|, u*v]; SST2: C in 2^-2..2^3 by dev accuracy; accuracies rounded "
+                "to 2 decimals per fold")
+    inner = 5 if args.inner_kfold is None else args.inner_kfold
     return (f"L2 logistic regression (lbfgs) on raw vectors, C in 2^-2..2^4 by inner "
-            f"{args.inner_kfold}-fold stratified CV; MR CR SUBJ MPQA: {args.kfold}-fold stratified "
+            f"{inner}-fold stratified CV; MR CR SUBJ MPQA: {args.kfold}-fold stratified "
             f"CV (seed {args.seed}); TREC, MRPC: train/test; MRPC features [|u-v|, u*v]; SST2: C "
             "by dev accuracy")

@@ -479,6 +479,12 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
     Notes
     -----
     All distinct task sentences are encoded in ONE ``encode`` call (:func:`unique_sentences`).
+
+    Differences from other evaluators (README, "Evaluation protocols"): a pair with a zero vector
+    scores cosine 0, as in SentEval (WhiteningBERT's unwhitened evaluator gives 1.0 for two zero
+    vectors and 0.5 for one). Cosines are float64 sums rounded to 12 decimals, so identical
+    vectors tie at 1.0; SentEval's float32 cosines break those ties, which moves its Spearman by
+    up to about 0.08 per subset.
     """
     from sentvec.encoders.base import describe_encoder, text_variant_of
 

@@ -233,8 +233,10 @@ def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
         for "raw") is looked up in ``data_dir``, in ``data_dir/data`` (a SentEval checkout), or
         ``data_dir`` itself when it directly holds ``STS/`` and ``SICK/``.
     variant : {"senteval", "raw"}
-        "senteval": SentEval's preprocessed files (Moses-tokenised; STS lower-cased), the text
-        WhiteningBERT evaluates on. "raw": the official untokenised, cased files.
+        "senteval": SentEval's preprocessed files (Moses-tokenised; STS lower-cased), nearly the
+        text WhiteningBERT evaluates on: the authors' own CSVs differ in 135 STS12-16 pairs and
+        22 STS-B pairs (abbreviations: ``mr .`` there, ``mr.`` here; SICK-R is identical).
+        "raw": the official untokenised, cased files.
     split : str
         "test" (default). STSBenchmark also has "train", "dev"; SICKRelatedness "train",
         "trial" ("dev" is accepted as an alias). STS12-16 have only "test".

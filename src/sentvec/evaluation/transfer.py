@@ -17,11 +17,41 @@ tokenization added. Models trained on lower-cased text either carry their own pr
 Sent2Vec model applies its preprocessing record in ``encode``) or are evaluated with
 ``lowercase=True`` / ``preprocess=...``.
 
-Classifier protocol (the reference README's "Transfer tasks with the official model", i.e.
-SentEval's scikit-learn path with the Sent2Vec paper's grid): L2-regularised logistic regression
-(scikit-learn, lbfgs) on the raw embeddings -- features are not standardised, as in SentEval and
-the reference run -- with the inverse regularisation strength C chosen from ``c_grid``
-(2^-2 ... 2^4) by inner stratified 5-fold cross-validation on the training data:
+Two classifier protocols are offered (``evaluate_transfer(..., protocol=...)``); both fit
+L2-regularised logistic regression (scikit-learn, lbfgs) on the raw, unstandardised embeddings,
+order the samples as SentEval does and pick C by rounded accuracy (first best of the ascending
+grid). Their settings are recorded in every :class:`TransferResult` (``protocol_name``,
+``c_grid``, ``kfold``, ``inner_kfold``, ``tol``, ``max_iter``, ``warm_start``, ``feature_dtype``,
+``round_decimals``).
+
+``protocol="senteval"`` -- SentEval's own scikit-learn path (facebookresearch/SentEval,
+``senteval/tools/validation.py``: ``InnerKFoldClassifier``, ``KFoldClassifier``,
+``SplitClassifier``; checked against commit 5d6dc11), reproduced setting by setting:
+
+* C grids: 2^-2 ... 2^3 for MR, CR, SUBJ, MPQA and SST2; 2^-1 ... 2^5 for TREC and MRPC.
+* MR, CR, SUBJ, MPQA: outer stratified ``kfold``-fold CV, C per outer fold by an inner
+  stratified CV with the same number of folds (SentEval's ``kfold`` parameter serves both; its
+  README's default configuration passes 10, its prototyping one and its engine's fallback 5;
+  ``kfold=10`` here). Both shuffles use ``random_state=seed``; note that
+  SentEval hard-codes 1111 there whatever its ``seed``, so only ``seed=1111`` is SentEval's.
+* TREC, MRPC: C by stratified ``kfold``-fold CV on train (``random_state=seed``), one fit on all
+  of train, accuracy on test. SST2: C by dev accuracy.
+* ``LogisticRegression(C=c, solver="lbfgs", tol=1e-4, max_iter=100)``, a fresh (cold) fit for
+  every C and fold: SentEval passes only ``C`` and ``random_state``, so these are scikit-learn's
+  defaults since 0.22 (lbfgs, multinomial for TREC), pinned here. Before 0.22 the default was
+  liblinear one-vs-rest, so SentEval numbers produced with an old scikit-learn differ again.
+  Fits stopping at 100 iterations are common and counted, as in SentEval (which warns).
+* float32 features (what SentEval's batchers hand it; MRPC's ``[|u - v|, u * v]`` computed in
+  float32); scikit-learn keeps float32 for lbfgs.
+* Accuracies in percent rounded to 2 decimals: each C's mean inner-CV score, each outer fold's
+  test accuracy, the mean over folds (``accuracy``, ``dev_accuracy``) and MRPC's F1.
+
+``protocol="sentvec"`` (the default; the reference README's "Transfer tasks with the official
+model", i.e. SentEval's scikit-learn path with the Sent2Vec paper's grid): L2-regularised
+logistic regression (scikit-learn, lbfgs) on the raw embeddings -- features are not
+standardised, as in SentEval and the reference run -- with the inverse regularisation strength C
+chosen from ``c_grid`` (2^-2 ... 2^4) by inner stratified 5-fold cross-validation on the training
+data:
 
 * MR, CR, SUBJ, MPQA: outer stratified 10-fold CV; C chosen per outer fold; accuracy is the mean
   over the outer folds. Samples are first put in SentEval's order (stable sort by token count,
@@ -37,8 +67,10 @@ from small to large C with warm starts (the L2 problem is strictly convex, so th
 same); lbfgs runs to ``tol=1e-6`` (scikit-learn's default 1e-4 is so loose for its sample-averaged
 loss that a warm start would stop at once and the results would depend on the start; on MiniLM
 MR features a 1e-6 fit disagreed with a 1e-12 fit on 0 of ~2,100 test predictions, a 1e-4 fit on
-3); the small fits use single-threaded BLAS, and ``n_jobs`` threads
-run independent fits (inner folds, outer folds) in parallel.
+3); float64 features; per-fold and mean test accuracies are not rounded.
+
+In both protocols the small fits use single-threaded BLAS, and ``n_jobs`` threads run independent
+fits (inner folds, outer folds) in parallel.
 """
 
 from __future__ import annotations
@@ -64,6 +96,13 @@ TRANSFER_TASKS: tuple[str, ...] = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC", "
 AVERAGED_TASKS: tuple[str, ...] = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
 #: Default C grid: 2^-2 ... 2^4 (reference README).
 DEFAULT_C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-2, 5))
+TransferProtocol = Literal["sentvec", "senteval"]
+#: Classifier protocols of :func:`evaluate_transfer` (see the module docstring).
+TRANSFER_PROTOCOLS: tuple[str, ...] = ("sentvec", "senteval")
+#: SentEval's C grids: 2^-2 ... 2^3 (``InnerKFoldClassifier``, ``SplitClassifier``: MR, CR, SUBJ,
+#: MPQA, SST2) and 2^-1 ... 2^5 (``KFoldClassifier``: TREC, MRPC).
+SENTEVAL_C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-2, 4))
+SENTEVAL_TRAIN_TEST_C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-1, 6))
 
 _BINARY_FILES = {
     "MR": ("rt-polarity.pos", "rt-polarity.neg"),
@@ -273,6 +312,17 @@ class TransferResult:
     c_grid : tuple of float
     n_convergence_warnings : int
         lbfgs fits that stopped at ``max_iter`` before convergence.
+    protocol_name : {"sentvec", "senteval"}
+        The classifier protocol (module docstring); its settings are the fields around it.
+    tol, max_iter : float, int
+        lbfgs tolerance and iteration cap.
+    warm_start : bool
+        Whether the inner fits walk the C grid with warm starts (sentvec) or start cold (senteval).
+    feature_dtype : {"float64", "float32"}
+        dtype of the features handed to scikit-learn.
+    round_decimals : int or None
+        Decimals (of percent) the per-fold and mean test accuracies and F1 are rounded to
+        (2 for senteval); None: not rounded. Selection scores are rounded to 2 in both.
     encode_seconds, wall_seconds : float
         Wall-clock time of the encoding, and of the whole evaluation (loading included).
     cpu_seconds : float
@@ -300,6 +350,12 @@ class TransferResult:
     inner_kfold: int = 5
     c_grid: tuple[float, ...] = DEFAULT_C_GRID
     n_convergence_warnings: int = 0
+    protocol_name: str = "sentvec"
+    tol: float = 1e-6
+    max_iter: int = 2000
+    warm_start: bool = True
+    feature_dtype: str = "float64"
+    round_decimals: int | None = None
     encode_seconds: float = 0.0
     wall_seconds: float = 0.0
     cpu_seconds: float = 0.0
@@ -337,6 +393,8 @@ class _LogReg:
     c_grid: tuple[float, ...]
     tol: float
     max_iter: int
+    warm_start: bool = True
+    round_decimals: int | None = None
 
     def new(self, c: float, warm: bool = False) -> Any:
         from sklearn.linear_model import LogisticRegression
@@ -345,7 +403,8 @@ class _LogReg:
                                   warm_start=warm)
 
     def path(self, X: np.ndarray, y: np.ndarray, tr: Any, te: Any) -> tuple[np.ndarray, int]:
-        """Accuracy on ``te`` of fits on ``tr`` for every C (ascending, warm-started).
+        """Accuracy on ``te`` of fits on ``tr`` for every C (ascending; warm-started if
+        ``warm_start``, else a fresh fit per C).
 
         Returns (accuracies of shape (len(c_grid),), number of fits that hit ``max_iter``).
         """
@@ -353,7 +412,10 @@ class _LogReg:
         clf = self.new(self.c_grid[0], warm=True)
         acc, hit = np.zeros(len(self.c_grid)), 0
         for j, c in enumerate(self.c_grid):
-            clf.set_params(C=c)
+            if self.warm_start:
+                clf.set_params(C=c)
+            else:
+                clf = self.new(c)
             clf.fit(X_tr, y_tr)
             hit += int(np.max(clf.n_iter_) >= self.max_iter)
             acc[j] = clf.score(X_te, y_te)
@@ -370,6 +432,22 @@ class _LogReg:
         scores = np.round(100 * mean_acc, 2)
         j = int(np.argmax(scores))
         return self.c_grid[j], float(scores[j])
+
+    def fold_mean(self, paths: Sequence[np.ndarray]) -> np.ndarray:
+        """Mean over folds of each C's accuracy, shape (len(c_grid),).
+
+        Under rounding (senteval) each C's fold scores are averaged as one contiguous vector, as
+        SentEval's ``np.mean`` of a list does, so the float sums (and the rounding) are its.
+        """
+        A = np.asarray(paths)
+        if self.round_decimals is None:
+            return np.mean(A, axis=0)
+        return np.array([np.mean(np.ascontiguousarray(A[:, j])) for j in range(A.shape[1])])
+
+    def percent(self, fraction: float) -> float:
+        """``100 * fraction``, rounded to ``round_decimals`` when set (SentEval: 2)."""
+        v = 100.0 * float(fraction)
+        return v if self.round_decimals is None else round(v, self.round_decimals)
 
 
 def _run(n_jobs: int, calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -> list[Any]:
@@ -398,11 +476,11 @@ def _cv_protocol(lr: _LogReg, X: np.ndarray, y: np.ndarray, kfold: int, inner_kf
             for a, b in _inner_splits(y, tr, inner_kfold, seed)]
     paths = _run(n_jobs, [(lr.path, (X, y, a, b)) for _, a, b in jobs])
     hit = sum(h for _, h in paths)
-    chosen = [lr.best(np.mean([p[0] for (o, _, _), p in zip(jobs, paths) if o == k], axis=0))
+    chosen = [lr.best(lr.fold_mean([p[0] for (o, _, _), p in zip(jobs, paths) if o == k]))
               for k in range(kfold)]
     preds = _run(n_jobs, [(lr.predict, (c, X, y, tr, X[te])) for (c, _), (tr, te) in zip(chosen, outer)])
     hit += sum(h for _, h in preds)
-    accs = [100.0 * float(np.mean(p == y[te])) for (p, _), (_, te) in zip(preds, outer)]
+    accs = [lr.percent(np.mean(p == y[te])) for (p, _), (_, te) in zip(preds, outer)]
     return [c for c, _ in chosen], [d for _, d in chosen], accs, hit
 
 
@@ -437,20 +515,43 @@ def _encode_distinct(encoder: Encoder, sentences: list[str], batch_size: int | N
     return {s: i for i, s in enumerate(distinct)}, emb.astype(np.float64)
 
 
+def _protocol_settings(protocol: str, train_test: bool, kfold: int, inner_kfold: int | None,
+                       c_grid: Sequence[float] | None, tol: float | None, max_iter: int | None
+                       ) -> tuple[int, _LogReg, str]:
+    """(inner folds, classifier settings, feature dtype) of ``protocol`` for one task;
+    ``train_test``: a train/test task without dev (SentEval's ``KFoldClassifier``)."""
+    check_choice("protocol", protocol, TRANSFER_PROTOCOLS)
+    if protocol == "senteval":
+        given = [k for k, v in (("inner_kfold", inner_kfold), ("c_grid", c_grid), ("tol", tol),
+                                ("max_iter", max_iter)) if v is not None]
+        if given:
+            raise ValueError(f"protocol='senteval' fixes {', '.join(given)} as SentEval does "
+                             "(inner folds = kfold, its C grids, tol=1e-4, max_iter=100); "
+                             "use protocol='sentvec' to set them")
+        grid = SENTEVAL_TRAIN_TEST_C_GRID if train_test else SENTEVAL_C_GRID
+        return kfold, _LogReg(grid, 1e-4, 100, warm_start=False, round_decimals=2), "float32"
+    inner = 5 if inner_kfold is None else inner_kfold
+    lr = _LogReg(_check_c_grid(DEFAULT_C_GRID if c_grid is None else c_grid),
+                 check_float_range("tol", 1e-6 if tol is None else tol, low=0, low_inclusive=False),
+                 check_positive_int("max_iter", 2000 if max_iter is None else max_iter))
+    return check_positive_int("inner_kfold", inner, minimum=2), lr, "float64"
+
+
 def evaluate_transfer(
     encoder: Encoder,
     task: TransferTaskName | TransferData,
     *,
+    protocol: TransferProtocol = "sentvec",
     data_dir: str | Path | None = None,
     seed: int = 1111,
     kfold: int = 10,
-    inner_kfold: int = 5,
-    c_grid: Sequence[float] = DEFAULT_C_GRID,
+    inner_kfold: int | None = None,
+    c_grid: Sequence[float] | None = None,
     batch_size: int | None = None,
     lowercase: bool = False,
     preprocess: Callable[[str], str] | None = None,
-    tol: float = 1e-6,
-    max_iter: int = 2000,
+    tol: float | None = None,
+    max_iter: int | None = None,
     n_jobs: int = 1,
     show_progress_bar: bool | None = None,
 ) -> TransferResult:
@@ -462,16 +563,25 @@ def evaluate_transfer(
         Returns ndarray (n, d). Each distinct sentence of the task is encoded once.
     task : task name or TransferData
         A name from :data:`TRANSFER_TASKS`, or already-loaded (e.g. subsampled) data.
+    protocol : {"sentvec", "senteval"}
+        Classifier protocol (module docstring). ``"sentvec"`` (default): the reference README's
+        grid 2^-2 ... 2^4, inner 5-fold CV, lbfgs to tol 1e-6 with warm starts, float64, no
+        rounding of test accuracies. ``"senteval"``: SentEval's scikit-learn path exactly --
+        C in 2^-2 ... 2^3 (MR, CR, SUBJ, MPQA, SST2) or 2^-1 ... 2^5 (TREC, MRPC), inner folds =
+        ``kfold``, ``LogisticRegression`` defaults (lbfgs, tol 1e-4, max_iter 100) with a cold
+        fit per C, float32 features, accuracies rounded to 2 decimals per fold and in the mean.
     data_dir : path, optional
         Data root for :func:`load_transfer`.
     seed : int
         ``random_state`` of the stratified fold shuffles (1111 = SentEval's).
     kfold : int
-        Outer folds for MR, CR, SUBJ, MPQA (10 in the Sent2Vec paper and reference README).
-    inner_kfold : int
-        Folds of the inner CV choosing C (5 in the reference README).
-    c_grid : sequence of float
-        Candidate inverse L2 strengths C (default 2^-2 ... 2^4), tried in ascending order.
+        Outer folds for MR, CR, SUBJ, MPQA (10 in the Sent2Vec paper and reference README); for
+        ``protocol="senteval"`` also the inner folds, and TREC's and MRPC's folds on train.
+    inner_kfold : int, optional
+        Folds of the inner CV choosing C (sentvec default 5). Fixed by ``protocol="senteval"``.
+    c_grid : sequence of float, optional
+        Candidate inverse L2 strengths C (sentvec default 2^-2 ... 2^4), tried in ascending
+        order. Fixed by ``protocol="senteval"``.
     batch_size : int, optional
         Passed to ``encoder.encode`` (default: the encoder's own).
     lowercase : bool
@@ -479,10 +589,12 @@ def evaluate_transfer(
         apply their own preprocessing).
     preprocess : callable str -> str, optional
         Applied to each sentence before encoding (and before ``lowercase``).
-    tol, max_iter : float, int
-        lbfgs gradient tolerance and iteration cap. scikit-learn's default ``tol=1e-4`` is loose
-        for its sample-averaged loss (a warm start from the previous C would stop at once), so
-        the default is 1e-6. Fits hitting ``max_iter`` are counted in ``n_convergence_warnings``.
+    tol, max_iter : float, int, optional
+        lbfgs gradient tolerance and iteration cap (sentvec defaults 1e-6 and 2000).
+        scikit-learn's default ``tol=1e-4`` is loose for its sample-averaged loss (a warm start
+        from the previous C would stop at once), so the sentvec default is 1e-6. Fits hitting
+        ``max_iter`` are counted in ``n_convergence_warnings``. Fixed by
+        ``protocol="senteval"`` (1e-4, 100).
     n_jobs : int
         Threads running independent fits (inner folds, outer folds). The fits use
         single-threaded BLAS, which is fastest for these small problems.
@@ -490,17 +602,24 @@ def evaluate_transfer(
     Returns
     -------
     TransferResult
+        With the protocol's settings (``protocol_name``, ``c_grid``, ``inner_kfold``, ``tol``,
+        ``max_iter``, ``warm_start``, ``feature_dtype``, ``round_decimals``).
 
     Raises
     ------
     ValueError
-        Unknown task, bad fold counts, seed or grid, splits other than all / train+test(+dev),
-        encoder output of the wrong shape or non-finite.
+        Unknown task or protocol, bad fold counts, seed or grid, a setting that
+        ``protocol="senteval"`` fixes, splits other than all / train+test(+dev), encoder output
+        of the wrong shape or non-finite.
+
+    Warns
+    -----
+    ConvergenceWarning
+        Once, with their number, if any lbfgs fit stopped at ``max_iter``.
     """
     t0, c0 = time.perf_counter(), time.process_time()
     data = task if isinstance(task, TransferData) else load_transfer(task, data_dir=data_dir)
     kfold = check_positive_int("kfold", kfold, minimum=2)
-    inner_kfold = check_positive_int("inner_kfold", inner_kfold, minimum=2)
     n_jobs = check_positive_int("n_jobs", n_jobs)
     seed = check_positive_int("seed", seed, minimum=0)  # None would make folds irreproducible
     names = sorted(s.name for s in data.splits)
@@ -509,8 +628,8 @@ def evaluate_transfer(
                          "cross-validation) or 'train' and 'test', optionally with 'dev'")
     if batch_size is not None:
         batch_size = check_positive_int("batch_size", batch_size)
-    lr = _LogReg(_check_c_grid(c_grid), check_float_range("tol", tol, low=0, low_inclusive=False),
-                 check_positive_int("max_iter", max_iter))
+    inner_kfold, lr, dtype = _protocol_settings(
+        protocol, names == ["test", "train"], kfold, inner_kfold, c_grid, tol, max_iter)
 
     def prep(s: str) -> str:
         s = preprocess(s) if preprocess is not None else s
@@ -523,6 +642,8 @@ def evaluate_transfer(
     index, emb = _encode_distinct(encoder, [x for s in splits.values() for x in _sides(s)],
                                   batch_size, show_progress_bar)
     t_enc = time.perf_counter() - t0
+    if dtype == "float32":  # SentEval gets float32 from its batchers; exact for float32 encoders
+        emb = emb.astype(np.float32)
     # order samples as SentEval does (by the loaded text, before preprocessing)
     order = {s.name: _senteval_order(s) for s in data.splits}
     X = {k: _features(s, index, emb)[order[k]] for k, s in splits.items()}
@@ -536,8 +657,8 @@ def evaluate_transfer(
         if list(splits) == ["all"]:
             cs, devs, accs, hit = _cv_protocol(lr, X["all"], y["all"], kfold, inner_kfold, seed, n_jobs)
             n_train = n_test = len(y["all"])
-            protocol = (f"{kfold}-fold stratified CV; C per fold by inner {inner_kfold}-fold "
-                        "stratified CV on the training folds")
+            desc = (f"{kfold}-fold stratified CV; C per fold by inner {inner_kfold}-fold "
+                    "stratified CV on the training folds")
         else:
             Xtr, ytr = X["train"], y["train"]
             if "dev" in splits:
@@ -545,32 +666,43 @@ def evaluate_transfer(
                                    slice(0, len(ytr)), slice(len(ytr), None))
                 c, dev = lr.best(acc)
                 n_dev = len(y["dev"])
-                protocol = "train/dev/test; C by dev accuracy"
+                desc = "train/dev/test; C by dev accuracy"
             else:
                 tr = np.arange(len(ytr))
                 paths = _run(n_jobs, [(lr.path, (Xtr, ytr, a, b))
                                       for a, b in _inner_splits(ytr, tr, inner_kfold, seed)])
-                c, dev = lr.best(np.mean([p for p, _ in paths], axis=0))
+                c, dev = lr.best(lr.fold_mean([p for p, _ in paths]))
                 hit = sum(h for _, h in paths)
-                protocol = f"train/test; C by {inner_kfold}-fold stratified CV on train"
+                desc = f"train/test; C by {inner_kfold}-fold stratified CV on train"
             pred, h = lr.predict(c, Xtr, ytr, slice(None), X["test"])
             hit += h
-            cs, devs, accs = [c], [dev], [100.0 * float(np.mean(pred == y["test"]))]
-            f1 = _f1(y["test"], pred) if data.task == "MRPC" else None
+            cs, devs, accs = [c], [dev], [lr.percent(np.mean(pred == y["test"]))]
+            f1 = lr.percent(_f1(y["test"], pred)) if data.task == "MRPC" else None
             n_train, n_test = len(ytr), len(y["test"])
     if hit:
-        warnings.warn(f"{data.task}: {hit} logistic-regression fits stopped at max_iter={max_iter} "
-                      "before converging", ConvergenceWarning, stacklevel=2)
-    protocol += f"; L2 logistic regression (lbfgs, tol={tol:g}), C grid {list(lr.c_grid)}, raw features"
+        warnings.warn(f"{data.task}: {hit} logistic-regression fits stopped at "
+                      f"max_iter={lr.max_iter} before converging", ConvergenceWarning, stacklevel=2)
+    desc += (f"; L2 logistic regression (lbfgs, tol={lr.tol:g}, max_iter={lr.max_iter}, "
+             f"{'warm starts along the C grid' if lr.warm_start else 'a cold fit per C'}), "
+             f"C grid {list(lr.c_grid)}, raw {dtype} features")
     if data.splits[0].pair_sentences is not None:
-        protocol += "; pair features [|u-v|, u*v]"
+        desc += "; pair features [|u-v|, u*v]"
+    if lr.round_decimals is not None:
+        desc += f"; accuracies rounded to {lr.round_decimals} decimals per fold and in the mean"
+    if protocol == "senteval":
+        desc = "SentEval scikit-learn path: " + desc
+    accuracy, dev_accuracy = np.mean(accs), np.mean(devs)
+    if lr.round_decimals is not None:  # SentEval rounds the np.float64 means (numpy's round)
+        accuracy, dev_accuracy = (np.round(v, lr.round_decimals) for v in (accuracy, dev_accuracy))
     return TransferResult(
-        task=data.task, accuracy=float(np.mean(accs)), f1=f1, dev_accuracy=float(np.mean(devs)),
+        task=data.task, accuracy=float(accuracy), f1=f1, dev_accuracy=float(dev_accuracy),
         n_samples=data.n_samples, n_train=n_train, n_test=n_test, n_dev=n_dev,
         n_distinct_sentences=len(index), n_empty_sentences=sum(not s.strip() for s in index),
         n_zero_vectors=int((~emb.any(axis=1)).sum()), c=tuple(cs), fold_accuracies=tuple(accs),
-        protocol=protocol, model=describe_encoder(encoder), seed=seed, kfold=kfold,
+        protocol=desc, model=describe_encoder(encoder), seed=seed, kfold=kfold,
         inner_kfold=inner_kfold, c_grid=lr.c_grid, n_convergence_warnings=hit,
+        protocol_name=protocol, tol=lr.tol, max_iter=lr.max_iter, warm_start=lr.warm_start,
+        feature_dtype=dtype, round_decimals=lr.round_decimals,
         encode_seconds=t_enc, wall_seconds=time.perf_counter() - t0,
         cpu_seconds=time.process_time() - c0,
     )
@@ -588,9 +720,10 @@ def _features(s: TransferSplit, index: dict[str, int], emb: np.ndarray) -> np.nd
 
 
 def _f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    """F1 of the positive class, as a fraction."""
     from sklearn.metrics import f1_score
 
-    return 100.0 * float(f1_score(y_true, y_pred, pos_label=1))
+    return float(f1_score(y_true, y_pred, pos_label=1))
 
 
 # --------------------------------------------------------------------------- Markdown table
