@@ -40,6 +40,7 @@ _LAZY: dict[str, str] = {
     # search and large-file encoding
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
+    "encode_file_distributed": "sentvec.cluster",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
