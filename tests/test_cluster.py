@@ -28,10 +28,20 @@ MODEL = REF / "tiny-bigram.bin"
 SHARD = 1000
 
 
+def _listening_hosts() -> list[str]:
+    import psutil
+
+    return [c.laddr.ip for c in psutil.Process().net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN]
+
+
 @pytest.fixture(scope="module")
 def client():
     with local_client(2, dashboard_address=None) as c:
         assert sorted(w["nthreads"] for w in c.scheduler_info()["workers"].values()) == [1, 1]
+        # the scheduler (this process) and the workers listen on 127.0.0.1 only
+        assert set(_listening_hosts()) == {"127.0.0.1"}
+        assert all(set(h) == {"127.0.0.1"} for h in c.run(_listening_hosts).values())
         yield c
 
 
@@ -180,7 +190,7 @@ def test_cli_encode_on_scheduler_fits_whitening(client, corpus, reference, tmp_p
                "--fit-whitening", str(wdir), "--quiet"])
     assert rc == 0
     err = capsys.readouterr().err
-    assert "dask: 2 workers at tcp://127.0.0.1:" in err
+    assert re.search(r"dask: \d+ workers at tcp://127\.0\.0\.1:\d+; dashboard: ", err), err
     assert np.array_equal(load_embeddings(out, mmap=False), X)
     w = Whitening.load(wdir)
     ref = Whitening().fit(X)
@@ -195,7 +205,7 @@ def test_cli_dask_workers_starts_and_stops_a_local_cluster(tmp_path, capsys):
                str(tmp_path / "out"), "--shard-size", "1000", "--dask-workers", "1", "--quiet"])
     assert rc == 0
     captured = capsys.readouterr()
-    assert "dask: 1 workers at tcp://127.0.0.1:" in captured.err
+    assert re.search(r"dask: 1 workers at tcp://127\.0\.0\.1:\d+; dashboard: ", captured.err)
     assert "3000 lines [0, 3000) -> 3 shards of dim 16" in captured.out
     single = encode_file(sentvec.load_encoder(MODEL), path, tmp_path / "single", shard_size=1000,
                          show_progress_bar=False)

@@ -125,8 +125,10 @@ def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
     else:
         opened = local_client(args.dask_workers)
     with opened as client:
-        link = client.dashboard_link if "dashboard" in client.scheduler_info().get(
-            "services", {}) else None
+        import importlib.util
+
+        served = "dashboard" in client.scheduler_info().get("services", {})
+        link = client.dashboard_link if served and importlib.util.find_spec("bokeh") else None
         n = len(client.scheduler_info()["workers"])
         print(f"dask: {n} workers at {client.scheduler.address}; dashboard: "
               f"{link or 'not served (pip install bokeh)'}", file=sys.stderr)
