@@ -213,3 +213,15 @@ def test_cli_dask_workers_starts_and_stops_a_local_cluster(tmp_path, capsys):
     rc = main(["encode", "--model", str(MODEL), "--input", str(path), "--output",
                str(tmp_path / "out2"), "--partition-lines", "1500", "--shard-size", "1000"])
     assert rc == 2 and "need --dask-scheduler or --dask-workers" in capsys.readouterr().err
+
+
+def test_in_memory_encoder_object_travels_once_in_the_plugin(client, corpus, reference, tmp_path):
+    _, _, X = reference
+    encoder = sentvec.load_encoder(MODEL)  # an object, not a path: pickled into the plugin
+    r = encode_file_distributed(encoder, corpus, tmp_path / "out", client, shard_size=SHARD,
+                                end_line=3 * SHARD)
+    assert r.manifest.encoder == reference[1].encoder
+    assert np.array_equal(load_embeddings(tmp_path / "out"), X[:3 * SHARD])
+    with pytest.raises(ValueError, match="multiple of shard_size"):
+        encode_file_distributed(encoder, corpus, tmp_path / "bad", client, shard_size=SHARD,
+                                partition_lines=1500)
