@@ -210,6 +210,15 @@ def test_cli_dask_workers_starts_and_stops_a_local_cluster(tmp_path, capsys):
     single = encode_file(sentvec.load_encoder(MODEL), path, tmp_path / "single", shard_size=1000,
                          show_progress_bar=False)
     assert _layout(read_manifest(tmp_path / "out")) == _layout(single)
+    # without a cluster, --fit-whitening merges the statistics of the shards here
+    rc = main(["encode", "--model", str(MODEL), "--input", str(path), "--output",
+               str(tmp_path / "single"), "--shard-size", "1000", "--fit-whitening",
+               str(tmp_path / "w"), "--quiet"])
+    assert rc == 0 and "(0 encoded, 3 reused" in capsys.readouterr().out
+    Y = load_embeddings(tmp_path / "single").astype(np.float64)
+    w = Whitening.load(tmp_path / "w")
+    assert _rel(w.mean_, Y.mean(axis=0)) <= 1e-10
+    assert _rel(w.statistics_.covariance, np.cov(Y.T, bias=True)) <= 1e-10
     rc = main(["encode", "--model", str(MODEL), "--input", str(path), "--output",
                str(tmp_path / "out2"), "--partition-lines", "1500", "--shard-size", "1000"])
     assert rc == 2 and "need --dask-scheduler or --dask-workers" in capsys.readouterr().err
