@@ -160,6 +160,19 @@ class DistributedEncodeResult:
 # --------------------------------------------------------------------------- worker side
 
 
+@dataclass(frozen=True)
+class _PartitionOutput:
+    """What a partition task sends back to the client (small: no vectors)."""
+
+    records: list[ShardRecord]
+    statistics: Any  # WhiteningStatistics of the partition's vectors, or None
+    n_reused: int
+    warnings: list[tuple[type, str]]
+    worker: str
+    pid: int
+    seconds: float
+
+
 class _ThreadLimited:
     """An encoder whose ``encode`` defaults to ``num_threads=n`` (Sent2Vec's kernel threads)."""
 
@@ -281,7 +294,7 @@ def _shard_statistics(out: Path, name: str) -> Any:
 
 def _encode_partition(name: str, path: Path, out: Path, shards: list[tuple[int, int, int, int, int]],
                       batch_size: int | None, encoding: str, dim: int,
-                      statistics: bool) -> dict[str, Any]:
+                      statistics: bool) -> _PartitionOutput:
     """Encode (or find already written) the shards ``(i, a, b, ba, bb)`` of one partition."""
     t = time.perf_counter()
     p = _plugin(name)
@@ -297,11 +310,10 @@ def _encode_partition(name: str, path: Path, out: Path, shards: list[tuple[int, 
         if statistics:
             s = _shard_statistics(out, rec.file)
             stats = s if stats is None else stats.merge(s)
-    worker = distributed.get_worker()
-    return {"records": records, "statistics": stats, "n_reused": n_reused,
-            "warnings": [(w.category, str(w.message)) for w in caught],
-            "worker": worker.address, "pid": os.getpid(),
-            "seconds": round(time.perf_counter() - t, 3)}
+    return _PartitionOutput(records, stats, n_reused,
+                            [(w.category, str(w.message)) for w in caught],
+                            distributed.get_worker().address, os.getpid(),
+                            round(time.perf_counter() - t, 3))
 
 
 def _statistics_task(out: Path, names: list[str]) -> Any:
@@ -567,20 +579,19 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
                 continue
             res = f.result()
             f.release()
-            if not isinstance(res, dict):  # a statistics-only task of reused shards
+            if not isinstance(res, _PartitionOutput):  # statistics of reused shards
                 stat_parts[(a, 1)] = res
                 continue
-            for rec in res["records"]:
+            for rec in res.records:
                 completed[rec.index] = rec
-            n_enc += len(res["records"])
-            if res["statistics"] is not None:
-                stat_parts[(a, 0)] = res["statistics"]
-            caught.extend(res["warnings"])
-            prec = PartitionRecord(a, b, res["worker"], res["pid"],
-                                   len(res["records"]) - res["n_reused"], res["n_reused"],
-                                   res["seconds"])
+            n_enc += len(res.records)
+            if res.statistics is not None:
+                stat_parts[(a, 0)] = res.statistics
+            caught.extend(res.warnings)
+            prec = PartitionRecord(a, b, res.worker, res.pid, len(res.records) - res.n_reused,
+                                   res.n_reused, res.seconds)
             records.append(prec)
-            bar.update(sum(r.end_line - r.start_line for r in res["records"]))
+            bar.update(sum(r.end_line - r.start_line for r in res.records))
             if time.monotonic() - last_write >= wait:
                 t_w = time.monotonic()
                 new, last_write = write(), time.monotonic()
