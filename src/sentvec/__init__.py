@@ -41,6 +41,7 @@ _LAZY: dict[str, str] = {
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
     "encode_file_distributed": "sentvec.cluster",
+    "load_whitening": "sentvec.pipeline",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -482,9 +482,9 @@ def encode_file_distributed(
         end_line = check_positive_int("end_line", end_line, minimum=start_line)
     retries = check_positive_int("retries", retries, minimum=0)
     threads_per_task = check_positive_int("threads_per_task", threads_per_task)
-    from sentvec.pipeline import load_whitening
+    import sentvec
 
-    white = load_whitening(whitening)
+    white = sentvec.load_whitening(whitening)
     out = Path(output_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
 
@@ -573,12 +573,15 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
               ) as bar:
         for f in distributed.as_completed(list(futures)):
             a, b = futures[f]
-            if f.status != "finished":
-                failed.append((a, b, f.exception() if f.status == "error" else
-                               RuntimeError(f"task {f.status}")))
+            try:
+                # a result lost with its worker before it was fetched (status "lost") is
+                # recomputed by the scheduler: result() waits for it
+                res = f.result()
+            except Exception as exc:  # the task's error after its retries, KilledWorker
+                failed.append((a, b, exc))  # (allowed-failures), cancelled
                 continue
-            res = f.result()
-            f.release()
+            finally:
+                f.release()
             if not isinstance(res, _PartitionOutput):  # statistics of reused shards
                 stat_parts[(a, 1)] = res
                 continue
