@@ -39,6 +39,8 @@ _LAZY: dict[str, str] = {
     "Sent2VecTrainer": "sentvec.sent2vec.trainer",
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
+    "encode_file_distributed": "sentvec.cluster",
+    "load_whitening": "sentvec.pipeline",
 }
 
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)

@@ -27,7 +27,9 @@ Scale-out (Dask): ``encode_file(..., start_line=a, end_line=b)`` encodes one par
 resumable on its own), and :func:`load_embeddings` on ``<out>`` reads the parts back in line order,
 checking that they tile the file with one configuration. A ``dask.bag`` job maps the same way:
 ``db.from_sequence(ranges).map(lambda r: encode_file(enc, path, out / f"part-{r[0]}", start_line=r[0],
-end_line=r[1]))``.
+end_line=r[1]))``. On a ``distributed`` cluster, :func:`sentvec.cluster.encode_file_distributed`
+writes this module's own layout (the same shards and one manifest) from one task per partition,
+loading the model once per worker and surviving worker loss.
 """
 
 from __future__ import annotations

@@ -1,0 +1,639 @@
+"""Encoding and whitening statistics on a Dask distributed cluster, surviving worker loss.
+
+:func:`encode_file_distributed` is :func:`sentvec.encode_files.encode_file` with the shards
+encoded by the workers of a ``distributed.Client``; the output directory is the same (the same
+``shard-<first>-<end>.npy`` files, one ``manifest.json`` written by the client), so a cluster run
+and a single-machine run resume each other's output and :func:`~sentvec.encode_files.load_embeddings`
+reads either.
+
+How a run goes:
+
+1. The model is shipped once per worker by a ``distributed.WorkerPlugin``: a model *path or
+   alias* (a Sent2Vec ``.bin`` or directory, a Hugging Face directory, ``"minilm"``) travels as
+   text and is loaded by :func:`sentvec.load_encoder` on each worker, so the weights never pass
+   through the scheduler; an in-memory encoder object is pickled once into the plugin. The
+   scheduler re-sends the plugin to every worker that joins later (a restarted worker loads the
+   model again). Each task gets one thread (``threads_per_task``: torch intra-op threads and the
+   Sent2Vec kernel's threads), so N one-thread workers use N cores.
+2. The client counts the lines, plans the shards exactly as ``encode_file`` does, encodes the
+   resume probe on a worker, reuses the shards of a matching previous run (either kind) and
+   removes shard files that no manifest records.
+3. One task per line-range partition (``partition_lines``, a multiple of ``shard_size``; default
+   one shard) is submitted with ``retries``. A task writes each shard atomically (temporary file
+   + rename) and is idempotent: run again after its worker died, it reuses the shard files the
+   earlier attempt finished. The client records each finished partition in the manifest (at
+   most once a second, less often for very large manifests, and at the end) and shows a tqdm
+   bar in lines/s.
+4. A worker that dies loses only the partition it was running: the scheduler reruns it on
+   another worker (a task whose workers die more than ``distributed.scheduler.allowed-failures``
+   times fails with ``KilledWorker``). A task that raises is retried ``retries`` times by Dask.
+   A partition that still fails does not stop the others; once they are done, the run raises
+   :class:`PartitionError` naming the failed line ranges, with every finished shard recorded, so
+   the same call resumes.
+
+Whitening statistics (WhiteningBERT Eq. 1 needs the mean and covariance of the vectors):
+``statistics=True`` makes every task also return the :class:`~sentvec.whitening.WhiteningStatistics`
+of its shards (float64 count, mean and centred scatter of the float32 vectors as written); the
+client merges them in line order (Chan et al. pairwise update, float64), so
+``Whitening().fit_statistics(result.statistics)`` equals ``Whitening().fit`` on all rows. Shards
+reused from an earlier run get their statistics from a task reading the shard file, so calling
+again on a finished output computes the statistics on the cluster without re-encoding.
+
+``distributed`` is an optional dependency (``pip install "sentvec[dask]"``); this module imports
+it, and nothing else in sentvec imports this module until it is used. The workers need sentvec
+installed and the input file, the model path and the output directory at the same paths as the
+client (a shared file system).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+try:
+    import distributed
+    from distributed import WorkerPlugin
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("sentvec.cluster needs Dask distributed: pip install 'sentvec[dask]' "
+                      "(or pip install 'distributed>=2024.1')") from exc
+
+from sentvec._io import atomic_write_json, load_npy
+from sentvec._validation import check_positive_int
+from sentvec.encode_files import (
+    MANIFEST_NAME,
+    PROBE_SENTENCES,
+    EncodeManifest,
+    RunRecord,
+    ShardRecord,
+    _count_nonfinite,
+    _describe_whitening,
+    _encode_lines,
+    _encode_shard,
+    _jsonable,
+    _plan,
+    _remove_shards,
+    _reusable,
+    read_line_range,
+    read_manifest,
+    scan_lines,
+)
+
+__all__ = [
+    "DistributedEncodeResult",
+    "PartitionError",
+    "PartitionRecord",
+    "encode_file_distributed",
+    "local_client",
+]
+
+# while partitions finish, the manifest is rewritten at most once per second, and not sooner
+# than 50 times the last rewrite took (so its I/O stays under ~2 % even with 100,000 shards)
+_MANIFEST_EVERY_S = 1.0
+_MANIFEST_IO_FACTOR = 50.0
+
+
+class PartitionError(RuntimeError):
+    """One or more partitions failed on the cluster after Dask's retries.
+
+    Attributes
+    ----------
+    ranges : list of (start_line, end_line)
+        0-based line ranges (end exclusive) of the failed partitions, in line order.
+    """
+
+    def __init__(self, message: str, ranges: list[tuple[int, int]]) -> None:
+        super().__init__(message)
+        self.ranges = ranges
+
+
+@dataclass(frozen=True)
+class PartitionRecord:
+    """What one partition task did: lines ``[start_line, end_line)``, on which worker.
+
+    ``n_encoded`` / ``n_reused`` count its shards encoded now / found already written by an earlier
+    attempt of the same task (a rerun after its worker died); ``pid`` is the worker process.
+    """
+
+    start_line: int
+    end_line: int
+    worker: str
+    pid: int
+    n_encoded: int
+    n_reused: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class DistributedEncodeResult:
+    """Returned by :func:`encode_file_distributed`.
+
+    Attributes
+    ----------
+    manifest : EncodeManifest
+        As written to ``<output_dir>/manifest.json`` (same format as ``encode_file``'s).
+    statistics : WhiteningStatistics or None
+        Float64 statistics of every vector of the range (``statistics=True``), else None.
+    partitions : tuple of PartitionRecord
+        The partition tasks run by this call, in line order (reused partitions are absent).
+    dashboard_link : str or None
+        The Dask dashboard of the client's cluster.
+    """
+
+    manifest: EncodeManifest
+    statistics: Any
+    partitions: tuple[PartitionRecord, ...]
+    dashboard_link: str | None
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+@dataclass(frozen=True)
+class _PartitionOutput:
+    """What a partition task sends back to the client (small: no vectors)."""
+
+    records: list[ShardRecord]
+    statistics: Any  # WhiteningStatistics of the partition's vectors, or None
+    n_reused: int
+    warnings: list[tuple[type, str]]
+    worker: str
+    pid: int
+    seconds: float
+
+
+class _ThreadLimited:
+    """An encoder whose ``encode`` defaults to ``num_threads=n`` (Sent2Vec's kernel threads)."""
+
+    def __init__(self, encoder: Any, n: int) -> None:
+        self._encoder, self._n = encoder, n
+
+    def encode(self, sentences: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("num_threads", self._n)
+        return self._encoder.encode(sentences, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._encoder, name)
+
+
+class EncoderPlugin(WorkerPlugin):
+    """Holds one encoder (and optional fitted whitening) per worker process.
+
+    Parameters
+    ----------
+    name : str
+        Plugin name; tasks find the plugin as ``get_worker().plugins[name]``.
+    encoder : str, path-like or encoder object
+        A path or alias is loaded on the worker with :func:`sentvec.load_encoder` (with
+        ``encoder_options``); an object is used as it arrives (pickled once with the plugin).
+    whitening : fitted Whitening or None
+    threads_per_task : int
+        Threads one task may use: ``torch.set_num_threads`` when torch is loaded, and
+        ``num_threads`` of encoders whose ``encode`` accepts it.
+    encoder_options : dict, optional
+    statistics : bool
+        Import the statistics code at set-up (the tasks will compute WhiteningStatistics).
+    """
+
+    def __init__(self, name: str, encoder: Any, whitening: Any = None, *,
+                 threads_per_task: int = 1, encoder_options: dict[str, Any] | None = None,
+                 statistics: bool = False) -> None:
+        self.name = name
+        self.statistics = statistics
+        self.spec = encoder
+        self.whitening = whitening
+        self.threads_per_task = threads_per_task
+        self.encoder_options = dict(encoder_options or {})
+        self.base: Any = None  # the encoder as loaded
+        self.encoder: Any = None  # the same, thread-limited
+
+    def setup(self, worker: Any) -> None:
+        if isinstance(self.spec, (str, os.PathLike)):
+            import sentvec
+
+            self.base = sentvec.load_encoder(self.spec, **self.encoder_options)
+        else:
+            self.base = self.spec
+        if "torch" in sys.modules:
+            sys.modules["torch"].set_num_threads(self.threads_per_task)
+        enc = self.base
+        try:
+            takes_threads = "num_threads" in inspect.signature(enc.encode).parameters
+        except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+            takes_threads = False
+        self.encoder = _ThreadLimited(enc, self.threads_per_task) if takes_threads else enc
+        # first calls compile / load kernels (numba, torch) and import the statistics code:
+        # done here, once per worker, so that partition times measure encoding only
+        self.encoder.encode(list(PROBE_SENTENCES), show_progress_bar=False)
+        if self.statistics:
+            import sentvec.whitening  # noqa: F401  (scikit-learn: seconds on a cold worker)
+
+    def teardown(self, worker: Any) -> None:
+        self.base = self.encoder = None
+
+    def __getstate__(self) -> dict[str, Any]:  # what travels: the spec, never a loaded model
+        state = dict(self.__dict__)
+        if isinstance(self.spec, (str, os.PathLike)):
+            state["base"] = state["encoder"] = None
+        return state
+
+
+def _plugin(name: str) -> EncoderPlugin:
+    return distributed.get_worker().plugins[name]
+
+
+def _probe_task(name: str, batch_size: int | None) -> tuple[dict[str, Any], np.ndarray]:
+    """The encoder's description and its (whitened) vectors of PROBE_SENTENCES, on a worker."""
+    p = _plugin(name)
+    if p.whitening is not None:  # a whitening of another width would fail only after a shard
+        from sentvec.encoders.base import check_whitening_fits
+
+        check_whitening_fits(p.base, p.whitening)
+    from sentvec.encoders.base import describe_encoder
+
+    probe = _encode_lines(p.encoder, p.whitening, list(PROBE_SENTENCES), batch_size)
+    return _jsonable(describe_encoder(p.base)), probe
+
+
+def _written_shard(out: Path, path: Path, i: int, a: int, b: int, ba: int, bb: int, dim: int,
+                   encoding: str) -> ShardRecord | None:
+    """The record of shard ``i`` if an earlier attempt of this run already wrote it, else None."""
+    from sentvec.encode_files import _shard_name
+
+    f = out / _shard_name(a, b)
+    if not f.is_file():
+        return None
+    try:
+        arr = load_npy(f, mmap=True)
+    except ValueError:
+        return None
+    if arr.dtype != np.float32 or arr.shape != (b - a, dim) or _count_nonfinite(arr):
+        return None
+    lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
+    return ShardRecord(index=i, file=f.name, start_line=a, end_line=b, start_byte=ba, end_byte=bb,
+                       sha256=digest, n_empty=sum(not s.strip() for s in lines),
+                       n_zero=int((~np.asarray(arr).any(axis=1)).sum()), seconds=0.0)
+
+
+def _shard_statistics(out: Path, name: str) -> Any:
+    from sentvec.whitening import WhiteningStatistics
+
+    return WhiteningStatistics.from_array(load_npy(out / name, mmap=True))
+
+
+def _encode_partition(name: str, path: Path, out: Path, shards: list[tuple[int, int, int, int, int]],
+                      batch_size: int | None, encoding: str, dim: int,
+                      statistics: bool) -> _PartitionOutput:
+    """Encode (or find already written) the shards ``(i, a, b, ba, bb)`` of one partition."""
+    t = time.perf_counter()
+    p = _plugin(name)
+    records, caught, stats, n_reused = [], [], None, 0
+    for i, a, b, ba, bb in shards:
+        rec = _written_shard(out, path, i, a, b, ba, bb, dim, encoding)
+        if rec is None:
+            rec = _encode_shard(p.encoder, p.whitening, path, out, i, a, b, ba, bb, batch_size,
+                                encoding, dim, None, caught)
+        else:
+            n_reused += 1
+        records.append(rec)
+        if statistics:
+            s = _shard_statistics(out, rec.file)
+            stats = s if stats is None else stats.merge(s)
+    return _PartitionOutput(records, stats, n_reused,
+                            [(w.category, str(w.message)) for w in caught],
+                            distributed.get_worker().address, os.getpid(),
+                            round(time.perf_counter() - t, 3))
+
+
+def _statistics_task(out: Path, names: list[str]) -> Any:
+    """Merged statistics of already written shard files (in the given order)."""
+    stats = None
+    for n in names:
+        s = _shard_statistics(out, n)
+        stats = s if stats is None else stats.merge(s)
+    return stats
+
+
+# --------------------------------------------------------------------------- client side
+
+
+@contextlib.contextmanager
+def local_client(n_workers: int, *, threads_per_worker: int = 1,
+                 dashboard_address: str | None = ":0", **cluster_kwargs: Any) -> Iterator[Any]:
+    """A ``distributed.Client`` on a new ``LocalCluster`` of worker processes, closed on exit.
+
+    Parameters
+    ----------
+    n_workers : int
+        Worker processes (each with a nanny that restarts it if it dies).
+    threads_per_worker : int
+        Threads per worker (default 1: one task per core, each task single-threaded).
+    dashboard_address : str or None
+        ``":0"`` (default) serves the dashboard on a free port of 127.0.0.1 (needs bokeh); a
+        port-only address is bound to 127.0.0.1 (distributed alone would bind it to every
+        interface); None serves no dashboard (the scheduler's health routes go to a free port of
+        127.0.0.1).
+    **cluster_kwargs
+        More ``distributed.LocalCluster`` arguments (``memory_limit``, ...).
+
+    Yields
+    ------
+    distributed.Client
+
+    Notes
+    -----
+    The scheduler, the workers and the dashboard listen on 127.0.0.1 only.
+    """
+    n_workers = check_positive_int("n_workers", n_workers)
+    threads_per_worker = check_positive_int("threads_per_worker", threads_per_worker)
+    # distributed binds a port-only dashboard address (":0") to every interface, and with None
+    # still serves its HTTP routes on 8787: both are pinned to 127.0.0.1 here
+    if dashboard_address is None:
+        http = {"dashboard": False, "dashboard_address": "127.0.0.1:0"}
+    else:
+        if dashboard_address.startswith(":"):
+            dashboard_address = "127.0.0.1" + dashboard_address
+        http = {"dashboard": True, "dashboard_address": dashboard_address}
+    kwargs: dict[str, Any] = dict(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                                  processes=True, host="127.0.0.1",
+                                  dashboard_address=http["dashboard_address"])
+    kwargs.update(cluster_kwargs)
+    kwargs["scheduler_kwargs"] = {**http, **kwargs.get("scheduler_kwargs", {})}
+    with distributed.LocalCluster(**kwargs) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def _model_spec(encoder: Any) -> Any:
+    """A path that exists here is sent as an absolute path (workers share the file system)."""
+    if isinstance(encoder, (str, os.PathLike)):
+        p = Path(encoder).expanduser()
+        return str(p.resolve()) if p.exists() else os.fspath(encoder)
+    return encoder
+
+
+def encode_file_distributed(
+    encoder: Any,
+    input_path: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    client: Any,
+    *,
+    shard_size: int = 100_000,
+    partition_lines: int | None = None,
+    batch_size: int | None = None,
+    whitening: Any = None,
+    resume: bool = True,
+    overwrite: bool = False,
+    start_line: int = 0,
+    end_line: int | None = None,
+    encoding: str = "utf-8",
+    statistics: bool = False,
+    retries: int = 2,
+    threads_per_task: int = 1,
+    encoder_options: dict[str, Any] | None = None,
+    show_progress_bar: bool | None = None,
+    on_partition_done: Callable[[PartitionRecord], None] | None = None,
+) -> DistributedEncodeResult:
+    """Encode lines ``[start_line, end_line)`` of a text file on a Dask cluster into ``.npy`` shards.
+
+    The output (shards, ``manifest.json``) and the resume rules are those of
+    :func:`sentvec.encode_files.encode_file` with the same ``shard_size``; see the module
+    docstring for how the work is spread and how worker loss is survived.
+
+    Parameters
+    ----------
+    encoder : str, path-like or encoder object
+        Model path or alias, loaded on each worker by :func:`sentvec.load_encoder` (preferred:
+        nothing large goes through the scheduler), or an object with
+        ``encode(sentences, *, batch_size, show_progress_bar) -> ndarray (n, d)`` (pickled once).
+    input_path, output_dir : path
+        Text file (one sentence per line) and output directory, at the same paths on the client
+        and every worker (shared file system).
+    client : distributed.Client
+    shard_size : int
+        Lines per shard file (as ``encode_file``).
+    partition_lines : int, optional
+        Lines per task, a multiple of ``shard_size`` (default: ``shard_size``, one shard a task).
+    batch_size, whitening, resume, overwrite, start_line, end_line, encoding
+        As ``encode_file``; a whitening is loaded on the client and shipped with the plugin.
+    statistics : bool
+        Also return the float64 :class:`~sentvec.whitening.WhiteningStatistics` of all vectors
+        of the range (as written: whitened if ``whitening`` is given), merged on the client.
+    retries : int
+        Dask ``retries`` of each task that raises (worker deaths are counted separately by the
+        scheduler's ``distributed.scheduler.allowed-failures``).
+    threads_per_task : int
+        Threads one task uses (torch and Sent2Vec); 1 suits one-thread workers.
+    encoder_options : dict, optional
+        Keyword arguments for ``load_encoder`` on the workers (``device``, ``pooling``, ...).
+    show_progress_bar : bool or None
+        tqdm bar over lines (lines/s); None shows it when stderr is a terminal.
+    on_partition_done : callable, optional
+        Called on the client with each finished :class:`PartitionRecord`.
+
+    Returns
+    -------
+    DistributedEncodeResult
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError, ValueError
+        As ``encode_file`` (bad input, range, sizes; another configuration in ``output_dir``);
+        ValueError also for ``partition_lines`` not a multiple of ``shard_size``. Errors of
+        loading the model on a worker are raised as they happened there.
+    PartitionError
+        If partitions still fail after the retries (their line ranges are named; the finished
+        shards are recorded, so calling again resumes).
+
+    Warns
+    -----
+    UserWarning
+        As ``encode_file``: damaged recorded shards (re-encoded), all-zero vectors, and one
+        summary per category of the warnings the encoder gave on the workers.
+    """
+    t0 = time.perf_counter()
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    path = Path(input_path).resolve()
+    if path.is_dir():
+        raise IsADirectoryError(f"input {str(path)!r} is a directory; give a text file, one "
+                                "sentence per line")
+    if not path.is_file():
+        raise FileNotFoundError(f"input file not found: {str(path)!r}")
+    shard_size = check_positive_int("shard_size", shard_size)
+    partition_lines = shard_size if partition_lines is None else check_positive_int(
+        "partition_lines", partition_lines)
+    if partition_lines % shard_size:
+        raise ValueError(f"partition_lines={partition_lines} must be a multiple of "
+                         f"shard_size={shard_size} (a partition is a whole number of shards)")
+    if batch_size is not None:
+        batch_size = check_positive_int("batch_size", batch_size)
+    start_line = check_positive_int("start_line", start_line, minimum=0)
+    if end_line is not None:
+        end_line = check_positive_int("end_line", end_line, minimum=start_line)
+    retries = check_positive_int("retries", retries, minimum=0)
+    threads_per_task = check_positive_int("threads_per_task", threads_per_task)
+    import sentvec
+
+    white = sentvec.load_whitening(whitening)
+    out = Path(output_dir).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+
+    name = f"sentvec-encoder-{uuid.uuid4().hex[:12]}"
+    plugin = EncoderPlugin(name, _model_spec(encoder), white, threads_per_task=threads_per_task,
+                           encoder_options=encoder_options, statistics=statistics)
+    client.register_plugin(plugin, name=name)  # loads the model on every worker; raises there
+    try:
+        return _run(client, name, path, out, started, t0, shard_size, partition_lines,
+                    batch_size, white, resume, overwrite, start_line, end_line, encoding,
+                    statistics, retries, show_progress_bar, on_partition_done)
+    finally:
+        with contextlib.suppress(Exception):  # a closed client must not hide the real error
+            client.unregister_worker_plugin(name)
+
+
+def _run(client, name, path, out, started, t0, shard_size, partition_lines, batch_size, white,
+         resume, overwrite, start_line, end_line, encoding, statistics, retries,
+         show_progress_bar, on_partition_done) -> DistributedEncodeResult:
+    stat = path.stat()
+    old = read_manifest(out) if (out / MANIFEST_NAME).is_file() else None
+    probe_future = client.submit(_probe_task, name, batch_size, pure=False,
+                                 key=f"sentvec-probe-{name}")
+    n_seen, offsets = scan_lines(path, start=start_line, step=shard_size, stop_line=end_line)
+    end = n_seen if end_line is None else end_line
+    if start_line not in offsets or end not in offsets:
+        raise ValueError(f"line range [{start_line}, {end_line}) is outside {str(path)!r}, "
+                         f"which has {n_seen} lines")
+    description, probe = probe_future.result()
+    new = EncodeManifest(
+        input_path=str(path), input_size=stat.st_size, input_mtime_ns=stat.st_mtime_ns,
+        start_line=start_line, end_line=end, shard_size=shard_size, encoder=description,
+        whitening=_describe_whitening(white), dim=int(probe.shape[1]),
+        boundaries=_plan(start_line, end, shard_size, offsets), requested_end_line=end_line,
+        probe=tuple(tuple(map(float, v)) for v in probe))
+    done = _reusable(old, new, out, overwrite, resume)
+    runs = old.runs if old is not None and old.config_key() == new.config_key() else ()
+    completed: dict[int, ShardRecord] = dict(done)
+    n_enc = 0
+
+    def write() -> EncodeManifest:
+        run = RunRecord(started, n_enc, len(done), round(time.perf_counter() - t0, 3))
+        m = replace(new, shards=tuple(completed[k] for k in sorted(completed)), runs=runs + (run,))
+        atomic_write_json(out / MANIFEST_NAME, m.to_dict())
+        return m
+
+    new = write()  # the directory now describes this configuration
+    if old is not None:
+        _remove_shards(out, old, keep={r.file for r in done.values()})
+    recorded = {r.file for r in done.values()}
+    for f in out.glob("shard-*.npy"):  # unrecorded files: a task reuses only this run's files
+        if f.name not in recorded:
+            f.unlink(missing_ok=True)
+
+    per_part = partition_lines // shard_size
+    groups = [range(k, min(k + per_part, new.n_shards)) for k in range(0, new.n_shards, per_part)]
+    bounds = new.boundaries
+    futures: dict[Any, tuple[int, int]] = {}
+    stat_parts: dict[int, Any] = {}  # first shard index -> statistics (future or value)
+    for g in groups:
+        a, b = bounds[g.start][0], bounds[g.stop][0]
+        todo = [(i, bounds[i][0], bounds[i + 1][0], bounds[i][1], bounds[i + 1][1])
+                for i in g if i not in done]
+        if todo:
+            f = client.submit(_encode_partition, name, path, out, todo, batch_size, encoding,
+                              new.dim, statistics, retries=retries, pure=False,
+                              key=f"sentvec-encode-{a}-{b}-{name[-12:]}")
+            futures[f] = (a, b)
+        if statistics and len(todo) < len(g):
+            reused = [done[i].file for i in g if i in done]
+            sf = client.submit(_statistics_task, out, reused, retries=retries, pure=False,
+                               key=f"sentvec-statistics-{a}-{b}-{name[-12:]}")
+            futures[sf] = (a, b)
+
+    from tqdm.auto import tqdm
+
+    from sentvec.encode_files import _bar_disabled
+
+    records: list[PartitionRecord] = []
+    failed: list[tuple[int, int, BaseException]] = []
+    caught: list[tuple[type, str]] = []
+    last_write, wait = time.monotonic(), _MANIFEST_EVERY_S
+    with tqdm(total=new.n_lines, initial=sum(r.end_line - r.start_line for r in done.values()),
+              unit="line", unit_scale=True, disable=_bar_disabled(show_progress_bar),
+              desc=f"encode {path.name} on {len(client.scheduler_info()['workers'])} workers"
+              ) as bar:
+        for f in distributed.as_completed(list(futures)):
+            a, b = futures[f]
+            try:
+                # a result lost with its worker before it was fetched (status "lost") is
+                # recomputed by the scheduler: result() waits for it
+                res = f.result()
+            except Exception as exc:  # the task's error after its retries, KilledWorker
+                failed.append((a, b, exc))  # (allowed-failures), cancelled
+                continue
+            finally:
+                f.release()
+            if not isinstance(res, _PartitionOutput):  # statistics of reused shards
+                stat_parts[(a, 1)] = res
+                continue
+            for rec in res.records:
+                completed[rec.index] = rec
+            n_enc += len(res.records)
+            if res.statistics is not None:
+                stat_parts[(a, 0)] = res.statistics
+            caught.extend(res.warnings)
+            prec = PartitionRecord(a, b, res.worker, res.pid, len(res.records) - res.n_reused,
+                                   res.n_reused, res.seconds)
+            records.append(prec)
+            bar.update(sum(r.end_line - r.start_line for r in res.records))
+            if time.monotonic() - last_write >= wait:
+                t_w = time.monotonic()
+                new, last_write = write(), time.monotonic()
+                wait = max(_MANIFEST_EVERY_S, _MANIFEST_IO_FACTOR * (last_write - t_w))
+            if on_partition_done is not None:
+                on_partition_done(prec)
+    new = write()
+    _summarise(caught, path)
+    if failed:
+        failed.sort(key=lambda x: x[0])
+        lines = "; ".join(f"lines [{a}, {b}): {type(e).__name__}: {e}" for a, b, e in failed)
+        raise PartitionError(
+            f"{len(failed)} partition(s) of {str(path)!r} failed after {retries} retries: "
+            f"{lines}. The {len(completed)} finished shards of {new.n_shards} are recorded in "
+            f"{str(out)!r}; run again to resume", [(a, b) for a, b, _ in failed]
+        ) from failed[0][2]
+    if new.n_zero:
+        warnings.warn(f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
+                      f"({new.n_empty} lines are empty)", UserWarning, stacklevel=3)
+    merged = None
+    if statistics:
+        from sentvec.whitening import WhiteningStatistics
+
+        merged = WhiteningStatistics.empty(new.dim)
+        # a partition's statistics cover its reused shards (key 1) and its new shards (key 0);
+        # merging in line-start order gives one reproducible float64 result
+        for key in sorted(stat_parts):
+            merged = merged.merge(stat_parts[key])
+    return DistributedEncodeResult(manifest=new, statistics=merged,
+                                   partitions=tuple(sorted(records, key=lambda r: r.start_line)),
+                                   dashboard_link=getattr(client, "dashboard_link", None))
+
+
+def _summarise(caught: list[tuple[type, str]], path: Path) -> None:
+    """One warning per category for what the encoder said on the workers (first message)."""
+    by_cat: dict[type, list[str]] = {}
+    for cat, msg in caught:
+        by_cat.setdefault(cat, []).append(msg)
+    for cat, msgs in by_cat.items():
+        more = f" (and {len(msgs) - 1} similar warnings)" if len(msgs) > 1 else ""
+        warnings.warn(f"while encoding {path.name}, the encoder warned: {msgs[0]}{more}", cat,
+                      stacklevel=4)
