@@ -40,7 +40,6 @@ _LAZY: dict[str, str] = {
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
     "encode_file_distributed": "sentvec.cluster",
-    "load_whitening": "sentvec.pipeline",
 }
 
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
@@ -62,3 +61,4 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.sent2vec.trainer import train_sent2vec, Sent2VecTrainer  # noqa: F401
     from sentvec.search import SemanticSearch  # noqa: F401
     from sentvec.encode_files import encode_file  # noqa: F401
+    from sentvec.cluster import encode_file_distributed  # noqa: F401
