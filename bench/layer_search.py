@@ -11,7 +11,7 @@ load drift on a shared machine cancels):
           without and with per-year whitening: 2 x K(K+1)/2 scorings).
 
 Prints both wall times and CPU times (user + system of the child process; less sensitive to
-other load on a shared machine), their ratios (target <= 1.1), the layer run's own split
+other load on a shared machine), their ratios (target <= 1.15), the layer run's own split
 (vectors / pair scoring), then the per-call cost of ``score_sts`` (none / year) on the cached
 vectors of the last run. Usage::
 
@@ -56,7 +56,8 @@ def _run(cmd: list[str], cache: Path) -> tuple[float, float]:
 def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int = 3) -> str:
     os.environ["SENTVEC_CACHE"] = str(cache)
     from sentvec.cache import VectorCache
-    from sentvec.evaluation.layers import CombinationScorer, pooled_layer_vectors
+    from sentvec.cache import pooled_layer_vectors
+    from sentvec.evaluation.layers import CombinationScorer
     from sentvec.evaluation import load_sts, unique_sentences
     from sentvec.encoders import load_encoder
 
