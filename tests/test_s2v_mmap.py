@@ -263,3 +263,18 @@ def test_convert_inference_only_and_errors(tmp_path, capsys):
     assert main(["convert", src, str(tmp_path / "full")]) == 2
     assert (tmp_path / "full" / "keep.txt").read_text() == "keep me"
     assert not (tmp_path / "x").exists()
+
+
+def test_a_memory_mapped_model_pickles_as_an_in_memory_one():
+    # Dask ships encoder objects to its workers by pickle; the mmap objects behind the mapped
+    # matrices cannot be pickled, the arrays can
+    import pickle
+
+    from sentvec.sent2vec.model import Sent2Vec
+
+    ref = Path(__file__).parent / "data" / "sent2vec-reference"
+    model = Sent2Vec.load(ref / "tiny-bigram.bin", mmap="r")
+    lines = (ref / "sentences.txt").read_text(encoding="utf-8").splitlines()
+    back = pickle.loads(pickle.dumps(model))
+    assert back._mapped == []
+    assert np.array_equal(back.encode(lines), model.encode(lines))

@@ -235,7 +235,7 @@ def _senteval_task(task):
 
 @pytest.fixture(scope="module")
 def tiny_model():
-    from sentvec.pipeline import load_encoder
+    from sentvec.encoders import load_encoder
 
     return load_encoder(str(BIGRAM))
 

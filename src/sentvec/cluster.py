@@ -85,6 +85,7 @@ from sentvec.encode_files import (
     _plan,
     _remove_shards,
     _reusable,
+    check_encode_arguments,
     read_line_range,
     read_manifest,
     scan_lines,
@@ -463,23 +464,13 @@ def encode_file_distributed(
     """
     t0 = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    path = Path(input_path).resolve()
-    if path.is_dir():
-        raise IsADirectoryError(f"input {str(path)!r} is a directory; give a text file, one "
-                                "sentence per line")
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {str(path)!r}")
-    shard_size = check_positive_int("shard_size", shard_size)
+    path, shard_size, batch_size, start_line, end_line = check_encode_arguments(
+        input_path, shard_size, batch_size, start_line, end_line)
     partition_lines = shard_size if partition_lines is None else check_positive_int(
         "partition_lines", partition_lines)
     if partition_lines % shard_size:
         raise ValueError(f"partition_lines={partition_lines} must be a multiple of "
                          f"shard_size={shard_size} (a partition is a whole number of shards)")
-    if batch_size is not None:
-        batch_size = check_positive_int("batch_size", batch_size)
-    start_line = check_positive_int("start_line", start_line, minimum=0)
-    if end_line is not None:
-        end_line = check_positive_int("end_line", end_line, minimum=start_line)
     retries = check_positive_int("retries", retries, minimum=0)
     threads_per_task = check_positive_int("threads_per_task", threads_per_task)
     import sentvec

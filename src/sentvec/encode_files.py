@@ -368,6 +368,34 @@ def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
     return f"{bad} non-finite values (NaN or infinity)" if bad else None
 
 
+def check_encode_arguments(input_path: str | os.PathLike[str], shard_size: Any,
+                           batch_size: Any, start_line: Any, end_line: Any
+                           ) -> tuple[Path, int, int | None, int, int | None]:
+    """Validated arguments of :func:`encode_file` (and the cluster's encoder): the resolved
+    input path, ``shard_size``, ``batch_size``, ``start_line`` and ``end_line``.
+
+    Raises
+    ------
+    IsADirectoryError, FileNotFoundError
+        The input is a directory or missing.
+    ValueError
+        A size or line number that is not an integer in range.
+    """
+    path = Path(input_path).resolve()
+    if path.is_dir():
+        raise IsADirectoryError(f"input {str(path)!r} is a directory; give a text file, one "
+                                "sentence per line")
+    if not path.is_file():
+        raise FileNotFoundError(f"input file not found: {str(path)!r}")
+    shard_size = check_positive_int("shard_size", shard_size)
+    if batch_size is not None:
+        batch_size = check_positive_int("batch_size", batch_size)
+    start_line = check_positive_int("start_line", start_line, minimum=0)
+    if end_line is not None:
+        end_line = check_positive_int("end_line", end_line, minimum=start_line)
+    return path, shard_size, batch_size, start_line, end_line
+
+
 def encode_file(
     encoder: Encoder,
     input_path: str | os.PathLike[str],
@@ -435,18 +463,8 @@ def encode_file(
     """
     t0 = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    path = Path(input_path).resolve()
-    if path.is_dir():
-        raise IsADirectoryError(f"input {str(path)!r} is a directory; give a text file, one "
-                                "sentence per line")
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {str(path)!r}")
-    shard_size = check_positive_int("shard_size", shard_size)
-    if batch_size is not None:
-        batch_size = check_positive_int("batch_size", batch_size)
-    start_line = check_positive_int("start_line", start_line, minimum=0)
-    if end_line is not None:
-        end_line = check_positive_int("end_line", end_line, minimum=start_line)
+    path, shard_size, batch_size, start_line, end_line = check_encode_arguments(
+        input_path, shard_size, batch_size, start_line, end_line)
     from sentvec.encoders import load_whitening
 
     white = load_whitening(whitening)

@@ -364,6 +364,13 @@ class Sent2Vec:
                   input_matrix=self.input_matrix, output_matrix=self.output_matrix)
         return Path(path)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the mmap objects behind memory-mapped matrices do not pickle; the matrices travel as
+        # arrays (a copy), so a pickled model (a Dask worker's, say) is an in-memory model
+        state = self.__dict__.copy()
+        state["_mapped"] = []
+        return state
+
     def _check_mapped(self) -> None:
         """Raise :class:`ModelFormatError` if a file the matrices are mapped from has become
         shorter than they need (touching a page past its end would kill the process with
