@@ -40,6 +40,10 @@ _LAZY: dict[str, str] = {
     # search and large-file encoding
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
+    "load_whitening": "sentvec.pipeline",
+    # integrations (optional extras; imported only on access)
+    "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
+    "MTEBEncoder": "sentvec.integrations.mteb",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

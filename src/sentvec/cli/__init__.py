@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "transfer",
     "search",
     "encode",
+    "export",
 )
 
 

@@ -14,6 +14,7 @@ _LAZY: dict[str, str] = {
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
     "dense_whitening_parameters": "sentvec.integrations.sentence_transformers",
     "ExportError": "sentvec.integrations.sentence_transformers",
+    "check_exportable": "sentvec.integrations.sentence_transformers",
     "MTEBEncoder": "sentvec.integrations.mteb",
     "mteb_model_meta": "sentvec.integrations.mteb",
 }

@@ -39,6 +39,7 @@ import numpy as np
 
 __all__ = [
     "ExportError",
+    "check_exportable",
     "export_sentence_transformers",
     "dense_whitening_parameters",
     "EXPORT_MARKER",
@@ -173,6 +174,31 @@ def _check_mapping(encoder: Any, serving_compatible: bool) -> bool:
                 f"serving_compatible: text-embeddings-inference pools with cls or mean only, "
                 f"not {encoder.pooling!r}")
     return needs_layers
+
+
+def check_exportable(model: Any, *, whitening: Any = None,
+                     serving_compatible: bool = False) -> tuple[Any, Any]:
+    """Check, before any work, that ``model`` maps to sentence-transformers modules.
+
+    Parameters
+    ----------
+    model, whitening, serving_compatible
+        As for :func:`export_sentence_transformers`.
+
+    Returns
+    -------
+    encoder : sentvec.TransformerEncoder
+    whitening : fitted sentvec.Whitening or None
+        The pipeline's own, or ``whitening``.
+
+    Raises
+    ------
+    ExportError, TypeError, ValueError
+        As :func:`export_sentence_transformers`.
+    """
+    encoder, whitening = _split(model, whitening)
+    _check_mapping(encoder, bool(serving_compatible))
+    return encoder, whitening
 
 
 # --------------------------------------------------------------------------- writing
