@@ -29,20 +29,17 @@ from sentvec.integrations.sentence_transformers import (  # noqa: E402
     dense_whitening_parameters,
     export_sentence_transformers,
 )
-from sentvec.encoders.transformer import TruncationWarning  # noqa: E402
 
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
 CONFIGS = [(layers, pooling) for layers in ((1, -1), (-1,)) for pooling in ("mean", "cls")]
-#: Whitened components have unit variance on the fit corpus, but STS sentences reach |x| = 16;
-#: float32 rounding is relative to the magnitudes involved, so the bound is 1e-5 relative to the
-#: largest entry (see test docstring of test_export_equals_pipeline for the measured floor).
+#: Small-model checks (a handful of sentences, few components): 1e-5 relative to the largest
+#: entry; the MiniLM checks use _bound (1e-5 plus sentvec's own float32 error, measured).
 RTOL_MAX = 1e-5
 
 
 class _Memo:
-    """Encoder wrapper: each (sentence list) encoded once, so the k = d and k = 128 pipelines of a
-    configuration run sentvec's Pipeline.encode on the same encoder output without a second
-    forward pass."""
+    """Encoder wrapper that keeps the vectors of the last sentence list, so the k = d and k = 128
+    pipelines of one configuration run sentvec's Pipeline.encode on one forward pass."""
 
     def __init__(self, encoder):
         self.encoder, self.cache = encoder, {}
@@ -74,12 +71,12 @@ def corpus_layers(minilm):
 
 @pytest.fixture(scope="module")
 def sentences():
-    """500 distinct STS sentences spread over the length range, and one over 256 tokens."""
+    """500 distinct STS sentences spread evenly over the length range (5 to 300+ characters)."""
     tasks = sentvec.load_sts(["STS12", "STSBenchmark", "SICKRelatedness"])
     pool = sorted(sentvec.unique_sentences(tasks), key=lambda s: (len(s), s))
     picks = [pool[i] for i in np.linspace(0, len(pool) - 1, 500).round().astype(int)]
     assert len(set(picks)) == 500 and len(picks[0]) < 15 and len(picks[-1]) > 200
-    return picks + [" ".join(picks[-40:])]
+    return picks
 
 
 def _whitening(corpus_layers, encoder, k):
@@ -96,62 +93,83 @@ def _st_encode(path, sentences, **kwargs):
 
 @pytest.fixture(scope="module")
 def exports(minilm, corpus_layers, sentences, tmp_path_factory):
-    """{(layers, pooling, k): (export dir, sentvec Pipeline.encode(S), ST encode(S))}."""
+    """{(layers, pooling): record} with, for k = d and k = 128: the export directory, sentvec's
+    ``Pipeline.encode(S)`` and its float64 oracle ``(x - mu) W`` on the same encoder vectors;
+    and ``SentenceTransformer(k=d DIR).encode(S)`` (ONE sentence-transformers forward per
+    configuration: its first 128 columns are what ``truncate_dim=128`` returns)."""
     root = tmp_path_factory.mktemp("exports")
     out = {}
     for layers, pooling in CONFIGS:
         enc = minilm.with_options(pooling=pooling, layers=layers)
         memo = _Memo(enc)
+        rec = {}
         for k in (None, 128):
             w = _whitening(corpus_layers, enc, k)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", TruncationWarning)
-                ref = sentvec.Pipeline(memo, w).encode(sentences)
+            ref = sentvec.Pipeline(memo, w).encode(sentences)
+            raw = memo.cache[tuple(sentences)].astype(np.float64)
+            exact = (raw - w.mean_) @ w.whitening_matrix_
             path = root / f"{pooling}-{'+'.join(map(str, layers))}-{k}"
             export_sentence_transformers(sentvec.Pipeline(enc, w), path,
                                          whitening_corpus="enwiki-2015 sample (2,000 lines)")
-            out[layers, pooling, k] = (path, ref, _st_encode(path, sentences))
+            rec[k] = (path, ref, exact)
+        rec["st"] = _st_encode(rec[None][0], sentences)
+        out[layers, pooling] = rec
     return out
 
 
+def _bound(ref, exact):
+    """1e-5 plus 3x the error sentvec's own float32 pipeline makes against float64 arithmetic
+    (the floor any float32 implementation of the same map faces)."""
+    return 1e-5 + 3 * float(np.abs(ref - exact).max())
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("k", [None, 128], ids=["k=d", "k=128"])
 @pytest.mark.parametrize("layers,pooling", CONFIGS, ids=lambda v: str(v))
-def test_export_equals_pipeline(exports, layers, pooling, k):
-    """Measured (2 cores): k=128 max |diff| 4e-6..1e-5 (entries up to 8), k=d 2e-5..8e-5
-    (entries up to 16). The floor is float32 itself: on the SAME encoder vectors sentvec's
-    float32 whitening differs from a float64 evaluation by 1.5e-5 for k=d, and the Dense form
-    x W + b by 1.9e-5, while the transformer outputs of two batchings differ by ~6e-7, which
-    whitening amplifies by up to 1/sqrt(smallest kept eigenvalue) ~ 56."""
-    path, ref, got = exports[layers, pooling, k]
-    assert got.shape == ref.shape and got.dtype == np.float32
-    if k is not None:
-        assert ref.shape[1] == 128
-    diff = float(np.abs(got - ref).max())
-    scale = float(np.abs(ref).max())
-    assert diff <= RTOL_MAX * scale, (diff, scale)
-    modules = json.loads((path / "modules.json").read_text())
+def test_export_equals_pipeline(exports, layers, pooling):
+    """SentenceTransformer(DIR).encode(S) vs Pipeline.encode(S), k = d and k = 128.
+
+    Measured (2 loaded cores): see the figures printed with ``-s``. 1e-5 absolute holds for
+    k = 128 (up to ~1e-5) but not for k = d, where entries reach 16 and the smallest kept
+    eigenvalues ~1e-4 amplify float32 rounding: on the SAME encoder vectors sentvec's own float32
+    whitening is 1.5e-5 from float64 arithmetic, the Dense form x W + b 1.9e-5, and two
+    batchings of the transformer differ by ~6e-7 before whitening multiplies that by up to
+    1/sqrt(smallest eigenvalue)."""
+    rec = exports[layers, pooling]
+    got_full = rec["st"]
+    for k in (None, 128):
+        path, ref, exact = rec[k]
+        got = got_full if k is None else got_full[:, :128]
+        assert got.shape == ref.shape and got.dtype == np.float32
+        diff = float(np.abs(got - ref).max())
+        print(f"\n{layers} {pooling} k={ref.shape[1]}: max|ST - sentvec| = {diff:.2e}, "
+              f"sentvec f32 vs f64 = {float(np.abs(ref - exact).max()):.2e}, "
+              f"max|x| = {float(np.abs(ref).max()):.1f}")
+        assert diff <= _bound(ref, exact), diff
+    assert rec[128][1].shape[1] == 128
+    modules = json.loads((rec[None][0] / "modules.json").read_text())
     types = [m["type"].rsplit(".", 1)[1] for m in modules]
     combined = layers != (-1,)
     assert types == ["Transformer"] + ["WeightedLayerPooling"] * combined + ["Pooling", "Dense"]
-    assert json.loads((path / "config.json").read_text()).get("output_hidden_states",
-                                                              False) is combined
+    cfg = json.loads((rec[None][0] / "config.json").read_text())
+    assert cfg.get("output_hidden_states", False) is combined
 
 
 @pytest.mark.slow
-def test_truncate_dim_equals_whitening_with_fewer_components(exports, minilm, corpus_layers,
-                                                             sentences):
+def test_k128_export_is_the_truncation_of_the_full_one(exports):
+    """Components sorted by variance with fixed signs: the k = 128 export's Dense rows are the
+    first 128 rows of the k = d export's, so truncate_dim=128 on the latter (the column slice
+    tested above) equals the k = 128 whitening."""
     from safetensors.numpy import load_file
 
-    layers, pooling = CONFIGS[0]
-    full, ref128 = exports[layers, pooling, None][0], exports[layers, pooling, 128][1]
-    dense_full = load_file(str(full / "3_Dense" / "model.safetensors"))
-    dense_128 = load_file(str(exports[layers, pooling, 128][0] / "3_Dense" / "model.safetensors"))
-    for key in ("linear.weight", "linear.bias"):  # the same rows: components sorted, signs fixed
-        np.testing.assert_array_equal(dense_full[key][:128], dense_128[key])
-    got = _st_encode(full, sentences, truncate_dim=128)
-    assert got.shape == ref128.shape
-    assert np.abs(got - ref128).max() <= RTOL_MAX * np.abs(ref128).max()
+    for (layers, _), rec in exports.items():
+        sub = "3_Dense" if layers != (-1,) else "2_Dense"
+        full = load_file(str(rec[None][0] / sub / "model.safetensors"))
+        part = load_file(str(rec[128][0] / sub / "model.safetensors"))
+        for key in ("linear.weight", "linear.bias"):
+            np.testing.assert_array_equal(full[key][:128], part[key])
+    rec = exports[CONFIGS[1]]
+    model = st.SentenceTransformer(str(rec[None][0]), device="cpu", truncate_dim=128)
+    assert model.get_sentence_embedding_dimension() == 128
 
 
 def _blocked_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -174,7 +192,7 @@ def _blocked_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_export_loads_without_sentvec(exports, sentences, tmp_path):
-    path, ref, _ = exports[(1, -1), "cls", 128]
+    path, ref, exact = exports[(1, -1), "cls"][128]
     out = tmp_path / "vectors.npy"
     code = (
         "import numpy as np\n"
@@ -186,8 +204,8 @@ def test_export_loads_without_sentvec(exports, sentences, tmp_path):
         "import sys; assert not any(n.startswith('sentvec') for n in sys.modules)\n")
     proc = _blocked_python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = np.load(out)
-    assert np.abs(got - ref[:64]).max() <= RTOL_MAX * np.abs(ref[:64]).max()
+    got = np.load(out)  # the k = 128 export itself, encoded without sentvec
+    assert np.abs(got - ref[:64]).max() <= _bound(ref[:64], exact[:64])
 
 
 def test_dense_parameters_equal_the_whitening_formula():
@@ -247,7 +265,7 @@ def test_serving_compatible_layout_and_refusals(tiny_minilm, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_refusals_and_replacement(tiny_minilm, tmp_path):
+def test_refusals_and_replacement(tiny_minilm, minilm_path, tmp_path):
     with pytest.raises(ExportError, match="averages the token vectors first"):
         export_sentence_transformers(tiny_minilm.with_options(pooling="max"), tmp_path / "a")
     with pytest.raises(ExportError, match="n \\+ 0.01"):
@@ -258,6 +276,12 @@ def test_refusals_and_replacement(tiny_minilm, tmp_path):
     with pytest.raises(ExportError, match="hashed into .* buckets") as info:
         export_sentence_transformers(sentvec.Pipeline(s2v), tmp_path / "a")
     assert "n-grams" in str(info.value) and "sentvec.integrations.mteb" in str(info.value)
+    import torch
+
+    half = sentvec.TransformerEncoder.from_pretrained(
+        minilm_path, num_hidden_layers=1, layers=(-1,), dtype=torch.float16, device="cpu")
+    with pytest.raises(ExportError, match="float32 model"):
+        export_sentence_transformers(half, tmp_path / "a")
     wrong = sentvec.Whitening(4).fit(np.random.default_rng(0).normal(size=(50, 10)))
     with pytest.raises(ValueError, match="10-dimensional"):
         export_sentence_transformers(tiny_minilm, tmp_path / "a", whitening=wrong)
@@ -276,9 +300,13 @@ def test_refusals_and_replacement(tiny_minilm, tmp_path):
     assert [m["path"] for m in modules] == ["", "1_WeightedLayerPooling", "2_Pooling"]
     lw = json.loads((out / "1_WeightedLayerPooling" / "config.json").read_text())
     assert lw == {"word_embedding_dimension": 384, "layer_start": 1, "num_hidden_layers": 2}
-    sents = ["A man is playing a guitar.", "Three dogs are running on the beach."]
+    from sentvec.encoders.transformer import TruncationWarning
+
+    long = " ".join(["the quick brown fox jumps over the lazy dog"] * 40)  # > 256 tokens
+    sents = ["A man is playing a guitar.", "Three dogs are running on the beach.", long]
     got = st.SentenceTransformer(str(out), device="cpu").encode(sents)
-    ref = tiny_minilm.encode(sents)
+    with pytest.warns(TruncationWarning):  # both truncate to max_seq_length = 256 tokens
+        ref = tiny_minilm.encode(sents)
     assert np.abs(got - ref).max() <= 1e-5  # no whitening: the absolute 1e-5 holds
 
 

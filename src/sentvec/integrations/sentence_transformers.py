@@ -153,6 +153,14 @@ def _check_mapping(encoder: Any, serving_compatible: bool) -> bool:
             f"mean_mode={encoder.mean_mode!r} divides the token sum by n + 0.01 (the "
             "WhiteningBERT code); sentence-transformers' Pooling divides by n. Export an encoder "
             "with mean_mode='exact' (encoder.with_options(mean_mode='exact'))")
+    import torch
+
+    dtype = next(encoder.model.parameters()).dtype
+    if dtype != torch.float32:
+        raise ExportError(
+            f"the model runs in {dtype}; sentvec pools and whitens in float32 on top of it, "
+            "while sentence-transformers would run every module in the model's dtype; export "
+            "a float32 model (load it without dtype=...) and choose the dtype when serving")
     idx = tuple(encoder.layer_indices)
     needs_layers = idx != (encoder.num_layers,)
     if needs_layers and len(idx) > 1 and encoder.pooling == "max":
@@ -376,7 +384,8 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
     Raises
     ------
     ExportError (a ValueError)
-        A Sent2Vec model (hashed n-grams have no sentence-transformers module); mean pooling
+        A Sent2Vec model (hashed n-grams have no sentence-transformers module); a model whose
+        weights are not float32; mean pooling
         with ``mean_mode="paper"``; max pooling over several layers; with
         ``serving_compatible``, any layer other than the last alone or max pooling.
     TypeError
