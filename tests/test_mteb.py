@@ -73,7 +73,8 @@ def whitened_pipeline(tiny_minilm):
     from sentvec._data import data_dir
 
     path = data_dir() / "corpus" / "enwiki-2015-sentences-sample10k.txt"
-    corpus = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()][:300]
+    lines = path.read_text(encoding="utf-8").splitlines()
+    corpus = [ln.strip() for ln in lines if ln.strip()][:300]
     w = sentvec.Whitening(64).fit(tiny_minilm.encode(corpus))
     return sentvec.Pipeline(tiny_minilm, w)
 
@@ -98,8 +99,10 @@ def test_mteb_evaluate_matches_evaluate_sts(whitened_pipeline):
     # MTEB's cosine is sklearn's paired_cosine_distances on float32 vectors, sentvec's is
     # float64: the rounding differs by ~1e-7, far below the gap between neighbouring cosines,
     # so the ranks (and Spearman) agree to ~1e-9 x 100
+    print(f"\nMTEB main_score x 100 = {100 * main:.10f}, evaluate_sts(all) = "
+          f"{ours.task_scores['STSBenchmark']:.10f}")
     assert abs(100 * main - ours.task_scores["STSBenchmark"]) <= 1e-6 * 100
-    assert 50 < ours.task_scores["STSBenchmark"] < 95
+    assert 40 < ours.task_scores["STSBenchmark"] < 95  # measured 50.62: a real model
 
 
 def test_encode_1x_signature_and_dataloader(tiny_minilm):

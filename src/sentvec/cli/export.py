@@ -20,7 +20,6 @@ from typing import Any
 
 from sentvec.cli._args import (
     MODEL_HELP,
-    check_output_path,
     layer_list,
     plain_text,
     positive_int,
@@ -61,7 +60,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--data", default=None, metavar="DIR",
                    help="STS data root for --sts (default: $SENTVEC_DATA or the packaged copy)")
     p.add_argument("--batch-size", type=positive_int, default=32)
-    p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+    p.add_argument("--device", default=None,
+                   help="torch device (default: cuda if available, else cpu)")
     p.set_defaults(func=run)
 
 
@@ -83,9 +83,10 @@ def _whitening(args: argparse.Namespace, encoder: Any) -> tuple[Any, str | None]
                                 "Whitening or pipeline directory")
     from sentvec import Whitening
     from sentvec.cli.eval_sts import _read_corpus
-    from sentvec.encoders.base import check_n_components
 
-    check_n_components(encoder, args.n_components, name="--n-components")
+    if args.n_components is not None and args.n_components > encoder.hidden_size:
+        raise ValueError(f"--n-components {args.n_components} is invalid; the encoder's vectors "
+                         f"have {encoder.hidden_size} dimensions")
     corpus, _ = _read_corpus(path)
     X = encoder.encode(corpus, batch_size=args.batch_size)
     return Whitening(args.n_components).fit(X), f"{path.name} ({len(corpus)} lines)"
@@ -98,7 +99,6 @@ def run(args: argparse.Namespace) -> int:
     from sentvec._io import check_replaceable_directory
     from sentvec.integrations.sentence_transformers import EXPORT_FORMAT, EXPORT_MARKER
 
-    check_output_path(args.output, what="--output", kind="whole-dir")
     check_replaceable_directory(args.output, marker=EXPORT_MARKER, marker_format=EXPORT_FORMAT,
                                 kind="a sentvec sentence-transformers export")
     overrides = {"pooling": args.pooling, "layers": args.layers, "device": args.device}

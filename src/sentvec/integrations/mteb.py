@@ -179,9 +179,9 @@ class MTEBEncoder:
                     f"list (text tasks only); got an item of type {type(item).__name__}")
         return out
 
-    def encode(self, inputs: Iterable[Any], *, task_metadata: Any = None, hf_split: str | None = None,
-               hf_subset: str | None = None, prompt_type: Any = None, task_name: str | None = None,
-               **kwargs: Any) -> np.ndarray:
+    def encode(self, inputs: Iterable[Any], *, task_metadata: Any = None,
+               hf_split: str | None = None, hf_subset: str | None = None, prompt_type: Any = None,
+               task_name: str | None = None, **kwargs: Any) -> np.ndarray:
         """Encode MTEB inputs; both the 2.x and the 1.x call signatures.
 
         Parameters

@@ -1,8 +1,11 @@
 """Export a sentvec transformer pipeline as a sentence-transformers model directory.
 
-The directory is written by sentvec itself (no sentence-transformers needed to export) in the
-layout every sentence-transformers release since 2.0 reads, so that plain
-``SentenceTransformer(DIR)`` loads it without sentvec installed:
+The directory is written by sentvec itself (no sentence-transformers needed to export), so that
+plain ``SentenceTransformer(DIR)`` loads it without sentvec installed. Module type strings and
+config keys are those of release 2.0, which later releases map to their own; module weights are
+safetensors files, read by releases 3.0 and later (tried: 3.0.1 and 6.2.0, identical vectors;
+2.2.2, 2.3.1 and 2.7.0 read only pickled ``pytorch_model.bin`` files, which are not written, and
+fail on the Dense and WeightedLayerPooling modules). Modules:
 
 ``0`` Transformer (the Hugging Face model and tokenizer in the root, ``sentence_bert_config.json``;
 ``output_hidden_states`` set in ``config.json`` when layers are combined)
@@ -12,8 +15,8 @@ average) -> ``Pooling`` (cls / mean / max; mean over every real token, [CLS] and
 as sentvec pools) -> ``Dense`` carrying the whitening (identity activation, see below) -> no
 ``Normalize``.
 
-The whitening ``x_hat = (x - mu) W_k`` (WhiteningBERT Eq. 1, ``W_k = U_k D_k^{-1/2}``) is the affine
-map ``x_hat = x W_k + b`` with ``b = -mu W_k``; a Dense layer computes ``x A^T + b``, so its
+The whitening ``x_hat = (x - mu) W_k`` (WhiteningBERT Eq. 1, ``W_k = U_k D_k^{-1/2}``) is the
+affine map ``x_hat = x W_k + b`` with ``b = -mu W_k``; a Dense layer computes ``x A^T + b``, so its
 weight is ``A = W_k^T`` (shape (k, d)) and its bias ``b`` (shape (k,)). The components are
 stored largest variance first, so ``SentenceTransformer(DIR, truncate_dim=k')`` gives exactly
 the whitening with ``k'`` components fitted on the same data (the first ``k'`` columns of ``W``;
@@ -405,7 +408,8 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
     their own. sentvec averages the pooled vectors of the chosen layers; for mean and cls
     pooling that equals pooling the average token vectors, which is what WeightedLayerPooling
     (weights 1 on the chosen hidden states, 0 elsewhere, divided by their sum) then Pooling
-    compute. The result agrees with ``model.encode`` up to float32 rounding (about 1e-6).
+    compute. The result agrees with ``model.encode`` up to float32 rounding: about 1e-6 before
+    whitening; whitening multiplies rounding by up to 1/sqrt(smallest kept eigenvalue).
     """
     from sentvec._io import atomic_directory
 
@@ -468,7 +472,8 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
         if whitening is not None:
             weight, bias = dense_whitening_parameters(whitening)
             sub = tmp / modules[-1]["path"]
-            _write_json(sub / "config.json", {"in_features": d, "out_features": int(weight.shape[0]),
+            _write_json(sub / "config.json", {"in_features": d,
+                                              "out_features": int(weight.shape[0]),
                                               "bias": True, "activation_function": _IDENTITY})
             _save_safetensors(sub / "model.safetensors",
                               {"linear.weight": weight, "linear.bias": bias})
