@@ -40,6 +40,9 @@ _LAZY: dict[str, str] = {
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
     "encode_file_distributed": "sentvec.cluster",
+    # integrations (optional extras; imported only on access)
+    "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
+    "MTEBEncoder": "sentvec.integrations.mteb",
 }
 
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)

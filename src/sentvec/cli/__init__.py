@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "search",
     "encode",
     "convert",
+    "export",
 )
 
 
