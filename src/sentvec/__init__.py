@@ -65,3 +65,5 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.search import SemanticSearch  # noqa: F401
     from sentvec.encode_files import encode_file  # noqa: F401
     from sentvec.cluster import encode_file_distributed  # noqa: F401
+    from sentvec.integrations.sentence_transformers import export_sentence_transformers  # noqa: F401
+    from sentvec.integrations.mteb import MTEBEncoder  # noqa: F401

@@ -107,6 +107,17 @@ def plain_text(doc: str) -> str:
     return doc.replace("``", "")
 
 
+def read_corpus_file(path: Path) -> tuple[list[str], int]:
+    """Non-empty lines of a UTF-8 text file, and the number of blank lines skipped."""
+    from sentvec._io import read_text_lines
+
+    lines = read_text_lines(path, what="--whiten corpus")
+    kept = [ln.strip() for ln in lines if ln.strip()]
+    if len(kept) < 2:
+        raise ValueError(f"--whiten {str(path)!r}: needs at least 2 non-empty lines, found {len(kept)}")
+    return kept, len(lines) - len(kept)
+
+
 # ------------------------------------------------------------ evaluation commands
 def str_list(text: str) -> list[str]:
     """Comma-separated non-empty items."""

@@ -27,6 +27,7 @@ from sentvec.cli._args import (
     layer_list,
     plain_text,
     positive_int,
+    read_corpus_file,
     sts_task_list,
     sts_tasks_for,
 )
@@ -89,17 +90,6 @@ def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
     if args.device is not None:
         overrides["device"] = args.device
     return load_encoder(args.model, **overrides)
-
-
-def _read_corpus(path: Path) -> tuple[list[str], int]:
-    """Non-empty lines of a UTF-8 text file, and the number of blank lines skipped."""
-    from sentvec._io import read_text_lines
-
-    lines = read_text_lines(path, what="--whiten corpus")
-    kept = [ln.strip() for ln in lines if ln.strip()]
-    if len(kept) < 2:
-        raise ValueError(f"--whiten {str(path)!r}: needs at least 2 non-empty lines, found {len(kept)}")
-    return kept, len(lines) - len(kept)
 
 
 def _header(encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, aggregation: str) -> list[str]:
@@ -204,7 +194,7 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         # a saved Whitening, or a saved pipeline's whitening (as `encode --whitening` takes)
         return load_whitening(path), {"whitening_source": f"saved Whitening {str(path)!r}"}
     if path.is_file():
-        corpus, blank = _read_corpus(path)
+        corpus, blank = read_corpus_file(path)
         return corpus, {"whitening_source": f"corpus file {str(path)!r}",
                         "whitening_corpus_lines": len(corpus), "whitening_corpus_blank_lines_skipped": blank}
     raise FileNotFoundError(

@@ -23,6 +23,7 @@ from sentvec.cli._args import (
     layer_list,
     plain_text,
     positive_int,
+    read_corpus_file,
     sts_task_list,
 )
 
@@ -82,12 +83,11 @@ def _whitening(args: argparse.Namespace, encoder: Any) -> tuple[Any, str | None]
         raise FileNotFoundError(f"--whiten {args.whiten!r} is neither a text file nor a saved "
                                 "Whitening or pipeline directory")
     from sentvec import Whitening
-    from sentvec.cli.eval_sts import _read_corpus
 
     if args.n_components is not None and args.n_components > encoder.hidden_size:
         raise ValueError(f"--n-components {args.n_components} is invalid; the encoder's vectors "
                          f"have {encoder.hidden_size} dimensions")
-    corpus, _ = _read_corpus(path)
+    corpus, _ = read_corpus_file(path)
     X = encoder.encode(corpus, batch_size=args.batch_size)
     return Whitening(args.n_components).fit(X), f"{path.name} ({len(corpus)} lines)"
 

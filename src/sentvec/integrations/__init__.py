@@ -7,8 +7,7 @@ where it uses it (``pip install "sentvec[st]"`` to load exports in sentence-tran
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from sentvec._lazy import attach
 
 _LAZY: dict[str, str] = {
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
@@ -19,17 +18,4 @@ _LAZY: dict[str, str] = {
     "mteb_model_meta": "sentvec.integrations.mteb",
 }
 
-__all__ = sorted(_LAZY)
-
-
-def __getattr__(name: str) -> Any:
-    module_name = _LAZY.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'sentvec.integrations' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__all__, __getattr__, __dir__ = attach(__name__, _LAZY)
