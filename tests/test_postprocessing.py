@@ -211,3 +211,27 @@ def test_sif_from_transformer_counts_tokens(tiny_minilm, tmp_path):
 
     np.testing.assert_array_equal(load_sif_encoder(tmp_path / "sif").encode(["the dog"]),
                                   enc.encode(["the dog"]))
+
+
+def test_eval_sts_whiten_accepts_a_saved_abtt_directory(model, tmp_path, capsys):
+    import json
+
+    from sentvec.cli import main
+    from sentvec.evaluation import load_sts, score_sts, unique_sentences
+
+    tasks = load_sts(["STSBenchmark"], variant="senteval")
+    sents = unique_sentences(tasks)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        E = model.encode(sents)
+        abtt = AllButTheTop(2).fit(E[:500])
+        want = score_sts(tasks, sents, E, whitening=abtt)
+    abtt.save(tmp_path / "abtt")
+    out = tmp_path / "r.json"
+    assert main(["eval-sts", "--model", str(REF / "tiny-unigram.bin"), "--tasks", "STSB",
+                 "--whiten", str(tmp_path / "abtt"), "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert res["task_scores"]["STSBenchmark"] == pytest.approx(want.task_scores["STSBenchmark"],
+                                                               abs=1e-9)
+    assert res["metadata"]["postprocessing"]["method"] == "AllButTheTop"
+    assert "AllButTheTop" in capsys.readouterr().out + res["metadata"]["whitening_source"]
