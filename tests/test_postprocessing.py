@@ -148,6 +148,7 @@ def test_postprocessors_save_load_and_pipeline(model, tmp_path):
         assert type(back) is type(est)
         np.testing.assert_array_equal(back.transform(E), est.transform(E))
         p = Pipeline(model, est)
+        assert p.encode([]).shape == (0, 12)  # both keep all d dimensions
         p.save(tmp_path / f"pipe-{type(est).__name__}")
         cfg = (tmp_path / f"pipe-{type(est).__name__}" / "pipeline.json").read_text()
         assert est.postprocessor_type in cfg

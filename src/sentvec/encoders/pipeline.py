@@ -203,6 +203,9 @@ class Pipeline:
         return X[0] if single else X
 
     def _out_dim(self, d: int) -> int:
+        names = getattr(self.whitening, "get_feature_names_out", None)
+        if callable(names):  # scikit-learn's output width (d for all-but-the-top)
+            return len(names())
         return int(getattr(self.whitening, "n_components_", d))
 
     def save(self, path: str | os.PathLike[str]) -> None:
