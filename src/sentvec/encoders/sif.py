@@ -35,7 +35,8 @@ from sentvec._validation import check_choice, check_float_range, check_positive_
     check_sentences
 
 __all__ = ["SIFEncoder", "USIFEncoder", "COMMON_COMPONENT_MODES", "count_tokens",
-           "usif_parameter", "load_sif_encoder", "SIF_DEFAULT_A", "USIF_DEFAULT_N", "USIF_DEFAULT_M"]
+           "usif_parameter", "load_sif_encoder", "SIF_DEFAULT_A", "USIF_DEFAULT_N",
+           "USIF_DEFAULT_M"]
 
 #: ``common_component`` options: fitted by ``fit`` on a corpus, per STS task, or not removed.
 COMMON_COMPONENT_MODES = ("fit", "year", "none")
