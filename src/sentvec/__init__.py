@@ -22,6 +22,10 @@ _LAZY: dict[str, str] = {
     "load_whitening": "sentvec.encoders.pipeline",
     "Whitening": "sentvec.whitening.estimator",
     "WhiteningStatistics": "sentvec.whitening.statistics",
+    "AllButTheTop": "sentvec.whitening.component_removal",
+    "CommonComponentRemoval": "sentvec.whitening.component_removal",
+    "SIFEncoder": "sentvec.encoders.sif",
+    "USIFEncoder": "sentvec.encoders.sif",
     "load_sts": "sentvec.evaluation.sts_data",
     "STSTask": "sentvec.evaluation.sts_data",
     "unique_sentences": "sentvec.evaluation.sts_data",
@@ -55,6 +59,8 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.encoders.pipeline import Pipeline, load_whitening  # noqa: F401
     from sentvec.whitening.estimator import Whitening  # noqa: F401
     from sentvec.whitening.statistics import WhiteningStatistics  # noqa: F401
+    from sentvec.whitening.component_removal import AllButTheTop, CommonComponentRemoval  # noqa: F401
+    from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
     from sentvec.evaluation.sts_data import load_sts, STSTask, unique_sentences  # noqa: F401
     from sentvec.evaluation.sts import evaluate_sts, score_sts, STSScorer  # noqa: F401
     from sentvec.evaluation.results import STSResult, results_table_markdown  # noqa: F401

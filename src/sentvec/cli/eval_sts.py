@@ -192,7 +192,8 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         if args.n_components is not None:
             raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
         # a saved Whitening, or a saved pipeline's whitening (as `encode --whitening` takes)
-        return load_whitening(path), {"whitening_source": f"saved Whitening {str(path)!r}"}
+        fitted = load_whitening(path)
+        return fitted, {"whitening_source": f"saved {type(fitted).__name__} {str(path)!r}"}
     if path.is_file():
         corpus, blank = read_corpus_file(path)
         return corpus, {"whitening_source": f"corpus file {str(path)!r}",

@@ -1,7 +1,8 @@
 """``sentvec report``: one Markdown report of Table 1-style rows for every available encoder.
 
 CLS / AVG x last / L1 / L1+last, each without and with whitening, under the three STS
-aggregations (:mod:`sentvec.evaluation.table1` defines the rows and renders the page).
+aggregations (:mod:`sentvec.evaluation.table1` defines the rows and renders the page). With
+``--post-processing``: the table of none / whitening / whitening-k / ABTT / SIF / uSIF.
 """
 
 from __future__ import annotations
@@ -24,7 +25,40 @@ from sentvec.cli._args import (
 )
 
 
-def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tuple[Any, dict]:
+def _post_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    return {"whitening_k": args.whitening_k, "abtt_components": args.abtt_components}
+
+
+def _transformer_post(name: str, encoder: Any, vecs: Any, tasks: Any, sentences: Any,
+                      args: argparse.Namespace, post: list, notes: list) -> None:
+    """Post-processing rows of AVG L1+Llast and AVG Llast, and SIF / uSIF on the input token
+    embeddings with token counts of ``--token-corpus``."""
+    from sentvec.encoders.sif import SIFEncoder, USIFEncoder
+    from sentvec.evaluation import postprocessing_rows, sif_rows
+    from sentvec.evaluation.layer_results import layer_label
+    from sentvec.evaluation.layers import combine_layers, normalize_combination
+
+    label = display_name(name)
+    P = vecs["mean"]
+    for layers in ((1, -1), (-1,)):
+        idx = normalize_combination(layers, P.shape[1])
+        post += postprocessing_rows(label, f"AVG {layer_label(idx)}", combine_layers(P, idx),
+                                    tasks, sentences, **_post_kwargs(args))
+    if args.token_corpus is None:
+        notes.append(f"{label}: SIF / uSIF skipped (no --token-corpus for the token counts).")
+        return
+    t0 = time.perf_counter()
+    sif = SIFEncoder.from_transformer(encoder, args.token_corpus, common_component="year",
+                                      max_lines=args.token_corpus_lines)
+    usif = USIFEncoder(sif.vectors, sif.counts, tokenizer=sif.tokenizer, source=sif.source,
+                       common_component="year")
+    notes.append(f"{label} SIF / uSIF: {sif.source}; counting took "
+                 f"{time.perf_counter() - t0:.1f} s.")
+    post += sif_rows(label, "input token embeddings", (sif, usif), tasks, sentences)
+
+
+def _report_transformer(name: str, args: argparse.Namespace, cache: Any,
+                        post: list, notes: list) -> tuple[Any, dict]:
     from sentvec.cache import pooled_layer_vectors
     from sentvec.evaluation import table1_rows, unique_sentences
 
@@ -37,13 +71,16 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any) -> tupl
                                            show_progress_bar=progress(args))
     t0 = time.perf_counter()
     rows = table1_rows(display_name(name), vecs, tasks, sentences)
+    if args.post_processing:
+        _transformer_post(name, encoder, vecs, tasks, sentences, args, post, notes)
     info = {"model": display_name(name), "description": encoder.config_dict(), "n_sentences": len(sentences),
             "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": hit,
             "scoring_s": time.perf_counter() - t0}
     return rows, info
 
 
-def _report_sent2vec(encoder: Any, path: str, args: argparse.Namespace) -> tuple[Any, dict]:
+def _report_sent2vec(encoder: Any, path: str, args: argparse.Namespace,
+                     post: list, notes: list) -> tuple[Any, dict]:
     from sentvec.evaluation import sent2vec_rows, unique_sentences
 
     tasks = sts_tasks_for(args, encoder)
@@ -53,6 +90,18 @@ def _report_sent2vec(encoder: Any, path: str, args: argparse.Namespace) -> tuple
     secs = time.perf_counter() - t0
     label = f"Sent2Vec ({Path(path).name})"
     rows = sent2vec_rows(label, emb, tasks, sentences)
+    if args.post_processing:
+        from sentvec.encoders.sif import SIFEncoder, USIFEncoder
+        from sentvec.evaluation import postprocessing_rows, sif_rows
+
+        post += postprocessing_rows(label, "sentence vectors", emb, tasks, sentences,
+                                    **_post_kwargs(args))
+        if hasattr(encoder, "dictionary"):
+            encs = [cls.from_sent2vec(encoder, common_component="year")
+                    for cls in (SIFEncoder, USIFEncoder)]
+            post += sif_rows(label, "unigram word vectors", encs, tasks, sentences)
+            notes.append(f"{label} SIF / uSIF: the model's unigram input rows and dictionary "
+                         f"counts ({encs[0].vocab_size} words).")
     desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
     return rows, {"model": label, "description": desc, "n_sentences": len(sentences),
                   "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": False,
@@ -76,9 +125,11 @@ def run_report(args: argparse.Namespace) -> int:
     rows: list[Any] = []
     infos: list[dict] = []
     skipped: list[tuple[str, str]] = []
+    post: list[Any] = []
+    notes: list[str] = []
     for name in args.models:
         try:
-            r, info = _report_transformer(name, args, cache)
+            r, info = _report_transformer(name, args, cache, post, notes)
         except (FileNotFoundError, OSError, ImportError) as exc:
             skipped.append((name, str(exc)))
             print(f"skipped {name}: {exc}", file=sys.stderr)
@@ -86,7 +137,7 @@ def run_report(args: argparse.Namespace) -> int:
         rows += r
         infos.append(info)
     if sent2vec is not None:
-        r, info = _report_sent2vec(sent2vec, args.sent2vec, args)
+        r, info = _report_sent2vec(sent2vec, args.sent2vec, args, post, notes)
         rows += r
         infos.append(info)
     if not rows:
@@ -97,7 +148,14 @@ def run_report(args: argparse.Namespace) -> int:
         command += f" --sent2vec {args.sent2vec}"
     if args.tasks:
         command += f" --tasks {','.join(args.tasks)}"
-    text = render_report(rows, infos, skipped, command=command)
+    if args.post_processing:
+        command += " --post-processing"
+        if args.token_corpus:
+            command += f" --token-corpus {args.token_corpus}"
+        if args.token_corpus_lines:
+            command += f" --token-corpus-lines {args.token_corpus_lines}"
+    text = render_report(rows, infos, skipped, command=command, postprocessing=post,
+                         postprocessing_notes=notes)
     atomic_write_text(args.out, text)
     print(f"wrote {args.out} ({len(rows)} rows, {len(skipped)} skipped)")
     return 0
@@ -114,5 +172,17 @@ def register(subparsers: Any) -> None:
                    help="comma-separated transformer models (default minilm,mpnet)")
     r.add_argument("--sent2vec", default=None, help="a Sent2Vec model (.bin or directory)")
     r.add_argument("--out", default="docs/REPRODUCTION.md")
+    r.add_argument("--post-processing", action="store_true",
+                   help="add the post-processing table: none / whitening / whitening-k / ABTT "
+                        "/ SIF / uSIF, each fitted per STS year")
+    r.add_argument("--token-corpus", default=None,
+                   help="text file (.xz/.gz ok) whose token counts give the transformers' SIF / "
+                        "uSIF word probabilities")
+    r.add_argument("--token-corpus-lines", type=int, default=None,
+                   help="count only the first N lines of --token-corpus")
+    r.add_argument("--whitening-k", type=int, default=None,
+                   help="k of the whitening-k rows (default d // 3)")
+    r.add_argument("--abtt-components", type=int, default=None,
+                   help="D of the ABTT rows (default max(1, round(d / 100)))")
     add_evaluation_options(r)
     r.set_defaults(func=run_report)

@@ -4,7 +4,9 @@
 * ``transformer`` / ``pooling`` / ``models``: WhiteningBERT's encoder over a Hugging Face model,
   its token pooling and layer averaging, and the model aliases (local weights only);
 * ``loading``: :func:`load_encoder`, the one place a ``--model`` argument becomes an encoder;
-* ``pipeline``: :class:`Pipeline` (encoder + whitening) and :func:`load_whitening`.
+* ``pipeline``: :class:`Pipeline` (encoder + whitening) and :func:`load_whitening`;
+* ``sif``: :class:`SIFEncoder` and :class:`USIFEncoder`, frequency-weighted averages of word
+  vectors (Sent2Vec unigram rows or a transformer's input token embeddings).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ _LAZY: dict[str, str] = {
     "PIPELINE_VERSION": "sentvec.encoders.pipeline",
     "ENCODER_LOADERS": "sentvec.encoders.pipeline",
     "TransformerEncoder": "sentvec.encoders.transformer",
+    "SIFEncoder": "sentvec.encoders.sif",
+    "USIFEncoder": "sentvec.encoders.sif",
     "TruncationWarning": "sentvec.encoders.transformer",
     "DEFAULT_POOLING": "sentvec.encoders.transformer",
     "DEFAULT_LAYERS": "sentvec.encoders.transformer",
@@ -57,3 +61,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentvec.encoders.transformer import TransformerEncoder, TruncationWarning, DEFAULT_POOLING, DEFAULT_LAYERS, DEFAULT_BATCH_SIZE  # noqa: F401
     from sentvec.encoders.pooling import POOLING_MODES, MEAN_MODES, PAPER_MEAN_EPSILON, mean_pool, max_pool, cls_pool, pool, normalize_layers, average_layers, pool_layers, pool_all_layers  # noqa: F401
     from sentvec.encoders.models import MODEL_ALIASES, resolve_model  # noqa: F401
+    from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401

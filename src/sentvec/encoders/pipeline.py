@@ -1,4 +1,5 @@
-"""Whole pipelines: an encoder followed by an optional fitted whitening, saved as one directory.
+"""Whole pipelines: an encoder followed by an optional fitted post-processor (whitening,
+all-but-the-top, common-component removal), saved as one directory.
 
 :class:`Pipeline` saves each component through its own ``save()`` and names it by its
 ``encoder_type`` (``pipeline.json``), and loads it back through the loader of that type, so a
@@ -39,8 +40,15 @@ def _load_sent2vec(path: Path) -> Encoder:
     return Sent2Vec.load(path)
 
 
+def _load_sif(path: Path) -> Encoder:
+    from sentvec.encoders.sif import load_sif_encoder
+
+    return load_sif_encoder(path)
+
+
 #: ``encoder_type`` of a saved component -> its loader (a directory written by its ``save()``).
-ENCODER_LOADERS = {"transformer": _load_transformer, "sent2vec": _load_sent2vec}
+ENCODER_LOADERS = {"transformer": _load_transformer, "sent2vec": _load_sent2vec,
+                   "sif": _load_sif, "usif": _load_sif}
 
 
 def _component_dir(root: Path, name: Any, cfg_path: Path) -> Path:
@@ -53,13 +61,15 @@ def _component_dir(root: Path, name: Any, cfg_path: Path) -> Path:
 
 
 def load_whitening(whitening: Any) -> Any:
-    """A fitted Whitening from itself, a saved Whitening directory or a saved pipeline's.
+    """A fitted post-processor from itself, a saved post-processor directory or a pipeline's.
 
     Parameters
     ----------
     whitening : fitted Whitening (anything with ``transform``), path-like, or None
-        A directory written by :meth:`sentvec.Whitening.save`, or by :meth:`Pipeline.save`
-        (its whitening is used).
+        A directory written by :meth:`sentvec.Whitening.save`,
+        :meth:`sentvec.AllButTheTop.save` or ``CommonComponentRemoval.save`` (see
+        :func:`sentvec.whitening.load_postprocessor`), or by :meth:`Pipeline.save` (its
+        post-processor is used).
 
     Returns
     -------
@@ -68,7 +78,7 @@ def load_whitening(whitening: Any) -> Any:
     Raises
     ------
     FileNotFoundError
-        The directory holds neither ``whitening.json`` nor ``pipeline.json``.
+        The directory holds no saved post-processor and no ``pipeline.json``.
     ValueError
         A pipeline without whitening, or corrupt files.
     TypeError
@@ -77,20 +87,21 @@ def load_whitening(whitening: Any) -> Any:
     if whitening is None or hasattr(whitening, "transform"):
         return whitening
     if isinstance(whitening, (str, os.PathLike)):
-        from sentvec.whitening import Whitening
+        from sentvec.whitening import load_postprocessor
 
         if (Path(whitening) / PIPELINE_FILE).is_file():  # a saved pipeline: use its whitening
             w = Pipeline.load(whitening).whitening
             if w is None:
                 raise ValueError(f"the pipeline at {str(whitening)!r} has no whitening")
             return w
-        return Whitening.load(whitening)
+        return load_postprocessor(whitening)
     raise TypeError(f"whitening must be a fitted Whitening, a path to a saved Whitening or "
                     f"pipeline, or None; got {type(whitening).__name__}")
 
 
 class Pipeline:
-    """An encoder followed by an optional fitted :class:`sentvec.Whitening`.
+    """An encoder followed by an optional fitted post-processor (:class:`sentvec.Whitening`,
+    :class:`sentvec.AllButTheTop`, ``CommonComponentRemoval``).
 
     ``encode`` returns ``whitening.transform(encoder.encode(sentences))``, then optionally
     L2-normalises. A row the encoder returns as exactly zero (an empty or out-of-vocabulary-only
@@ -106,8 +117,11 @@ class Pipeline:
         Anything with ``encode`` works in memory; saving needs an encoder with ``save(path)``
         and an ``encoder_type`` listed in :data:`ENCODER_LOADERS` (``TransformerEncoder``,
         ``Sent2Vec``).
-    whitening : sentvec.Whitening, optional
-        A fitted whitening transform whose ``n_features_in_`` equals the encoder's dimension.
+    whitening : fitted post-processor, optional
+        A fitted transform (Whitening, AllButTheTop, CommonComponentRemoval, or anything with
+        ``transform`` in memory) whose ``n_features_in_`` equals the encoder's dimension. Its
+        type is recorded in ``pipeline.json`` (``whitening.type``, see
+        :data:`sentvec.whitening.POSTPROCESSOR_TYPES`).
 
     Raises
     ------
@@ -144,6 +158,7 @@ class Pipeline:
             info["pipeline"] = self.path
         if self.whitening is not None:
             info["pipeline_whitening"] = {
+                "type": type(self.whitening).__name__,
                 "n_components": int(self.whitening.n_components_),
                 "n_features_in": getattr(self.whitening, "n_features_in_", None),
                 "n_samples_seen": int(getattr(self.whitening, "n_samples_seen_", 0) or 0),
@@ -188,6 +203,9 @@ class Pipeline:
         return X[0] if single else X
 
     def _out_dim(self, d: int) -> int:
+        names = getattr(self.whitening, "get_feature_names_out", None)
+        if callable(names):  # scikit-learn's output width (d for all-but-the-top)
+            return len(names())
         return int(getattr(self.whitening, "n_components_", d))
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -205,19 +223,24 @@ class Pipeline:
             If ``path`` cannot be replaced by a rename (the working directory or one of its
             parents, a filesystem root, a mount point); nothing is written.
         TypeError
-            If the encoder has no ``save`` method or no known ``encoder_type``.
+            If the encoder has no ``save`` method or no known ``encoder_type``, or the
+            post-processor is not one of :data:`sentvec.whitening.POSTPROCESSOR_TYPES`.
         """
         from sentvec._io import atomic_directory, atomic_write_json
 
         with atomic_directory(path, marker=PIPELINE_FILE, kind="a sentvec pipeline") as tmp:
             enc_type = self._save_encoder(tmp / "encoder")
+            wcfg = None
             if self.whitening is not None:
+                from sentvec.whitening import postprocessor_type_of
+
+                wcfg = {"path": "whitening", "type": postprocessor_type_of(self.whitening)}
                 self.whitening.save(tmp / "whitening")
             atomic_write_json(tmp / PIPELINE_FILE, {
                 "format": PIPELINE_FORMAT,
                 "version": PIPELINE_VERSION,
                 "encoder": {"type": enc_type, "path": "encoder"},
-                "whitening": None if self.whitening is None else {"path": "whitening"},
+                "whitening": wcfg,
             })
 
     def _save_encoder(self, directory: Path) -> str:
@@ -226,7 +249,7 @@ class Pipeline:
             raise TypeError(
                 f"cannot save an encoder of type {type(self.encoder).__name__}; a saved pipeline "
                 f"needs an encoder with save(path) and an encoder_type in "
-                f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec)")
+                f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec, SIFEncoder, USIFEncoder)")
         self.encoder.save(directory)
         return str(enc_type)
 
@@ -266,14 +289,16 @@ class Pipeline:
         encoder = loader(enc_dir)
         whitening = None
         if cfg.get("whitening"):
-            from sentvec.whitening import Whitening
+            from sentvec.whitening import load_postprocessor
 
             wcfg = cfg["whitening"]
             if not isinstance(wcfg, dict):
                 raise ValueError(f"{str(cfg_path)!r}: 'whitening' must be an object or null, "
                                  f"got {wcfg!r:.60}")
-            whitening = Whitening.load(_component_dir(root, wcfg.get("path", "whitening"),
-                                                      cfg_path))
+            # pipelines written before the type field hold a Whitening
+            whitening = load_postprocessor(
+                _component_dir(root, wcfg.get("path", "whitening"), cfg_path),
+                wcfg.get("type", "whitening"))
         pipeline = cls(encoder, whitening)
         pipeline.path = str(root)
         return pipeline

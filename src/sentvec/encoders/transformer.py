@@ -355,6 +355,18 @@ class TransformerEncoder:
         """Dimension d of the sentence vectors (the model's hidden size)."""
         return self.hidden_size
 
+    def input_token_embeddings(self) -> np.ndarray:
+        """The model's input token embedding matrix (before position embeddings and LayerNorm).
+
+        Returns
+        -------
+        ndarray of shape (vocab_size, hidden_size), float32
+            Row ``i`` is the embedding of token id ``i`` (a copy). Used by
+            :meth:`sentvec.encoders.sif.SIFEncoder.from_transformer`.
+        """
+        weight = self.model.get_input_embeddings().weight
+        return np.array(weight.detach().to("cpu", dtype=torch.float32).numpy(), dtype=np.float32)
+
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description for result records."""
         return {

@@ -52,6 +52,11 @@ _LAZY: dict[str, str] = {
     "sent2vec_rows": "sentvec.evaluation.table1",
     "render_report": "sentvec.evaluation.table1",
     "describe_encoder_line": "sentvec.evaluation.table1",
+    "POSTPROCESSING_METHODS": "sentvec.evaluation.table1",
+    "PostprocessingRow": "sentvec.evaluation.table1",
+    "postprocessing_rows": "sentvec.evaluation.table1",
+    "sif_rows": "sentvec.evaluation.table1",
+    "postprocessing_markdown": "sentvec.evaluation.table1",
     "DEFAULT_EXHAUSTIVE_LIMIT": "sentvec.evaluation.layers",
     "DEFAULT_BEAM_WIDTH": "sentvec.evaluation.layers",
     "normalize_combination": "sentvec.evaluation.layers",
@@ -95,7 +100,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentvec.evaluation.sts_data import STS_TASKS, STS_SUBSETS, STS_SPLITS, TEXT_VARIANTS, GOLD_RANGE, STSSubset, STSTask, load_sts, unique_sentences, as_task_list  # noqa: F401
     from sentvec.evaluation.sts import WHITENING_MODES, score_sts, STSScorer, evaluate_sts, cosine_similarity_rows  # noqa: F401
     from sentvec.evaluation.results import AGGREGATIONS, Aggregation, TABLE_COLUMNS, JSONRecord, WhiteningInfo, STSResult, SubsetScores, correlations, rank_golds, aggregate_scores, results_table_markdown, results_table_text  # noqa: F401
-    from sentvec.evaluation.table1 import TABLE1_CONFIGS, Table1Row, table1_block, table1_rows, sent2vec_rows, render_report, describe_encoder_line  # noqa: F401
+    from sentvec.evaluation.table1 import TABLE1_CONFIGS, Table1Row, table1_block, table1_rows, sent2vec_rows, render_report, describe_encoder_line, POSTPROCESSING_METHODS, PostprocessingRow, postprocessing_rows, sif_rows, postprocessing_markdown  # noqa: F401
     from sentvec.evaluation.layers import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_BEAM_WIDTH, normalize_combination, combine_layers, CombinationScorer, evaluate_pairs, search_combinations, analyze_layers  # noqa: F401
     from sentvec.evaluation.layer_results import LAYER_WHITENING_MODES, SEARCH_METHODS, COMBINATION_NOTE, layer_label, rank_key, CombinationScore, SizeBest, LayerTimings, LayerAnalysis  # noqa: F401
     from sentvec.evaluation.sweep import CORPUS_PREPROCESSING, prepare_corpus, SweepPoint, WhiteningSweep, whitening_sweep  # noqa: F401

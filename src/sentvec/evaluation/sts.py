@@ -243,8 +243,8 @@ class STSScorer:
         return len(self.sentences)
 
     def score(self, embeddings: Any, *, whitening: Any = "none", n_components: int | None = None,
-              aggregation: str = "mean",
-              metadata: Mapping[str, Any] | None = None) -> STSResult:
+              aggregation: str = "mean", metadata: Mapping[str, Any] | None = None,
+              postprocessor: Any = None) -> STSResult:
         """Score embeddings of ``sentences``; parameters, result and warnings as :func:`score_sts`.
 
         Raises
@@ -277,6 +277,9 @@ class STSScorer:
             check_is_fitted(whitening)
             if n_components is not None:
                 raise ValueError("n_components is invalid with an already fitted Whitening")
+            if postprocessor is not None:
+                raise ValueError("postprocessor (fitted per task) is invalid with an already "
+                                 "fitted whitening")
             fitted = whitening
         if fitted is not None:
             shared = fitted.transform(emb[self._used])
@@ -290,12 +293,13 @@ class STSScorer:
         # warnings: _result, score_modes, score, caller
         return self.score_modes(lambda rows: emb[rows], (whitening,),
                                 n_components=n_components, aggregation=aggregation,
-                                metadata=metadata, stacklevel=4)[0]
+                                metadata=metadata, stacklevel=4,
+                                postprocessor=postprocessor)[0]
 
     def score_modes(self, rows_of: Callable[[np.ndarray], np.ndarray], modes: Sequence[str], *,
                     n_components: int | None = None, aggregation: str = "mean",
                     metadata: Mapping[str, Any] | None = None,
-                    stacklevel: int = 3) -> list[STSResult]:
+                    stacklevel: int = 3, postprocessor: Any = None) -> list[STSResult]:
         """Score one set of vectors under several string modes ("none", "year") at once.
 
         Parameters
@@ -305,7 +309,7 @@ class STSScorer:
             ``rows`` (sorted indices into ``sentences``) as a C-ordered (len(rows), d) array;
             each task's rows are fetched once and scored under every mode.
         modes : sequence of {"none", "year"}
-        n_components, aggregation, metadata
+        n_components, aggregation, metadata, postprocessor
             As :func:`score_sts`.
 
         Returns
@@ -315,11 +319,20 @@ class STSScorer:
         """
         for w in modes:
             check_choice("whitening", w, WHITENING_MODES)
+        if postprocessor is not None:
+            _check_year_postprocessor(postprocessor, modes, n_components)
         tallies = [_ModeTally(w) for w in modes]
         for plan in self._plans:
             X = rows_of(plan.rows)
             for tally in tallies:
-                if tally.mode == "year":
+                if tally.mode == "year" and postprocessor is not None:
+                    # the same fit set, another estimator (all-but-the-top, SIF / uSIF removal)
+                    from sklearn.base import clone
+
+                    Z = clone(postprocessor).fit_transform(X.astype(np.float64),
+                                                           sample_weight=plan.counts)
+                    tally.fit_sizes[plan.name] = plan.fit_size
+                elif tally.mode == "year":
                     # fit set = both sides of all the task's pairs, duplicates kept (repeat
                     # counts); float64 rows, so the whitened rows are float64 too
                     Z, w = whiten_rows(X.astype(np.float64), plan.counts,
@@ -332,12 +345,14 @@ class STSScorer:
         results = []  # a loop, not a comprehension: its own frame would shift stacklevel
         for tally in tallies:
             results.append(self._result(tally, aggregation, metadata,
-                                        n_components=n_components, stacklevel=stacklevel))
+                                        n_components=n_components, stacklevel=stacklevel,
+                                        postprocessor=postprocessor))
         return results
 
     def _result(self, tally: "_ModeTally", aggregation: str,
                 metadata: Mapping[str, Any] | None, *, n_components: int | None = None,
-                fitted: Any = None, stacklevel: int = 2) -> STSResult:
+                fitted: Any = None, stacklevel: int = 2,
+                postprocessor: Any = None) -> STSResult:
         """Warnings, Spearman aggregation and the :class:`STSResult` of one mode's cosines."""
         dropped = tally.dropped
         if any(dropped.values()):
@@ -363,8 +378,15 @@ class STSScorer:
         if fitted is not None:
             info = WhiteningInfo(mode="fitted",
                                  n_components=int(getattr(fitted, "n_components_", 0)) or None,
-                                 fit_corpus="fitted Whitening instance",
+                                 fit_corpus=f"fitted {type(fitted).__name__} instance",
                                  fit_size=int(getattr(fitted, "n_samples_seen_", 0)) or None)
+        elif tally.mode == "year" and postprocessor is not None:
+            info = WhiteningInfo(mode="year",
+                                 n_components=getattr(postprocessor, "n_components", None),
+                                 fit_corpus=f"{type(postprocessor).__name__} fitted on each "
+                                 "task's scored pairs (both sides, duplicates kept)",
+                                 fit_size=sum(tally.fit_sizes.values()),
+                                 fit_sizes=dict(tally.fit_sizes))
         elif tally.mode == "year":
             info = WhiteningInfo(mode="year", n_components=n_components,
                                  fit_corpus="each task's scored pairs (both sides, duplicates "
@@ -374,9 +396,29 @@ class STSScorer:
             info = WhiteningInfo(mode="none")
         meta = dict(metadata or {})
         meta["text_variant"] = self._variant  # the text fed
+        if fitted is not None or postprocessor is not None and tally.mode == "year":
+            est = fitted if fitted is not None else postprocessor
+            meta["postprocessing"] = {"method": type(est).__name__,
+                                      "params": est.get_params() if callable(
+                                          getattr(est, "get_params", None)) else {},
+                                      "fit": "fitted instance" if fitted is not None
+                                      else "per task (year)"}
         return STSResult.from_scores(scores, aggregation=aggregation, whitening=info,
                                      metadata=meta, n_zero_vectors=tally.n_zero_vectors,
                                      n_zero_cosine_pairs=tally.n_zero_pairs)
+
+
+def _check_year_postprocessor(postprocessor: Any, modes: Sequence[str],
+                              n_components: int | None) -> None:
+    """An unfitted estimator to fit per task: needs ``fit_transform`` and a "year" mode."""
+    if not callable(getattr(postprocessor, "fit_transform", None)):
+        raise ValueError(f"postprocessor must be an (unfitted) estimator with fit_transform, got "
+                         f"{type(postprocessor).__name__}")
+    if "year" not in modes:
+        raise ValueError("postprocessor is fitted per task: it needs whitening='year'")
+    if n_components is not None:
+        raise ValueError("n_components is invalid with a postprocessor (set it on the "
+                         "postprocessor)")
 
 
 class _ModeTally:
@@ -398,7 +440,8 @@ class _ModeTally:
 
 def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embeddings: Any, *,
               whitening: Any = "none", n_components: int | None = None,
-              aggregation: str = "mean", metadata: Mapping[str, Any] | None = None) -> STSResult:
+              aggregation: str = "mean", metadata: Mapping[str, Any] | None = None,
+              postprocessor: Any = None) -> STSResult:
     """Score precomputed sentence embeddings on STS tasks.
 
     Parameters
@@ -408,7 +451,7 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
         ``embeddings[i]`` is the vector of ``sentences[i]``; every sentence of ``tasks`` must be
         present (extra sentences are ignored; for duplicates the first occurrence is used).
     embeddings : array-like of shape (n, d)
-    whitening : {"none", "year"} or fitted Whitening
+    whitening : {"none", "year"} or fitted Whitening (or AllButTheTop, any fitted transformer)
         "none": raw cosine. "year": WhiteningBERT's protocol: for each task, fit mu and Sigma on
         both sentences of **all** scored pairs of the task (all subsets of a SemEval year,
         duplicates kept; the split's own pairs for STS-B / SICK-R) and score every subset with
@@ -422,6 +465,12 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
         subsets' pairs concatenated (SimCSE). All three are kept in the result.
     metadata : mapping, optional
         Stored in the result (model, pooling, layers, ...); the tasks' text variant is added.
+    postprocessor : unfitted scikit-learn transformer, optional
+        With ``whitening="year"``: fitted per task on the same fit set as the year whitening
+        (``fit_transform(X, sample_weight=repeat counts)``, a clone per task) instead of a
+        Whitening, e.g. :class:`sentvec.AllButTheTop` or
+        :class:`sentvec.whitening.CommonComponentRemoval`. Recorded in
+        ``result.metadata["postprocessing"]`` and ``result.whitening.fit_corpus``.
 
     Returns
     -------
@@ -445,13 +494,14 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
     """
     return STSScorer(tasks, sentences).score(
         embeddings, whitening=whitening, n_components=n_components, aggregation=aggregation,
-        metadata=metadata)
+        metadata=metadata, postprocessor=postprocessor)
 
 
 def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none",
                  n_components: int | None = None, aggregation: str = "mean",
                  batch_size: int | None = None, show_progress_bar: bool | None = None,
-                 metadata: Mapping[str, Any] | None = None) -> STSResult:
+                 metadata: Mapping[str, Any] | None = None,
+                 postprocessor: Any = None) -> STSResult:
     """Encode the tasks' sentences with ``encoder`` and score them (see :func:`score_sts`).
 
     Parameters
@@ -471,6 +521,11 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
         Passed to ``encoder.encode`` when not None.
     metadata : mapping, optional
         Added to the encoder's own description (``describe_encoder``).
+    postprocessor : unfitted transformer, optional
+        As :func:`score_sts` (needs ``whitening="year"``). An encoder whose
+        ``year_postprocessor()`` returns an estimator (a SIF / uSIF encoder with
+        ``common_component="year"``) supplies it itself: its components are then removed per
+        task, and ``whitening`` must be "none" (or "year").
 
     Returns
     -------
@@ -518,6 +573,15 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
 
     if whitening is None:
         whitening = "none"
+    own = getattr(encoder, "year_postprocessor", None)
+    own = own() if callable(own) else None
+    if own is not None:
+        if postprocessor is not None or not (isinstance(whitening, str)
+                                             and whitening in ("none", "year")):
+            raise ValueError(f"{type(encoder).__name__} removes its common components per task "
+                             "(common_component='year'); it cannot be combined with another "
+                             "whitening or postprocessor")
+        whitening, postprocessor = "year", own
     sentences = unique_sentences(task_list)
     emb = encode(sentences)
     corpus_info = None
@@ -539,7 +603,7 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
     meta = describe_encoder(encoder)
     meta.update(metadata or {})
     result = score_sts(task_list, sentences, emb, whitening=whitening, n_components=n_components,
-                       aggregation=aggregation, metadata=meta)
+                       aggregation=aggregation, metadata=meta, postprocessor=postprocessor)
     if corpus_info is not None:
         result = result.replace(whitening=corpus_info)
     return result

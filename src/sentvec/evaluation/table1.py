@@ -5,13 +5,17 @@ last layer, AVG of L1, AVG of L1 + last), the five-row block that ``sentvec eval
 (:func:`table1_block`), the rows of ``sentvec report`` (:func:`table1_rows`, each configuration
 without and with per-year whitening; :func:`sent2vec_rows` for an encoder without layers) and
 the report's Markdown (:func:`render_report`). All rows come from the pooled per-layer vectors
-of one forward pass.
+of one forward pass. Also the report's post-processing table (:func:`postprocessing_rows`,
+:func:`sif_rows`, :func:`postprocessing_markdown`): none / whitening / whitening-k / ABTT /
+SIF / uSIF on the same vectors, every estimator fitted per STS year.
 """
 
 from __future__ import annotations
 
 import datetime
 import platform
+import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +28,8 @@ from sentvec.evaluation.results import TABLE_COLUMNS, STSResult
 from sentvec.evaluation.sts import STSScorer, score_sts
 
 __all__ = ["TABLE1_CONFIGS", "Table1Row", "table1_block", "table1_rows", "sent2vec_rows",
-           "render_report", "describe_encoder_line"]
+           "render_report", "describe_encoder_line", "POSTPROCESSING_METHODS",
+           "PostprocessingRow", "postprocessing_rows", "sif_rows", "postprocessing_markdown"]
 
 
 #: (token label, pooling, layers) of WhiteningBERT Table 1; -1 is the last layer.
@@ -146,6 +151,143 @@ def sent2vec_rows(label: str, embeddings: np.ndarray, tasks: Sequence[Any],
                  for w in (False, True))
 
 
+#: Rows of the post-processing table, in order.
+POSTPROCESSING_METHODS: tuple[str, ...] = ("none", "whitening", "whitening-k", "ABTT", "SIF",
+                                           "uSIF")
+
+
+@dataclass(frozen=True)
+class PostprocessingRow:
+    """One row of the report's post-processing table.
+
+    Attributes
+    ----------
+    model : str
+    vectors : str
+        What was post-processed ("AVG L1+L6", "input token embeddings", "sentence vectors").
+    method : str
+        One of :data:`POSTPROCESSING_METHODS`.
+    detail : str
+        Its parameters ("k=128", "D=4", "a=0.001, 1 component").
+    result : STSResult
+    seconds : float
+        Wall time of the row (encoding the SIF / uSIF averages and scoring).
+    """
+
+    model: str
+    vectors: str
+    method: str
+    detail: str
+    result: Any
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable dict."""
+        return {"model": self.model, "vectors": self.vectors, "method": self.method,
+                "detail": self.detail, "seconds": self.seconds,
+                "result": self.result.to_dict()}
+
+
+def postprocessing_rows(model: str, vectors: str, embeddings: np.ndarray, tasks: Sequence[Any],
+                        sentences: Sequence[str], *, whitening_k: int | None = None,
+                        abtt_components: int | None = None) -> tuple[PostprocessingRow, ...]:
+    """The none / whitening / whitening-k / ABTT rows of one set of sentence vectors.
+
+    Every estimator is fitted per STS year on both sides of the year's scored pairs (the
+    WhiteningBERT protocol, :meth:`STSScorer.score` with ``whitening="year"``).
+
+    Parameters
+    ----------
+    model, vectors : str
+        Row labels.
+    embeddings : ndarray of shape (n, d)
+        Vectors of ``sentences``.
+    tasks, sentences
+        As :func:`sentvec.evaluation.sts.score_sts`.
+    whitening_k : int, optional
+        ``k`` of the whitening-k row (default ``d // 3``, BERT-whitening's 768 -> 256 ratio).
+    abtt_components : int, optional
+        ``D`` of the ABTT row (default ``max(1, round(d / 100))``, Mu & Viswanath's rule).
+
+    Returns
+    -------
+    tuple of PostprocessingRow
+    """
+    from sentvec.whitening import AllButTheTop, default_abtt_components
+
+    d = int(np.shape(embeddings)[1])
+    k = whitening_k if whitening_k is not None else max(1, d // 3)
+    D = abtt_components if abtt_components is not None else default_abtt_components(d)
+    scorer = STSScorer(tasks, sentences)
+    specs = (("none", "", dict(whitening="none")),
+             ("whitening", "all d", dict(whitening="year")),
+             ("whitening-k", f"k={k}", dict(whitening="year", n_components=k)),
+             ("ABTT", f"D={D}", dict(whitening="year", postprocessor=AllButTheTop(D))))
+    rows = []
+    for method, detail, kwargs in specs:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # zero vectors: counted in the result
+            res = scorer.score(embeddings, **kwargs)
+        rows.append(PostprocessingRow(model, vectors, method, detail, res,
+                                      time.perf_counter() - t0))
+    return tuple(rows)
+
+
+def sif_rows(model: str, vectors: str, encoders: Sequence[Any], tasks: Sequence[Any],
+             sentences: Sequence[str]) -> tuple[PostprocessingRow, ...]:
+    """The SIF / uSIF rows: each encoder's weighted averages, components removed per STS year.
+
+    Parameters
+    ----------
+    model, vectors : str
+    encoders : sequence of SIFEncoder / USIFEncoder
+        Built with ``common_component="year"``.
+    tasks, sentences
+        As :func:`sentvec.evaluation.sts.score_sts`.
+
+    Raises
+    ------
+    ValueError
+        An encoder without ``common_component="year"``.
+    """
+    scorer = STSScorer(tasks, sentences)
+    rows = []
+    for enc in encoders:
+        pp = enc.year_postprocessor()
+        if pp is None:
+            raise ValueError(f"{type(enc).__name__} needs common_component='year' here")
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            res = scorer.score(enc.encode(list(sentences)), whitening="year", postprocessor=pp,
+                               metadata=enc.config_dict())
+        a = f"a={enc.a:.3g}" + (f" (n={enc.n})" if hasattr(enc, "n") else "")
+        detail = f"{a}, {enc.n_components} component{'s' * (enc.n_components > 1)}"
+        rows.append(PostprocessingRow(model, vectors, "uSIF" if enc.method == "usif" else "SIF",
+                                      detail, res, time.perf_counter() - t0))
+    return tuple(rows)
+
+
+def postprocessing_markdown(rows: Sequence[PostprocessingRow]) -> list[str]:
+    """The post-processing table: seven STS tasks under ``mean``, then the ``mean`` and ``all``
+    averages and the row's wall time (Markdown lines)."""
+    def fmt(v: float) -> str:
+        return "nan" if v != v else f"{v:.2f}"
+
+    head = (["Model", "vectors", "post-processing", "parameters"] + [h for _, h in TABLE_COLUMNS]
+            + ["Avg. mean", "Avg. all", "wall s"])
+    lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|" + "---:|" * 10]
+    for r in rows:
+        scores = r.result.task_scores_for("mean")
+        cells = [fmt(scores[t]) if t in scores else "-" for t, _ in TABLE_COLUMNS]
+        cells += [fmt(r.result.average_for("mean")), fmt(r.result.average_for("all")),
+                  f"{r.seconds:.1f}"]
+        lines.append(f"| {r.model} | {r.vectors} | {r.method} | {r.detail} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
 def describe_encoder_line(d: dict[str, Any]) -> str:
     """One line describing an encoder from its ``config_dict()`` (transformer or Sent2Vec)."""
     parts = []
@@ -167,7 +309,9 @@ def describe_encoder_line(d: dict[str, Any]) -> str:
 
 
 def render_report(rows: Sequence[Table1Row], infos: Sequence[Mapping[str, Any]],
-                  skipped: Sequence[tuple[str, str]] = (), *, command: str) -> str:
+                  skipped: Sequence[tuple[str, str]] = (), *, command: str,
+                  postprocessing: Sequence[PostprocessingRow] = (),
+                  postprocessing_notes: Sequence[str] = ()) -> str:
     """Markdown of the ``sentvec report`` page (``docs/REPRODUCTION.md``).
 
     Parameters
@@ -180,6 +324,11 @@ def render_report(rows: Sequence[Table1Row], infos: Sequence[Mapping[str, Any]],
     skipped : sequence of (name, reason)
     command : str
         The command line that produced the report (stated in it).
+    postprocessing : sequence of PostprocessingRow, optional
+        From :func:`postprocessing_rows` and :func:`sif_rows`: adds the "Post-processing"
+        section.
+    postprocessing_notes : sequence of str
+        Lines stated under that table (where the counts come from, build times).
 
     Returns
     -------
@@ -223,6 +372,21 @@ def render_report(rows: Sequence[Table1Row], infos: Sequence[Mapping[str, Any]],
         lines.append(f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
                      + " | ".join(fmt(r.result.average_for(a)) for a in ("mean", "wmean", "all"))
                      + " |")
+    if postprocessing:
+        lines += ["", "## Post-processing: whitening, all-but-the-top, SIF, uSIF", "",
+                  "Aggregation `mean` per task; every estimator fitted per STS year on both "
+                  "sentences of all the year's scored pairs (duplicates kept), as the whitening "
+                  "rows above. whitening: WhiteningBERT Eq. 1, all dimensions; whitening-k: "
+                  "BERT-whitening's first k components; ABTT: all-but-the-top (Mu & Viswanath "
+                  "2018), centre and remove the top D principal components; SIF (Arora et al. "
+                  "2017): weights a/(a + p(w)), first singular direction of the uncentred "
+                  "matrix removed; uSIF (Ethayarajh 2018): weights a/(a/2 + p(w)) on unit word "
+                  "vectors, a derived from the vocabulary (n = 11), top 5 directions removed "
+                  "weighted by their singular values' share. wall s: scoring (and, for SIF / "
+                  "uSIF, computing the averages) of that row.", ""]
+        lines += postprocessing_markdown(postprocessing)
+        if postprocessing_notes:
+            lines += [""] + [f"- {n}" for n in postprocessing_notes]
     lines += ["", "## Encoders", ""]
     for i in infos:
         lines.append(f"- **{i['model']}**: {describe_encoder_line(i['description'])}; text "
