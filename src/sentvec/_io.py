@@ -259,6 +259,60 @@ def atomic_directory(path: str | os.PathLike[str], *, marker: str | None = None,
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
+def check_input_file(path: str | os.PathLike[str], *, what: str = "input",
+                     regular: bool = False) -> Path:
+    """Check that an input file can be opened for reading, with one clear message per failure.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        How messages name the path.
+    regular : bool
+        Require a regular file (one that can be scanned twice and whose size and time identify
+        it: resumable encoding). False also accepts pipes and character devices
+        (``/dev/stdin``, ``/dev/null``), read once as a stream.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path`` (a dangling symbolic link included).
+    IsADirectoryError
+        ``path`` is a directory.
+    ValueError
+        A symbolic-link loop, or (``regular=True``) a pipe, socket or device.
+    PermissionError
+        ``path`` exists but is not readable.
+    """
+    import errno
+    import stat as stat_
+
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} file not found: {str(p)!r}") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError(f"{what} {str(p)!r} is a symbolic-link loop; point it at a "
+                             "file") from None
+        raise OSError(exc.errno, f"cannot read {what} {str(p)!r}: {exc.strerror}") from None
+    if stat_.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{what} {str(p)!r} is a directory; give a text file, one "
+                                "sentence per line")
+    if regular and not stat_.S_ISREG(st.st_mode):
+        raise ValueError(f"{what} {str(p)!r} is not a regular file (a pipe, socket or device); "
+                         "this command reads its input more than once (line scan, resume), so "
+                         "save the stream to a file first")
+    if not os.access(p, os.R_OK):
+        raise PermissionError(f"{what} {str(p)!r} is not readable (permissions)")
+    return p
+
+
 class TextLineReader:
     """The lines of a UTF-8 text file (``"-"``: stdin), decoded one by one as they are read.
 
@@ -280,9 +334,10 @@ class TextLineReader:
     Raises
     ------
     FileNotFoundError, IsADirectoryError
-        When iteration starts, if ``source`` is missing or a directory.
+        When iteration starts, if ``source`` is missing or a directory (pipes and devices such as
+        ``/dev/stdin`` and ``/dev/null`` are read as streams).
     ValueError
-        Under ``errors="strict"``, for the first line that is not valid UTF-8 (naming the file
+        A symbolic-link loop (see :func:`check_input_file`); under ``errors="strict"``, for the first line that is not valid UTF-8 (naming the file
         and line).
     """
 
@@ -296,12 +351,7 @@ class TextLineReader:
             if self.source == "-":
                 fh: IO[bytes] = sys.stdin.buffer
             else:
-                path = Path(self.source)
-                if path.is_dir():
-                    raise IsADirectoryError(f"{self.what} {self.source!r} is a directory; give a "
-                                            "text file, one sentence per line")
-                if not path.is_file():
-                    raise FileNotFoundError(f"{self.what} file not found: {self.source!r}")
+                path = check_input_file(self.source, what=self.what)
                 fh = stack.enter_context(open(path, "rb"))
             for lineno, raw in enumerate(fh, 1):
                 if raw.endswith(b"\n"):

@@ -49,6 +49,7 @@ from sentvec._io import (
     UTF8_BOM,
     atomic_save_npy,
     atomic_write_json,
+    check_input_file,
     load_npy,
     read_json_object,
 )
@@ -421,7 +422,8 @@ def encode_file(
     IsADirectoryError
         If ``input_path`` is a directory.
     ValueError
-        Bad range or sizes, undecodable line, encoder output of the wrong shape or non-finite,
+        Input that is a symbolic-link loop or not a regular file (a pipe such as ``/dev/stdin``:
+        resuming needs a file that can be read twice), bad range or sizes, undecodable line, encoder output of the wrong shape or non-finite,
         or an existing output directory written with another configuration / a changed input
         (unless ``overwrite``).
 
@@ -433,12 +435,7 @@ def encode_file(
     """
     t0 = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    path = Path(input_path).resolve()
-    if path.is_dir():
-        raise IsADirectoryError(f"input {str(path)!r} is a directory; give a text file, one "
-                                "sentence per line")
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {str(path)!r}")
+    path = check_input_file(input_path, regular=True).resolve()
     shard_size = check_positive_int("shard_size", shard_size)
     if batch_size is not None:
         batch_size = check_positive_int("batch_size", batch_size)

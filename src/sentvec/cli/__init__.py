@@ -59,11 +59,24 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"sentvec: {name}: {message}", file=file or sys.stderr)
 
 
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null (after a broken pipe)."""
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):  # stdout replaced by an object without a descriptor
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     Errors a user can fix (missing files, bad values) print one ``sentvec: error: ...`` line and
-    return 2; they never raise out of ``main``.
+    return 2; they never raise out of ``main``. A closed stdout pipe (``| head``) returns 141
+    (128 + SIGPIPE, as coreutils) without a message; Ctrl-C returns 130.
     """
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -72,7 +85,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # the reader of stdout went away (``sentvec tokenize | head -1``): stop quietly, as
+        # coreutils do (128 + SIGPIPE); stdout goes to /dev/null so the interpreter's final
+        # flush does not raise again
+        _silence_stdout()
+        return 141
     except (FileNotFoundError, ValueError, OSError) as exc:
+        print(f"sentvec: error: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:  # pathlib's resolve() on a symbolic-link loop
+        if not str(exc).startswith("Symlink loop"):
+            raise
         print(f"sentvec: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

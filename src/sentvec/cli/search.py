@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from sentvec.encoders import load_encoder
     from sentvec.search import corpus_lines_at, open_corpus_index
 
-    corpus = Path(args.corpus)
-    if not corpus.is_file():
-        raise FileNotFoundError(f"corpus file not found: {str(corpus)!r}")
+    from sentvec._io import check_input_file
+
+    corpus = check_input_file(args.corpus, what="corpus", regular=True)
     if args.queries:
         from sentvec._io import read_text_lines
 

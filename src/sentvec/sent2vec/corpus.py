@@ -47,12 +47,9 @@ def check_corpus(corpus: Any) -> Path | list[str]:
         the trainer reads the corpus twice).
     """
     if isinstance(corpus, (str, os.PathLike)):
-        p = Path(corpus)
-        if not p.exists():
-            raise FileNotFoundError(f"corpus file not found: {str(p)!r}")
-        if not p.is_file():
-            raise FileNotFoundError(f"corpus path is not a file: {str(p)!r}")
-        return p
+        from sentvec._io import check_input_file
+
+        return check_input_file(corpus, what="corpus", regular=True)
     if isinstance(corpus, (bytes, bytearray)) or not isinstance(corpus, Sequence):
         raise TypeError("corpus must be a path or a sequence of str lines (read twice), "
                         f"got {type(corpus).__name__}")

@@ -1,0 +1,89 @@
+"""Issue 18 (hardening): bad inputs, broken pipes, interruption and concurrent use.
+
+Each test reproduces a failure of the break-it pass (docs/RELIABILITY.md lists them).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentvec.cli import main
+
+REF = Path(__file__).parent / "data" / "sent2vec-reference"
+MODEL = str(REF / "tiny-bigram.bin")
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def test_embed_reads_dev_null_as_empty_input(tmp_path, capsys):
+    out = tmp_path / "v.npy"
+    assert main(["embed", MODEL, "-i", os.devnull, "-o", str(out)]) == 0
+    assert np.load(out).shape == (0, 16)
+    assert "0 lines -> 0 vectors" in capsys.readouterr().err
+
+
+def test_embed_reads_a_pipe(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "sentvec", "embed", MODEL, "-i", "/dev/stdin",
+                        "-o", str(tmp_path / "v.npy")], input=b"the city\nof london\n",
+                       capture_output=True, env=_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert np.load(tmp_path / "v.npy").shape == (2, 16)
+
+
+def test_encode_refuses_a_pipe_with_a_reason(tmp_path, capsys):
+    rc = main(["encode", "--model", MODEL, "--input", os.devnull, "--output",
+               str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "not a regular file" in err and "not found" not in err
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("command", ["embed", "encode", "tokenize"])
+def test_symlink_loop_is_a_clear_error(tmp_path, capsys, command):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.symlink_to(b)
+    b.symlink_to(a)
+    argv = {"embed": ["embed", MODEL, "-i", str(a), "-o", str(tmp_path / "v.npy")],
+            "encode": ["encode", "--model", MODEL, "--input", str(a), "--output",
+                       str(tmp_path / "o")],
+            "tokenize": ["tokenize", "-i", str(a), "-o", str(tmp_path / "t.txt")]}[command]
+    assert main(argv) == 2
+    assert "symbolic-link loop" in capsys.readouterr().err
+
+
+def test_tokenize_into_closed_pipe_exits_quietly(tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("Hello, World!\n" * 200_000, encoding="utf-8")
+    p = subprocess.Popen(f"{sys.executable} -m sentvec tokenize -i {text} | head -1",
+                         shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                         executable="/bin/bash")
+    out, err = p.communicate(timeout=120)
+    assert out == b"hello , world !\n"
+    assert b"error" not in err.lower() and b"Traceback" not in err
+    # the exit status of sentvec itself, not of head
+    r = subprocess.run(f"{sys.executable} -m sentvec tokenize -i {text} | head -1 >/dev/null; "
+                       "echo ${PIPESTATUS[0]}", shell=True, capture_output=True, env=_env(),
+                       executable="/bin/bash", timeout=120)
+    assert r.stdout.strip() in (b"0", b"141")
+
+
+def test_embed_npz_is_an_array_and_binary_suffixes_refused(tmp_path, capsys):
+    out = tmp_path / "v.npz"
+    assert main(["embed", MODEL, "-i", str(REF / "sentences.txt"), "-o", str(out)]) == 0
+    with np.load(out) as z:
+        emb = z["embeddings"]
+    np.testing.assert_allclose(emb, np.load(REF / "tiny-bigram.vectors.npy"), atol=1e-5)
+    assert main(["embed", MODEL, "-i", str(REF / "sentences.txt"),
+                 "-o", str(tmp_path / "v.pt")]) == 2
+    assert "not .pt" in capsys.readouterr().err and not (tmp_path / "v.pt").exists()
