@@ -87,3 +87,30 @@ def test_embed_npz_is_an_array_and_binary_suffixes_refused(tmp_path, capsys):
     assert main(["embed", MODEL, "-i", str(REF / "sentences.txt"),
                  "-o", str(tmp_path / "v.pt")]) == 2
     assert "not .pt" in capsys.readouterr().err and not (tmp_path / "v.pt").exists()
+
+
+def test_edited_index_vectors_are_rebuilt_not_reused(tmp_path, capsys):
+    """Issue 18 point 3: reversing the rows of embeddings.npy gave 'reusing index'."""
+    corpus = tmp_path / "corpus.txt"
+    lines = (REF / "sentences.txt").read_text(encoding="utf-8").splitlines()[:60]
+    lines = [x for x in lines if x.strip()]
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index = tmp_path / "idx"
+    args = ["search", "--model", MODEL, "--corpus", str(corpus), "--index", str(index),
+            "-k", "1", "--query", lines[5], "--json"]
+    assert main(args) == 0
+    import json
+
+    first = capsys.readouterr()
+    assert json.loads(first.out)["queries"][0]["results"][0]["line"] == 6
+    vec = index / "embeddings.npy"
+    X = np.load(vec)
+    np.save(vec, X[::-1].copy())
+    with pytest.warns(UserWarning, match="do not match the checksums"):
+        assert main(args) == 0
+    out = capsys.readouterr()
+    assert "reusing index" not in out.err and f"built index of {len(lines)} lines" in out.err
+    assert json.loads(out.out)["queries"][0]["results"][0]["line"] == 6
+    np.testing.assert_array_equal(np.load(vec), X)  # rebuilt in corpus order
+    assert main(args) == 0
+    assert "reusing index" in capsys.readouterr().err
