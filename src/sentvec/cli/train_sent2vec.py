@@ -138,8 +138,8 @@ def _run(args: argparse.Namespace) -> int:
         written.append(str(model.save_bin(out.with_name(out.name + ".bin"))))
     rep = trainer.report_
     summary = {"written": written, "nwords": rep.nwords, "sentences": rep.n_sentences,
-               "tokens": rep.raw_tokens, "epochs": len(rep.epochs),
-               "loss": rep.epochs[-1].loss if rep.epochs else None,
+               "tokens": rep.raw_tokens, "epochs": rep.epoch, "passes": len(rep.epochs),
+               "loss": rep.final_loss,
                "train_seconds": round(rep.train_seconds, 3),
                "words_per_sec_per_thread": round(rep.words_per_sec_per_thread)}
     print(json.dumps(summary), file=sys.stdout)

@@ -111,7 +111,14 @@ class TrainingReport:
     vocab_seconds, convert_seconds, init_seconds, train_seconds, total_seconds : float
         Dictionary pass, id conversion, matrix and table set-up, training loop, everything.
     epochs : tuple of EpochReport
-        Passes trained in this run (after a resume: only the remaining ones).
+        Passes trained in this run (after a resume: only the remaining ones). With
+        ``epoch_tokens="all"`` there are more passes than epochs, the last one partial
+        (2 epochs = 2.3 passes when ``</s>`` and unknown words are 15 % of the tokens).
+    epoch : int
+        Epochs asked for (``-epoch``), the figure to report as "epochs".
+    resumed_tokens : int
+        In-vocabulary tokens of ``epochs[0]`` trained before the checkpoint this run resumed
+        from (0 without a resume); not counted in :attr:`words_per_sec_per_thread`.
     """
 
     nwords: int
@@ -125,17 +132,32 @@ class TrainingReport:
     train_seconds: float
     total_seconds: float
     epochs: tuple[EpochReport, ...] = field(default_factory=tuple)
+    epoch: int = 0
+    resumed_tokens: int = 0
+
+    @property
+    def final_loss(self) -> float | None:
+        """Loss of the last complete pass (a short final partial pass is not a summary).
+
+        None when no pass was trained; when this run trained only part of one pass (a resume
+        near the end), that pass's loss.
+        """
+        full = [e for e in self.epochs if e.tokens >= self.n_tokens]
+        if full:
+            return full[-1].loss
+        return self.epochs[-1].loss if self.epochs else None
 
     @property
     def words_per_sec_per_thread(self) -> float:
         """Corpus words per second of training loop, per thread.
 
         Words are corpus tokens (in and out of vocabulary), so a pass over the corpus counts
-        ``raw_tokens`` words, as gensim and the official binary count them.
+        ``raw_tokens`` words, as gensim and the official binary count them. After a resume only
+        the tokens this run trained count (not those before the checkpoint).
         """
         if self.train_seconds <= 0 or self.n_tokens == 0:
             return 0.0
-        trained = sum(e.tokens for e in self.epochs)
+        trained = sum(e.tokens for e in self.epochs) - self.resumed_tokens
         return trained * self.raw_tokens / self.n_tokens / self.train_seconds / self.threads
 
     def to_dict(self) -> dict[str, Any]:
@@ -414,7 +436,8 @@ class Sent2VecTrainer:
             nwords=dictionary.nwords, n_sentences=ids.n_sentences, n_tokens=ids.n_tokens,
             raw_tokens=ids.raw_tokens, threads=self.thread, vocab_seconds=t1 - t0,
             convert_seconds=t2 - t1, init_seconds=t3 - t2, train_seconds=t4 - t3,
-            total_seconds=time.perf_counter() - t0, epochs=tuple(epochs))
+            total_seconds=time.perf_counter() - t0, epochs=tuple(epochs), epoch=self.epoch,
+            resumed_tokens=run.resumed_tokens)
         return model
 
     # ------------------------------------------------------------------ checkpoints
@@ -541,6 +564,7 @@ class _Run:
                           for p in range(self.npasses)]
         self.start = (0, 0)
         self.epoch_seconds = [0.0] * self.npasses
+        self.resumed_tokens = 0
         if state is not None:
             self._restore(state)
         self.mode = kernels.MODE_SENTENCE if trainer.update == "sentence" else kernels.MODE_TARGET
@@ -557,6 +581,8 @@ class _Run:
         self.stats[:] = np.asarray(state["stats"], dtype=np.float64)
         self.start = (int(state["epoch"]), int(state["job"]))
         self.epoch_seconds = [float(x) for x in state["epoch_seconds"]]
+        if self.start[0] < self.npasses:  # tokens of the first reported pass trained earlier
+            self.resumed_tokens = int(self.stats[:, self.start[0], self.k.STAT_TOKENS].sum())
 
     def state_dict(self, epoch: int, job: int) -> dict[str, Any]:
         return {"version": _STATE_VERSION, "config": self.tr.config(), "epoch": epoch,
