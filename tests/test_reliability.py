@@ -114,3 +114,93 @@ def test_edited_index_vectors_are_rebuilt_not_reused(tmp_path, capsys):
     np.testing.assert_array_equal(np.load(vec), X)  # rebuilt in corpus order
     assert main(args) == 0
     assert "reusing index" in capsys.readouterr().err
+
+
+def _no_model(*args, **kwargs):
+    raise AssertionError("the model was loaded before the output path was checked")
+
+
+@pytest.mark.parametrize("where", ["missing", "file"])
+def test_eval_sts_json_path_checked_before_any_work(tmp_path, capsys, monkeypatch, where):
+    """Issue 18 point 5: --json failed only after the evaluation ([Errno 17] File exists) and
+    missing parent folders were created silently."""
+    import sentvec.encoders
+
+    monkeypatch.setattr(sentvec.encoders, "load_encoder", _no_model)
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    target = tmp_path / where / "r.json"
+    assert main(["eval-sts", "--model", MODEL, "--json", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert ("does not exist; create it first" if where == "missing"
+            else "is not a directory") in err
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["tokenize", "-i", os.devnull, "-o", "{m}/t.txt"],
+    ["embed", MODEL, "-i", os.devnull, "-o", "{m}/v.npy"],
+    ["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output", "{m}/x.bin"],
+    ["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output", "x.bin",
+     "--report", "{m}/r.json"],
+    ["convert", MODEL, "{m}/m.bin"],
+    ["encode", "--model", MODEL, "--input", str(REF / "sentences.txt"), "--output", "{m}/o"],
+    ["search", "--model", MODEL, "--corpus", str(REF / "sentences.txt"), "--index", "{m}/i",
+     "--query", "the city"],
+    ["report", "--out", "{m}/R.md"],
+    ["layers", "--model", "minilm", "--out", "{m}/sub"],
+    ["whiten-sweep", "--model", "minilm", "--out", "{m}/sub"],
+])
+def test_every_command_refuses_missing_output_folders(tmp_path, capsys, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    m = tmp_path / "missing" / "deeper"
+    argv = [a.replace("{m}", str(m)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "does not exist; create it first" in err, err
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "x.bin").exists()
+
+
+_HOLD = ("import sys, time; from sentvec._io import DirectoryLock; "
+         "l = DirectoryLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(60)")
+
+
+def _holder(directory):
+    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(directory)], stdout=subprocess.PIPE,
+                         env=_env())
+    assert p.stdout.readline().strip() == b"locked"
+    return p
+
+
+def test_second_encode_writer_is_refused_naming_the_holder(tmp_path, capsys):
+    """Issue 18 point 2: two encode runs into one folder both exited 0 with mixed shards."""
+    import socket
+
+    from sentvec.encode_files import load_embeddings
+
+    out = tmp_path / "out"
+    out.mkdir()
+    base = ["encode", "--model", MODEL, "--input", str(REF / "sentences.txt"), "--output",
+            str(out), "--quiet"]
+    p = _holder(out)
+    try:
+        assert main(base + ["--overwrite"]) == 2
+        err = capsys.readouterr().err
+        assert f"pid {p.pid} on host {socket.gethostname()}" in err and "being written" in err
+        assert not (out / "manifest.json").exists()
+    finally:
+        p.kill()
+        p.wait()
+    # the holder died (kill -9): its lock file is left behind but stale, and taken over
+    assert (out / ".sentvec.lock").exists()
+    assert main(base) == 0
+    assert load_embeddings(out).shape == (490, 16) and not (out / ".sentvec.lock").exists()
+
+
+def test_lock_is_exclusive_in_one_process_too(tmp_path):
+    from sentvec._io import DirectoryLock, DirectoryLockedError
+
+    with DirectoryLock(tmp_path):
+        with pytest.raises(DirectoryLockedError, match=f"pid {os.getpid()}"):
+            DirectoryLock(tmp_path).acquire()
+    with DirectoryLock(tmp_path):  # released: free again
+        pass

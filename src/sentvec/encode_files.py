@@ -47,9 +47,11 @@ import numpy as np
 
 from sentvec._io import (
     UTF8_BOM,
+    DirectoryLock,
     atomic_save_npy,
     atomic_write_json,
     check_input_file,
+    check_output_path,
     load_npy,
     read_json_object,
 )
@@ -367,6 +369,33 @@ def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
     return f"{bad} non-finite values (NaN or infinity)" if bad else None
 
 
+def _locked_output(func: Any) -> Any:
+    """Run ``func(encoder, input_path, output_dir, ...)`` holding a lock on ``output_dir``.
+
+    The output directory's parent must exist (checked before any work, with the rest of
+    :func:`sentvec._io.check_output_path`); the directory is created if missing and removed
+    again if the call fails before writing anything. A second writer is refused with
+    :class:`sentvec._io.DirectoryLockedError` naming the holder.
+    """
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(encoder: Any, input_path: Any, output_dir: Any, *args: Any, **kwargs: Any) -> Any:
+        out = check_output_path(output_dir, what="output directory", kind="dir")
+        created = not out.exists()
+        out.mkdir(exist_ok=True)
+        try:
+            with DirectoryLock(out, what="output directory"):
+                return func(encoder, input_path, output_dir, *args, **kwargs)
+        except BaseException:
+            if created and not any(out.iterdir()):
+                out.rmdir()
+            raise
+
+    return wrapper
+
+
+@_locked_output
 def encode_file(
     encoder: Encoder,
     input_path: str | os.PathLike[str],
@@ -417,8 +446,12 @@ def encode_file(
 
     Raises
     ------
+    DirectoryLockedError
+        (an ``OSError``) Another process is writing ``output_dir`` (the message names its pid
+        and host); one writer per directory, the second is refused, never mixed in.
     FileNotFoundError
-        Missing input (or whitening path).
+        Missing input (or whitening path), or a missing parent of ``output_dir`` (the directory
+        itself is created).
     IsADirectoryError
         If ``input_path`` is a directory.
     ValueError
@@ -730,6 +763,7 @@ def encode_file_delayed(encoder: Encoder, input_path: str | os.PathLike[str],
     if n_lines is None:
         n_lines = scan_lines(input_path)[0]
     out = Path(output_dir)
+    out.mkdir(exist_ok=True)  # the partitions' parent (each partition locks its own folder)
     task = dask.delayed(encode_file, pure=False)
     return [task(encoder, input_path, out / f"part-{p:05d}", start_line=a,
                  end_line=min(a + partition_lines, n_lines), **kwargs)

@@ -279,5 +279,9 @@ def _config_label(meta: dict[str, Any], result: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``sentvec eval-sts``; returns the exit code."""
     t_start = time.perf_counter()
+    if args.json:  # before the work: a bad path must not fail after the evaluation
+        from sentvec._io import check_output_path
+
+        check_output_path(args.json, what="--json")
     single = args.pooling is not None or args.layers is not None or args.whiten is not None
     return _single(args, t_start) if single else _table1(args, t_start)

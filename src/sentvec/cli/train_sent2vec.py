@@ -89,7 +89,8 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
-def _check_outputs(out: Path, fmt: str, report: str | None) -> None:
+def _check_outputs(out: Path, fmt: str, report: str | None,
+                   checkpoint_dir: str | None = None) -> None:
     """Fail now if the model (or report) could not be written once training is done."""
     from sentvec.cli._args import check_output_path
     from sentvec.sent2vec.model import check_save_target
@@ -103,6 +104,8 @@ def _check_outputs(out: Path, fmt: str, report: str | None) -> None:
         check_output_path(out.with_name(out.name + ".bin"), what="-output .bin file")
     if report:
         check_output_path(report, what="--report")
+    if checkpoint_dir:
+        check_output_path(checkpoint_dir, what="--checkpoint-dir", kind="dir")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -127,7 +130,7 @@ def _run(args: argparse.Namespace) -> int:
     if fmt == "auto":
         fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
     trainer = Sent2VecTrainer(**kwargs)
-    _check_outputs(out, fmt, args.report)  # before training: a bad path must not waste the run
+    _check_outputs(out, fmt, args.report, args.checkpoint_dir)  # before training: a bad path must not waste the run
     model = trainer.fit(args.input)
     written = []
     if fmt in ("dir", "both"):
