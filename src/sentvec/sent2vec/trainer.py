@@ -111,14 +111,12 @@ class TrainingReport:
     vocab_seconds, convert_seconds, init_seconds, train_seconds, total_seconds : float
         Dictionary pass, id conversion, matrix and table set-up, training loop, everything.
     epochs : tuple of EpochReport
-        Passes trained in this run (after a resume: only the remaining ones). With
-        ``epoch_tokens="all"`` there are more passes than epochs, the last one partial
-        (2 epochs = 2.3 passes when ``</s>`` and unknown words are 15 % of the tokens).
+        Passes trained in this run (after a resume: only the remaining ones); with
+        ``epoch_tokens="all"``, more than ``epoch`` (the last one partial).
     epoch : int
-        Epochs asked for (``-epoch``), the figure to report as "epochs".
+        Epochs asked for (``-epoch``).
     resumed_tokens : int
-        In-vocabulary tokens of ``epochs[0]`` trained before the checkpoint this run resumed
-        from (0 without a resume); not counted in :attr:`words_per_sec_per_thread`.
+        Tokens of ``epochs[0]`` trained before the checkpoint resumed from (not this run's).
     """
 
     nwords: int
@@ -137,11 +135,7 @@ class TrainingReport:
 
     @property
     def final_loss(self) -> float | None:
-        """Loss of the last complete pass (a short final partial pass is not a summary).
-
-        None when no pass was trained; when this run trained only part of one pass (a resume
-        near the end), that pass's loss.
-        """
+        """Loss of the last complete pass (else of the last pass; None without passes)."""
         full = [e for e in self.epochs if e.tokens >= self.n_tokens]
         if full:
             return full[-1].loss
