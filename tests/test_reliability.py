@@ -204,3 +204,28 @@ def test_lock_is_exclusive_in_one_process_too(tmp_path):
             DirectoryLock(tmp_path).acquire()
     with DirectoryLock(tmp_path):  # released: free again
         pass
+
+
+@pytest.mark.parametrize("command", ["encode", "embed", "train-sent2vec"])
+def test_progress_records_off_a_terminal(tmp_path, capsys, monkeypatch, command):
+    """Issue 18 point 6: with stderr redirected, long commands printed nothing for minutes."""
+    text = str(REF / "sentences.txt")
+    argv = {"encode": ["encode", "--model", MODEL, "--input", text, "--output",
+                       str(tmp_path / "o"), "--shard-size", "100"],
+            "embed": ["embed", MODEL, "-i", text, "-o", str(tmp_path / "v.npy"),
+                      "--batch-size", "100"],
+            "train-sent2vec": ["train-sent2vec", "-input", str(REF / "train-sample.txt"),
+                               "-output", str(tmp_path / "m.bin"), "-dim", "8", "-epoch", "1",
+                               "-bucket", "1000", "-thread", "1"]}[command]
+    unit = {"encode": "line/s", "embed": "line/s", "train-sent2vec": "tok/s"}[command]
+    monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "0")
+    assert main(argv) == 0
+    records = [x for x in capsys.readouterr().err.splitlines() if unit in x]
+    assert records and all(x.startswith("sentvec: ") and "\r" not in x for x in records)
+    if command != "embed":  # a known total: done/total, percentage and ETA ("<")
+        assert any("100%" in x for x in records) and all("<" in x for x in records)
+    assert main(argv + ["--no-progress"]) == 0
+    assert unit not in capsys.readouterr().err
+    monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "30")  # a run shorter than one interval
+    assert main(argv) == 0
+    assert unit not in capsys.readouterr().err

@@ -437,7 +437,8 @@ def encode_file(
     start_line, end_line : int
         0-based line range (end exclusive; None = end of file).
     show_progress_bar : bool or None
-        tqdm bar over lines; None shows it when stderr is a terminal.
+        Progress over lines (:func:`sentvec._progress.progress_bar`): None shows a bar when
+        stderr is a terminal; True also prints periodic one-line records when it is not.
 
     Returns
     -------
@@ -514,12 +515,12 @@ def encode_file(
     if old is not None:
         _remove_shards(out, old, keep={r.file for r in done.values()})
 
-    from tqdm.auto import tqdm
+    from sentvec._progress import progress_bar
 
     n_enc = 0
     caught: list[warnings.WarningMessage] = []
-    with tqdm(total=new.n_lines, unit="line", disable=_bar_disabled(show_progress_bar),
-              desc=f"encode {path.name}") as bar:
+    with progress_bar(total=new.n_lines, unit="line", show=show_progress_bar,
+                      desc=f"encode {path.name}") as bar:
         for i in range(new.n_shards):
             (a, ba), (b, bb) = new.boundaries[i], new.boundaries[i + 1]
             if i in done:
@@ -546,12 +547,6 @@ def _summarise_warnings(caught: list[warnings.WarningMessage], path: Path) -> No
         more = f" (and {len(ws) - 1} similar warnings)" if len(ws) > 1 else ""
         warnings.warn(f"while encoding {path.name}, the encoder warned: {ws[0].message}{more}",
                       cat, stacklevel=3)
-
-
-def _bar_disabled(show: bool | None) -> bool:
-    import sys
-
-    return (not sys.stderr.isatty()) if show is None else not show
 
 
 def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwrite: bool,

@@ -540,7 +540,8 @@ def stored_checksums(directory: str | os.PathLike[str]) -> dict[str, str]:
 def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model_arg: str,
                       index_dir: str | os.PathLike[str] | None = None, metric: str = "cosine",
                       backend: str = "exact", rebuild: bool = False,
-                      batch_size: int | None = None) -> CorpusIndex:
+                      batch_size: int | None = None,
+                      show_progress_bar: bool | None = None) -> CorpusIndex:
     """The search index of a corpus file: reused while current, else built and saved.
 
     The index directory (default ``<corpus>.sentvec-index``) holds the :meth:`SemanticSearch.save`
@@ -563,6 +564,9 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
         next to a read-only corpus only warns, and the index is then kept in memory.
     metric, backend, rebuild, batch_size
         As :class:`SemanticSearch`; ``rebuild`` ignores a current index.
+    show_progress_bar : bool, optional
+        Progress over the corpus lines while building (:mod:`sentvec._progress`; None: a bar
+        on a terminal only; True: also periodic one-line records elsewhere).
 
     Returns
     -------
@@ -624,11 +628,15 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
         warnings.warn(f"{exc}; searching without saving the index (pass --index DIR to keep "
                       "it for the next search)", UserWarning, stacklevel=2)
         save = False
+    from sentvec._progress import progress_bar
+
     index = SemanticSearch(metric=metric, backend=backend, encoder=encoder)
     n = 0
-    for lines in iter_line_chunks(corpus, _CHUNK_LINES):
-        index.add_texts(lines, batch_size=batch_size)
-        n += len(lines)
+    with progress_bar(show=show_progress_bar, unit="line", desc=f"index {corpus.name}") as bar:
+        for lines in iter_line_chunks(corpus, _CHUNK_LINES):
+            index.add_texts(lines, batch_size=batch_size, show_progress_bar=False)
+            n += len(lines)
+            bar.update(len(lines))
     if n == 0:
         raise ValueError(f"corpus {str(corpus)!r} has no lines")
     if save:

@@ -118,7 +118,8 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
                                                      "~/.cache/sentvec)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
+    add_progress_option(p)
 
 
 def vector_cache(args: argparse.Namespace) -> Any:
@@ -157,9 +158,21 @@ def load_transformer(name: str, device: str | None = None, **overrides: Any) -> 
     return enc
 
 
-def progress(args: argparse.Namespace) -> bool | None:
-    """``show_progress_bar`` for ``--quiet``."""
-    return False if args.quiet else None
+PROGRESS_HELP = ("progress display on stderr (default: yes): a bar on a terminal, otherwise one "
+                 "line every $SENTVEC_PROGRESS_INTERVAL seconds (default 30) with rate, done/total "
+                 "and ETA; --no-progress: none")
+
+
+def add_progress_option(p: argparse.ArgumentParser) -> None:
+    """``--progress / --no-progress`` (every long command)."""
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                   help=PROGRESS_HELP)
+
+
+def progress(args: argparse.Namespace) -> bool:
+    """``show_progress_bar`` for ``--progress / --no-progress`` (and ``--quiet``, an alias of
+    ``--no-progress``): True shows a bar on a terminal and periodic records elsewhere."""
+    return bool(getattr(args, "progress", True)) and not getattr(args, "quiet", False)
 
 
 def report_warnings(records: list[Any]) -> None:

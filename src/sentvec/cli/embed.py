@@ -20,7 +20,7 @@ import numpy as np
 
 from sentvec._io import TextLineReader as _LineReader
 
-from sentvec.cli._args import ERRORS, check_output_path
+from sentvec.cli._args import ERRORS, add_progress_option, check_output_path, progress
 
 
 def register(subparsers: Any) -> None:
@@ -46,6 +46,7 @@ def register(subparsers: Any) -> None:
                    help="memory-map the model's input matrix (default: yes; pages are shared "
                         "with other processes); --no-mmap reads it into memory. The output "
                         "matrix is never loaded")
+    add_progress_option(p)
     p.set_defaults(func=_run_embed)
 
 #: Output suffixes that would be mistaken for a binary format if text were written there.
@@ -107,8 +108,13 @@ def _run_embed(args: argparse.Namespace) -> int:
             text_out = sys.stdout
         else:
             text_out = stack.enter_context(atomic_open(args.output, "w", encoding="utf-8"))
+        from sentvec._progress import progress_bar
+
+        bar = stack.enter_context(progress_bar(show=progress(args), unit="line",
+                                               desc="embed"))
         for batch in _batches(iter(reader), batch_size):
             emb = embed(batch)
+            bar.update(len(batch))
             if text_out is None:
                 chunks.append(emb)
             else:

@@ -20,7 +20,7 @@ import argparse
 import sys
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, int_at_least, plain_text
+from sentvec.cli._args import MODEL_HELP, add_progress_option, int_at_least, plain_text, progress
 
 
 def register(subparsers: Any) -> None:
@@ -47,7 +47,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="discard shards written with another model/whitening or from a changed input")
     p.add_argument("--device", default=None, help="torch device for transformer models")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
+    add_progress_option(p)
     p.set_defaults(func=run)
 
 
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                     batch_size=args.batch_size, whitening=args.whitening,
                     resume=not args.no_resume, overwrite=args.overwrite,
                     start_line=args.start_line, end_line=args.end_line,
-                    show_progress_bar=False if args.quiet else None)
+                    show_progress_bar=progress(args))
     run_ = m.runs[-1]
     print(f"{m.n_lines} lines [{m.start_line}, {m.end_line}) -> {m.n_shards} shards of dim "
           f"{m.dim} in {args.output} ({run_.n_shards_encoded} encoded, {run_.n_shards_reused} "

@@ -28,6 +28,8 @@ from sentvec.cli._args import (
     plain_text,
     positive_int,
     sts_task_list,
+    add_progress_option,
+    progress,
     sts_tasks_for,
 )
 
@@ -79,6 +81,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
+    add_progress_option(p)
     p.set_defaults(func=run)
 
 
@@ -155,7 +158,8 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     t_load = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    per = encoder.encode_layers(sentences, pooling=("cls", "mean"), batch_size=args.batch_size)
+    per = encoder.encode_layers(sentences, pooling=("cls", "mean"), batch_size=args.batch_size,
+                                show_progress_bar=progress(args))
     t_encode = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -227,7 +231,8 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
     result = evaluate_sts(encoder, tasks, whitening=whitening, n_components=args.n_components,
-                          aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta)
+                          aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta,
+                          show_progress_bar=progress(args))
     t_eval = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
     result = result.replace(metadata={**result.metadata, "timing_s": {

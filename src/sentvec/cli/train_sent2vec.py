@@ -83,8 +83,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--resume-from", "--resume_from", dest="resume_from", default=None)
     p.add_argument("--tmp-dir", "--tmp_dir", dest="tmp_dir", default=None,
                    help="where the temporary token-id file goes")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: when stderr is a terminal)")
+    from sentvec.cli._args import add_progress_option
+
+    add_progress_option(p)
     p.add_argument("--report", default=None, help="write the training report as JSON here")
     p.set_defaults(func=_run)
 

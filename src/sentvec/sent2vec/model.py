@@ -415,9 +415,9 @@ class Sent2Vec:
         d = self.dictionary
         starts = range(0, n, batch)
         if show_progress_bar:
-            from tqdm.auto import tqdm
+            from sentvec._progress import progress_bar
 
-            starts = tqdm(starts, desc="Sent2Vec encode", unit="batch")
+            starts = progress_bar(starts, show=True, desc="Sent2Vec encode", unit="batch")
         pool = ThreadPoolExecutor(threads) if threads > 1 and n >= _PARALLEL_MIN else None
         try:
             for lo in starts:

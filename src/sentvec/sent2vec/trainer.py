@@ -263,7 +263,8 @@ class Sent2VecTrainer:
         A checkpoint directory (or a ``checkpoint_dir`` holding ``LATEST``) to continue from; its
         hyper-parameters must equal these.
     show_progress_bar : bool, optional
-        tqdm bar with words/s/thread, lr, loss and ETA; default: when stderr is a terminal.
+        Progress with words/s/thread, lr, loss and ETA; default: a bar when stderr is a
+        terminal; True: also one line every 30 s elsewhere (:mod:`sentvec._progress`).
     tmp_dir : path-like, optional
         Where the temporary id file goes (default: the system temp directory).
     """
@@ -674,10 +675,10 @@ class _Run:
         bar = None
         done0 = int(self.stats[:, :, self.k.STAT_TOKENS].sum())
         if show:
-            from tqdm.auto import tqdm
+            from sentvec._progress import progress_bar
 
-            bar = tqdm(total=self.total, initial=done0, unit="tok", unit_scale=True,
-                       desc="Sent2Vec", smoothing=0.1)
+            bar = progress_bar(show=True, total=self.total, initial=done0, unit="tok",
+                               unit_scale=True, desc="Sent2Vec", smoothing=0.1)
         t_start = time.perf_counter()
         for th in threads:
             th.start()
