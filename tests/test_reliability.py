@@ -229,3 +229,51 @@ def test_progress_records_off_a_terminal(tmp_path, capsys, monkeypatch, command)
     monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "30")  # a run shorter than one interval
     assert main(argv) == 0
     assert unit not in capsys.readouterr().err
+
+
+def test_sigterm_cleans_the_trainer_temp_folder(tmp_path):
+    """Issue 18 point 4: kill -TERM of train-sent2vec left sentvec-s2v-*/tokens.int32 behind."""
+    import signal
+    import time
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**_env(), "TMPDIR": str(tmp)}
+    p = subprocess.Popen([sys.executable, "-m", "sentvec", "train-sent2vec", "-input",
+                          str(REF / "train-sample.txt"), "-output", str(tmp_path / "m.bin"),
+                          "-dim", "50", "-epoch", "1000", "-bucket", "1000", "-thread", "1",
+                          "--no-progress"], env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(tmp.glob("sentvec-s2v-*/tokens.int32")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    found = list(tmp.glob("sentvec-s2v-*"))
+    assert found and found[0].name.startswith(f"sentvec-s2v-{p.pid}-")
+    time.sleep(0.5)  # into the training loop
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert b"terminated" in err and b"Traceback" not in err
+    assert not list(tmp.iterdir()) and not (tmp_path / "m.bin").exists()
+
+
+def test_stale_temp_folders_of_dead_runs_are_removed(tmp_path):
+    from sentvec.sent2vec.corpus import convert_corpus
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stale = tmp_path / f"sentvec-s2v-{dead.pid}-abc"
+        busy = tmp_path / f"sentvec-s2v-{live.pid}-def"
+        other = tmp_path / "sentvec-s2v-xyz"  # no pid: an older version's, left alone
+        for d in (stale, busy, other):
+            d.mkdir()
+            (d / "tokens.int32").write_bytes(b"\0" * 16)
+        with convert_corpus(["a b c", "b c d"], ["a", "b", "c", "d"], -1,
+                            directory=tmp_path) as ids:
+            assert ids.n_sentences == 2
+            assert ids.directory.name.startswith(f"sentvec-s2v-{os.getpid()}-")
+        assert not stale.exists() and busy.exists() and other.exists()
+    finally:
+        live.kill()
+        live.wait()

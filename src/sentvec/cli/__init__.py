@@ -13,6 +13,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main", "console_main", "build_parser"]
 
@@ -71,18 +72,46 @@ def _silence_stdout() -> None:
         pass
 
 
+def _install_sigterm(flag: list[int]) -> Any:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread (as Ctrl-C does), so that
+    ``finally`` blocks and context managers clean up temporary files; return the old handler
+    (None when not in the main thread, where handlers cannot be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def on_term(signum: int, frame: Any) -> None:
+        flag.append(signum)
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, on_term)
+
+
+def _restore_sigterm(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     Errors a user can fix (missing files, bad values) print one ``sentvec: error: ...`` line and
     return 2; they never raise out of ``main``. A closed stdout pipe (``| head``) returns 141
-    (128 + SIGPIPE, as coreutils) without a message; Ctrl-C returns 130.
+    (128 + SIGPIPE, as coreutils) without a message; Ctrl-C returns 130, and SIGTERM is handled
+    like Ctrl-C (``KeyboardInterrupt`` in the main thread, so temporary files are removed) and
+    returns 143.
     """
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    terminated: list[int] = []
+    previous = _install_sigterm(terminated)
     try:
         return int(args.func(args) or 0)
     except BrokenPipeError:
@@ -100,8 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sentvec: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        if terminated:  # SIGTERM, handled as Ctrl-C: temporary files were cleaned on the way
+            print("sentvec: terminated", file=sys.stderr)
+            return 143
         print("sentvec: interrupted", file=sys.stderr)
         return 130
+    finally:
+        _restore_sigterm(previous)
 
 
 def console_main() -> int:
