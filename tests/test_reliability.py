@@ -277,3 +277,51 @@ def test_stale_temp_folders_of_dead_runs_are_removed(tmp_path):
     finally:
         live.kill()
         live.wait()
+
+
+def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(tmp_path, capsys,
+                                                                      monkeypatch):
+    """Issue 18 point 1: -dim 700 -bucket 2e9 read the corpus, then died with numpy's
+    '_ArrayMemoryError: Unable to allocate 5.09 TiB' and a traceback."""
+    from sentvec.sent2vec.dictionary import Dictionary
+
+    def no_read(*a, **k):
+        raise AssertionError("the corpus was read")
+
+    monkeypatch.delenv("SENTVEC_MAX_MEMORY", raising=False)
+    with monkeypatch.context() as m:
+        m.setattr(Dictionary, "from_corpus", no_read)
+        assert main(["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output",
+                     str(tmp_path / "x.bin"), "-dim", "700", "-bucket", "2000000000",
+                     "-epoch", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "5.09 TiB" in err and "bucket 2,000,000,000" in err and "dim 700" in err
+    assert "Traceback" not in err and not (tmp_path / "x.bin").exists()
+
+
+def test_max_memory_checked_again_with_the_real_vocabulary(tmp_path):
+    from sentvec._memory import InsufficientMemoryError
+    from sentvec.sent2vec import Sent2VecTrainer
+
+    kw = dict(dim=100, bucket=1000, thread=1, epoch=1, tmp_dir=tmp_path)
+    floor, _ = Sent2VecTrainer(**kw).memory_estimate(0)
+    tr = Sent2VecTrainer(**kw, max_memory=floor + 1000)
+    with pytest.raises(InsufficientMemoryError, match=r"^training needs about .*nwords [1-9]"):
+        tr.fit(REF / "train-sample.txt")
+    assert not list(tmp_path.iterdir())  # refused before the id conversion
+    need, _ = tr.memory_estimate(1234, 10)
+    assert need == (1234 + 1000) * 100 * 4 + 1234 * 100 * 4 + 4 * 10**7 + 1234 * 200 + 80
+    with pytest.raises(ValueError, match="memory size"):
+        Sent2VecTrainer(max_memory="lots")
+
+
+def test_in_memory_load_guarded_but_mmap_is_not(monkeypatch):
+    from sentvec._memory import InsufficientMemoryError
+    from sentvec.sent2vec import Sent2Vec
+
+    monkeypatch.setenv("SENTVEC_MAX_MEMORY", "1K")
+    with pytest.raises(InsufficientMemoryError, match=r"mmap=None.*limit 1.00 KiB"):
+        Sent2Vec.load(MODEL, mmap=None)
+    assert Sent2Vec.load(MODEL).dim == 16  # memory-mapped (default): not refused
+    monkeypatch.setenv("SENTVEC_MAX_MEMORY", "1G")
+    assert Sent2Vec.load(MODEL, mmap=None).dim == 16

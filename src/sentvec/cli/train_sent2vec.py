@@ -81,6 +81,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--checkpoint-every", "--checkpoint_every", dest="checkpoint_every",
                    type=float, default=None, help="minutes between checkpoints")
     p.add_argument("--resume-from", "--resume_from", dest="resume_from", default=None)
+    p.add_argument("--max-memory", "--max_memory", dest="max_memory", default=None,
+                   metavar="SIZE", help="refuse to train when the estimated memory (input and "
+                   "output matrices, buffers) exceeds SIZE (bytes or 16G, 500M; default: the "
+                   "memory available, or $SENTVEC_MAX_MEMORY)")
     p.add_argument("--tmp-dir", "--tmp_dir", dest="tmp_dir", default=None,
                    help="where the temporary token-id file goes")
     from sentvec.cli._args import add_progress_option
@@ -121,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
         kwargs["max_vocab_size"] = None  # official 0 = no cap
     for name in ("loss", "update", "exclude_target", "l1", "sigmoid", "epoch_tokens", "seed",
                  "checkpoint_dir",
-                 "checkpoint_every", "resume_from", "tmp_dir"):
+                 "checkpoint_every", "resume_from", "tmp_dir", "max_memory"):
         v = getattr(args, name)
         if v is not None:
             kwargs[name] = v

@@ -164,6 +164,11 @@ class Sent2VecTrainer:
         terminal; True: also one line every 30 s elsewhere (:mod:`sentvec._progress`).
     tmp_dir : path-like, optional
         Where the temporary id file goes (default: the system temp directory).
+    max_memory : int or str, optional
+        Memory limit (bytes or ``"16G"``) for :meth:`memory_estimate`, checked before the
+        corpus is read and again with the real vocabulary; default ``$SENTVEC_MAX_MEMORY``, else
+        the memory available (``MemAvailable``). Over it, ``fit`` raises
+        ``InsufficientMemoryError`` (a ValueError) naming the estimate and its arguments.
     """
 
     def __init__(self, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
@@ -177,7 +182,8 @@ class Sent2VecTrainer:
                  checkpoint_every: float | None = None, keep_checkpoints: int = 1,
                  resume_from: str | os.PathLike[str] | None = None,
                  show_progress_bar: bool | None = None,
-                 tmp_dir: str | os.PathLike[str] | None = None) -> None:
+                 tmp_dir: str | os.PathLike[str] | None = None, max_memory: Any = None) -> None:
+        from sentvec._memory import parse_memory_size
         from sentvec.sent2vec.binfile import MAX_DIM
 
         self.dim = _check_int("dim", dim, 1, MAX_DIM,
@@ -224,7 +230,36 @@ class Sent2VecTrainer:
             show_progress_bar = _check_bool("show_progress_bar", show_progress_bar)
         self.show_progress_bar = show_progress_bar
         self.tmp_dir = tmp_dir
+        self.max_memory = None if max_memory is None else parse_memory_size(max_memory)
         self.report_: TrainingReport | None = None
+
+    def memory_estimate(self, nwords: int = 0, n_sentences: int = 0) -> tuple[int, str]:
+        """Bytes the training arrays need, and the formula with these arguments' values.
+
+        Input matrix ``(nwords + bucket) * dim * 4``, output matrix ``nwords * dim * 4``, one
+        shuffled negative table per thread (``thread * 10**7 * 4``), per-word tables (about 200
+        bytes a word: counts, probabilities, the Python vocabulary) and the sentence offsets
+        (``n_sentences * 8``). The corpus ids are memory-mapped from a file and not counted.
+        ``nwords=0`` (before the vocabulary pass) gives a lower bound.
+        """
+        from sentvec.sent2vec.dictionary import NEGATIVE_TABLE_SIZE
+
+        wi = (nwords + self.bucket) * self.dim * 4
+        wo = nwords * self.dim * 4
+        tables = self.thread * NEGATIVE_TABLE_SIZE * 4
+        need = wi + wo + tables + nwords * 200 + n_sentences * 8
+        return need, (f"input matrix (nwords {nwords:,} + bucket {self.bucket:,}) x dim "
+                      f"{self.dim} x 4 B + output matrix nwords x dim x 4 B + {self.thread} "
+                      f"thread negative tables of 40 MB")
+
+    def _check_memory(self, nwords: int, n_sentences: int = 0) -> None:
+        from sentvec._memory import check_memory
+
+        need, drivers = self.memory_estimate(nwords, n_sentences)
+        check_memory(need, what="training" + (" (before the vocabulary pass)" if not nwords
+                                               else ""), drivers=drivers,
+                     max_memory=self.max_memory, hint="lower -bucket or -dim, or cap the "
+                     "vocabulary with -maxVocabSize")
 
     def config(self) -> dict[str, Any]:
         """Hyper-parameters as a JSON-serialisable dict (sentvec names)."""
@@ -281,6 +316,7 @@ class Sent2VecTrainer:
             raise ValueError("corpus lines are empty: nothing to train on")
         t0 = time.perf_counter()
         state = None
+        self._check_memory(0)  # before the corpus is read: bucket and dim alone may not fit
         if self.resume_from is not None:
             state, ckpt_model = self._load_checkpoint()
             dictionary = ckpt_model.dictionary
@@ -291,6 +327,7 @@ class Sent2VecTrainer:
                 max_vocab_size=self.max_vocab_size, bucket=self.bucket,
                 word_ngrams=self.word_ngrams)
         _warn_non_utf8(dictionary.words)
+        self._check_memory(dictionary.nwords)  # the real vocabulary, before the id conversion
         t1 = time.perf_counter()
         ids = corpus_mod.convert_corpus(src, dictionary.words, dictionary.eos_id,
                                         directory=self.tmp_dir)
@@ -655,7 +692,8 @@ def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0
                    checkpoint_every: float | None = None, keep_checkpoints: int = 1,
                    resume_from: str | os.PathLike[str] | None = None,
                    show_progress_bar: bool | None = None,
-                   tmp_dir: str | os.PathLike[str] | None = None) -> Sent2Vec:
+                   tmp_dir: str | os.PathLike[str] | None = None,
+                   max_memory: Any = None) -> Sent2Vec:
     """Train a Sent2Vec model on a corpus (paper: Pagliardini et al. 2018, arXiv:1703.02507).
 
     Every hyper-parameter is documented in :class:`Sent2VecTrainer`, which this function
@@ -681,8 +719,9 @@ def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0
     FileNotFoundError
         Missing corpus file or checkpoint.
     ValueError
-        An invalid hyper-parameter (the message names it and its value), an empty corpus, or a
-        corpus without a trainable target (no sentence with two in-vocabulary tokens).
+        An invalid hyper-parameter (the message names it and its value), an empty corpus, a
+        corpus without a trainable target (no sentence with two in-vocabulary tokens), or
+        ``InsufficientMemoryError``: the model cannot fit (``max_memory``).
     TypeError
         A corpus that is neither a path nor a sequence of str.
     """
@@ -693,4 +732,4 @@ def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0
         update=update, exclude_target=exclude_target, l1=l1, sigmoid=sigmoid,
         epoch_tokens=epoch_tokens, job_tokens=job_tokens, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
         keep_checkpoints=keep_checkpoints, resume_from=resume_from,
-        show_progress_bar=show_progress_bar, tmp_dir=tmp_dir).fit(corpus)
+        show_progress_bar=show_progress_bar, tmp_dir=tmp_dir, max_memory=max_memory).fit(corpus)
