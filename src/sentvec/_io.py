@@ -111,7 +111,14 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool | str = False) -> np.nd
     try:
         mode = "r" if mmap is True else (mmap or None)
         return np.load(p, mmap_mode=mode, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, MemoryError,
+            OverflowError) as exc:
+        # numpy parses the header with ast.literal_eval (SyntaxError, tokenize.TokenError, a
+        # SyntaxError subclass or not, TypeError on odd values) and allocates from its shape
+        raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
+    except Exception as exc:  # tokenize.TokenError derives from Exception only
+        if type(exc).__name__ != "TokenError":
+            raise
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
 
 

@@ -187,7 +187,45 @@ def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
     if d.get("format") != _FORMAT or d.get("version") != _VERSION:
         raise ValueError(f"{str(p)!r}: not a sentvec encode manifest (format {d.get('format')!r}, "
                          f"version {d.get('version')!r})")
-    return EncodeManifest.from_dict(d)
+    try:
+        m = EncodeManifest.from_dict(d)
+        _check_manifest(m)
+    except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{str(p)!r}: corrupt encode manifest ({type(exc).__name__}: {exc}); "
+                         "re-encode with --overwrite") from None
+    return m
+
+
+def _check_manifest(m: EncodeManifest) -> None:
+    """Types and consistency of a manifest read from disk (it is untrusted input)."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    for name in ("input_size", "input_mtime_ns", "start_line", "end_line", "shard_size"):
+        if not is_int(getattr(m, name)) or getattr(m, name) < 0:
+            raise ValueError(f"{name}={getattr(m, name)!r} is not an integer >= 0")
+    if not isinstance(m.input_path, str) or not isinstance(m.encoder, dict) or not (
+            m.whitening is None or isinstance(m.whitening, dict)):
+        raise ValueError("input_path, encoder or whitening has the wrong type")
+    if m.dim is not None and (not is_int(m.dim) or m.dim < 1):
+        raise ValueError(f"dim={m.dim!r} is not an integer >= 1")
+    lines = [a for a, _ in m.boundaries]
+    nbytes = [b for _, b in m.boundaries]
+    if (not lines or lines[0] != m.start_line or lines[-1] != m.end_line
+            or any(b <= a for a, b in zip(lines, lines[1:]))
+            or any(b < a for a, b in zip(nbytes, nbytes[1:])) or min(nbytes) < 0):
+        raise ValueError("shard boundaries are not increasing from start_line to end_line")
+    for r in m.shards:
+        if not (is_int(r.index) and 0 <= r.index < m.n_shards) or not isinstance(r.file, str) \
+                or Path(r.file).name != r.file or r.file in ("", ".", ".."):
+            raise ValueError(f"shard record {r.index!r} has a bad index or file name")
+        if (r.start_line, r.end_line) != (lines[r.index], lines[r.index + 1]) or (
+                r.start_byte, r.end_byte) != (nbytes[r.index], nbytes[r.index + 1]):
+            raise ValueError(f"shard {r.index} does not match the planned boundaries")
+        if not all(is_int(v) and v >= 0 for v in (r.n_empty, r.n_zero)):
+            raise ValueError(f"shard {r.index}: bad n_empty / n_zero")
+    if len({r.index for r in m.shards}) != len(m.shards):
+        raise ValueError("a shard is recorded twice")
 
 
 # --------------------------------------------------------------------------- line scanning

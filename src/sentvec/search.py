@@ -449,6 +449,15 @@ class SemanticSearch:
         if cfg.get("format") != _FORMAT or cfg.get("version") != _VERSION:
             raise ValueError(f"{str(cfg_path)!r}: unsupported index format "
                              f"{cfg.get('format')!r} version {cfg.get('version')!r}")
+        for key, ok in (("dim", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                         and v >= 1),
+                        ("ntotal", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                         and v >= 0),
+                        ("metric", lambda v: v in SEARCH_METRICS),
+                        ("backend", lambda v: v in SEARCH_BACKENDS)):
+            if key not in cfg or not ok(cfg[key]):
+                raise ValueError(f"{str(cfg_path)!r}: missing or invalid {key} "
+                                 f"({cfg.get(key)!r}); delete the index and build it again")
         obj = cls(cfg["dim"], metric=cfg["metric"], backend=cfg["backend"], encoder=encoder)
         if obj.backend == "faiss":
             f = path / _FAISS
