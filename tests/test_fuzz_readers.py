@@ -115,10 +115,13 @@ def bin_sections(data: bytes) -> dict[str, tuple[int, int]]:
 
 
 #: Header fields that decide the layout or the vectors: a change must not load silently.
-#: (offset, size) of dim, wordNgrams, loss, model, bucket in args; size, nwords, nlabels,
-#: pruneidx_size in the dictionary header.
-_ARGS_STRUCTURAL = [(8, 4), (28, 4), (32, 4), (36, 4), (40, 4), (64, 4), (68, 4), (72, 4),
-                    (84, 8)]
+#: (offset, size) of dim, loss, model in args; size, nwords, nlabels, pruneidx_size in the
+#: dictionary header. Not wordNgrams (28) nor bucket (40): the official format has no checksum
+#: and no redundancy for them (a unigram model keeps its buckets: tiny-unigram.bin has
+#: wordNgrams 1, bucket 1000; the input matrix may hold more rows than nwords + bucket), so
+#: wordNgrams 2 -> 1 or 3, or a smaller bucket, loads with other vectors: a documented limit
+#: (docs/RELIABILITY.md).
+_ARGS_STRUCTURAL = [(8, 4), (32, 4), (36, 4), (64, 4), (68, 4), (72, 4), (84, 8)]
 
 
 def _structural_ranges(sec: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:
