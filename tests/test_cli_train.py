@@ -127,7 +127,12 @@ def test_unwritable_output_directory_fails_before_training(corpus, tmp_path, cap
 
     monkeypatch.setattr(tempfile, "mkstemp", read_only)
     assert main(["train-sent2vec", "-input", str(corpus), "-output",
-                 str(tmp_path / "new" / "model.bin"), "--no-progress"]) == 2
+                 str(tmp_path / "model.bin"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"{str(tmp_path)!r} is not writable (Read-only file system)" in err
-    assert not (tmp_path / "new").exists()  # nothing created by the check
+    assert not list(tmp_path.iterdir())  # nothing created by the check
+    # a missing parent folder is refused, not created (issue 18)
+    assert main(["train-sent2vec", "-input", str(corpus), "-output",
+                 str(tmp_path / "new" / "model.bin"), "--no-progress"]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()

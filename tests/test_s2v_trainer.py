@@ -174,7 +174,9 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
         fit(corpus, **{**kw, "dim": 8}, resume_from=ck)
 
 
-def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys):
+def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys, monkeypatch):
+    # stderr is not a terminal here: forced progress prints one-line records (issue 18)
+    monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "0")
     fit(corpus, thread=1, show_progress_bar=True)
     err = capsys.readouterr().err
     assert "words/s/thread" in err and "lr=" in err and "loss=" in err

@@ -63,8 +63,9 @@ class _LineRecords:
             self._emit(line)
 
     def _emit(self, line: str) -> None:
-        if self.emitted is not None and line.split(" [")[0] == self.emitted.split(" [")[0]:
-            return  # no progress since the last record
+        if (self.emitted is not None and line.split(" [")[0] == self.emitted.split(" [")[0]
+                and line.count("=") <= self.emitted.count("=")):
+            return  # no progress (and no new postfix) since the last record
         try:
             self.stream.write(f"sentvec: {line}\n")
             self.stream.flush()

@@ -198,12 +198,13 @@ def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
 
 def _check_manifest(m: EncodeManifest) -> None:
     """Types and consistency of a manifest read from disk (it is untrusted input)."""
+
     def is_int(v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
 
     for name in ("input_size", "input_mtime_ns", "start_line", "end_line", "shard_size"):
-        if not is_int(getattr(m, name)) or getattr(m, name) < 0:
-            raise ValueError(f"{name}={getattr(m, name)!r} is not an integer >= 0")
+        if not is_int(v := getattr(m, name)) or v < 0:
+            raise ValueError(f"{name}={v!r} is not an integer >= 0")
     if not isinstance(m.input_path, str) or not isinstance(m.encoder, dict) or not (
             m.whitening is None or isinstance(m.whitening, dict)):
         raise ValueError("input_path, encoder or whitening has the wrong type")
@@ -222,10 +223,9 @@ def _check_manifest(m: EncodeManifest) -> None:
         if (r.start_line, r.end_line) != (lines[r.index], lines[r.index + 1]) or (
                 r.start_byte, r.end_byte) != (nbytes[r.index], nbytes[r.index + 1]):
             raise ValueError(f"shard {r.index} does not match the planned boundaries")
-        if not all(is_int(v) and v >= 0 for v in (r.n_empty, r.n_zero)):
-            raise ValueError(f"shard {r.index}: bad n_empty / n_zero")
-    if len({r.index for r in m.shards}) != len(m.shards):
-        raise ValueError("a shard is recorded twice")
+        if not all(is_int(v) and v >= 0 for v in (r.n_empty, r.n_zero)) or len(
+                {x.index for x in m.shards}) != len(m.shards):
+            raise ValueError(f"shard {r.index}: bad n_empty / n_zero, or recorded twice")
 
 
 # --------------------------------------------------------------------------- line scanning
@@ -408,13 +408,9 @@ def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
 
 
 def _locked_output(func: Any) -> Any:
-    """Run ``func(encoder, input_path, output_dir, ...)`` holding a lock on ``output_dir``.
-
-    The output directory's parent must exist (checked before any work, with the rest of
-    :func:`sentvec._io.check_output_path`); the directory is created if missing and removed
-    again if the call fails before writing anything. A second writer is refused with
-    :class:`sentvec._io.DirectoryLockedError` naming the holder.
-    """
+    """Run ``func(encoder, input_path, output_dir, ...)`` holding ``DirectoryLock(output_dir)``
+    (a second writer is refused, naming the holder); ``output_dir`` is checked first, created
+    if missing (its parent must exist) and removed again if the call fails leaving it empty."""
     import functools
 
     @functools.wraps(func)
