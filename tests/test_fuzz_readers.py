@@ -171,7 +171,10 @@ def bin_mutation(draw):
         del data[cut:]
         touched.append(cut)
     elif kind == "header_int":  # an int32 / int64 header or shape field set to any value
-        a, n = draw(st.sampled_from(_structural_ranges(sec)))
+        a, b = draw(st.sampled_from(_structural_ranges(sec)))
+        n = b - a
+        if n == 16:  # a matrix shape: rows or cols (int64)
+            a, n = a + 8 * draw(st.integers(0, 1)), 8
         if n in (4, 8):
             fmt = "<i" if n == 4 else "<q"
             lo, hi = (-2**31, 2**31 - 1) if n == 4 else (-2**63, 2**63 - 1)
@@ -186,6 +189,9 @@ def bin_mutation(draw):
         junk = draw(st.binary(min_size=1, max_size=16))
         data[i:i] = junk
         touched.append(i)
+    if kind in ("flip", "header_int"):  # the bytes that really changed (two flips may cancel)
+        orig = _BIN[name]
+        touched = [i for i in touched if i < len(orig) and data[i] != orig[i]]
     return name, bytes(data), touched, kind
 
 
