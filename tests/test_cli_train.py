@@ -31,7 +31,9 @@ def test_official_flags_write_a_bin_equal_to_snake_case_directory(corpus, tmp_pa
     assert main(official) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["written"] == [str(tmp_path / "m.bin")]
-    assert summary["epochs"] == 3  # 2 official epochs = 2.3 passes (</s> and OOV tokens count)
+    # issue 18: "epochs" said 3 and "loss" was the short third pass's
+    assert summary["epochs"] == 2
+    assert summary["passes"] == 3  # 2 official epochs = 2.3 passes (</s> and OOV tokens count)
     snake = ["train-sent2vec", "--input", str(corpus), "--output", str(tmp_path / "mdir"),
              "--dim", "12", "--epoch", "2", "--lr", "0.1", "--lr-update-rate", "50",
              "--word_ngrams", "2", "--min-count", "2", "--min_count_label", "3", "--neg", "4",
@@ -48,7 +50,9 @@ def test_official_flags_write_a_bin_equal_to_snake_case_directory(corpus, tmp_pa
     np.testing.assert_array_equal(a.output_matrix, b.output_matrix)
     assert b.args["lr"] == 0.1 and b.args["dropoutK"] == 3
     rep = json.loads((tmp_path / "report.json").read_text())
-    assert rep["threads"] == 1 and len(rep["epochs"]) == 3
+    assert rep["threads"] == 1 and len(rep["epochs"]) == 3 and rep["epoch"] == 2
+    assert rep["epochs"][2]["tokens"] < rep["n_tokens"] == rep["epochs"][1]["tokens"]
+    assert summary["loss"] == rep["epochs"][1]["loss"] != rep["epochs"][2]["loss"]
 
 
 def test_unigram_flags_with_bucket_zero_and_both_formats(corpus, tmp_path):
@@ -123,7 +127,12 @@ def test_unwritable_output_directory_fails_before_training(corpus, tmp_path, cap
 
     monkeypatch.setattr(tempfile, "mkstemp", read_only)
     assert main(["train-sent2vec", "-input", str(corpus), "-output",
-                 str(tmp_path / "new" / "model.bin"), "--no-progress"]) == 2
+                 str(tmp_path / "model.bin"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert f"{str(tmp_path)!r} is not writable (Read-only file system)" in err
-    assert not (tmp_path / "new").exists()  # nothing created by the check
+    assert not list(tmp_path.iterdir())  # nothing created by the check
+    # a missing parent folder is refused, not created (issue 18)
+    assert main(["train-sent2vec", "-input", str(corpus), "-output",
+                 str(tmp_path / "new" / "model.bin"), "--no-progress"]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()

@@ -159,13 +159,14 @@ def test_search_cli_rebuilds_a_damaged_index(tmp_path, capsys, corpus):
     args, good = _first_search(capsys, path, index, lines[5], 3)
     emb = index / "embeddings.npy"
     emb.write_bytes(emb.read_bytes()[:40])  # truncated by a crash or a full disk
-    with pytest.warns(UserWarning, match="unreadable"):
+    # the stored checksum (issue 18) catches damaged vectors before they are read
+    with pytest.warns(UserWarning, match="do not match the checksums"):
         assert main(args) == 0
     out = capsys.readouterr()
     assert "built index of 400 lines" in out.err
     assert json.loads(out.out) == good
     np.save(emb, np.full(np.load(emb).shape, np.nan, dtype=np.float32))  # readable, but NaN
-    with pytest.warns(UserWarning, match="unreadable .*NaN"):
+    with pytest.warns(UserWarning, match="checksums .*embeddings.npy changed"):
         assert main(args) == 0
     out = capsys.readouterr()
     assert "reusing index" not in out.err and "built index of 400 lines" in out.err
@@ -235,13 +236,13 @@ def test_search_cli_rebuilds_an_index_dir_missing_its_config(tmp_path, capsys, c
     index = tmp_path / "idx"
     args, good = _first_search(capsys, path, index, lines[3], 2)
     (index / "search_index.json").unlink()
-    with pytest.warns(UserWarning, match="unreadable .*missing search_index.json"):
+    with pytest.warns(UserWarning, match="checksums .*search_index.json missing"):
         assert main(args) == 0
     out = capsys.readouterr()
     assert "built index of 400 lines" in out.err and json.loads(out.out) == good
     (index / "search_index.json").unlink()
     (index / "notes.txt").write_text("mine", encoding="utf-8")
-    with pytest.warns(UserWarning, match="unreadable"):
+    with pytest.warns(UserWarning, match="search_index.json missing"):
         assert main(args) != 0
     assert "refusing to replace it" in capsys.readouterr().err
     assert (index / "notes.txt").read_text(encoding="utf-8") == "mine"

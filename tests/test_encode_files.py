@@ -15,11 +15,10 @@ from sentvec.encode_files import (
     PROBE_SENTENCES,
     encode_file,
     encode_file_delayed,
-    iter_line_chunks,
     load_embeddings,
     read_manifest,
-    scan_lines,
 )
+from sentvec.line_ranges import iter_line_chunks, scan_lines
 
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*all-zero vectors:UserWarning")
@@ -179,7 +178,7 @@ def test_whitening_applied_and_fingerprinted(tmp_path, corpus):
 
 
 def test_line_convention_and_decoding_errors(tmp_path, monkeypatch):
-    monkeypatch.setattr(ef, "_SCAN_BLOCK", 7)  # many block boundaries
+    monkeypatch.setattr("sentvec.line_ranges._SCAN_BLOCK", 7)  # many block boundaries
     cases = {b"": [], b"a\n": ["a"], b"a": ["a"], b"a\r\nb\n\n": ["a", "b", ""],
              b"x y\n\nlast no newline": ["x y", "", "last no newline"], b"\n\n": ["", ""]}
     for i, (raw, lines) in enumerate(cases.items()):

@@ -185,7 +185,8 @@ def _blocked_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
         "            raise ModuleNotFoundError(f'blocked: {name}')\n"
         "        return None\n"
         "sys.meta_path.insert(0, _NoSentvec())\n"
-        "sys.path[:] = [p for p in sys.path if 'sentvec' not in p and 'wt-' not in p]\n")
+        f"src = {str(Path(__file__).resolve().parents[1] / 'src')!r}\n"
+        "sys.path[:] = [p for p in sys.path if p != src]  # only the checkout's own sources\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return subprocess.run([sys.executable, "-c", blocker + code], cwd=cwd, env=env,

@@ -141,7 +141,7 @@ def test_paper_variants_change_the_model(corpus):
 
 def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
     kw = dict(thread=1, epoch=2, job_tokens=8000)
-    full, _ = fit(corpus, **kw)
+    full, full_rep = fit(corpus, **kw)
     ck = tmp_path / "ck"
     resumed_from_mid = None
     m, _ = fit(corpus, **kw, checkpoint_dir=ck, checkpoint_every=1e-9, keep_checkpoints=100)
@@ -153,6 +153,20 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
     assert np.array_equal(res.input_matrix, full.input_matrix)
     assert np.array_equal(res.output_matrix, full.output_matrix)
     assert 0 < len(rep.epochs) <= 2
+    # issue 18: words/s after a resume counted the tokens trained before the checkpoint
+    import json
+
+    from sentvec.sent2vec import kernels
+    from sentvec.sent2vec.trainer import _STATE_FILE
+
+    state = json.loads((resumed_from_mid / _STATE_FILE).read_text())
+    before = int(np.asarray(state["stats"])[..., kernels.STAT_TOKENS].sum())
+    assert 0 < before < sum(e.tokens for e in full_rep.epochs)
+    trained_now = sum(e.tokens for e in rep.epochs) - rep.resumed_tokens
+    assert trained_now == sum(e.tokens for e in full_rep.epochs) - before
+    assert rep.resumed_tokens > 0 or state["job"] == 0
+    expect = trained_now * rep.raw_tokens / rep.n_tokens / rep.train_seconds / rep.threads
+    assert rep.words_per_sec_per_thread == pytest.approx(expect)
     # the checkpoint is a loadable model directory
     from sentvec.sent2vec.model import Sent2Vec
     assert Sent2Vec.load(cks[0] / "model").dim == 16
@@ -160,7 +174,9 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
         fit(corpus, **{**kw, "dim": 8}, resume_from=ck)
 
 
-def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys):
+def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys, monkeypatch):
+    # stderr is not a terminal here: forced progress prints one-line records (issue 18)
+    monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "0")
     fit(corpus, thread=1, show_progress_bar=True)
     err = capsys.readouterr().err
     assert "words/s/thread" in err and "lr=" in err and "loss=" in err

@@ -167,9 +167,15 @@ def test_bad_inputs():
         index.search(np.ones((1, 3)), 0)
     with pytest.raises(ValueError, match="no encoder attached"):
         index.add_texts(["a"])
+    # issue 18: an empty index answered with padding only (id -1, score -inf)
     empty = SemanticSearch(dim=3)
-    s, i = empty.search(np.ones((2, 3)), 4)
-    assert (i == -1).all() and np.isneginf(s).all()
+    with pytest.raises(ValueError, match="holds no vectors"):
+        empty.search(np.ones((2, 3)), 4)
+    with pytest.raises(ValueError, match=r"no rows \(shape \(0, 3\)\)"):
+        empty.add(np.zeros((0, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="no rows"):
+        SemanticSearch().add(np.zeros((0, 5)))
+    assert empty.ntotal == 0
 
 
 class WordCount:

@@ -176,3 +176,19 @@ def test_dataclasses_are_frozen_and_checked():
         STSSubset("x", ("a", "b"), ("c",), np.array([1.0]))
     task = STSTask("T", [sub, sub], "raw", "test")
     assert task.subsets == (sub, sub) and task.n_pairs == 2
+
+
+def test_short_task_names_accepted_everywhere():
+    """Issue 18: ``load_sts("STSB")`` failed although the CLI and the tables say STSB."""
+    from sentvec.cli._args import sts_task_list
+    from sentvec.evaluation import STS_TASK_ALIASES, canonical_sts_task
+
+    (task,) = load_sts("STSB")
+    assert task.name == "STSBenchmark" and task.n_pairs == EXPECTED_PAIRS["STSBenchmark"]
+    assert [t.name for t in load_sts(["sick", "sts12"])] == ["SICKRelatedness", "STS12"]
+    assert canonical_sts_task("Sts-B") == "STSBenchmark"
+    # one alias table: the CLI parser resolves through the same function
+    assert sts_task_list("stsb,SICK-R,STS16") == ["STSBenchmark", "SICKRelatedness", "STS16"]
+    assert set(STS_TASK_ALIASES.values()) == set(STS_TASKS)
+    with pytest.raises(ValueError, match=r"task='STS17'.*short names.*stsb"):
+        canonical_sts_task("STS17")

@@ -189,7 +189,8 @@ def test_bad_inputs_and_options(tiny_minilm):
         tiny_minilm.with_options(layers=(1.5,))
 
 
-def test_progress_bar_can_be_forced(tiny_minilm, capsys):
+def test_progress_bar_can_be_forced(tiny_minilm, capsys, monkeypatch):
+    monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "0")  # off a terminal: one-line records
     tiny_minilm.encode(SENTENCES[:2], show_progress_bar=True)
     assert "Encoding" in capsys.readouterr().err
     tiny_minilm.encode(SENTENCES[:2])  # auto: small input -> no bar

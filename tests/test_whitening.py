@@ -419,3 +419,20 @@ def test_cholesky_solver_needs_all_components_and_round_trips(tmp_path):
     back = Whitening.load(tmp_path / "w")
     assert back.solver_ == "cholesky" and back.get_params() == w.get_params()
     assert np.array_equal(back.transform(X), w.transform(X))
+
+
+def test_nan_message_is_ours():
+    """Issue 18: the NaN error carried scikit-learn's HistGradientBoosting advice."""
+    X = np.random.default_rng(0).normal(size=(20, 4))
+    X[3, 1] = np.nan
+    X[7, 0] = np.inf
+    for call in (Whitening().fit, Whitening().fit_transform, Whitening().partial_fit):
+        with pytest.raises(ValueError) as info:
+            call(X)
+        text = str(info.value)
+        assert "2 of 20 rows" in text and "NaN" in text
+        assert "HistGradientBoosting" not in text and "imput" not in text.lower()
+    fitted = Whitening().fit(X[10:])
+    with pytest.raises(ValueError, match="1 of 2 rows") as info:
+        fitted.transform(X[6:8])
+    assert "HistGradientBoosting" not in str(info.value)

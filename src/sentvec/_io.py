@@ -111,7 +111,14 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool | str = False) -> np.nd
     try:
         mode = "r" if mmap is True else (mmap or None)
         return np.load(p, mmap_mode=mode, allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError, MemoryError,
+            OverflowError) as exc:
+        # numpy parses the header with ast.literal_eval (SyntaxError, tokenize.TokenError, a
+        # SyntaxError subclass or not, TypeError on odd values) and allocates from its shape
+        raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
+    except Exception as exc:  # tokenize.TokenError derives from Exception only
+        if type(exc).__name__ != "TokenError":
+            raise
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
 
 
@@ -259,6 +266,60 @@ def atomic_directory(path: str | os.PathLike[str], *, marker: str | None = None,
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
+def check_input_file(path: str | os.PathLike[str], *, what: str = "input",
+                     regular: bool = False) -> Path:
+    """Check that an input file can be opened for reading, with one clear message per failure.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        How messages name the path.
+    regular : bool
+        Require a regular file (one that can be scanned twice and whose size and time identify
+        it: resumable encoding). False also accepts pipes and character devices
+        (``/dev/stdin``, ``/dev/null``), read once as a stream.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path`` (a dangling symbolic link included).
+    IsADirectoryError
+        ``path`` is a directory.
+    ValueError
+        A symbolic-link loop, or (``regular=True``) a pipe, socket or device.
+    PermissionError
+        ``path`` exists but is not readable.
+    """
+    import errno
+    import stat as stat_
+
+    p = Path(path)
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} file not found: {str(p)!r}") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError(f"{what} {str(p)!r} is a symbolic-link loop; point it at a "
+                             "file") from None
+        raise OSError(exc.errno, f"cannot read {what} {str(p)!r}: {exc.strerror}") from None
+    if stat_.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(f"{what} {str(p)!r} is a directory; give a text file, one "
+                                "sentence per line")
+    if regular and not stat_.S_ISREG(st.st_mode):
+        raise ValueError(f"{what} {str(p)!r} is not a regular file (a pipe, socket or device); "
+                         "this command reads its input more than once (line scan, resume), so "
+                         "save the stream to a file first")
+    if not os.access(p, os.R_OK):
+        raise PermissionError(f"{what} {str(p)!r} is not readable (permissions)")
+    return p
+
+
 class TextLineReader:
     """The lines of a UTF-8 text file (``"-"``: stdin), decoded one by one as they are read.
 
@@ -280,9 +341,10 @@ class TextLineReader:
     Raises
     ------
     FileNotFoundError, IsADirectoryError
-        When iteration starts, if ``source`` is missing or a directory.
+        When iteration starts, if ``source`` is missing or a directory (pipes and devices such as
+        ``/dev/stdin`` and ``/dev/null`` are read as streams).
     ValueError
-        Under ``errors="strict"``, for the first line that is not valid UTF-8 (naming the file
+        A symbolic-link loop (see :func:`check_input_file`); under ``errors="strict"``, for the first line that is not valid UTF-8 (naming the file
         and line).
     """
 
@@ -296,12 +358,7 @@ class TextLineReader:
             if self.source == "-":
                 fh: IO[bytes] = sys.stdin.buffer
             else:
-                path = Path(self.source)
-                if path.is_dir():
-                    raise IsADirectoryError(f"{self.what} {self.source!r} is a directory; give a "
-                                            "text file, one sentence per line")
-                if not path.is_file():
-                    raise FileNotFoundError(f"{self.what} file not found: {self.source!r}")
+                path = check_input_file(self.source, what=self.what)
                 fh = stack.enter_context(open(path, "rb"))
             for lineno, raw in enumerate(fh, 1):
                 if raw.endswith(b"\n"):
@@ -354,10 +411,11 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
                       kind: str = "file") -> Path:
     """Check, before any work is done, that an output file or directory can be written.
 
-    The target must not be of the wrong kind, and the directory where the write happens (or its
-    nearest existing ancestor, created later) must accept a new file (tried with a temporary
-    file, removed at once), so that a read-only or misspelt location fails before a long
-    computation rather than after it.
+    The target must not be of the wrong kind, the folder where the write happens must exist
+    (missing parent folders are never created: every command refuses them, naming the folder
+    to create), and it must accept a new file (tried with a temporary file, removed at once), so
+    that a read-only or misspelt location fails before a long computation rather than after it.
+    An output directory itself (``kind="dir"`` / ``"whole-dir"``) may be missing: it is created.
 
     Parameters
     ----------
@@ -377,6 +435,8 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
 
     Raises
     ------
+    FileNotFoundError
+        If the folder that would hold ``path`` does not exist.
     IsADirectoryError
         If a file is to be written and ``path`` is an existing directory.
     NotADirectoryError
@@ -396,8 +456,16 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
     if kind == "file" and p.is_dir():
         raise IsADirectoryError(f"{what} {str(p)!r} is an existing directory; give a file path")
     where = p if kind == "dir" and p.is_dir() else p.absolute().parent
-    while not where.exists() and where != where.parent:
-        where = where.parent
+    if not where.exists():
+        # missing folders are not created silently: a misspelt path fails here, before the work
+        top = where
+        while not top.parent.exists() and top != top.parent:
+            top = top.parent
+        if top.parent.exists() and not top.parent.is_dir():
+            raise NotADirectoryError(f"cannot write {what} {str(p)!r}: {str(top.parent)!r} is "
+                                     "not a directory")
+        raise FileNotFoundError(f"cannot write {what} {str(p)!r}: the folder {str(where)!r} "
+                                f"does not exist; create it first (mkdir -p {str(where)!r})")
     if not where.is_dir():
         raise NotADirectoryError(f"cannot write {what} {str(p)!r}: {str(where)!r} is not a "
                                  "directory")
@@ -409,3 +477,94 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
     os.close(fd)
     os.unlink(probe)
     return p
+
+
+# ------------------------------------------------------------------ output-directory locks
+#: Name of the lock file :class:`DirectoryLock` keeps in a directory being written.
+LOCK_NAME = ".sentvec.lock"
+
+
+class DirectoryLockedError(OSError):
+    """Another process is writing the directory (its lock file names the holder)."""
+
+
+class DirectoryLock:
+    """An exclusive lock on a directory being written, held by one process at a time.
+
+    The lock is ``fcntl.flock`` on ``<directory>/.sentvec.lock``, which records the holder
+    (pid, host, start time) for the refusal message. The kernel releases a ``flock`` when its
+    process dies (``kill -9`` included), so a lock file left by a dead run is stale by
+    construction and is simply taken over (no pid guessing; a reused pid cannot fool it). On
+    network file systems that do not share ``flock`` between hosts, it excludes only writers on
+    the same host.
+
+    Use as a context manager; the lock file is removed on release.
+
+    Raises
+    ------
+    DirectoryLockedError
+        (an ``OSError``) On entry, if another live process holds the lock; the message names its
+        pid, host and start time.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, what: str = "directory") -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / LOCK_NAME
+        self.what = what
+        self._fd: int | None = None
+
+    def holder(self) -> dict[str, Any] | None:
+        """The holder recorded in the lock file (None when absent or unreadable)."""
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def acquire(self) -> "DirectoryLock":
+        import fcntl
+        import socket
+        from datetime import datetime, timezone
+
+        if self._fd is not None:
+            raise RuntimeError("lock already held")
+        for _ in range(100):  # retried only when the file was replaced under us
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                h = self.holder() or {}
+                raise DirectoryLockedError(
+                    f"{self.what} {str(self.directory)!r} is being written by another process "
+                    f"(pid {h.get('pid', '?')} on host {h.get('host', '?')}, since "
+                    f"{h.get('started', '?')}); wait for it to finish or choose another "
+                    f"directory (lock file {str(self.path)!r})") from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:  # the previous holder removed the file between our open and flock
+                os.close(fd)
+                continue
+            info = {"pid": os.getpid(), "host": socket.gethostname(),
+                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            os.ftruncate(fd, 0)
+            os.write(fd, (json.dumps(info) + "\n").encode("utf-8"))
+            self._fd = fd
+            return self
+        raise DirectoryLockedError(f"could not lock {str(self.directory)!r}")  # pragma: no cover
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # while still locked: a waiting opener sees a new inode
+        os.close(fd)
+
+    def __enter__(self) -> "DirectoryLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.release()

@@ -86,10 +86,9 @@ from sentvec.encode_files import (
     _remove_shards,
     _reusable,
     check_encode_arguments,
-    read_line_range,
     read_manifest,
-    scan_lines,
 )
+from sentvec.line_ranges import read_line_range, scan_lines
 
 __all__ = [
     "DistributedEncodeResult",
@@ -550,18 +549,17 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
                                key=f"sentvec-statistics-{a}-{b}-{name[-12:]}")
             futures[sf] = (a, b)
 
-    from tqdm.auto import tqdm
-
-    from sentvec.encode_files import _bar_disabled
+    from sentvec._progress import progress_bar
 
     records: list[PartitionRecord] = []
     failed: list[tuple[int, int, BaseException]] = []
     caught: list[tuple[type, str]] = []
     last_write, wait = time.monotonic(), _MANIFEST_EVERY_S
-    with tqdm(total=new.n_lines, initial=sum(r.end_line - r.start_line for r in done.values()),
-              unit="line", unit_scale=True, disable=_bar_disabled(show_progress_bar),
-              desc=f"encode {path.name} on {len(client.scheduler_info()['workers'])} workers"
-              ) as bar:
+    with progress_bar(total=new.n_lines,
+                      initial=sum(r.end_line - r.start_line for r in done.values()),
+                      unit="line", unit_scale=True, show=show_progress_bar,
+                      desc=f"encode {path.name} on {len(client.scheduler_info()['workers'])} "
+                           "workers") as bar:
         for f in distributed.as_completed(list(futures)):
             a, b = futures[f]
             try:

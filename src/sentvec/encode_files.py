@@ -39,7 +39,6 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -48,14 +47,17 @@ from typing import Any
 import numpy as np
 
 from sentvec._io import (
-    UTF8_BOM,
+    DirectoryLock,
     atomic_save_npy,
     atomic_write_json,
+    check_input_file,
+    check_output_path,
     load_npy,
     read_json_object,
 )
 from sentvec._validation import check_positive_int
 from sentvec.encoders.base import Encoder, describe_encoder
+from sentvec.line_ranges import read_line_range, scan_lines
 
 MANIFEST_NAME = "manifest.json"
 #: Encoded (and whitened) at every run; their vectors must match the recorded ones to resume.
@@ -66,7 +68,6 @@ PROBE_SENTENCES: tuple[str, ...] = (
 _FORMAT = "sentvec-encoded-file"
 _VERSION = 1
 _CHUNK_LINES = 8192  # lines per encoder call inside a shard (progress-bar granularity)
-_SCAN_BLOCK = 4 * 2**20  # bytes per read while counting lines (bounds the scan's memory)
 _CHECK_ROWS = 65536  # shard rows checked for non-finite values at a time
 
 
@@ -186,131 +187,48 @@ def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
     if d.get("format") != _FORMAT or d.get("version") != _VERSION:
         raise ValueError(f"{str(p)!r}: not a sentvec encode manifest (format {d.get('format')!r}, "
                          f"version {d.get('version')!r})")
-    return EncodeManifest.from_dict(d)
+    try:
+        m = EncodeManifest.from_dict(d)
+        _check_manifest(m)
+    except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"{str(p)!r}: corrupt encode manifest ({type(exc).__name__}: {exc}); "
+                         "re-encode with --overwrite") from None
+    return m
+
+
+def _check_manifest(m: EncodeManifest) -> None:
+    """Types and consistency of a manifest read from disk (it is untrusted input)."""
+
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    for name in ("input_size", "input_mtime_ns", "start_line", "end_line", "shard_size"):
+        if not is_int(v := getattr(m, name)) or v < 0:
+            raise ValueError(f"{name}={v!r} is not an integer >= 0")
+    if not isinstance(m.input_path, str) or not isinstance(m.encoder, dict) or not (
+            m.whitening is None or isinstance(m.whitening, dict)):
+        raise ValueError("input_path, encoder or whitening has the wrong type")
+    if m.dim is not None and (not is_int(m.dim) or m.dim < 1):
+        raise ValueError(f"dim={m.dim!r} is not an integer >= 1")
+    lines = [a for a, _ in m.boundaries]
+    nbytes = [b for _, b in m.boundaries]
+    if (not lines or lines[0] != m.start_line or lines[-1] != m.end_line
+            or any(b <= a for a, b in zip(lines, lines[1:]))
+            or any(b < a for a, b in zip(nbytes, nbytes[1:])) or min(nbytes) < 0):
+        raise ValueError("shard boundaries are not increasing from start_line to end_line")
+    for r in m.shards:
+        if not (is_int(r.index) and 0 <= r.index < m.n_shards) or not isinstance(r.file, str) \
+                or Path(r.file).name != r.file or r.file in ("", ".", ".."):
+            raise ValueError(f"shard record {r.index!r} has a bad index or file name")
+        if (r.start_line, r.end_line) != (lines[r.index], lines[r.index + 1]) or (
+                r.start_byte, r.end_byte) != (nbytes[r.index], nbytes[r.index + 1]):
+            raise ValueError(f"shard {r.index} does not match the planned boundaries")
+        if not all(is_int(v) and v >= 0 for v in (r.n_empty, r.n_zero)) or len(
+                {x.index for x in m.shards}) != len(m.shards):
+            raise ValueError(f"shard {r.index}: bad n_empty / n_zero, or recorded twice")
 
 
 # --------------------------------------------------------------------------- line scanning
-
-
-def scan_lines(path: str | os.PathLike[str], *, start: int = 0, step: int | None = None,
-               stop_line: int | None = None) -> tuple[int, dict[int, int]]:
-    """Count lines and find where lines ``start, start + step, ...`` begin, streaming the file.
-
-    Parameters
-    ----------
-    path : path
-    start, step : int
-        Offsets are returned for lines ``start + j * step`` (only ``start`` when ``step`` is None)
-        and for the line count itself (mapped to the file size).
-    stop_line : int, optional
-        Also return this line's offset, and stop reading once it is found.
-
-    Returns
-    -------
-    n_lines : int
-        Lines counted (``stop_line`` when stopped early at it).
-    offsets : dict line -> byte offset
-    """
-    offsets: dict[int, int] = {}
-
-    def want(line: int) -> bool:
-        if line == stop_line:
-            return True
-        if line < start:
-            return False
-        return line == start if step is None else (line - start) % step == 0
-
-    if want(0):
-        offsets[0] = 0
-    count, pos, last = 0, 0, b"\n"
-    with open(path, "rb") as fh:
-        while True:
-            block = fh.read(_SCAN_BLOCK)
-            if not block:
-                break
-            nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-            # newline j of this block ends line count + j; line count + j + 1 starts after it
-            lo, hi = count + 1, count + len(nl)
-            cands = set()
-            if step is not None and hi >= max(lo, start):
-                first = start + max(0, -(-(lo - start) // step)) * step
-                cands.update(range(first, hi + 1, step))
-            elif start >= lo:
-                cands.add(start)
-            if stop_line is not None:
-                cands.add(stop_line)
-            for line in cands:
-                if lo <= line <= hi:
-                    offsets[line] = pos + int(nl[line - lo]) + 1
-            if stop_line is not None and stop_line in offsets:
-                return stop_line, offsets
-            count, pos, last = hi, pos + len(block), block[-1:]
-    n_lines = count + (last != b"\n")
-    offsets[n_lines] = pos  # the line after the last one "starts" at the end of the file
-    return n_lines, offsets
-
-
-def _is_utf8(encoding: str) -> bool:
-    import codecs
-
-    return codecs.lookup(encoding).name == "utf-8"
-
-
-def _split_lines(raw: bytes, first_line: int, encoding: str, path: Any, *,
-                 file_start: bool = False) -> list[str]:
-    """Decode ``raw`` (whole lines); ``file_start``: ``raw`` begins the file (BOM dropped)."""
-    if file_start and raw.startswith(UTF8_BOM) and _is_utf8(encoding):
-        raw = raw[len(UTF8_BOM):]
-    parts = raw.split(b"\n")
-    if parts and parts[-1] == b"":
-        parts.pop()
-    out = []
-    for i, b in enumerate(parts):
-        if b.endswith(b"\r"):
-            b = b[:-1]
-        try:
-            out.append(b.decode(encoding))
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{str(path)!r} line {first_line + i + 1} is not valid {encoding}: "
-                             f"{exc.reason} at byte {exc.start}") from None
-    return out
-
-
-def iter_line_chunks(path: str | os.PathLike[str], chunk_lines: int, *,
-                     encoding: str = "utf-8") -> Iterator[list[str]]:
-    """Stream the lines of ``path`` (this module's line convention) in lists of ``chunk_lines``."""
-    chunk_lines = check_positive_int("chunk_lines", chunk_lines)
-    chunk: list[bytes] = []
-    first = 0
-    with open(path, "rb") as fh:
-        for raw in fh:
-            chunk.append(raw)
-            if len(chunk) == chunk_lines:
-                yield _split_lines(b"".join(chunk), first, encoding, path, file_start=first == 0)
-                first += len(chunk)
-                chunk = []
-    if chunk:
-        yield _split_lines(b"".join(chunk), first, encoding, path, file_start=first == 0)
-
-
-def read_line_range(path: str | os.PathLike[str], start_byte: int, end_byte: int, first_line: int,
-                    *, encoding: str = "utf-8") -> tuple[list[str], str]:
-    """Lines in bytes ``[start_byte, end_byte)`` of ``path`` and the SHA-256 of those bytes.
-
-    ``first_line`` (0-based) is used only to name the line in decoding errors (1-based). The
-    digest covers the bytes as they are; a UTF-8 byte-order mark at byte 0 is left out of the
-    lines.
-    """
-    with open(path, "rb") as fh:
-        fh.seek(start_byte)
-        raw = fh.read(end_byte - start_byte)
-    if len(raw) != end_byte - start_byte:
-        raise ValueError(f"{str(path)!r} is shorter than expected (changed while reading?)")
-    return (_split_lines(raw, first_line, encoding, path, file_start=start_byte == 0),
-            hashlib.sha256(raw).hexdigest())
-
-
-# --------------------------------------------------------------------------- whitening
 
 
 def _describe_whitening(w: Any) -> dict[str, Any] | None:
@@ -376,17 +294,11 @@ def check_encode_arguments(input_path: str | os.PathLike[str], shard_size: Any,
 
     Raises
     ------
-    IsADirectoryError, FileNotFoundError
-        The input is a directory or missing.
-    ValueError
-        A size or line number that is not an integer in range.
+    IsADirectoryError, FileNotFoundError, ValueError
+        The input is a directory, missing or not a regular file (``check_input_file``), or a
+        size or line number is not an integer in range.
     """
-    path = Path(input_path).resolve()
-    if path.is_dir():
-        raise IsADirectoryError(f"input {str(path)!r} is a directory; give a text file, one "
-                                "sentence per line")
-    if not path.is_file():
-        raise FileNotFoundError(f"input file not found: {str(path)!r}")
+    path = check_input_file(input_path, regular=True).resolve()
     shard_size = check_positive_int("shard_size", shard_size)
     if batch_size is not None:
         batch_size = check_positive_int("batch_size", batch_size)
@@ -396,6 +308,29 @@ def check_encode_arguments(input_path: str | os.PathLike[str], shard_size: Any,
     return path, shard_size, batch_size, start_line, end_line
 
 
+def _locked_output(func: Any) -> Any:
+    """Run ``func(encoder, input_path, output_dir, ...)`` holding ``DirectoryLock(output_dir)``
+    (a second writer is refused, naming the holder); ``output_dir`` is checked first, created
+    if missing (its parent must exist) and removed again if the call fails leaving it empty."""
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(encoder: Any, input_path: Any, output_dir: Any, *args: Any, **kwargs: Any) -> Any:
+        out = check_output_path(output_dir, what="output directory", kind="dir")
+        created = not out.exists()
+        out.mkdir(exist_ok=True)
+        try:
+            with DirectoryLock(out, what="output directory"):
+                return func(encoder, input_path, output_dir, *args, **kwargs)
+        except BaseException:
+            if created and not any(out.iterdir()):
+                out.rmdir()
+            raise
+
+    return wrapper
+
+
+@_locked_output
 def encode_file(
     encoder: Encoder,
     input_path: str | os.PathLike[str],
@@ -437,7 +372,8 @@ def encode_file(
     start_line, end_line : int
         0-based line range (end exclusive; None = end of file).
     show_progress_bar : bool or None
-        tqdm bar over lines; None shows it when stderr is a terminal.
+        Progress over lines (:func:`sentvec._progress.progress_bar`): None shows a bar when
+        stderr is a terminal; True also prints periodic one-line records when it is not.
 
     Returns
     -------
@@ -446,12 +382,17 @@ def encode_file(
 
     Raises
     ------
+    DirectoryLockedError
+        (an ``OSError``) Another process is writing ``output_dir`` (the message names its pid
+        and host); one writer per directory, the second is refused, never mixed in.
     FileNotFoundError
-        Missing input (or whitening path).
+        Missing input (or whitening path), or a missing parent of ``output_dir`` (the directory
+        itself is created).
     IsADirectoryError
         If ``input_path`` is a directory.
     ValueError
-        Bad range or sizes, undecodable line, encoder output of the wrong shape or non-finite,
+        Input that is a symbolic-link loop or not a regular file (a pipe such as ``/dev/stdin``:
+        resuming needs a file that can be read twice), bad range or sizes, undecodable line, encoder output of the wrong shape or non-finite,
         or an existing output directory written with another configuration / a changed input
         (unless ``overwrite``).
 
@@ -504,12 +445,12 @@ def encode_file(
     if old is not None:
         _remove_shards(out, old, keep={r.file for r in done.values()})
 
-    from tqdm.auto import tqdm
+    from sentvec._progress import progress_bar
 
     n_enc = 0
     caught: list[warnings.WarningMessage] = []
-    with tqdm(total=new.n_lines, unit="line", disable=_bar_disabled(show_progress_bar),
-              desc=f"encode {path.name}") as bar:
+    with progress_bar(total=new.n_lines, unit="line", show=show_progress_bar,
+                      desc=f"encode {path.name}") as bar:
         for i in range(new.n_shards):
             (a, ba), (b, bb) = new.boundaries[i], new.boundaries[i + 1]
             if i in done:
@@ -536,12 +477,6 @@ def _summarise_warnings(caught: list[warnings.WarningMessage], path: Path) -> No
         more = f" (and {len(ws) - 1} similar warnings)" if len(ws) > 1 else ""
         warnings.warn(f"while encoding {path.name}, the encoder warned: {ws[0].message}{more}",
                       cat, stacklevel=3)
-
-
-def _bar_disabled(show: bool | None) -> bool:
-    import sys
-
-    return (not sys.stderr.isatty()) if show is None else not show
 
 
 def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwrite: bool,
@@ -753,6 +688,7 @@ def encode_file_delayed(encoder: Encoder, input_path: str | os.PathLike[str],
     if n_lines is None:
         n_lines = scan_lines(input_path)[0]
     out = Path(output_dir)
+    out.mkdir(exist_ok=True)  # the partitions' parent (each partition locks its own folder)
     task = dask.delayed(encode_file, pure=False)
     return [task(encoder, input_path, out / f"part-{p:05d}", start_line=a,
                  end_line=min(a + partition_lines, n_lines), **kwargs)

@@ -65,9 +65,11 @@ FINGERPRINT_FILE = "fingerprint.json"
 #: The files of a corpus index directory (SemanticSearch.save plus the fingerprint).
 _INDEX_FILES = frozenset({FINGERPRINT_FILE, _CONFIG, _VECTORS, _FAISS})
 _CHUNK_LINES = 8192
+_CHECKSUMS_KEY = "stored_sha256"
 
 __all__ = ["SEARCH_METRICS", "SEARCH_BACKENDS", "FINGERPRINT_FILE", "SemanticSearch",
-           "CorpusIndex", "index_fingerprint", "open_corpus_index", "corpus_lines_at"]
+           "CorpusIndex", "index_fingerprint", "stored_checksums", "open_corpus_index",
+           "corpus_lines_at"]
 #: Query block size of the exact backend: bounds the (block, ntotal) score matrix.
 _SCORE_BLOCK_BYTES = 128 * 2**20
 #: Extra candidates per query re-scored in float64 (enlarged when a near-tie requires it).
@@ -262,13 +264,15 @@ class SemanticSearch:
         Raises
         ------
         ValueError
-            Not 2-D, wrong ``d``, or non-finite values; ``metric="dot"``: values or squared norms
-            beyond float32's range.
+            Not 2-D, no rows (``(0, d)``), wrong ``d``, or non-finite values; ``metric="dot"``:
+            values or squared norms beyond float32's range.
         """
+        arr0 = np.asarray(embeddings)
+        if arr0.ndim != 2:
+            raise ValueError(f"embeddings must be 2-D (n, d), got shape {arr0.shape}")
+        if arr0.shape[0] == 0:  # accepted, it left an index whose searches return only padding
+            raise ValueError(f"embeddings have no rows (shape {arr0.shape}); nothing to add")
         if self.dim is None:
-            arr0 = np.asarray(embeddings)
-            if arr0.ndim != 2:
-                raise ValueError(f"embeddings must be 2-D (n, d), got shape {arr0.shape}")
             self.dim = check_positive_int("dim", arr0.shape[1])
         x, norms = self._prepare(embeddings, "embeddings")
         ids = np.arange(self._ntotal, self._ntotal + len(x), dtype=np.int64)
@@ -297,7 +301,8 @@ class SemanticSearch:
         ----------
         queries : array-like of shape (n, d)
         k : int
-            Results per query; may exceed ``ntotal`` (padding with id -1, score -inf).
+            Results per query; may exceed ``ntotal`` (the slots beyond ``ntotal`` are padding:
+            id -1, score -inf, as faiss does).
 
         Returns
         -------
@@ -308,13 +313,15 @@ class SemanticSearch:
         Raises
         ------
         ValueError
-            Bad ``k``, wrong query dimension, or non-finite queries; queries before any ``add``
-            without ``dim``; ``metric="dot"``: query values beyond float32's range, or dot
+            Bad ``k``, wrong query dimension, or non-finite queries; an index holding no
+            vectors; ``metric="dot"``: query values beyond float32's range, or dot
             products with the stored vectors that could exceed it.
         """
         k = check_positive_int("k", k)
         if self.dim is None:
             raise ValueError("the index is empty and has no dim yet; add vectors first")
+        if self._ntotal == 0:  # every result would be padding (id -1, score -inf)
+            raise ValueError("the index holds no vectors; add vectors before searching")
         q, qnorms = self._prepare(queries, "queries")
         if self.metric == "dot" and len(q) and (
                 float(qnorms.max()) * self._max_norm > _dot_limit(self.dim)):
@@ -442,6 +449,15 @@ class SemanticSearch:
         if cfg.get("format") != _FORMAT or cfg.get("version") != _VERSION:
             raise ValueError(f"{str(cfg_path)!r}: unsupported index format "
                              f"{cfg.get('format')!r} version {cfg.get('version')!r}")
+        for key, ok in (("dim", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                         and v >= 1),
+                        ("ntotal", lambda v: isinstance(v, int) and not isinstance(v, bool)
+                         and v >= 0),
+                        ("metric", lambda v: v in SEARCH_METRICS),
+                        ("backend", lambda v: v in SEARCH_BACKENDS)):
+            if key not in cfg or not ok(cfg[key]):
+                raise ValueError(f"{str(cfg_path)!r}: missing or invalid {key} "
+                                 f"({cfg.get(key)!r}); delete the index and build it again")
         obj = cls(cfg["dim"], metric=cfg["metric"], backend=cfg["backend"], encoder=encoder)
         if obj.backend == "faiss":
             f = path / _FAISS
@@ -519,16 +535,29 @@ def index_fingerprint(corpus: Path, model_arg: str, encoder: Encoder, metric: st
             "metric": metric, "backend": backend}
 
 
+def stored_checksums(directory: str | os.PathLike[str]) -> dict[str, str]:
+    """SHA-256 of each index file present in ``directory`` (vectors, faiss index, config).
+
+    Written into ``fingerprint.json`` with the index and compared at reuse, so that an index
+    whose stored vectors were edited (rows reordered, values changed) is rebuilt, not trusted.
+    """
+    d = Path(directory)
+    return {name: _sha256_file(d / name) for name in sorted((_CONFIG, _VECTORS, _FAISS))
+            if (d / name).is_file()}
+
+
 def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model_arg: str,
                       index_dir: str | os.PathLike[str] | None = None, metric: str = "cosine",
                       backend: str = "exact", rebuild: bool = False,
-                      batch_size: int | None = None) -> CorpusIndex:
+                      batch_size: int | None = None,
+                      show_progress_bar: bool | None = None) -> CorpusIndex:
     """The search index of a corpus file: reused while current, else built and saved.
 
     The index directory (default ``<corpus>.sentvec-index``) holds the :meth:`SemanticSearch.save`
-    files and ``fingerprint.json`` (:func:`index_fingerprint`), written last. An index whose
-    fingerprint equals the current one is loaded (memory-mapped); any change of corpus, model,
-    metric or backend rebuilds it, and an unreadable one is rebuilt with a warning, never
+    files and ``fingerprint.json`` (:func:`index_fingerprint` plus the SHA-256 of the stored
+    files, :func:`stored_checksums`), written last. An index whose fingerprint equals the current
+    one and whose files match their checksums is loaded (memory-mapped); any change of corpus,
+    model, metric or backend, or of the stored vectors, rebuilds it, and an unreadable one is rebuilt with a warning, never
     trusted. A damaged index holding only our files is cleared first; any other non-empty
     directory is refused before encoding.
 
@@ -544,6 +573,9 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
         next to a read-only corpus only warns, and the index is then kept in memory.
     metric, backend, rebuild, batch_size
         As :class:`SemanticSearch`; ``rebuild`` ignores a current index.
+    show_progress_bar : bool, optional
+        Progress over the corpus lines while building (:mod:`sentvec._progress`; None: a bar
+        on a terminal only; True: also periodic one-line records elsewhere).
 
     Returns
     -------
@@ -561,7 +593,7 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
         An explicit ``index_dir`` cannot be written.
     """
     from sentvec._io import atomic_write_json, check_output_path, check_replaceable_directory
-    from sentvec.encode_files import iter_line_chunks
+    from sentvec.line_ranges import iter_line_chunks
 
     corpus = Path(corpus)
     explicit = index_dir is not None
@@ -570,7 +602,18 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
     fp_path = index_dir / FINGERPRINT_FILE
     if index_dir.exists() and not rebuild and fp_path.is_file():
         try:
-            current = read_json_object(fp_path) == fp
+            stored = read_json_object(fp_path)
+            checksums = stored.pop(_CHECKSUMS_KEY, None)
+            current = stored == fp
+            now = stored_checksums(index_dir) if current else None
+            if current and checksums != now:
+                current = False
+                want = checksums if isinstance(checksums, dict) else {}
+                what = [f"{n} {'missing' if n not in now else 'changed'}"
+                        for n in sorted(set(want) | set(now)) if want.get(n) != now.get(n)]
+                warnings.warn(f"index {str(index_dir)!r}: its stored files do not match the "
+                              f"checksums written with them ({', '.join(what)}: edited or "
+                              "damaged); rebuilding it", UserWarning, stacklevel=2)
             if current:
                 return CorpusIndex(SemanticSearch.load(index_dir, encoder=encoder, mmap=True),
                                    False, 0, index_dir, True)
@@ -594,22 +637,27 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
         warnings.warn(f"{exc}; searching without saving the index (pass --index DIR to keep "
                       "it for the next search)", UserWarning, stacklevel=2)
         save = False
+    from sentvec._progress import progress_bar
+
     index = SemanticSearch(metric=metric, backend=backend, encoder=encoder)
     n = 0
-    for lines in iter_line_chunks(corpus, _CHUNK_LINES):
-        index.add_texts(lines, batch_size=batch_size)
-        n += len(lines)
+    with progress_bar(show=show_progress_bar, unit="line", desc=f"index {corpus.name}") as bar:
+        for lines in iter_line_chunks(corpus, _CHUNK_LINES):
+            index.add_texts(lines, batch_size=batch_size, show_progress_bar=False)
+            n += len(lines)
+            bar.update(len(lines))
     if n == 0:
         raise ValueError(f"corpus {str(corpus)!r} has no lines")
     if save:
         index.save(index_dir)  # replaces the directory (and any old fingerprint) atomically
-        atomic_write_json(fp_path, fp)  # written last: an index without it is rebuilt
+        # written last, with the checksums of the stored files: an index without it is rebuilt
+        atomic_write_json(fp_path, {**fp, _CHECKSUMS_KEY: stored_checksums(index_dir)})
     return CorpusIndex(index, True, n, index_dir, save)
 
 
 def corpus_lines_at(corpus: str | os.PathLike[str], wanted: set[int]) -> dict[int, str]:
     """The lines of ``corpus`` at 0-based positions ``wanted`` (the texts of search hits)."""
-    from sentvec.encode_files import iter_line_chunks
+    from sentvec.line_ranges import iter_line_chunks
 
     out, first = {}, 0
     for lines in iter_line_chunks(corpus, _CHUNK_LINES):

@@ -13,6 +13,7 @@ import importlib
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["main", "console_main", "build_parser"]
 
@@ -60,25 +61,82 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     print(f"sentvec: {name}: {message}", file=file or sys.stderr)
 
 
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null (after a broken pipe)."""
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):  # stdout replaced by an object without a descriptor
+        pass
+
+
+def _install_sigterm(flag: list[int]) -> Any:
+    """Make SIGTERM raise KeyboardInterrupt in the main thread (as Ctrl-C does), so that
+    ``finally`` blocks and context managers clean up temporary files; return the old handler
+    (None when not in the main thread, where handlers cannot be set)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def on_term(signum: int, frame: Any) -> None:
+        flag.append(signum)
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, on_term)
+
+
+def _restore_sigterm(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
     Errors a user can fix (missing files, bad values) print one ``sentvec: error: ...`` line and
-    return 2; they never raise out of ``main``.
+    return 2; they never raise out of ``main``. A closed stdout pipe (``| head``) returns 141
+    (128 + SIGPIPE, as coreutils) without a message; Ctrl-C returns 130, and SIGTERM is handled
+    like Ctrl-C (``KeyboardInterrupt`` in the main thread, so temporary files are removed) and
+    returns 143.
     """
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    terminated: list[int] = []
+    previous = _install_sigterm(terminated)
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # the reader of stdout went away (``sentvec tokenize | head -1``): stop quietly, as
+        # coreutils do (128 + SIGPIPE); stdout goes to /dev/null so the interpreter's final
+        # flush does not raise again
+        _silence_stdout()
+        return 141
     except (FileNotFoundError, ValueError, OSError) as exc:
         print(f"sentvec: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # pathlib's resolve() on a symbolic-link loop
+        if not str(exc).startswith("Symlink loop"):
+            raise
+        print(f"sentvec: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
+        if terminated:  # SIGTERM, handled as Ctrl-C: temporary files were cleaned on the way
+            print("sentvec: terminated", file=sys.stderr)
+            return 143
         print("sentvec: interrupted", file=sys.stderr)
         return 130
+    finally:
+        _restore_sigterm(previous)
 
 
 def console_main() -> int:

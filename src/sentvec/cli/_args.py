@@ -52,32 +52,22 @@ MODEL_HELP = ("model alias (minilm, mpnet), Hugging Face directory or hub name a
               "pipeline (default: minilm)")
 
 
-#: Short STS task names accepted on the command line (case-insensitive).
-STS_TASK_ALIASES = {
-    "stsb": "STSBenchmark", "sts-b": "STSBenchmark", "stsbenchmark": "STSBenchmark",
-    "sick": "SICKRelatedness", "sick-r": "SICKRelatedness", "sickrelatedness": "SICKRelatedness",
-    **{f"sts{y}": f"STS{y}" for y in range(12, 17)},
-}
-
-
 def sts_task_list(text: str) -> list[str]:
     """Comma-separated STS task names or short names (``stsb,sick,sts12``), checked at once.
 
-    Unknown names are an ``ArgumentTypeError`` naming both the full and the short names, so a
+    Names go through :func:`sentvec.evaluation.canonical_sts_task` (the one alias table);
+    unknown names are an ``ArgumentTypeError`` naming both the full and the short names, so a
     typo fails before any model is loaded.
     """
-    from sentvec.evaluation import STS_TASKS
+    from sentvec.evaluation import canonical_sts_task
 
-    names = [STS_TASK_ALIASES.get(p.lower(), p) for p in (x.strip() for x in text.split(","))
-             if p]
-    if not names:
+    parts = [p for p in (x.strip() for x in text.split(",")) if p]
+    if not parts:
         raise argparse.ArgumentTypeError("expected at least one task name")
-    unknown = [n for n in names if n not in STS_TASKS]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown STS task(s) {unknown}; expected {list(STS_TASKS)} or the short names "
-            f"{sorted(STS_TASK_ALIASES)}")
-    return names
+    try:
+        return [canonical_sts_task(p) for p in parts]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def layer_list(text: str) -> tuple[int, ...]:
@@ -139,7 +129,8 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
                                                      "~/.cache/sentvec)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
+    add_progress_option(p)
 
 
 def vector_cache(args: argparse.Namespace) -> Any:
@@ -178,9 +169,21 @@ def load_transformer(name: str, device: str | None = None, **overrides: Any) -> 
     return enc
 
 
-def progress(args: argparse.Namespace) -> bool | None:
-    """``show_progress_bar`` for ``--quiet``."""
-    return False if args.quiet else None
+PROGRESS_HELP = ("progress display on stderr (default: yes): a bar on a terminal, otherwise one "
+                 "line every $SENTVEC_PROGRESS_INTERVAL seconds (default 30) with rate, done/total "
+                 "and ETA; --no-progress: none")
+
+
+def add_progress_option(p: argparse.ArgumentParser) -> None:
+    """``--progress / --no-progress`` (every long command)."""
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                   help=PROGRESS_HELP)
+
+
+def progress(args: argparse.Namespace) -> bool:
+    """``show_progress_bar`` for ``--progress / --no-progress`` (and ``--quiet``, an alias of
+    ``--no-progress``): True shows a bar on a terminal and periodic records elsewhere."""
+    return bool(getattr(args, "progress", True)) and not getattr(args, "quiet", False)
 
 
 def report_warnings(records: list[Any]) -> None:

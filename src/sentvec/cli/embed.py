@@ -20,7 +20,7 @@ import numpy as np
 
 from sentvec._io import TextLineReader as _LineReader
 
-from sentvec.cli._args import ERRORS, check_output_path
+from sentvec.cli._args import ERRORS, add_progress_option, check_output_path, progress
 
 
 def register(subparsers: Any) -> None:
@@ -33,8 +33,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--input", "-i", default="-", help="text file, one sentence per line "
                    "(default: stdin)")
     p.add_argument("--output", "-o", default="-",
-                   help="OUT.npy (float32 array, written atomically) or a text file with one "
-                        "vector per line like 'fasttext print-sentence-vectors' (default: stdout)")
+                   help="OUT.npy (float32 array, written atomically), OUT.npz (the same array "
+                        "under the key 'embeddings'), or a text file with one vector per line "
+                        "like 'fasttext print-sentence-vectors' (default: stdout); other binary "
+                        "suffixes (.pt, .pkl, .h5, ...) are refused")
     p.add_argument("--batch-size", type=int, default=16384, help="lines per batch")
     p.add_argument("--threads", type=int, default=None, help="kernel threads (default: all CPUs)")
     p.add_argument("--normalize", action="store_true", help="scale vectors to unit L2 norm")
@@ -44,11 +46,21 @@ def register(subparsers: Any) -> None:
                    help="memory-map the model's input matrix (default: yes; pages are shared "
                         "with other processes); --no-mmap reads it into memory. The output "
                         "matrix is never loaded")
+    add_progress_option(p)
     p.set_defaults(func=_run_embed)
+
+#: Output suffixes that would be mistaken for a binary format if text were written there.
+_REFUSED_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".h5", ".hdf5", ".parquet", ".arrow",
+                     ".bin", ".safetensors", ".mat", ".feather")
+
 
 def _check_output(output: str) -> None:
     """An output file must be writable (and not an existing directory) before any reading."""
     if output != "-":
+        suffix = Path(output).suffix.lower()
+        if suffix in _REFUSED_SUFFIXES:
+            raise ValueError(f"--output {output!r}: embed writes .npy, .npz or text (one vector "
+                             f"per line), not {suffix}; choose one of those")
         check_output_path(output, what="output")
 
 
@@ -78,7 +90,8 @@ def _run_embed(args: argparse.Namespace) -> int:
             f"{exc}; `sentvec embed` takes Sent2Vec models (.bin or directory); for transformer "
             "models such as 'minilm' use `sentvec encode --model M`") from None
     reader = _LineReader(args.input, args.errors)
-    out_is_npy = args.output != "-" and args.output.endswith(".npy")
+    suffix = "" if args.output == "-" else Path(args.output).suffix.lower()
+    out_is_npy = suffix in (".npy", ".npz")
     totals = np.zeros(5, dtype=np.int64)  # lines, zero, empty, eos tokens, non-finite
     chunks: list[np.ndarray] = []
 
@@ -95,8 +108,13 @@ def _run_embed(args: argparse.Namespace) -> int:
             text_out = sys.stdout
         else:
             text_out = stack.enter_context(atomic_open(args.output, "w", encoding="utf-8"))
+        from sentvec._progress import progress_bar
+
+        bar = stack.enter_context(progress_bar(show=progress(args), unit="line",
+                                               desc="embed"))
         for batch in _batches(iter(reader), batch_size):
             emb = embed(batch)
+            bar.update(len(batch))
             if text_out is None:
                 chunks.append(emb)
             else:
@@ -105,7 +123,11 @@ def _run_embed(args: argparse.Namespace) -> int:
         if out_is_npy:
             result = (np.concatenate(chunks) if chunks
                       else np.zeros((0, model.dim), dtype=np.float32))
-            atomic_save_npy(args.output, result)
+            if suffix == ".npz":
+                with atomic_open(args.output, "wb") as fh:
+                    np.savez(fh, embeddings=result)
+            else:
+                atomic_save_npy(args.output, result)
     n, n_zero, n_empty, n_eos, n_nonfinite = (int(x) for x in totals)
     msg = (f"sentvec embed: {n} lines -> {n} vectors of dim {model.dim}; {n_zero} zero vectors "
            f"({n_empty} empty or whitespace-only lines, {n_zero - n_empty} with no known word)")

@@ -25,7 +25,14 @@ import argparse
 import sys
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, check_output_path, int_at_least, plain_text
+from sentvec.cli._args import (
+    MODEL_HELP,
+    add_progress_option,
+    check_output_path,
+    int_at_least,
+    plain_text,
+    progress,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -52,7 +59,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="discard shards written with another model/whitening or from a changed input")
     p.add_argument("--device", default=None, help="torch device for transformer models")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
+    add_progress_option(p)
     d = p.add_argument_group("Dask cluster (pip install 'sentvec[dask]')")
     where = d.add_mutually_exclusive_group()
     where.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
@@ -93,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
                         batch_size=args.batch_size, whitening=args.whitening,
                         resume=not args.no_resume, overwrite=args.overwrite,
                         start_line=args.start_line, end_line=args.end_line,
-                        show_progress_bar=False if args.quiet else None)
+                        show_progress_bar=progress(args))
     run_ = m.runs[-1]
     print(f"{m.n_lines} lines [{m.start_line}, {m.end_line}) -> {m.n_shards} shards of dim "
           f"{m.dim} in {args.output} ({run_.n_shards_encoded} encoded, {run_.n_shards_reused} "
@@ -140,7 +148,7 @@ def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
                 start_line=args.start_line, end_line=args.end_line,
                 statistics=args.fit_whitening is not None, retries=args.retries,
                 encoder_options={"device": args.device},
-                show_progress_bar=False if args.quiet else None)
+                show_progress_bar=progress(args))
         except PartitionError as exc:  # a user-fixable input problem, reported like the others
             raise ValueError(str(exc)) from exc
     return r.manifest, r.statistics

@@ -29,6 +29,8 @@ from sentvec.cli._args import (
     positive_int,
     read_corpus_file,
     sts_task_list,
+    add_progress_option,
+    progress,
     sts_tasks_for,
 )
 
@@ -80,6 +82,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
+    add_progress_option(p)
     p.set_defaults(func=run)
 
 
@@ -145,7 +148,8 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     t_load = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    per = encoder.encode_layers(sentences, pooling=("cls", "mean"), batch_size=args.batch_size)
+    per = encoder.encode_layers(sentences, pooling=("cls", "mean"), batch_size=args.batch_size,
+                                show_progress_bar=progress(args))
     t_encode = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -218,7 +222,8 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
     result = evaluate_sts(encoder, tasks, whitening=whitening, n_components=args.n_components,
-                          aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta)
+                          aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta,
+                          show_progress_bar=progress(args))
     t_eval = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
     result = result.replace(metadata={**result.metadata, "timing_s": {
@@ -270,5 +275,9 @@ def _config_label(meta: dict[str, Any], result: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``sentvec eval-sts``; returns the exit code."""
     t_start = time.perf_counter()
+    if args.json:  # before the work: a bad path must not fail after the evaluation
+        from sentvec._io import check_output_path
+
+        check_output_path(args.json, what="--json")
     single = args.pooling is not None or args.layers is not None or args.whiten is not None
     return _single(args, t_start) if single else _table1(args, t_start)

@@ -107,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--inner-kfold cannot be combined with --protocol senteval: SentEval's "
                          "inner folds are --kfold")
     t_start = time.perf_counter()
+    if args.json:  # before the work (issue 18): a bad path must not fail after it
+        from sentvec._io import check_output_path
+
+        check_output_path(args.json, what="--json")
     encoder = load_encoder(args.model, device=args.device)
     desc = describe_encoder(encoder)
     preprocess, lowercase = _preprocess_fn(args.preprocess)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, plain_text, positive_int
+from sentvec.cli._args import MODEL_HELP, add_progress_option, plain_text, positive_int, progress
 
 
 def register(subparsers: Any) -> None:
@@ -51,6 +51,7 @@ def register(subparsers: Any) -> None:
                    help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--device", default=None, help="torch device for transformer models")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    add_progress_option(p)
     p.set_defaults(func=run)
 
 
@@ -59,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
     from sentvec.encoders import load_encoder
     from sentvec.search import corpus_lines_at, open_corpus_index
 
-    corpus = Path(args.corpus)
-    if not corpus.is_file():
-        raise FileNotFoundError(f"corpus file not found: {str(corpus)!r}")
+    from sentvec._io import check_input_file
+
+    corpus = check_input_file(args.corpus, what="corpus", regular=True)
     if args.queries:
         from sentvec._io import read_text_lines
 
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     found = open_corpus_index(corpus, encoder, model_arg=args.model, index_dir=args.index,
                               metric=args.metric, backend=args.backend, rebuild=args.rebuild,
-                              batch_size=args.batch_size)
+                              batch_size=args.batch_size, show_progress_bar=progress(args))
     index = found.index
     if found.built:
         print(f"built index of {found.n_lines} lines in {time.perf_counter() - t0:.1f} s: "

@@ -81,15 +81,21 @@ def register(subparsers: Any) -> None:
     p.add_argument("--checkpoint-every", "--checkpoint_every", dest="checkpoint_every",
                    type=float, default=None, help="minutes between checkpoints")
     p.add_argument("--resume-from", "--resume_from", dest="resume_from", default=None)
+    p.add_argument("--max-memory", "--max_memory", dest="max_memory", default=None,
+                   metavar="SIZE", help="refuse to train when the estimated memory (input and "
+                   "output matrices, buffers) exceeds SIZE (bytes or 16G, 500M; default: the "
+                   "memory available, or $SENTVEC_MAX_MEMORY)")
     p.add_argument("--tmp-dir", "--tmp_dir", dest="tmp_dir", default=None,
                    help="where the temporary token-id file goes")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="progress bar (default: when stderr is a terminal)")
+    from sentvec.cli._args import add_progress_option
+
+    add_progress_option(p)
     p.add_argument("--report", default=None, help="write the training report as JSON here")
     p.set_defaults(func=_run)
 
 
-def _check_outputs(out: Path, fmt: str, report: str | None) -> None:
+def _check_outputs(out: Path, fmt: str, report: str | None,
+                   checkpoint_dir: str | None = None) -> None:
     """Fail now if the model (or report) could not be written once training is done."""
     from sentvec.cli._args import check_output_path
     from sentvec.sent2vec.model import check_save_target
@@ -103,6 +109,8 @@ def _check_outputs(out: Path, fmt: str, report: str | None) -> None:
         check_output_path(out.with_name(out.name + ".bin"), what="-output .bin file")
     if report:
         check_output_path(report, what="--report")
+    if checkpoint_dir:
+        check_output_path(checkpoint_dir, what="--checkpoint-dir", kind="dir")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -117,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
         kwargs["max_vocab_size"] = None  # official 0 = no cap
     for name in ("loss", "update", "exclude_target", "l1", "sigmoid", "epoch_tokens", "seed",
                  "checkpoint_dir",
-                 "checkpoint_every", "resume_from", "tmp_dir"):
+                 "checkpoint_every", "resume_from", "tmp_dir", "max_memory"):
         v = getattr(args, name)
         if v is not None:
             kwargs[name] = v
@@ -127,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
     if fmt == "auto":
         fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
     trainer = Sent2VecTrainer(**kwargs)
-    _check_outputs(out, fmt, args.report)  # before training: a bad path must not waste the run
+    _check_outputs(out, fmt, args.report, args.checkpoint_dir)  # before training: a bad path must not waste the run
     model = trainer.fit(args.input)
     written = []
     if fmt in ("dir", "both"):
@@ -138,8 +146,8 @@ def _run(args: argparse.Namespace) -> int:
         written.append(str(model.save_bin(out.with_name(out.name + ".bin"))))
     rep = trainer.report_
     summary = {"written": written, "nwords": rep.nwords, "sentences": rep.n_sentences,
-               "tokens": rep.raw_tokens, "epochs": len(rep.epochs),
-               "loss": rep.epochs[-1].loss if rep.epochs else None,
+               "tokens": rep.raw_tokens, "epochs": rep.epoch, "passes": len(rep.epochs),
+               "loss": rep.final_loss,
                "train_seconds": round(rep.train_seconds, 3),
                "words_per_sec_per_thread": round(rep.words_per_sec_per_thread)}
     print(json.dumps(summary), file=sys.stdout)

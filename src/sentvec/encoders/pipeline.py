@@ -283,7 +283,8 @@ class Pipeline:
         if not isinstance(enc, dict):
             raise ValueError(f"{str(cfg_path)!r}: 'encoder' must be an object, got {enc!r:.60}")
         enc_dir = _component_dir(root, enc.get("path", "encoder"), cfg_path)
-        loader = ENCODER_LOADERS.get(enc.get("type"))
+        etype = enc.get("type")
+        loader = ENCODER_LOADERS.get(etype) if isinstance(etype, str) else None
         if loader is None:
             raise ValueError(f"unknown encoder type {enc.get('type')!r} in {str(cfg_path)!r}")
         encoder = loader(enc_dir)

@@ -567,9 +567,10 @@ class TransformerEncoder:
         if show_progress_bar is None:
             show_progress_bar = len(unique) >= AUTO_PROGRESS_MIN_SENTENCES and sys.stderr.isatty()
         n_truncated, longest = 0, 0
-        from tqdm.auto import tqdm
+        from sentvec._progress import progress_bar
 
-        with tqdm(total=len(unique), desc="Encoding", unit="sent", disable=not show_progress_bar) as bar, \
+        with progress_bar(total=len(unique), desc="Encoding", unit="sent",
+                          show=bool(show_progress_bar)) as bar, \
                 torch.inference_mode():
             for c0 in range(0, len(unique), _CHUNK_SENTENCES):
                 chunk = unique[c0:c0 + _CHUNK_SENTENCES]

@@ -19,6 +19,8 @@ from sentvec._lazy import attach
 # public name -> module that defines it (imported on first use)
 _LAZY: dict[str, str] = {
     "STS_TASKS": "sentvec.evaluation.sts_data",
+    "STS_TASK_ALIASES": "sentvec.evaluation.sts_data",
+    "canonical_sts_task": "sentvec.evaluation.sts_data",
     "STS_SUBSETS": "sentvec.evaluation.sts_data",
     "STS_SPLITS": "sentvec.evaluation.sts_data",
     "TEXT_VARIANTS": "sentvec.evaluation.sts_data",
@@ -97,7 +99,7 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentvec.evaluation.sts_data import STS_TASKS, STS_SUBSETS, STS_SPLITS, TEXT_VARIANTS, GOLD_RANGE, STSSubset, STSTask, load_sts, unique_sentences, as_task_list  # noqa: F401
+    from sentvec.evaluation.sts_data import STS_TASKS, STS_TASK_ALIASES, canonical_sts_task, STS_SUBSETS, STS_SPLITS, TEXT_VARIANTS, GOLD_RANGE, STSSubset, STSTask, load_sts, unique_sentences, as_task_list  # noqa: F401
     from sentvec.evaluation.sts import WHITENING_MODES, score_sts, STSScorer, evaluate_sts, cosine_similarity_rows  # noqa: F401
     from sentvec.evaluation.results import AGGREGATIONS, Aggregation, TABLE_COLUMNS, JSONRecord, WhiteningInfo, STSResult, SubsetScores, correlations, rank_golds, aggregate_scores, results_table_markdown, results_table_text  # noqa: F401
     from sentvec.evaluation.table1 import TABLE1_CONFIGS, Table1Row, table1_block, table1_rows, sent2vec_rows, render_report, describe_encoder_line, POSTPROCESSING_METHODS, PostprocessingRow, postprocessing_rows, sif_rows, postprocessing_markdown  # noqa: F401

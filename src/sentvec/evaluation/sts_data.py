@@ -20,12 +20,20 @@ from sentvec._validation import check_choice
 
 __all__ = [
     "STS_TASKS", "STS_SUBSETS", "STS_SPLITS", "TEXT_VARIANTS", "GOLD_RANGE", "STSSubset",
-    "STSTask", "load_sts", "unique_sentences", "as_task_list",
+    "STSTask", "load_sts", "unique_sentences", "as_task_list", "STS_TASK_ALIASES",
+    "canonical_sts_task",
 ]
 
 
 STS_TASKS: tuple[str, ...] = (
     "STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
+#: Short names of :data:`STS_TASKS` (lower-case keys; matching is case-insensitive), the names
+#: the command line and the result tables use (STSB, SICK, sts12, ...).
+STS_TASK_ALIASES: dict[str, str] = {
+    "stsb": "STSBenchmark", "sts-b": "STSBenchmark",
+    "sick": "SICKRelatedness", "sick-r": "SICKRelatedness",
+    **{t.lower(): t for t in STS_TASKS},
+}
 #: Fixed subset lists (SentEval / WhiteningBERT); files are never globbed.
 STS_SUBSETS: dict[str, tuple[str, ...]] = {
     "STS12": ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews"),
@@ -219,6 +227,27 @@ def _task_dir(root: Path, name: str) -> Path:
     return root / "STS" / f"{name}-en-test"
 
 
+def canonical_sts_task(name: str) -> str:
+    """The SentEval name (one of :data:`STS_TASKS`) of a task name or short name.
+
+    ``"STSB"``, ``"stsb"``, ``"sts-b"`` -> ``"STSBenchmark"``; ``"SICK"`` -> ``"SICKRelatedness"``;
+    ``"sts12"`` -> ``"STS12"`` (case-insensitive, see :data:`STS_TASK_ALIASES`).
+
+    Raises
+    ------
+    ValueError
+        Not a task name nor a short name; the message lists both.
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"task must be a string, got {type(name).__name__}")
+    full = STS_TASK_ALIASES.get(name.strip().lower())
+    if full is None:
+        short = sorted(set(STS_TASK_ALIASES) - {t.lower() for t in STS_TASKS})
+        raise ValueError(f"task={name!r} is invalid; expected one of {list(STS_TASKS)} or the "
+                         f"short names {short} (case-insensitive)")
+    return full
+
+
 def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
              variant: TextVariant = "senteval", split: str = "test") -> list[STSTask]:
     """Read STS tasks (only their scored pairs).
@@ -226,7 +255,9 @@ def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
     Parameters
     ----------
     tasks : str or iterable of str, optional
-        Names from :data:`STS_TASKS` (SentEval's names); default all seven, in that order.
+        Names from :data:`STS_TASKS` (SentEval's names) or their short names
+        (:data:`STS_TASK_ALIASES`: ``"STSB"``, ``"SICK"``, ``"sts12"``, case-insensitive);
+        default all seven, in that order. Returned tasks carry the SentEval name.
     data_dir : path-like, optional
         Root of the data. Default: ``sentvec._data.data_dir()`` (``$SENTVEC_DATA`` or the copy
         shipped in the package). The variant's folder (``downstream/`` for "senteval", ``raw/``
@@ -271,8 +302,7 @@ def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
         names = [tasks]
     else:
         names = list(tasks)
-    for name in names:
-        check_choice("task", name, STS_TASKS)
+    names = [canonical_sts_task(name) for name in names]
     all_splits = sorted(set(chain.from_iterable(STS_SPLITS.values())) | {"dev"})
     check_choice("split", split, all_splits)
     for name in names:

@@ -5,7 +5,8 @@
   dropoutK, Hogwild threads) over ``kernels`` (numba);
 * ``dictionary``: vocabulary and hashed n-gram buckets in the official order;
 * ``binfile``: the official ``.bin`` format, read and written bit for bit;
-* ``corpus``, ``preprocessing``: corpus conversion and text preparation.
+* ``corpus``, ``preprocessing``: corpus conversion and text preparation;
+* ``reports``: :class:`TrainingReport`, :class:`EpochReport`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ _LAZY: dict[str, str] = {
     "EncodeStats": "sentvec.sent2vec.model",
     "Sent2VecTrainer": "sentvec.sent2vec.trainer",
     "TrainingDivergedError": "sentvec.sent2vec.trainer",
-    "TrainingReport": "sentvec.sent2vec.trainer",
-    "EpochReport": "sentvec.sent2vec.trainer",
+    "TrainingReport": "sentvec.sent2vec.reports",
+    "EpochReport": "sentvec.sent2vec.reports",
     "train_sent2vec": "sentvec.sent2vec.trainer",
     "Dictionary": "sentvec.sent2vec.dictionary",
     "ModelFormatError": "sentvec.sent2vec.binfile",
@@ -37,7 +38,8 @@ __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentvec.sent2vec.model import Sent2Vec, EncodeStats  # noqa: F401
-    from sentvec.sent2vec.trainer import Sent2VecTrainer, TrainingDivergedError, TrainingReport, EpochReport, train_sent2vec  # noqa: F401
+    from sentvec.sent2vec.trainer import Sent2VecTrainer, TrainingDivergedError, train_sent2vec  # noqa: F401
+    from sentvec.sent2vec.reports import TrainingReport, EpochReport  # noqa: F401
     from sentvec.sent2vec.dictionary import Dictionary  # noqa: F401
     from sentvec.sent2vec.binfile import ModelFormatError, QuantizedModelError, BinModel, read_bin, write_bin, is_bin_file  # noqa: F401
     from sentvec.sent2vec.preprocessing import Preprocessing  # noqa: F401

@@ -47,12 +47,9 @@ def check_corpus(corpus: Any) -> Path | list[str]:
         the trainer reads the corpus twice).
     """
     if isinstance(corpus, (str, os.PathLike)):
-        p = Path(corpus)
-        if not p.exists():
-            raise FileNotFoundError(f"corpus file not found: {str(p)!r}")
-        if not p.is_file():
-            raise FileNotFoundError(f"corpus path is not a file: {str(p)!r}")
-        return p
+        from sentvec._io import check_input_file
+
+        return check_input_file(corpus, what="corpus", regular=True)
     if isinstance(corpus, (bytes, bytearray)) or not isinstance(corpus, Sequence):
         raise TypeError("corpus must be a path or a sequence of str lines (read twice), "
                         f"got {type(corpus).__name__}")
@@ -176,6 +173,46 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
     counters[4] = short
 
 
+#: Temporary folders of the id conversion are named ``sentvec-s2v-<pid>-<random>``.
+TEMP_PREFIX = "sentvec-s2v-"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def remove_stale_temp_dirs(directory: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Delete the conversion folders of runs that died without cleaning up; return them.
+
+    A folder ``sentvec-s2v-<pid>-*`` of ``directory`` (default: the system temp directory) is
+    stale when no process ``pid`` is alive (``kill -9``, a crash, a power cut: the cases no
+    signal handler can cover). Folders of live processes, folders without a pid (older
+    versions) and anything else are left alone. A reused pid only keeps a stale folder for
+    longer, never deletes a live one.
+    """
+    root = Path(directory) if directory is not None else Path(tempfile.gettempdir())
+    removed = []
+    try:
+        entries = list(root.glob(f"{TEMP_PREFIX}*-*"))
+    except OSError:
+        return removed
+    for d in entries:
+        pid_text = d.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or not d.is_dir():
+            continue
+        if not _pid_alive(int(pid_text)):
+            shutil.rmtree(d, ignore_errors=True)
+            if not d.exists():
+                removed.append(d)
+    return removed
+
+
 def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, *,
                    directory: str | os.PathLike[str] | None = None) -> CorpusIds:
     """Stream the corpus once and write its in-vocabulary word ids to a temporary file.
@@ -192,7 +229,9 @@ def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, 
     eos_id : int
         Id of ``</s>`` (-1 if absent); a literal ``</s>`` token ends a sentence.
     directory : path-like, optional
-        Parent of the temporary directory (default: the system temp directory).
+        Parent of the temporary directory ``sentvec-s2v-<pid>-*`` (default: the system temp
+        directory); stale folders of dead runs found there are removed first
+        (:func:`remove_stale_temp_dirs`).
 
     Returns
     -------
@@ -206,7 +245,8 @@ def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, 
     if wbytes.size == 0:
         wbytes = np.zeros(1, dtype=np.uint8)
     table = build_table(wbytes, woffsets, -1)
-    tmp = Path(tempfile.mkdtemp(prefix="sentvec-s2v-", dir=directory))
+    remove_stale_temp_dirs(directory)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=directory))
     tok_path = tmp / "tokens.int32"
     lengths: list[np.ndarray] = []
     total = raw = n_lines = short = 0

@@ -231,11 +231,16 @@ class Sent2Vec:
             size is checked against the files before anything is mapped.
         ValueError
             If ``mmap`` is not one of the values above.
+        InsufficientMemoryError
+            (a ValueError) ``mmap=None`` and the model files (about the matrices' size) exceed
+            the memory available or ``$SENTVEC_MAX_MEMORY``; nothing is read.
         """
         mode = check_mmap_mode(mmap)
         p = Path(path)
         if not p.exists():
             raise FileNotFoundError(f"model not found: {str(p)!r}")
+        if mode is None:  # read into memory: the matrices must fit (memory maps need not)
+            _check_load_memory(p)
         if p.is_dir():
             model = cls._load_dir(p, mmap=mode, inference_only=inference_only)
         else:
@@ -422,9 +427,9 @@ class Sent2Vec:
         d = self.dictionary
         starts = range(0, n, batch)
         if show_progress_bar:
-            from tqdm.auto import tqdm
+            from sentvec._progress import progress_bar
 
-            starts = tqdm(starts, desc="Sent2Vec encode", unit="batch")
+            starts = progress_bar(starts, show=True, desc="Sent2Vec encode", unit="batch")
         pool = ThreadPoolExecutor(threads) if threads > 1 and n >= _PARALLEL_MIN else None
         try:
             for lo in starts:
@@ -608,3 +613,15 @@ def is_model_dir(d: Path) -> bool:
 
 __all__ = ["Sent2Vec", "EncodeStats", "InferenceOnlyError", "ModelFormatError",
            "check_save_target", "is_model_dir", "warn_encode_stats"]
+
+
+def _check_load_memory(p: Path) -> None:
+    """Refuse an in-memory load whose files (matrices, about their size) cannot fit."""
+    from sentvec._memory import check_memory
+
+    files = [f for f in p.iterdir() if f.is_file()] if p.is_dir() else [p]
+    need = sum(f.stat().st_size for f in files)
+    check_memory(need, what=f"loading {str(p)!r} into memory (mmap=None)",
+                 drivers=f"the model files hold {need:,} bytes",
+                 hint="load it memory-mapped (mmap='r', the default; on the command line, "
+                      "leave out --no-mmap)")

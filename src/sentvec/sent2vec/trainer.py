@@ -27,7 +27,6 @@ import sys
 import threading
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,6 +34,7 @@ import numpy as np
 
 from sentvec._io import atomic_write_json, atomic_write_text, read_json_object
 from sentvec._validation import check_choice, check_float_range, check_positive_int
+from sentvec.sent2vec.reports import EpochReport, TrainingReport
 
 if TYPE_CHECKING:  # pragma: no cover
     from sentvec.sent2vec.model import Sent2Vec
@@ -59,93 +59,6 @@ _STATE_VERSION = 1
 _RESUME_KEYS = ("dim", "epoch", "lr", "lr_update_rate", "min_count", "min_count_label", "neg",
                 "word_ngrams", "dropout_k", "t", "bucket", "max_vocab_size", "seed", "loss",
                 "update", "exclude_target", "l1", "sigmoid", "job_tokens", "thread", "epoch_tokens")
-
-
-@dataclass(frozen=True)
-class EpochReport:
-    """Tallies of one pass over the corpus (summed over threads).
-
-    Attributes
-    ----------
-    epoch : int
-        0-based pass index (with ``epoch_tokens="all"`` the last pass is partial).
-    loss : float
-        Mean over targets of the summed logistic losses (positive + ``neg`` negatives), as the
-        official trainer prints it.
-    targets : int
-        Training targets (positions kept after subsampling and ``min_count_label``).
-    tokens : int
-        In-vocabulary tokens processed.
-    seconds : float
-        Wall time of the pass's training loop.
-    final_lr : float
-        Learning rate of the last sentence of the pass.
-    """
-
-    epoch: int
-    loss: float
-    targets: int
-    tokens: int
-    seconds: float
-    final_lr: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class TrainingReport:
-    """Sizes and timings of a training run (``Sent2VecTrainer.report_``).
-
-    Attributes
-    ----------
-    nwords : int
-        Vocabulary size (``<PLACEHOLDER>`` and ``</s>`` included).
-    n_sentences : int
-        Sentences with at least two in-vocabulary tokens (those that can train).
-    n_tokens : int
-        In-vocabulary tokens of those sentences (work of one epoch).
-    raw_tokens : int
-        Tokens of the corpus text, in and out of vocabulary (the unit of words/s figures).
-    threads : int
-    vocab_seconds, convert_seconds, init_seconds, train_seconds, total_seconds : float
-        Dictionary pass, id conversion, matrix and table set-up, training loop, everything.
-    epochs : tuple of EpochReport
-        Passes trained in this run (after a resume: only the remaining ones).
-    """
-
-    nwords: int
-    n_sentences: int
-    n_tokens: int
-    raw_tokens: int
-    threads: int
-    vocab_seconds: float
-    convert_seconds: float
-    init_seconds: float
-    train_seconds: float
-    total_seconds: float
-    epochs: tuple[EpochReport, ...] = field(default_factory=tuple)
-
-    @property
-    def words_per_sec_per_thread(self) -> float:
-        """Corpus words per second of training loop, per thread.
-
-        Words are corpus tokens (in and out of vocabulary), so a pass over the corpus counts
-        ``raw_tokens`` words, as gensim and the official binary count them.
-        """
-        if self.train_seconds <= 0 or self.n_tokens == 0:
-            return 0.0
-        trained = sum(e.tokens for e in self.epochs)
-        return trained * self.raw_tokens / self.n_tokens / self.train_seconds / self.threads
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["epochs"] = [e.to_dict() for e in self.epochs]
-        d["words_per_sec_per_thread"] = self.words_per_sec_per_thread
-        return d
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
 
 
 def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None,
@@ -247,9 +160,15 @@ class Sent2VecTrainer:
         A checkpoint directory (or a ``checkpoint_dir`` holding ``LATEST``) to continue from; its
         hyper-parameters must equal these.
     show_progress_bar : bool, optional
-        tqdm bar with words/s/thread, lr, loss and ETA; default: when stderr is a terminal.
+        Progress with words/s/thread, lr, loss and ETA; default: a bar when stderr is a
+        terminal; True: also one line every 30 s elsewhere (:mod:`sentvec._progress`).
     tmp_dir : path-like, optional
         Where the temporary id file goes (default: the system temp directory).
+    max_memory : int or str, optional
+        Memory limit (bytes or ``"16G"``) for :meth:`memory_estimate`, checked before the
+        corpus is read and again with the real vocabulary; default ``$SENTVEC_MAX_MEMORY``, else
+        the memory available (``MemAvailable``). Over it, ``fit`` raises
+        ``InsufficientMemoryError`` (a ValueError) naming the estimate and its arguments.
     """
 
     def __init__(self, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
@@ -263,7 +182,8 @@ class Sent2VecTrainer:
                  checkpoint_every: float | None = None, keep_checkpoints: int = 1,
                  resume_from: str | os.PathLike[str] | None = None,
                  show_progress_bar: bool | None = None,
-                 tmp_dir: str | os.PathLike[str] | None = None) -> None:
+                 tmp_dir: str | os.PathLike[str] | None = None, max_memory: Any = None) -> None:
+        from sentvec._memory import parse_memory_size
         from sentvec.sent2vec.binfile import MAX_DIM
 
         self.dim = _check_int("dim", dim, 1, MAX_DIM,
@@ -310,7 +230,36 @@ class Sent2VecTrainer:
             show_progress_bar = _check_bool("show_progress_bar", show_progress_bar)
         self.show_progress_bar = show_progress_bar
         self.tmp_dir = tmp_dir
+        self.max_memory = None if max_memory is None else parse_memory_size(max_memory)
         self.report_: TrainingReport | None = None
+
+    def memory_estimate(self, nwords: int = 0, n_sentences: int = 0) -> tuple[int, str]:
+        """Bytes the training arrays need, and the formula with these arguments' values.
+
+        Input matrix ``(nwords + bucket) * dim * 4``, output matrix ``nwords * dim * 4``, one
+        shuffled negative table per thread (``thread * 10**7 * 4``), per-word tables (about 200
+        bytes a word: counts, probabilities, the Python vocabulary) and the sentence offsets
+        (``n_sentences * 8``). The corpus ids are memory-mapped from a file and not counted.
+        ``nwords=0`` (before the vocabulary pass) gives a lower bound.
+        """
+        from sentvec.sent2vec.dictionary import NEGATIVE_TABLE_SIZE
+
+        wi = (nwords + self.bucket) * self.dim * 4
+        wo = nwords * self.dim * 4
+        tables = self.thread * NEGATIVE_TABLE_SIZE * 4
+        need = wi + wo + tables + nwords * 200 + n_sentences * 8
+        return need, (f"input matrix (nwords {nwords:,} + bucket {self.bucket:,}) x dim "
+                      f"{self.dim} x 4 B + output matrix nwords x dim x 4 B + {self.thread} "
+                      f"thread negative tables of 40 MB")
+
+    def _check_memory(self, nwords: int, n_sentences: int = 0) -> None:
+        from sentvec._memory import check_memory
+
+        need, drivers = self.memory_estimate(nwords, n_sentences)
+        check_memory(need, what="training" + (" (before the vocabulary pass)" if not nwords
+                                               else ""), drivers=drivers,
+                     max_memory=self.max_memory, hint="lower -bucket or -dim, or cap the "
+                     "vocabulary with -maxVocabSize")
 
     def config(self) -> dict[str, Any]:
         """Hyper-parameters as a JSON-serialisable dict (sentvec names)."""
@@ -367,6 +316,7 @@ class Sent2VecTrainer:
             raise ValueError("corpus lines are empty: nothing to train on")
         t0 = time.perf_counter()
         state = None
+        self._check_memory(0)  # before the corpus is read: bucket and dim alone may not fit
         if self.resume_from is not None:
             state, ckpt_model = self._load_checkpoint()
             dictionary = ckpt_model.dictionary
@@ -377,6 +327,7 @@ class Sent2VecTrainer:
                 max_vocab_size=self.max_vocab_size, bucket=self.bucket,
                 word_ngrams=self.word_ngrams)
         _warn_non_utf8(dictionary.words)
+        self._check_memory(dictionary.nwords)  # the real vocabulary, before the id conversion
         t1 = time.perf_counter()
         ids = corpus_mod.convert_corpus(src, dictionary.words, dictionary.eos_id,
                                         directory=self.tmp_dir)
@@ -414,7 +365,8 @@ class Sent2VecTrainer:
             nwords=dictionary.nwords, n_sentences=ids.n_sentences, n_tokens=ids.n_tokens,
             raw_tokens=ids.raw_tokens, threads=self.thread, vocab_seconds=t1 - t0,
             convert_seconds=t2 - t1, init_seconds=t3 - t2, train_seconds=t4 - t3,
-            total_seconds=time.perf_counter() - t0, epochs=tuple(epochs))
+            total_seconds=time.perf_counter() - t0, epochs=tuple(epochs), epoch=self.epoch,
+            resumed_tokens=run.resumed_tokens)
         return model
 
     # ------------------------------------------------------------------ checkpoints
@@ -541,6 +493,7 @@ class _Run:
                           for p in range(self.npasses)]
         self.start = (0, 0)
         self.epoch_seconds = [0.0] * self.npasses
+        self.resumed_tokens = 0
         if state is not None:
             self._restore(state)
         self.mode = kernels.MODE_SENTENCE if trainer.update == "sentence" else kernels.MODE_TARGET
@@ -557,6 +510,8 @@ class _Run:
         self.stats[:] = np.asarray(state["stats"], dtype=np.float64)
         self.start = (int(state["epoch"]), int(state["job"]))
         self.epoch_seconds = [float(x) for x in state["epoch_seconds"]]
+        if self.start[0] < self.npasses:  # tokens of the first reported pass trained earlier
+            self.resumed_tokens = int(self.stats[:, self.start[0], self.k.STAT_TOKENS].sum())
 
     def state_dict(self, epoch: int, job: int) -> dict[str, Any]:
         return {"version": _STATE_VERSION, "config": self.tr.config(), "epoch": epoch,
@@ -654,10 +609,10 @@ class _Run:
         bar = None
         done0 = int(self.stats[:, :, self.k.STAT_TOKENS].sum())
         if show:
-            from tqdm.auto import tqdm
+            from sentvec._progress import progress_bar
 
-            bar = tqdm(total=self.total, initial=done0, unit="tok", unit_scale=True,
-                       desc="Sent2Vec", smoothing=0.1)
+            bar = progress_bar(show=True, total=self.total, initial=done0, unit="tok",
+                               unit_scale=True, desc="Sent2Vec", smoothing=0.1)
         t_start = time.perf_counter()
         for th in threads:
             th.start()
@@ -737,7 +692,8 @@ def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0
                    checkpoint_every: float | None = None, keep_checkpoints: int = 1,
                    resume_from: str | os.PathLike[str] | None = None,
                    show_progress_bar: bool | None = None,
-                   tmp_dir: str | os.PathLike[str] | None = None) -> Sent2Vec:
+                   tmp_dir: str | os.PathLike[str] | None = None,
+                   max_memory: Any = None) -> Sent2Vec:
     """Train a Sent2Vec model on a corpus (paper: Pagliardini et al. 2018, arXiv:1703.02507).
 
     Every hyper-parameter is documented in :class:`Sent2VecTrainer`, which this function
@@ -763,8 +719,9 @@ def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0
     FileNotFoundError
         Missing corpus file or checkpoint.
     ValueError
-        An invalid hyper-parameter (the message names it and its value), an empty corpus, or a
-        corpus without a trainable target (no sentence with two in-vocabulary tokens).
+        An invalid hyper-parameter (the message names it and its value), an empty corpus, a
+        corpus without a trainable target (no sentence with two in-vocabulary tokens), or
+        ``InsufficientMemoryError``: the model cannot fit (``max_memory``).
     TypeError
         A corpus that is neither a path nor a sequence of str.
     """
@@ -775,4 +732,4 @@ def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0
         update=update, exclude_target=exclude_target, l1=l1, sigmoid=sigmoid,
         epoch_tokens=epoch_tokens, job_tokens=job_tokens, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
         keep_checkpoints=keep_checkpoints, resume_from=resume_from,
-        show_progress_bar=show_progress_bar, tmp_dir=tmp_dir).fit(corpus)
+        show_progress_bar=show_progress_bar, tmp_dir=tmp_dir, max_memory=max_memory).fit(corpus)

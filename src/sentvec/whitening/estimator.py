@@ -84,6 +84,35 @@ def _config_int(cfg: dict, key: str, minimum: int) -> int:
     return v
 
 
+def _validate_rows(estimator: Any, X: Any, **kwargs: Any) -> np.ndarray:
+    """scikit-learn's ``validate_data`` (float64 / float32 rows), with our own message for
+    NaN or infinite values.
+
+    scikit-learn's message for NaN ends with advice about ``HistGradientBoostingClassifier`` and
+    imputers, which has nothing to do with whitening embeddings; it is replaced by one naming the
+    rows and the likely cause.
+
+    Raises
+    ------
+    ValueError
+        As ``validate_data``; non-finite input says how many rows hold NaN / infinity.
+    """
+    try:
+        return validate_data(estimator, X, dtype=[np.float64, np.float32], **kwargs)
+    except ValueError as exc:
+        text = str(exc)
+        if "NaN" not in text and "infinity" not in text:
+            raise
+        try:
+            arr = np.asarray(X, dtype=np.float64)
+            bad = int((~np.isfinite(arr)).reshape(len(arr), -1).any(axis=1).sum())
+            where = f"{bad} of {len(arr)} rows hold"
+        except (TypeError, ValueError):
+            where = "the input holds"
+        raise ValueError(f"Whitening input must be finite: {where} NaN or infinite values "
+                         "(check the encoder's output, e.g. non-finite model weights)") from None
+
+
 class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Whitening transform of sentence embeddings, optionally reducing the dimension.
 
@@ -179,7 +208,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 raise ValueError("sample_weight is not supported for a dask array")
             stats = statistics_of_dask(X)
         else:
-            arr = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
+            arr = _validate_rows(self, X, ensure_min_samples=2)
             stats = WhiteningStatistics.from_array(arr, sample_weight)
         return self.fit_statistics(stats)
 
@@ -203,7 +232,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         if is_dask_array(X):
             return self.fit(X, sample_weight=sample_weight).transform(X)
         self._check_params()
-        arr = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
+        arr = _validate_rows(self, X, ensure_min_samples=2)
         counts = None
         if sample_weight is not None:
             counts = WhiteningStatistics.check_sample_weight(sample_weight, arr.shape[0])
@@ -229,7 +258,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         """
         self._check_params()
         previous = getattr(self, "statistics_", None)
-        arr = validate_data(self, X, dtype=[np.float64, np.float32], reset=previous is None)
+        arr = _validate_rows(self, X, reset=previous is None)
         stats = WhiteningStatistics.from_array(arr)
         if previous is not None:
             stats = previous.merge(stats)
@@ -335,7 +364,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return int(self.n_components_)
 
     def _transform_array(self, X: Any) -> np.ndarray:
-        arr = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        arr = _validate_rows(self, X, reset=False)
         dtype = arr.dtype
         if self._cholesky is not None:  # a triangular solve with the factor, in float64
             Z = self._cholesky.apply_inplace(np.subtract(arr, self.mean_, dtype=np.float64))

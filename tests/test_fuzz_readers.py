@@ -1,0 +1,517 @@
+"""Fuzzing (hypothesis) of every reader of untrusted files (issue 18).
+
+Each reader gets mutated copies of a real file it reads (the official binary's reference
+models, files our writers produced) and must either load or raise one of its documented
+exceptions (``ValueError`` and subclasses such as ``ModelFormatError``, ``FileNotFoundError``):
+never another exception, a crash or a hang. Where a mutation hits a header or count field of a
+``.bin`` file, loading is allowed only if the model is unchanged (same vectors); a flipped byte in
+a matrix or a word may load.
+
+Profiles (``SENTVEC_FUZZ_PROFILE``): ``ci`` (default, the suite: a few seconds per reader) and
+``long`` (``SENTVEC_FUZZ_EXAMPLES`` examples per reader, default 100000), e.g.::
+
+    SENTVEC_FUZZ_PROFILE=long python3 -m pytest -q tests/test_fuzz_readers.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+settings.register_profile(
+    "ci", max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "60")), deadline=None,
+    derandomize=True, suppress_health_check=[HealthCheck.too_slow], database=None)
+settings.register_profile(
+    "long", max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "100000")), deadline=None,
+    suppress_health_check=list(HealthCheck), database=None)
+settings.load_profile(os.environ.get("SENTVEC_FUZZ_PROFILE", "ci"))
+
+REF = Path(__file__).parent / "data" / "sent2vec-reference"
+MODELS = ("tiny-bigram.bin", "tiny-unigram.bin", "tiny-maxvocab.bin")
+SENTENCES = [x for x in (REF / "sentences.txt").read_text(encoding="utf-8").splitlines()[:40]
+             if x.strip()]
+#: What the readers document (``ModelFormatError`` and ``UnicodeDecodeError`` are ValueErrors).
+DOCUMENTED = (ValueError, FileNotFoundError)
+
+_WORK = Path(tempfile.mkdtemp(prefix="sentvec-fuzz-"))
+
+#: Long runs: ``SENTVEC_FUZZ_REPORT=DIR`` records, per reader, the examples run, the time and
+#: every undocumented exception as it happens (so a run stopped by a timeout still reports).
+_REPORT = os.environ.get("SENTVEC_FUZZ_REPORT")
+_COUNTS: dict[str, list[float]] = {}
+
+
+def _tick(reader: str, exc: BaseException | None = None) -> None:
+    if not _REPORT:
+        return
+    import time
+
+    c = _COUNTS.setdefault(reader, [0, time.monotonic(), 0])
+    c[0] += 1
+    if exc is not None:
+        c[2] += 1
+        with open(Path(_REPORT) / f"{reader}.failures.txt", "a", encoding="utf-8") as fh:
+            fh.write(f"{type(exc).__name__}: {str(exc)[:300]}\n")
+    if c[0] % 200 == 0 or exc is not None:
+        (Path(_REPORT) / f"{reader}.json").write_text(json.dumps(
+            {"reader": reader, "examples": c[0], "seconds": round(time.monotonic() - c[1], 1),
+             "undocumented_exceptions": c[2]}))
+
+
+class _Counted:
+    """Context manager counting one example of ``reader`` (and its undocumented exception)."""
+
+    def __init__(self, reader: str) -> None:
+        self.reader = reader
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        bad = exc is not None and not isinstance(exc, DOCUMENTED)
+        _tick(self.reader, exc if bad else None)
+        return False
+
+
+def teardown_module(module):
+    shutil.rmtree(_WORK, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ the .bin layout (oracle)
+def bin_sections(data: bytes) -> dict[str, tuple[int, int]]:
+    """Byte ranges of the .bin parts, walked independently of sentvec's reader (the layout in
+    epfml/sent2vec ``FastText::saveModel``)."""
+    out = {"signature": (0, 8), "args": (8, 64)}
+    size, nwords, nlabels, ntokens, prune = struct.unpack_from("<iiiqq", data, 64)
+    out["dict_header"] = (64, 92)
+    off = 92
+    for _ in range(size):
+        off = data.index(b"\0", off) + 1 + 9
+    out["entries"] = (92, off)
+    out["prune"] = (off, off + 8 * max(prune, 0))
+    off += 8 * max(prune, 0)
+    out["quant"] = (off, off + 1)
+    rows, cols = struct.unpack_from("<qq", data, off + 1)
+    out["input_shape"] = (off + 1, off + 17)
+    out["input"] = (off + 17, off + 17 + 4 * rows * cols)
+    off += 17 + 4 * rows * cols
+    out["qout"] = (off, off + 1)
+    rows2, cols2 = struct.unpack_from("<qq", data, off + 1)
+    out["output_shape"] = (off + 1, off + 17)
+    out["output"] = (off + 17, off + 17 + 4 * rows2 * cols2)
+    assert out["output"][1] == len(data)
+    return out
+
+
+#: Header fields that decide the layout or the vectors: a change must not load silently.
+#: (offset, size) of dim, loss, model in args; size, nwords, nlabels, pruneidx_size in the
+#: dictionary header. Not wordNgrams (28) nor bucket (40): the official format has no checksum
+#: and no redundancy for them (a unigram model keeps its buckets: tiny-unigram.bin has
+#: wordNgrams 1, bucket 1000; the input matrix may hold more rows than nwords + bucket), so
+#: wordNgrams 2 -> 1 or 3, or a smaller bucket, loads with other vectors: a documented limit
+#: (docs/RELIABILITY.md).
+_ARGS_STRUCTURAL = [(8, 4), (32, 4), (36, 4), (64, 4), (68, 4), (72, 4), (84, 8)]
+
+
+def _structural_ranges(sec: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:
+    ranges = [(a, a + n) for a, n in _ARGS_STRUCTURAL]
+    for name in ("signature", "quant", "input_shape", "qout", "output_shape"):
+        ranges.append(sec[name])
+    return ranges
+
+
+_BIN = {name: (REF / name).read_bytes() for name in MODELS}
+_SECTIONS = {name: bin_sections(data) for name, data in _BIN.items()}
+_BASE_VECTORS: dict[str, np.ndarray] = {}
+
+
+def _base_vectors(name: str) -> np.ndarray:
+    if name not in _BASE_VECTORS:
+        from sentvec.sent2vec import Sent2Vec
+
+        _BASE_VECTORS[name] = Sent2Vec.load(REF / name, mmap=None).encode(SENTENCES)
+    return _BASE_VECTORS[name]
+
+
+def _load_bin_bytes(data: bytes, mmap):
+    from sentvec.sent2vec import Sent2Vec
+
+    path = _WORK / "m.bin"
+    path.write_bytes(data)
+    return Sent2Vec.load(path, mmap=mmap)
+
+
+@st.composite
+def bin_mutation(draw):
+    name = draw(st.sampled_from(MODELS))
+    data = bytearray(_BIN[name])
+    sec = _SECTIONS[name]
+    kind = draw(st.sampled_from(["flip", "truncate", "header_int", "bytes"]))
+    touched: list[int] = []
+    if kind == "flip":  # random bit flips anywhere
+        for _ in range(draw(st.integers(1, 4))):
+            i = draw(st.integers(0, len(data) - 1))
+            data[i] ^= 1 << draw(st.integers(0, 7))
+            touched.append(i)
+    elif kind == "truncate":  # at a section boundary, or just around one
+        bounds = sorted({b for r in sec.values() for b in r})
+        cut = draw(st.sampled_from(bounds)) + draw(st.integers(-2, 2))
+        cut = min(max(cut, 0), len(data) - 1)
+        del data[cut:]
+        touched.append(cut)
+    elif kind == "header_int":  # an int32 / int64 header or shape field set to any value
+        a, b = draw(st.sampled_from(_structural_ranges(sec)))
+        n = b - a
+        if n == 16:  # a matrix shape: rows or cols (int64)
+            a, n = a + 8 * draw(st.integers(0, 1)), 8
+        if n in (4, 8):
+            fmt = "<i" if n == 4 else "<q"
+            lo, hi = (-2**31, 2**31 - 1) if n == 4 else (-2**63, 2**63 - 1)
+            value = draw(st.one_of(st.integers(lo, hi), st.integers(-3, 3),
+                                   st.sampled_from([0, 1, 2, 100, 2**31 - 1])))
+            struct.pack_into(fmt, data, a, value)
+        else:
+            data[a] = draw(st.integers(0, 255))
+        touched.extend(range(a, a + n))
+    else:  # random bytes spliced in
+        i = draw(st.integers(0, len(data)))
+        junk = draw(st.binary(min_size=1, max_size=16))
+        data[i:i] = junk
+        touched.append(i)
+    if kind in ("flip", "header_int"):  # the bytes that really changed (two flips may cancel)
+        orig = _BIN[name]
+        touched = [i for i in touched if i < len(orig) and data[i] != orig[i]]
+    return name, bytes(data), touched, kind
+
+
+@given(bin_mutation(), st.sampled_from([None, "r"]))
+def test_fuzz_bin_reader(case, mmap):
+    name, data, touched, kind = case
+    with _Counted("bin"):
+        _check_bin_case(name, data, touched, kind, mmap)
+
+
+def _check_bin_case(name, data, touched, kind, mmap):
+    try:
+        model = _load_bin_bytes(data, mmap)
+    except DOCUMENTED:
+        return
+    vectors = model.encode(SENTENCES)
+    assert vectors.shape[0] == len(SENTENCES)
+    if data == _BIN[name]:
+        return
+    structural = [r for r in _structural_ranges(_SECTIONS[name])
+                  if any(r[0] <= t < r[1] for t in touched)]
+    a, b = _SECTIONS[name]["entries"]
+    inside_words = kind == "bytes" and a < touched[0] < b  # a longer word: a valid vocabulary
+    if kind == "truncate" or structural or (kind == "bytes" and not inside_words):
+        # a changed header or count, or bytes removed / added: loading is allowed only if the
+        # model's vectors are unchanged (e.g. a flipped sign bit of a count that stays valid)
+        np.testing.assert_array_equal(vectors, _base_vectors(name))
+    del model
+
+
+def test_bin_sections_cover_the_file():
+    for name in MODELS:
+        sec = _SECTIONS[name]
+        assert sec["signature"][0] == 0 and sec["output"][1] == len(_BIN[name])
+
+
+# ------------------------------------------------------------------ JSON-described folders
+def _json_values():
+    return st.recursive(
+        st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=True)
+        | st.text(max_size=8),
+        lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids,
+                                                                   max_size=3),
+        max_leaves=6)
+
+
+@st.composite
+def json_mutation(draw, obj):
+    """A mutated JSON text of ``obj``: a value replaced or removed, or bytes flipped."""
+    kind = draw(st.sampled_from(["replace", "delete", "bytes"]))
+    if kind == "bytes":
+        text = bytearray(json.dumps(obj).encode())
+        for _ in range(draw(st.integers(1, 3))):
+            i = draw(st.integers(0, len(text) - 1))
+            text[i] = draw(st.integers(0, 255))
+        return bytes(text)
+    obj = json.loads(json.dumps(obj))
+    paths = []
+
+    def walk(o, path):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                paths.append(path + (k,))
+                walk(v, path + (k,))
+        elif isinstance(o, list):
+            for i, v in enumerate(o[:4]):
+                paths.append(path + (i,))
+                walk(v, path + (i,))
+
+    walk(obj, ())
+    if not paths:
+        return json.dumps(draw(_json_values())).encode()
+    path = draw(st.sampled_from(paths))
+    parent = obj
+    for k in path[:-1]:
+        parent = parent[k]
+    if kind == "delete":
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = draw(_json_values())
+    return json.dumps(obj).encode()
+
+
+@st.composite
+def folder_mutation(draw, folder: Path):
+    """(file name, new bytes) for one file of ``folder``: JSON mutated structurally, other
+    files flipped or truncated."""
+    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    name = draw(st.sampled_from(names))
+    raw = (folder / name).read_bytes()
+    if name.endswith(".json"):
+        return name, draw(json_mutation(json.loads(raw)))
+    data = bytearray(raw)
+    if draw(st.booleans()):
+        del data[draw(st.integers(0, len(data))):]
+    else:
+        for _ in range(draw(st.integers(1, 4))):
+            i = draw(st.integers(0, max(len(data) - 1, 0)))
+            if data:
+                data[i] = draw(st.integers(0, 255))
+    return name, bytes(data)
+
+
+def _mutated_copy(folder: Path, name: str, data: bytes) -> Path:
+    dst = _WORK / "folder"
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(folder, dst)
+    (dst / name).write_bytes(data)
+    return dst
+
+
+def _saved(kind: str) -> Path:
+    """A folder written by our own writer (made once per session)."""
+    d = _WORK / f"orig-{kind}"
+    if d.exists():
+        return d
+    rng = np.random.default_rng(0)
+    if kind == "whitening":
+        from sentvec.whitening import Whitening
+
+        Whitening(n_components=3).fit(rng.normal(size=(50, 5))).save(d)
+    elif kind == "sent2vec-dir":
+        from sentvec.sent2vec import Sent2Vec
+
+        Sent2Vec.load(REF / "tiny-bigram.bin").save(d)
+    elif kind == "pipeline":
+        from sentvec import Pipeline
+        from sentvec.sent2vec import Sent2Vec
+        from sentvec.whitening import Whitening
+
+        enc = Sent2Vec.load(REF / "tiny-unigram.bin")
+        w = Whitening(n_components=4).fit(enc.encode(SENTENCES))
+        Pipeline(enc, w).save(d)
+    elif kind == "search-index":
+        from sentvec.search import SemanticSearch
+
+        index = SemanticSearch(metric="cosine")
+        index.add(rng.normal(size=(30, 6)).astype(np.float32))
+        index.save(d)
+    elif kind == "encode":
+        from sentvec.encode_files import encode_file
+        from sentvec.sent2vec import Sent2Vec
+
+        text = _WORK / "lines.txt"
+        text.write_text("\n".join(SENTENCES[:30]) + "\n", encoding="utf-8")
+        encode_file(Sent2Vec.load(REF / "tiny-bigram.bin"), text, d, shard_size=10,
+                    show_progress_bar=False)
+    return d
+
+
+def _read_whitening(d):
+    from sentvec.whitening import Whitening
+
+    w = Whitening.load(d)
+    z = w.transform(np.ones((2, 5)))
+    assert z.shape == (2, w.n_components_)
+
+
+def _read_sent2vec_dir(d):
+    from sentvec.sent2vec import Sent2Vec
+
+    for mmap in (None, "r"):
+        v = Sent2Vec.load(d, mmap=mmap).encode(SENTENCES[:5])
+        assert v.shape[0] == 5
+
+
+def _read_pipeline(d):
+    from sentvec import Pipeline
+
+    v = Pipeline.load(d).encode(SENTENCES[:5])
+    assert v.shape[0] == 5
+
+
+def _read_search_index(d):
+    from sentvec.search import SemanticSearch
+
+    for mmap in (False, True):
+        index = SemanticSearch.load(d, mmap=mmap)
+        s, i = index.search(np.ones((1, index.dim), dtype=np.float32), 3)
+        assert ((i >= 0) & (i < index.ntotal)).all() and np.isfinite(s).all()
+
+
+def _read_encode_output(d):
+    from sentvec.encode_files import load_embeddings, read_manifest
+
+    m = read_manifest(d)
+    try:
+        X = load_embeddings(d, mmap=False)
+    except DOCUMENTED:
+        return
+    assert X.shape == (m.n_lines, m.dim)  # a manifest that loads describes its vectors
+
+
+_FOLDER_READERS = {"whitening": _read_whitening, "sent2vec-dir": _read_sent2vec_dir,
+                   "pipeline": _read_pipeline, "search-index": _read_search_index,
+                   "encode": _read_encode_output}
+
+
+@pytest.mark.parametrize("kind", sorted(_FOLDER_READERS))
+def test_fuzz_folder_readers(kind):
+    folder = _saved(kind)
+    _FOLDER_READERS[kind](folder)  # the unmutated folder reads
+
+    @given(folder_mutation(folder))
+    def run(case):
+        name, data = case
+        d = _mutated_copy(folder, name, data)
+        with _Counted(kind):
+            try:
+                _FOLDER_READERS[kind](d)
+            except DOCUMENTED:
+                pass
+
+    run()
+
+
+# ------------------------------------------------------------------ STS and transfer readers
+def _sts_root() -> Path:
+    from sentvec._data import data_dir
+
+    return data_dir() / "downstream"
+
+
+_STS_FILES = {
+    "STS12": "STS/STS12-en-test/STS.input.MSRpar.txt",
+    "STS12-gs": "STS/STS12-en-test/STS.gs.MSRpar.txt",
+    "STSBenchmark": "STS/STSBenchmark/sts-test.csv",
+    "SICKRelatedness": "SICK/SICK_test_annotated.txt",
+}
+
+
+def _linked_copy(src: Path, dst: Path, top: Path) -> None:
+    """``dst`` made of symbolic links to the files of ``src`` (the mutated one is then
+    replaced by a real file): no copying of large data files per example."""
+    shutil.rmtree(top, ignore_errors=True)
+    dst.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.is_file():
+            (dst / f.name).symlink_to(f)
+
+
+@st.composite
+def text_file_mutation(draw, raw: bytes):
+    """Lines of a real data file, cut short and with bytes / lines changed."""
+    lines = raw.split(b"\n")[: draw(st.integers(1, 30))]
+    for _ in range(draw(st.integers(0, 4))):
+        i = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["bytes", "drop_field", "junk", "delete", "empty"]))
+        if how == "bytes" and lines[i]:
+            b = bytearray(lines[i])
+            b[draw(st.integers(0, len(b) - 1))] = draw(st.integers(0, 255))
+            lines[i] = bytes(b)
+        elif how == "drop_field":
+            lines[i] = b"\t".join(lines[i].split(b"\t")[:-1])
+        elif how == "junk":
+            lines[i] = draw(st.binary(max_size=30))
+        elif how == "delete":
+            del lines[i]
+            if not lines:
+                lines = [b""]
+        else:
+            lines[i] = b""
+    return b"\n".join(lines)
+
+
+@pytest.mark.parametrize("key", sorted(_STS_FILES))
+def test_fuzz_sts_reader(key):
+    from sentvec.evaluation import load_sts
+
+    task = key.split("-")[0]
+    rel = _STS_FILES[key]
+    src = _sts_root()
+    raw = (src / rel).read_bytes()
+    sub = Path(rel).parent
+
+    @given(text_file_mutation(raw))
+    def run(data):
+        root = _WORK / "sts" / "downstream"
+        _linked_copy(src / sub, root / sub, root.parent)
+        (root / rel).unlink()  # a link to the real file: replaced, never written through
+        (root / rel).write_bytes(data)
+        with _Counted(f"sts-{key}"):
+            try:
+                (t,) = load_sts([task], data_dir=root.parent)
+            except DOCUMENTED:
+                return
+            for s in t.subsets:  # what loads is well-formed
+                assert len(s.sent1) == len(s.sent2) == len(s.gold) > 0
+                assert np.isfinite(s.gold).all() and (s.gold >= 0).all() and (s.gold <= 5).all()
+
+    run()
+
+
+_TRANSFER_FILES = {"TREC": "TREC/TREC_10.label", "MRPC": "MRPC/msr_paraphrase_test.txt",
+                   "SST2": "SST/binary/sentiment-dev", "MR": "MR/rt-polarity.pos"}
+
+
+@pytest.mark.parametrize("task", sorted(_TRANSFER_FILES))
+def test_fuzz_transfer_reader(task):
+    from sentvec.evaluation.transfer import load_transfer
+
+    rel = _TRANSFER_FILES[task]
+    src = _sts_root()
+    if not (src / rel).is_file():
+        pytest.skip(f"{rel} not shipped")
+    raw = (src / rel).read_bytes()
+    sub = Path(rel).parent
+
+    @given(text_file_mutation(raw))
+    def run(data):
+        root = _WORK / "transfer" / "downstream"
+        _linked_copy(src / sub, root / sub, root.parent)
+        (root / rel).unlink()  # a link to the real file: replaced, never written through
+        (root / rel).write_bytes(data)
+        with _Counted(f"transfer-{task}"):
+            try:
+                td = load_transfer(task, data_dir=root.parent)
+            except DOCUMENTED:
+                return
+            for s in td.splits:
+                assert len(s.sentences) == len(s.labels)
+
+    run()
