@@ -282,7 +282,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             self._whitening_matrix = None
             for name in ("components_", "explained_variance_", "explained_variance_ratio_"):
                 self.__dict__.pop(name, None)
-            self.solver_ = chol.kind
+            self.solver_ = "cholesky"
             self.n_dropped_ = 0
         else:
             sol = eigen_solution(statistics, self.n_components, eps=self.eps,
@@ -296,8 +296,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             self.n_dropped_ = sol.n_dropped
         self.statistics_ = statistics
         self.mean_ = statistics.mean.copy()
-        self.n_components_ = d - self.n_dropped_ if chol is not None else int(
-            self.components_.shape[0])
+        self.n_components_ = d if chol is not None else int(self.components_.shape[0])
         self.n_features_in_ = d
         self.n_samples_seen_ = statistics.n_samples
         return self
@@ -314,7 +313,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             chol = self.__dict__.get("_cholesky")
             if chol is None:
                 raise AttributeError("whitening_matrix_ is set by fit")
-            W = chol.whitening_matrix(self.n_features_in_)  # not cached: fitted state only
+            W = chol.whitening_matrix()  # not cached: fitted state only
         return W
 
     @classmethod

@@ -164,13 +164,10 @@ class CholeskySolution:
 
     Attributes
     ----------
-    kind : str
-        ``"cholesky"``.
     factor : ndarray of shape (d, d), float64, Fortran-ordered
         ``L`` (lower triangle).
     """
 
-    kind: str
     factor: np.ndarray
 
     def apply_inplace(self, centred: np.ndarray) -> np.ndarray:
@@ -186,7 +183,7 @@ class CholeskySolution:
         solve_lower_inplace(self.factor, centred.T)
         return centred
 
-    def whitening_matrix(self, n_features: int) -> np.ndarray:
+    def whitening_matrix(self) -> np.ndarray:
         """The (d, d) matrix ``W = L^{-T}`` (``apply_inplace(X - mu) == (X - mu) @ W`` up to
         rounding)."""
         from scipy.linalg import solve_triangular
@@ -226,5 +223,5 @@ def cholesky_solution(statistics: WhiteningStatistics, *,
     if cholesky_lower_inplace(L) == 0:
         rcond, info = cholesky_rcond(L, anorm)
         if info == 0 and rcond >= max(CHOLESKY_MIN_RCOND, eps):
-            return CholeskySolution("cholesky", L)
+            return CholeskySolution(L)
     return None
