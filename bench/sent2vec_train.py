@@ -1,38 +1,52 @@
-"""Sent2Vec training speed: sentvec against gensim Word2Vec CBOW, measured in the same run.
+"""Sent2Vec training speed: ``sentvec train-sent2vec`` against the official binary, whole commands.
 
-Trains sentvec's Sent2Vec (uni+bigrams, the reference flags of docs/baselines.md: dim 100,
-epoch 1, lr 0.2, minCount 5, minCountLabel 5, neg 10, t 1e-4, dropoutK 4, bucket 2,000,000,
-2 threads) and gensim ``Word2Vec(vector_size=100, window=10, negative=10, sample=1e-4,
-min_count=5, workers=2, epochs=1, sg=0)`` (``build_vocab``, then a timed ``train``) on the
-reference corpus, and prints words/s/thread of both training loops, their ratio and the
-end-to-end wall times. words = corpus tokens (in and out of vocabulary) trained, for both (sentvec's official run length
-makes an epoch ~1.056 passes on this corpus; words/s accounts for it).
+Both tools train on the reference corpus with the reference flags of ``docs/baselines.md``
+(uni+bigrams, dim 100, 1 epoch, lr 0.2, minCount 5, minCountLabel 5, neg 10, t 1e-4, dropoutK 4,
+bucket 2,000,000, 2 threads) and write an official ``.bin`` file; each run is a fresh process,
+timed from its start to its exit (what a user's stopwatch sees). The runs alternate (official,
+sentvec, sentvec, official, ...: the machine's load drifts) and the medians of ``--repeats`` runs
+are printed, with the ratios
 
-The target (docs/baselines.md): sentvec >= 2x the official binary, i.e. >= 1.0x gensim CBOW,
-training loop against training loop. The machine is shared: timings vary by tens of percent
-between runs; only the ratio within one run means something. Use ``--repeats`` to alternate.
+* whole command: official wall / sentvec wall;
+* training loop: official loop / sentvec loop. sentvec's loop time is ``train_seconds`` of its
+  ``--report``; the official binary prints no timing, so its loop is timed from its first
+  ``Progress:`` line on stderr (printed within the first 100 tokens of training) to its final
+  ``Progress: 100.0%`` line;
+* outside the loop: the rest of each command (reading the corpus, building the vocabulary,
+  initialising the matrices, saving, interpreter start);
+
+and peak RSS of each process (``wait4``), and the load average (1 minute) before every run.
+
+The official binary is not part of sentvec; build it as ``bench/README.md`` says and pass its
+path with ``--official``. Without it only sentvec runs (and no ratio is printed).
 
 Usage::
 
-    python bench/sent2vec_train.py                # full corpus (28M tokens), both tools
-    python bench/sent2vec_train.py --lines 200000 --update both
+    python bench/sent2vec_train.py --official /work/official/fasttext --repeats 3
+    python bench/sent2vec_train.py --lines 200000        # a prefix of the corpus, sentvec only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import lzma
-import resource
+import os
 import shutil
+import statistics
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_XZ = Path("/work/shared/data/corpus/enwiki-2015-sentences-1M.tok.lower.txt.xz")
 CACHE = ROOT / ".cache"
+FLAGS = ["-dim", "100", "-epoch", "1", "-lr", "0.2", "-wordNgrams", "2", "-minCount", "5",
+         "-minCountLabel", "5", "-neg", "10", "-t", "0.0001", "-dropoutK", "4",
+         "-bucket", "2000000", "-loss", "ns"]
 
 
 def corpus_path(lines: int | None) -> Path:
@@ -58,106 +72,108 @@ def corpus_path(lines: int | None) -> Path:
     return part
 
 
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def run_sentvec(path: Path, args: argparse.Namespace, update: str) -> dict:
-    from sentvec.sent2vec.trainer import Sent2VecTrainer
-
-    tr = Sent2VecTrainer(dim=args.dim, epoch=args.epoch, lr=0.2, min_count=5, min_count_label=5,
-                         neg=10, t=1e-4, dropout_k=4, bucket=2_000_000, word_ngrams=2,
-                         thread=args.threads, update=update, show_progress_bar=args.progress)
+def run(cmd: list[str], env: dict[str, str] | None = None,
+        watch_progress: bool = False) -> dict:
+    """Run ``cmd``; wall seconds, peak RSS (MiB) and, for the official binary, its loop span."""
     t0 = time.perf_counter()
-    model = tr.fit(path)
-    e2e = time.perf_counter() - t0
-    rep = tr.report_
-    trained = sum(e.tokens for e in rep.epochs)  # official run length: ~1.056 passes per epoch
-    out = {"tool": f"sentvec ({update})", "loop_s": rep.train_seconds, "e2e_s": e2e,
-           "words": round(trained * rep.raw_tokens / rep.n_tokens), "threads": args.threads,
-           "wpst": rep.words_per_sec_per_thread, "vocab_s": rep.vocab_seconds,
-           "convert_s": rep.convert_seconds, "init_s": rep.init_seconds,
-           "loss": rep.epochs[-1].loss, "peak_rss_mib": peak_rss_mib()}
-    if args.infer:
-        with open(path, encoding="utf-8", errors="surrogateescape") as fh:
-            sents = [next(fh).rstrip("\n") for _ in range(min(args.infer, rep.n_sentences))]
-        model.encode(sents[:1000])
-        t0 = time.perf_counter()
-        model.encode(sents)
-        out["infer_sent_per_s"] = len(sents) / (time.perf_counter() - t0)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    marks: dict[str, float] = {}
+    tail = bytearray()
+
+    def read() -> None:
+        while True:
+            chunk = p.stderr.read1(1 << 16)
+            if not chunk:
+                return
+            now = time.perf_counter()
+            if watch_progress and b"Progress:" in chunk:
+                marks.setdefault("first", now)
+                if b"100.0%" in chunk:
+                    marks["last"] = now
+            tail[:] = (tail + chunk)[-4000:]
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    reader.join()
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd[0]} exited with {p.returncode}: {tail.decode(errors='replace')}")
+    out = {"wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024,
+           "cpu_s": usage.ru_utime + usage.ru_stime}
+    if watch_progress and "first" in marks and "last" in marks:
+        out["loop_s"] = marks["last"] - marks["first"]
     return out
 
 
-def run_gensim(path: Path, args: argparse.Namespace) -> dict:
-    from gensim.models import Word2Vec
-    from gensim.models.word2vec import LineSentence
+def run_sentvec(path: Path, out_dir: Path, threads: int) -> dict:
+    report = out_dir / "report.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    r = run([sys.executable, "-m", "sentvec", "train-sent2vec", "-input", str(path),
+             "-output", str(out_dir / "sentvec.bin"), *FLAGS, "-thread", str(threads),
+             "--report", str(report)], env=env)
+    rep = json.loads(report.read_text())
+    return r | {"loop_s": rep["train_seconds"], "vocab_s": rep["vocab_seconds"],
+                "convert_s": rep["convert_seconds"], "init_s": rep["init_seconds"]}
 
-    t0 = time.perf_counter()
-    m = Word2Vec(vector_size=args.dim, window=10, negative=10, sample=1e-4, min_count=5,
-                 workers=args.threads, epochs=args.epoch, sg=0)
-    if args.gensim_corpus_file:
-        m.build_vocab(corpus_file=str(path))
-        t1 = time.perf_counter()
-        m.train(corpus_file=str(path), total_examples=m.corpus_count,
-                total_words=m.corpus_total_words, epochs=args.epoch)
-    else:
-        m.build_vocab(LineSentence(str(path)))
-        t1 = time.perf_counter()
-        m.train(LineSentence(str(path)), total_examples=m.corpus_count, epochs=args.epoch)
-    t2 = time.perf_counter()
-    words = m.corpus_total_words * args.epoch
-    return {"tool": "gensim CBOW" + (" (corpus_file)" if args.gensim_corpus_file else ""),
-            "loop_s": t2 - t1, "e2e_s": t2 - t0, "words": words, "threads": args.threads,
-            "wpst": words / (t2 - t1) / args.threads}
+
+def run_official(binary: Path, path: Path, out_dir: Path, threads: int) -> dict:
+    return run([str(binary), "sent2vec", "-input", str(path), "-output",
+                str(out_dir / "official"), *FLAGS, "-thread", str(threads)],
+               watch_progress=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--official", type=Path, default=None,
+                    help="the official fasttext binary (bench/README.md says how to build it)")
     ap.add_argument("--lines", type=int, default=None, help="use the first N corpus lines")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--dim", type=int, default=100)
-    ap.add_argument("--epoch", type=int, default=1)
-    ap.add_argument("--update", choices=["sentence", "target", "both"], default="target")
-    ap.add_argument("--repeats", type=int, default=1, help="alternate the tools N times")
-    ap.add_argument("--no-gensim", action="store_true")
-    ap.add_argument("--gensim-corpus-file", action="store_true",
-                    help="train gensim in corpus_file mode (default: LineSentence iterable)")
-    ap.add_argument("--infer", type=int, default=100_000,
-                    help="also time encode() on this many corpus sentences (0: skip)")
-    ap.add_argument("--progress", action="store_true")
-    ap.add_argument("--json", type=Path, default=None, help="write the rows as JSON here")
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each tool, alternating")
+    ap.add_argument("--json", type=Path, default=None, help="write the runs as JSON here")
     args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    if args.official is not None and not os.access(args.official, os.X_OK):
+        ap.error(f"--official {str(args.official)!r} is not an executable file")
     path = corpus_path(args.lines)
     print(f"corpus: {path} ({path.stat().st_size / 2**20:.0f} MiB)", flush=True)
-    updates = ["sentence", "target"] if args.update == "both" else [args.update]
+    tools = ["official", "sentvec"] if args.official else ["sentvec"]
     rows: list[dict] = []
-    for rep in range(args.repeats):
-        order = [("sentvec", u) for u in updates] + ([] if args.no_gensim else [("gensim", "")])
-        if rep % 2:
-            order.reverse()  # alternate who runs first: the machine's load drifts
-        for tool, upd in order:
-            row = run_sentvec(path, args, upd) if tool == "sentvec" else run_gensim(path, args)
-            rows.append(row | {"repeat": rep})
-            print(json.dumps(rows[-1]), flush=True)
-    print()
-    print(f"{'tool':28s} {'loop s':>8s} {'e2e s':>8s} {'words/s/thread':>15s}")
-    for r in rows:
-        print(f"{r['tool']:28s} {r['loop_s']:8.1f} {r['e2e_s']:8.1f} {r['wpst']:15,.0f}")
-    if not args.no_gensim:
+    with tempfile.TemporaryDirectory(prefix="s2v-bench-") as tmp:
         for rep in range(args.repeats):
-            g = [r for r in rows if r["repeat"] == rep and r["tool"].startswith("gensim")][0]
-            for r in rows:
-                if r["repeat"] == rep and r["tool"].startswith("sentvec"):
-                    print(f"repeat {rep}: {r['tool']} / gensim CBOW, training loop words/s: "
-                          f"{r['wpst'] / g['wpst']:.2f}x; end to end: "
-                          f"{g['e2e_s'] / r['e2e_s']:.2f}x")
-    for r in rows:
-        if "infer_sent_per_s" in r:
-            print(f"{r['tool']}: encode {r['infer_sent_per_s']:,.0f} sentences/s; "
-                  f"peak RSS {r['peak_rss_mib']:,.0f} MiB")
+            for tool in (tools if rep % 2 == 0 else tools[::-1]):
+                load = os.getloadavg()[0]
+                if tool == "official":
+                    row = run_official(args.official, path, Path(tmp), args.threads)
+                else:
+                    row = run_sentvec(path, Path(tmp), args.threads)
+                row |= {"tool": tool, "repeat": rep, "load1": load}
+                if "loop_s" in row:
+                    row["outside_s"] = row["wall_s"] - row["loop_s"]
+                rows.append(row)
+                print(json.dumps({k: round(v, 3) if isinstance(v, float) else v
+                                  for k, v in row.items()}), flush=True)
+    print()
+    med: dict[str, dict[str, float]] = {}
+    keys = ("wall_s", "loop_s", "outside_s", "peak_rss_mib", "cpu_s", "load1")
+    for tool in tools:
+        mine = [r for r in rows if r["tool"] == tool]
+        med[tool] = {k: statistics.median(r[k] for r in mine) for k in keys
+                     if all(k in r for r in mine)}
+    print(f"medians of {args.repeats} alternating runs, {args.threads} threads:")
+    print(f"{'tool':10s} {'whole s':>8s} {'loop s':>7s} {'outside s':>9s} {'RSS MiB':>8s} "
+          f"{'load':>5s}")
+    for tool, m in med.items():
+        print(f"{tool:10s} {m['wall_s']:8.1f} {m.get('loop_s', float('nan')):7.1f} "
+              f"{m.get('outside_s', float('nan')):9.1f} {m['peak_rss_mib']:8.0f} "
+              f"{m['load1']:5.2f}")
+    if "official" in med:
+        o, s = med["official"], med["sentvec"]
+        print(f"ratio official/sentvec: whole command {o['wall_s'] / s['wall_s']:.2f}x, "
+              f"training loop {o.get('loop_s', float('nan')) / s['loop_s']:.2f}x; "
+              f"peak RSS sentvec/official {s['peak_rss_mib'] / o['peak_rss_mib']:.2f}")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+        args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0
 
 

@@ -476,7 +476,8 @@ def _write_matrix(fh: Any, mat: np.ndarray) -> None:
     fh.write(_MATRIX_HEADER.pack(*mat.shape))
     step = max(1, (64 << 20) // max(1, mat.shape[1] * 4))  # 64 MiB at a time
     for start in range(0, mat.shape[0], step):
-        fh.write(np.ascontiguousarray(mat[start:start + step], dtype="<f4").tobytes())
+        # a view when the rows already are contiguous little-endian float32 (no copy)
+        fh.write(memoryview(np.ascontiguousarray(mat[start:start + step], dtype="<f4")))
 
 
 def is_bin_file(path: str | os.PathLike[str]) -> bool:

@@ -265,15 +265,107 @@ def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, 
                 raw += int(counters[2])
                 n_lines += int(counters[3])
                 short += int(counters[4])
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return _corpus_ids(tmp, total, lengths, raw, n_lines, short)
+
+
+def _corpus_ids(tmp: Path, total: int, lengths: list[np.ndarray], raw: int, n_lines: int,
+                short: int) -> CorpusIds:
+    """Sentence offsets and the memory map of ``tmp/tokens.int32`` (``total`` ids)."""
+    try:
         off = np.zeros(sum(x.size for x in lengths) + 1, dtype=np.int64)
         if off.size > 1:
             np.cumsum(np.concatenate(lengths), out=off[1:])
         # copy-on-write mapping: never written, but typed writable so the training kernel
         # compiles once for file-backed and in-memory corpora alike
-        tokens = (np.memmap(tok_path, dtype=np.int32, mode="c", shape=(total,)) if total
-                  else np.zeros(0, dtype=np.int32))
+        tokens = (np.memmap(tmp / "tokens.int32", dtype=np.int32, mode="c", shape=(total,))
+                  if total else np.zeros(0, dtype=np.int32))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return CorpusIds(tokens=tokens, offsets=off, raw_tokens=raw, n_lines=n_lines,
                      short_sentences=short, directory=tmp)
+
+
+def count_and_convert(corpus: Path | list[str], *, min_count: int, bucket: int,
+                      word_ngrams: int, max_vocab_size: int | None = None,
+                      directory: str | os.PathLike[str] | None = None) -> tuple[Any, CorpusIds]:
+    """The vocabulary pass and the id conversion in one compiled read of the text.
+
+    Equal to :meth:`Dictionary.from_corpus <sentvec.sent2vec.dictionary.Dictionary.from_corpus>`
+    (labels cut at count 0) followed by :func:`convert_corpus`, which it falls back to when the
+    corpus has more distinct tokens than the official reader holds before pruning. The text is
+    tokenized once (:mod:`sentvec.sent2vec._scan`): the tokens' first-occurrence indices go to
+    a temporary file and are mapped to word ids once the vocabulary is known.
+
+    Returns
+    -------
+    (Dictionary, CorpusIds)
+
+    Raises
+    ------
+    ValueError
+        If no word reaches ``min_count``.
+    """
+    from sentvec.sent2vec import _scan
+    from sentvec.sent2vec.dictionary import (_PLACEHOLDER_B, LABEL_PREFIX,
+                                             PLACEHOLDER_SORT_COUNT, Dictionary,
+                                             vocabulary_order)
+
+    remove_stale_temp_dirs(directory)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=directory))
+    try:
+        stream_path = tmp / "stream.int32"
+        with open(stream_path, "wb") as fh:
+            try:
+                scan = _scan.scan_corpus(corpus, fh)
+            except _scan.TooManyTokens:
+                scan = None
+        if scan is None:  # the official reader prunes: the Python reader reproduces it
+            shutil.rmtree(tmp, ignore_errors=True)
+            d = Dictionary.from_corpus(corpus, min_count=min_count, min_count_label=0,
+                                       max_vocab_size=max_vocab_size, bucket=bucket,
+                                       word_ngrams=word_ngrams)
+            return d, convert_corpus(corpus, d.words, d.eos_id, directory=directory)
+        nk = scan.nkeys
+        counts = np.append(scan.counts, np.int64(PLACEHOLDER_SORT_COUNT))
+        types = np.append(scan.labels(LABEL_PREFIX.encode()), np.int8(0))
+        idx = vocabulary_order(counts, types, min_count, 0, max_vocab_size)
+        d = Dictionary._from_order([scan.key(i) if i < nk else _PLACEHOLDER_B for i in idx],
+                                   counts[idx], types[idx], ntokens=scan.ntokens, bucket=bucket,
+                                   word_ngrams=word_ngrams, min_count=min_count)
+        key2id = np.full(max(nk, 1), -1, dtype=np.int32)
+        words = idx[:d.nwords]
+        real = words < nk
+        key2id[words[real]] = np.flatnonzero(real).astype(np.int32)
+        ph = scan.find(_PLACEHOLDER_B)  # a literal <PLACEHOLDER> maps to id 0 if not kept
+        if ph >= 0 and key2id[ph] < 0 and d.placeholder_id == 0:
+            key2id[ph] = 0
+        segments, n_lines = scan.segments, scan.n_lines
+        del scan
+        size = max(segments, default=0) + 1
+        buf = np.empty(size, dtype=np.int32)
+        ids = np.empty(size, dtype=np.int32)
+        lens = np.empty(size // 2 + 1, dtype=np.int64)
+        lengths: list[np.ndarray] = []
+        total = raw = short = 0
+        counters = np.zeros(4, dtype=np.int64)
+        with open(stream_path, "rb") as src, open(tmp / "tokens.int32", "wb") as out:
+            for n in segments:
+                seg = buf[:n]
+                if src.readinto(memoryview(seg).cast("B")) != 4 * n:
+                    raise OSError(f"{str(stream_path)!r} was truncated while training")
+                _scan.remap_segment(seg, key2id, d.eos_id, ids, lens, counters)
+                nt, ns = int(counters[0]), int(counters[1])
+                out.write(memoryview(ids[:nt]))
+                lengths.append(lens[:ns].copy())
+                total += nt
+                raw += int(counters[2])
+                short += int(counters[3])
+        stream_path.unlink()
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return d, _corpus_ids(tmp, total, lengths, raw, n_lines, short)

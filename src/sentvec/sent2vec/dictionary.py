@@ -347,11 +347,14 @@ class Dictionary:
         counts = np.append(counts, np.int64(PLACEHOLDER_SORT_COUNT))
         types = np.array([_TYPE_LABEL if k.startswith(prefix) else _TYPE_WORD for k in keys],
                          dtype=np.int8)
-        keys, counts, types = _threshold(keys, counts, types, min_count, min_count_label)
-        if max_vocab_size is not None and max_vocab_size < len(keys):
-            order = std_sort_order(_sort_keys(counts, types))[:max_vocab_size]
-            keys = [keys[i] for i in order]
-            counts, types = counts[order], types[order]
+        idx = vocabulary_order(counts, types, min_count, min_count_label, max_vocab_size)
+        return cls._from_order([keys[i] for i in idx], counts[idx], types[idx], ntokens=ntokens,
+                               bucket=bucket, word_ngrams=word_ngrams, min_count=min_count)
+
+    @classmethod
+    def _from_order(cls, keys: list[bytes], counts: np.ndarray, types: np.ndarray, *,
+                    ntokens: int, bucket: int, word_ngrams: int, min_count: int) -> Dictionary:
+        """The dictionary of the entries ``vocabulary_order`` picked (bytes, counts, types)."""
         nwords = int((types == _TYPE_WORD).sum())
         if nwords <= 1:
             raise ValueError(f"empty vocabulary: no word occurs at least min_count={min_count} "
@@ -361,6 +364,25 @@ class Dictionary:
         dec = [k.decode("utf-8", "surrogateescape") for k in keys]
         return cls(dec[:nwords], counts[:nwords], ntokens=ntokens, bucket=bucket,
                    word_ngrams=word_ngrams, labels=dec[nwords:], label_counts=counts[nwords:])
+
+
+def vocabulary_order(counts: np.ndarray, types: np.ndarray, min_count: int,
+                     min_count_label: int, max_vocab_size: int | None = None) -> np.ndarray:
+    """Entries of the official vocabulary, in id order, as positions in the reading order.
+
+    ``Dictionary::threshold`` (std::sort by type, then count descending; entries below
+    ``min_count`` / ``min_count_label`` dropped) and, with ``max_vocab_size``, the second sort
+    and cut. ``counts`` and ``types`` (0 word, 1 label) are in first-occurrence order with
+    ``<PLACEHOLDER>`` appended.
+
+    Returns
+    -------
+    ndarray of shape (kept,), int64
+    """
+    idx = _kept_order(counts, types, min_count, min_count_label)
+    if max_vocab_size is not None and max_vocab_size < len(idx):
+        idx = idx[std_sort_order(_sort_keys(counts[idx], types[idx]))[:max_vocab_size]]
+    return idx
 
 
 # ---------------------------------------------------------------------- hashing
@@ -530,8 +552,11 @@ def _prune_counter(counter: Counter, t: int, label_prefix: bytes) -> Counter:
 
 def _threshold(keys: list, counts: np.ndarray, types: np.ndarray, t: int, tl: int):
     """``Dictionary::threshold``: std::sort by (type, -count), then drop rare entries (stable)."""
+    idx = _kept_order(counts, types, t, tl)
+    return [keys[i] for i in idx], counts[idx], types[idx]
+
+
+def _kept_order(counts: np.ndarray, types: np.ndarray, t: int, tl: int) -> np.ndarray:
     order = std_sort_order(_sort_keys(counts, types))
-    counts, types = counts[order], types[order]
-    keep = np.where(types == _TYPE_WORD, counts >= t, counts >= tl)
-    idx = order[keep]
-    return [keys[i] for i in idx], counts[keep], types[keep]
+    keep = np.where(types[order] == _TYPE_WORD, counts[order] >= t, counts[order] >= tl)
+    return order[keep]

@@ -738,12 +738,14 @@ def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
     return loss, ntargets
 
 
-@njit(nogil=True, cache=True)
 def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
               rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
               placeholder, lr0, lr_update_rate, tokens_before, total_tokens, mode,
               exclude_target, exact_sigmoid, l1, stats):
     """Train on sentences ``first .. last-1`` of a token-id corpus; update ``wi``/``wo`` in place.
+
+    Calls the compiled job loop of the one sentence kernel ``mode`` needs (each is compiled,
+    or loaded from numba's cache, only when first used), releasing the GIL.
 
     Parameters
     ----------
@@ -791,100 +793,137 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
     stats : ndarray of shape (N_STATS,), float64
         This thread's tallies: loss sum, targets, tokens, last learning rate (incremented).
     """
-    dim = wi.shape[1]
-    max_len = 1
-    for s in range(first, last):
-        ln = offsets[s + 1] - offsets[s]
-        if ln > max_len:
-            max_len = ln
-    k = max(dropout_k, 1)
-    disc = np.zeros(max_len + 1, dtype=np.uint8)
-    dropped = np.zeros(k, dtype=np.int64)
-    hidden = np.zeros(dim, dtype=np.float32)
-    grad = np.zeros(dim, dtype=np.float32)
-    # scratch buffers (the other modes' buffers get length 0)
     naive = mode == MODE_TARGET_NAIVE or (mode == MODE_TARGET and (l1 > 0.0 or word_ngrams > 2))
-    fast = mode == MODE_TARGET and not naive
-    nt = max_len if naive else 0
-    ns = max_len if mode == MODE_SENTENCE else 0
-    nf = 4 * max_len + 1 if fast else 0
-    hsize = 16
-    while hsize < 2 * nf:
-        hsize *= 2
-    if not fast:
-        hsize = 1
-    hkey = np.zeros(hsize, dtype=np.int64)
-    hval = np.zeros(hsize, dtype=np.int64)
-    hgen = np.zeros(hsize, dtype=np.int64)
-    gen = np.zeros(1, dtype=np.int64)
-    counter = np.zeros(1, dtype=np.int64)
-    cls = np.zeros(nf, dtype=np.int64)
-    crow = np.zeros(nf, dtype=np.int64)
-    mult = np.zeros(nf, dtype=np.int64)
-    inited = np.zeros(nf, dtype=np.uint8)
-    Y = np.zeros((nf, dim), dtype=np.float32)
-    V0c = np.zeros((nf, dim), dtype=np.float32)
-    rem_c = np.zeros(3 + 2 * k, dtype=np.int64)
-    add_c = np.zeros(3, dtype=np.int64)
-    line = np.zeros(nt, dtype=np.int64)
-    ctx = np.zeros(nt * max(word_ngrams, 1), dtype=np.int64)
-    bid = np.zeros(ns, dtype=np.int64)
-    removed = np.zeros(2 * k, dtype=np.int64)
-    pend_row = np.zeros(2 * ns, dtype=np.int64)
-    pend_t = np.zeros(2 * ns, dtype=np.int64)
-    is_tgt = np.zeros(ns, dtype=np.uint8)
-    c_set = np.zeros(ns, dtype=np.uint8)
-    A = np.zeros((ns, dim), dtype=np.float32)
-    C = np.zeros((ns, dim), dtype=np.float32)
-    As = np.zeros(ns, dtype=np.float32)
-    Cs = np.zeros(ns, dtype=np.float32)
-    S = np.zeros(dim, dtype=np.float32)
-    G = np.zeros(dim, dtype=np.float32)
-    flushed = 0
-    unflushed = 0
-    loss = 0.0
-    ntargets = 0
-    lr = lr0
-    for s in range(first, last):
-        if tokens_before + flushed + unflushed >= total_tokens:
-            break  # official trainThread: stop once epoch * ntokens tokens are processed
-        progress = (tokens_before + flushed) / total_tokens
-        lr = lr0 * (1.0 - progress)
-        if lr < 0.0:
-            lr = 0.0
-        a = offsets[s]
-        L = offsets[s + 1] - a
-        if L > 1:
-            w = tokens[a:a + L]
-            lr32 = np.float32(lr)
-            if fast:
-                sl, st = _sentence_target_fast(
-                    w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                    sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                    placeholder, lr32, exclude_target, exact_sigmoid,
-                    hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c,
-                    disc, dropped, rem_c, add_c, S, G, hidden, grad)
-            elif naive:
-                sl, st = _sentence_target_mode(
-                    w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                    sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                    placeholder, lr32, exclude_target, exact_sigmoid, l1,
-                    line, ctx, disc, dropped, hidden, grad)
-            else:
-                sl, st = _sentence_sentence_mode(
-                    w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                    sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                    placeholder, lr32, exclude_target, exact_sigmoid, l1,
-                    bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set,
-                    A, C, As, Cs, S, G, hidden, grad)
-            loss += sl
-            ntargets += st
-        unflushed += L
-        if unflushed > lr_update_rate:
-            flushed += unflushed
-            unflushed = 0
-    stats[STAT_LOSS] += loss
-    stats[STAT_TARGETS] += ntargets
-    stats[STAT_TOKENS] += flushed + unflushed
-    stats[STAT_LR] = lr
-    return flushed + unflushed
+    variant = "naive" if naive else ("fast" if mode == MODE_TARGET else "sentence")
+    job = _JOBS.get(variant)
+    if job is None:
+        job = _JOBS[variant] = _make_job(variant)
+    return job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
+               rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+               placeholder, lr0, lr_update_rate, tokens_before, total_tokens, exclude_target,
+               exact_sigmoid, l1, stats)
+
+
+_JOBS: dict = {}
+
+
+def compile_job(mode, l1=0.0, word_ngrams=2):
+    """Compile (or load from numba's cache) the kernels a run with these settings calls:
+    the job loop :func:`train_job` picks and :func:`shuffle_table` (on tiny arrays of the
+    real argument types)."""
+    train_job(np.zeros(0, np.int32), np.zeros(1, np.int64), 0, 0, np.zeros((2, 1), np.float32),
+              np.zeros((1, 1), np.float32), np.ones(1, np.float32), np.zeros(1, np.uint8),
+              np.zeros(1, np.int32), np.zeros(1, np.int64), rng_initial_state(1, 0),
+              sigmoid_table(), log_table(), 1, 1, int(word_ngrams), 0, 1, 0, 0.1, 100, 0, 1,
+              mode, False, False, float(l1), np.zeros(N_STATS))
+    shuffle_table(np.zeros(1, np.int32), rng_initial_state(1, 0))
+
+
+def _make_job(variant):
+    """The compiled job loop of one sentence kernel; the others are pruned before typing
+    (``FAST`` and ``NAIVE`` are compile-time constants), so a first run compiles one kernel."""
+    FAST = variant == "fast"
+    NAIVE = variant == "naive"
+
+    @njit(nogil=True, cache=True)
+    def job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
+            rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+            placeholder, lr0, lr_update_rate, tokens_before, total_tokens, exclude_target,
+            exact_sigmoid, l1, stats):
+        dim = wi.shape[1]
+        max_len = 1
+        for s in range(first, last):
+            ln = offsets[s + 1] - offsets[s]
+            if ln > max_len:
+                max_len = ln
+        k = max(dropout_k, 1)
+        disc = np.zeros(max_len + 1, dtype=np.uint8)
+        dropped = np.zeros(k, dtype=np.int64)
+        hidden = np.zeros(dim, dtype=np.float32)
+        grad = np.zeros(dim, dtype=np.float32)
+        # scratch buffers (the other modes' buffers get length 0)
+        nt = max_len if NAIVE else 0
+        ns = max_len if not (FAST or NAIVE) else 0
+        nf = 4 * max_len + 1 if FAST else 0
+        hsize = 16
+        while hsize < 2 * nf:
+            hsize *= 2
+        if not FAST:
+            hsize = 1
+        hkey = np.zeros(hsize, dtype=np.int64)
+        hval = np.zeros(hsize, dtype=np.int64)
+        hgen = np.zeros(hsize, dtype=np.int64)
+        gen = np.zeros(1, dtype=np.int64)
+        counter = np.zeros(1, dtype=np.int64)
+        cls = np.zeros(nf, dtype=np.int64)
+        crow = np.zeros(nf, dtype=np.int64)
+        mult = np.zeros(nf, dtype=np.int64)
+        inited = np.zeros(nf, dtype=np.uint8)
+        Y = np.zeros((nf, dim), dtype=np.float32)
+        V0c = np.zeros((nf, dim), dtype=np.float32)
+        rem_c = np.zeros(3 + 2 * k, dtype=np.int64)
+        add_c = np.zeros(3, dtype=np.int64)
+        line = np.zeros(nt, dtype=np.int64)
+        ctx = np.zeros(nt * max(word_ngrams, 1), dtype=np.int64)
+        bid = np.zeros(ns, dtype=np.int64)
+        removed = np.zeros(2 * k, dtype=np.int64)
+        pend_row = np.zeros(2 * ns, dtype=np.int64)
+        pend_t = np.zeros(2 * ns, dtype=np.int64)
+        is_tgt = np.zeros(ns, dtype=np.uint8)
+        c_set = np.zeros(ns, dtype=np.uint8)
+        A = np.zeros((ns, dim), dtype=np.float32)
+        C = np.zeros((ns, dim), dtype=np.float32)
+        As = np.zeros(ns, dtype=np.float32)
+        Cs = np.zeros(ns, dtype=np.float32)
+        S = np.zeros(dim, dtype=np.float32)
+        G = np.zeros(dim, dtype=np.float32)
+        flushed = 0
+        unflushed = 0
+        loss = 0.0
+        ntargets = 0
+        lr = lr0
+        for s in range(first, last):
+            if tokens_before + flushed + unflushed >= total_tokens:
+                break  # official trainThread: stop once epoch * ntokens tokens are processed
+            progress = (tokens_before + flushed) / total_tokens
+            lr = lr0 * (1.0 - progress)
+            if lr < 0.0:
+                lr = 0.0
+            a = offsets[s]
+            L = offsets[s + 1] - a
+            if L > 1:
+                w = tokens[a:a + L]
+                lr32 = np.float32(lr)
+                if FAST:
+                    sl, st = _sentence_target_fast(
+                        w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                        sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                        placeholder, lr32, exclude_target, exact_sigmoid,
+                        hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c,
+                        disc, dropped, rem_c, add_c, S, G, hidden, grad)
+                elif NAIVE:
+                    sl, st = _sentence_target_mode(
+                        w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                        sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                        placeholder, lr32, exclude_target, exact_sigmoid, l1,
+                        line, ctx, disc, dropped, hidden, grad)
+                else:
+                    sl, st = _sentence_sentence_mode(
+                        w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
+                        sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+                        placeholder, lr32, exclude_target, exact_sigmoid, l1,
+                        bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set,
+                        A, C, As, Cs, S, G, hidden, grad)
+                loss += sl
+                ntargets += st
+            unflushed += L
+            if unflushed > lr_update_rate:
+                flushed += unflushed
+                unflushed = 0
+        stats[STAT_LOSS] += loss
+        stats[STAT_TARGETS] += ntargets
+        stats[STAT_TOKENS] += flushed + unflushed
+        stats[STAT_LR] = lr
+        return flushed + unflushed
+
+    return job

@@ -59,6 +59,8 @@ class TrainingReport:
     threads : int
     vocab_seconds, convert_seconds, init_seconds, train_seconds, total_seconds : float
         Dictionary pass, id conversion, matrix and table set-up, training loop, everything.
+        A new run reads the text once for both (``vocab_seconds``); ``convert_seconds`` is then
+        the memory check between them (the id conversion is separate only on a resume).
     epochs : tuple of EpochReport
         Passes trained in this run (after a resume: only the remaining ones); with
         ``epoch_tokens="all"``, more than ``epoch`` (the last one partial).

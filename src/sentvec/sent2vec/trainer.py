@@ -2,9 +2,11 @@
 
 Pipeline (the corpus is streamed from disk, never held in memory):
 
-1. pass 1 builds the :class:`~sentvec.sent2vec.dictionary.Dictionary` (official id order);
-2. pass 2 converts the corpus once to int32 word ids in a temporary memory-mapped file with
-   sentence offsets (:mod:`sentvec.sent2vec.corpus`), so epochs do no Python work per token;
+1. one compiled read of the text counts the tokens and writes their first-occurrence indices
+   (:mod:`sentvec.sent2vec._scan`); the :class:`~sentvec.sent2vec.dictionary.Dictionary` is
+   built from the counts (official id order);
+2. the indices become int32 word ids in a temporary memory-mapped file with sentence offsets
+   (:func:`sentvec.sent2vec.corpus.count_and_convert`), so epochs do no Python work per token;
 3. a producer thread cuts each epoch into jobs (ranges of sentences, about ``job_tokens``
    tokens) and puts them on a bounded queue; ``thread`` worker threads each call
    :func:`sentvec.sent2vec.kernels.train_job`, which releases the GIL and updates the shared
@@ -305,7 +307,6 @@ class Sent2VecTrainer:
             model is returned, so none is written.
         """
         from sentvec.sent2vec import corpus as corpus_mod
-        from sentvec.sent2vec.dictionary import Dictionary
         from sentvec.sent2vec.model import Sent2Vec
 
         src = corpus_mod.check_corpus(corpus)
@@ -314,24 +315,28 @@ class Sent2VecTrainer:
                 raise ValueError(f"corpus {str(src)!r} is empty: nothing to train on")
         elif not any(line.strip() for line in src):
             raise ValueError("corpus lines are empty: nothing to train on")
+        self._compile_kernels()
         t0 = time.perf_counter()
         state = None
         self._check_memory(0)  # before the corpus is read: bucket and dim alone may not fit
         if self.resume_from is not None:
             state, ckpt_model = self._load_checkpoint()
             dictionary = ckpt_model.dictionary
+            _warn_non_utf8(dictionary.words)
+            self._check_memory(dictionary.nwords)
+            t1 = time.perf_counter()
+            ids = corpus_mod.convert_corpus(src, dictionary.words, dictionary.eos_id,
+                                            directory=self.tmp_dir)
         else:
-            # labels (__label__ tokens) are not sent2vec features; their cut is irrelevant
-            dictionary = Dictionary.from_corpus(
-                src, min_count=self.min_count, min_count_label=0,
-                max_vocab_size=self.max_vocab_size, bucket=self.bucket,
-                word_ngrams=self.word_ngrams)
-        _warn_non_utf8(dictionary.words)
-        self._check_memory(dictionary.nwords)  # the real vocabulary, before the id conversion
-        t1 = time.perf_counter()
-        ids = corpus_mod.convert_corpus(src, dictionary.words, dictionary.eos_id,
-                                        directory=self.tmp_dir)
+            # one read of the text: counts, then ids (labels are not sent2vec features)
+            dictionary, ids = corpus_mod.count_and_convert(
+                src, min_count=self.min_count, max_vocab_size=self.max_vocab_size,
+                bucket=self.bucket, word_ngrams=self.word_ngrams, directory=self.tmp_dir)
+            t1 = time.perf_counter()
         try:
+            if state is None:
+                _warn_non_utf8(dictionary.words)
+                self._check_memory(dictionary.nwords)  # the real vocabulary, before the matrices
             t2 = time.perf_counter()
             counts = dictionary.counts
             # the placeholder (count 0) is a target only when min_count_label is 0, as officially
@@ -347,7 +352,8 @@ class Sent2VecTrainer:
             logger.info("sent2vec: %d words, %d sentences, %d tokens", dictionary.nwords,
                         ids.n_sentences, ids.n_tokens)
             if state is None:
-                wi = _init_input(dictionary.nwords + self.bucket, self.dim, self.seed)
+                wi = _init_input(dictionary.nwords + self.bucket, self.dim, self.seed,
+                                 self.thread)
                 wo = np.zeros((dictionary.nwords, self.dim), dtype=np.float32)
             else:
                 wi = np.array(ckpt_model.input_matrix, dtype=np.float32, order="C")
@@ -368,6 +374,18 @@ class Sent2VecTrainer:
             total_seconds=time.perf_counter() - t0, epochs=tuple(epochs), epoch=self.epoch,
             resumed_tokens=run.resumed_tokens)
         return model
+
+    def _compile_kernels(self) -> None:
+        """Compile (or load from numba's cache) the kernels this run calls, before any clock
+        starts, showing "compiling kernels (first run only)" when that takes long."""
+        from sentvec._jit import compiling_notice
+        from sentvec.sent2vec import _scan, kernels
+
+        mode = kernels.MODE_SENTENCE if self.update == "sentence" else kernels.MODE_TARGET
+        with compiling_notice(self.show_progress_bar):
+            if self.resume_from is None:
+                _scan.compile_kernels()
+            kernels.compile_job(mode, self.l1, self.word_ngrams)
 
     # ------------------------------------------------------------------ checkpoints
     def _load_checkpoint(self) -> tuple[dict[str, Any], Any]:
@@ -440,15 +458,46 @@ def _has_surrogate(w: str) -> bool:
     return False
 
 
-def _init_input(rows: int, dim: int, seed: int) -> np.ndarray:
-    """Input matrix uniform in [-1/dim, 1/dim) (official ``Matrix::uniform(1.0 / dim)``)."""
+def _init_input(rows: int, dim: int, seed: int, threads: int = 1) -> np.ndarray:
+    """Input matrix uniform in [-1/dim, 1/dim) (official ``Matrix::uniform(1.0 / dim)``).
+
+    The values are numpy's ``default_rng(seed)`` float32 stream, row after row, scaled, whatever
+    ``threads`` is: each thread fills a band of rows from its own generator advanced to the
+    band's start (PCG64 gives two float32 draws per step, so bands start at an even stream
+    position), so the kernel's zeroing of the fresh pages and the draws run in parallel.
+    """
     wi = np.empty((rows, dim), dtype=np.float32)
-    rng = np.random.default_rng(seed)
-    step = max(1, (1 << 24) // dim)
-    for a in range(0, rows, step):
-        rng.random(out=wi[a:a + step], dtype=np.float32)
-    wi *= np.float32(2.0 / dim)
-    wi -= np.float32(1.0 / dim)
+    flat = wi.reshape(-1)
+    step = max(2, ((1 << 22) // dim) * dim // 2 * 2)  # floats per chunk: even, 16 MiB
+    n = flat.shape[0]
+    parts = max(1, min(int(threads), n // (8 * step) + 1))
+    cuts = [n * i // parts // step * step for i in range(parts)] + [n]
+
+    def fill(a: int, b: int) -> None:
+        rng = np.random.default_rng(seed)
+        rng.bit_generator.advance(a // 2)
+        for c in range(a, b, step):
+            chunk = flat[c:min(c + step, b)]
+            rng.random(out=chunk, dtype=np.float32)
+            chunk *= np.float32(2.0 / dim)
+            chunk -= np.float32(1.0 / dim)
+
+    errors: list[BaseException] = []
+
+    def band(i: int) -> None:
+        try:
+            fill(cuts[i], cuts[i + 1])
+        except BaseException as exc:  # re-raised by the calling thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=band, args=(i,), daemon=True) for i in range(1, parts)]
+    for th in workers:
+        th.start()
+    band(0)
+    for th in workers:
+        th.join()
+    if errors:
+        raise errors[0]
     return wi
 
 
@@ -672,13 +721,21 @@ class TrainingDivergedError(ValueError):
 
 def _check_finite(wi: np.ndarray, wo: np.ndarray, lr: float) -> None:
     """Raise :class:`TrainingDivergedError` if either matrix holds a non-finite value."""
-    bad_in = int(wi.size - np.count_nonzero(np.isfinite(wi)))
-    bad_out = int(wo.size - np.count_nonzero(np.isfinite(wo)))
+    bad_in, bad_out = _count_non_finite(wi), _count_non_finite(wo)
     if bad_in or bad_out:
         raise TrainingDivergedError(
             f"training diverged: {bad_in} of {wi.size} input-matrix values and {bad_out} of "
             f"{wo.size} output-matrix values are NaN or infinite (lr={lr}); no model was "
             "written; lower the learning rate")
+
+
+def _count_non_finite(a: np.ndarray) -> int:
+    """NaN and infinite entries of ``a``, counted 4 Mi at a time (no matrix-sized mask: it
+    would add a quarter of the input matrix to the peak memory)."""
+    flat = a.reshape(-1)
+    step = 1 << 22
+    return sum(int(min(step, flat.size - i) - np.count_nonzero(np.isfinite(flat[i:i + step])))
+               for i in range(0, flat.size, step))
 
 
 def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
