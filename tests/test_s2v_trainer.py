@@ -236,3 +236,18 @@ def test_diverged_training_raises_instead_of_returning_nan_model(tmp_path):
     with pytest.raises(TrainingDivergedError, match="diverged"):
         train_sent2vec(lines, dim=4, epoch=1, lr=1e6, min_count=1, min_count_label=1,
                        bucket=100, thread=1, seed=1)
+
+
+def test_warm_up_compiles_the_signatures_training_uses(corpus):
+    # the kernels compiled before the clocks start (behind "compiling kernels (first run
+    # only)") must be the ones the run calls: no second specialisation inside the loop
+    from sentvec.sent2vec import _scan, kernels as K
+
+    K.compile_job(K.MODE_TARGET)
+    _scan.compile_kernels()
+    jobs = set(K._JOBS["fast"].signatures)
+    scans = {f: set(f.signatures) for f in (_scan._scan, _scan.remap_segment, _scan._find,
+                                            _scan._has_prefix, K.shuffle_table)}
+    fit(corpus, thread=2, update="target")
+    assert set(K._JOBS["fast"].signatures) == jobs and len(jobs) == 1
+    assert {f: set(f.signatures) for f in scans} == scans

@@ -416,7 +416,6 @@ class Sent2Vec:
         from sentvec.sent2vec import _infer
 
         self._check_mapped()
-        table, wbytes, woffsets, skip = self._lookup_table()
         n = len(items)
         out = np.zeros((n, self.dim), dtype=np.float32)
         nfeat = np.zeros(n, dtype=np.int64)
@@ -425,6 +424,16 @@ class Sent2Vec:
         prep = self.preprocessing
         mat = self.input_matrix
         d = self.dictionary
+        if self._table is None:  # first use: kernels load from numba's cache, or compile
+            from sentvec._jit import compiling_notice
+
+            with compiling_notice(show_progress_bar):
+                table, wbytes, woffsets, skip = self._lookup_table()
+                _infer.embed_range(np.frombuffer(b"\x00", dtype=np.uint8),
+                                   np.zeros(1, dtype=np.int64), 0, 0, table, wbytes, woffsets,
+                                   skip, mat, d.nwords, d.bucket, d.word_ngrams, out[0:0],
+                                   nfeat[0:0], ntok[0:0], nskip[0:0])
+        table, wbytes, woffsets, skip = self._lookup_table()
         starts = range(0, n, batch)
         if show_progress_bar:
             from sentvec._progress import progress_bar
