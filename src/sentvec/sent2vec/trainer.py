@@ -352,19 +352,13 @@ class Sent2VecTrainer:
             logger.info("sent2vec: %d words, %d sentences, %d tokens", dictionary.nwords,
                         ids.n_sentences, ids.n_tokens)
             if state is None:
-                wi, filled = _init_input(dictionary.nwords + self.bucket, self.dim, self.seed,
-                                         self.thread)
+                wi = _init_input(dictionary.nwords + self.bucket, self.dim, self.seed)
                 wo = np.zeros((dictionary.nwords, self.dim), dtype=np.float32)
             else:
                 wi = np.array(ckpt_model.input_matrix, dtype=np.float32, order="C")
                 wo = np.array(ckpt_model.output_matrix, dtype=np.float32, order="C")
                 del ckpt_model
-                filled = None
-            try:
-                run = _Run(self, dictionary, ids, wi, wo, target_ok, state)
-            finally:
-                if filled is not None:
-                    filled()
+            run = _Run(self, dictionary, ids, wi, wo, target_ok, state)
             t3 = time.perf_counter()
             epochs = run.train()
             t4 = time.perf_counter()
@@ -463,49 +457,19 @@ def _has_surrogate(w: str) -> bool:
     return False
 
 
-def _init_input(rows: int, dim: int, seed: int, threads: int = 1) -> tuple[np.ndarray, Any]:
-    """Input matrix uniform in [-1/dim, 1/dim) (official ``Matrix::uniform(1.0 / dim)``),
-    filled in the background: returns the matrix and a function that waits for it.
-
-    The values are numpy's ``default_rng(seed)`` float32 stream, row after row, scaled, whatever
-    ``threads`` is: each thread fills a band of rows from its own generator advanced to the
-    band's start (PCG64 gives two float32 draws per step, so bands start at an even stream
-    position), so the kernel's zeroing of the fresh pages and the draws run in parallel, and
-    alongside the rest of the set-up.
-    """
+def _init_input(rows: int, dim: int, seed: int) -> np.ndarray:
+    """Input matrix uniform in [-1/dim, 1/dim) (official ``Matrix::uniform(1.0 / dim)``):
+    numpy's ``default_rng(seed)`` float32 stream, row after row, scaled 16 MiB at a time."""
     wi = np.empty((rows, dim), dtype=np.float32)
     flat = wi.reshape(-1)
-    step = max(2, ((1 << 22) // dim) * dim // 2 * 2)  # floats per chunk: even, 16 MiB
-    n = flat.shape[0]
-    parts = max(1, min(int(threads), n // (8 * step) + 1))
-    cuts = [n * i // parts // step * step for i in range(parts)] + [n]
-    errors: list[BaseException] = []
-
-    def band(i: int) -> None:
-        try:
-            a, b = cuts[i], cuts[i + 1]
-            rng = np.random.default_rng(seed)
-            rng.bit_generator.advance(a // 2)
-            for c in range(a, b, step):
-                chunk = flat[c:min(c + step, b)]
-                rng.random(out=chunk, dtype=np.float32)
-                chunk *= np.float32(2.0 / dim)
-                chunk -= np.float32(1.0 / dim)
-        except BaseException as exc:  # re-raised by wait()
-            errors.append(exc)
-
-    workers = [threading.Thread(target=band, args=(i,), name=f"sent2vec-init-{i}", daemon=True)
-               for i in range(parts)]
-    for th in workers:
-        th.start()
-
-    def wait() -> None:
-        for th in workers:
-            th.join()
-        if errors:
-            raise errors[0]
-
-    return wi, wait
+    rng = np.random.default_rng(seed)
+    step = 1 << 22
+    for c in range(0, flat.shape[0], step):
+        chunk = flat[c:c + step]
+        rng.random(out=chunk, dtype=np.float32)
+        chunk *= np.float32(2.0 / dim)
+        chunk -= np.float32(1.0 / dim)
+    return wi
 
 
 class _Run:
@@ -524,13 +488,11 @@ class _Run:
         self.keep = dictionary.keep_probabilities(trainer.t)
         table = dictionary.negative_table()
         nth = trainer.thread
-        # each thread walks its own shuffle of the table (official); shuffled in parallel
-        self.tables = [table.copy() for _ in range(nth)]
-        shufflers = [threading.Thread(target=kernels.shuffle_table, args=(
-            tab, kernels.rng_initial_state(trainer.seed, -1 - i)), daemon=True)
-            for i, tab in enumerate(self.tables)]
-        for th in shufflers:
-            th.start()
+        self.tables = []
+        for i in range(nth):  # each thread walks its own shuffle of the table (official)
+            tab = table.copy()
+            kernels.shuffle_table(tab, kernels.rng_initial_state(trainer.seed, -1 - i))
+            self.tables.append(tab)
         self.rng = [kernels.rng_initial_state(trainer.seed, i) for i in range(nth)]
         self.neg_pos = [np.zeros(1, dtype=np.int64) for _ in range(nth)]
         n_tok = ids.n_tokens
@@ -555,8 +517,6 @@ class _Run:
         if state is not None:
             self._restore(state)
         self.mode = kernels.MODE_SENTENCE if trainer.update == "sentence" else kernels.MODE_TARGET
-        for th in shufflers:
-            th.join()
 
     def _restore(self, state: dict[str, Any]) -> None:
         if state["n_tokens"] != self.ids.n_tokens or state["njobs"] != self.njobs:
