@@ -75,8 +75,24 @@ def _batches(lines: Iterator[str], size: int) -> Iterator[list[str]]:
         yield batch
 
 
+def _stdout_bytes() -> IO[bytes]:
+    """Standard output as a binary stream (text written before it is flushed first)."""
+    sys.stdout.flush()
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is not None:
+        return buffer
+
+    class _Text:  # a text-only stdout (e.g. io.StringIO): the bytes are ASCII
+        @staticmethod
+        def write(data: bytes) -> None:
+            sys.stdout.write(data.decode("ascii"))
+
+    return _Text()  # type: ignore[return-value]
+
+
 def _run_embed(args: argparse.Namespace) -> int:
     from sentvec._io import atomic_open, atomic_save_npy
+    from sentvec._vector_text import format_rows
     from sentvec._validation import check_positive_int
     from sentvec.sent2vec.model import Sent2Vec
 
@@ -105,9 +121,9 @@ def _run_embed(args: argparse.Namespace) -> int:
         if out_is_npy:
             text_out = None
         elif args.output == "-":
-            text_out = sys.stdout
+            text_out = _stdout_bytes()
         else:
-            text_out = stack.enter_context(atomic_open(args.output, "w", encoding="utf-8"))
+            text_out = stack.enter_context(atomic_open(args.output, "wb"))
         from sentvec._progress import progress_bar
 
         bar = stack.enter_context(progress_bar(show=progress(args), unit="line",
@@ -118,8 +134,7 @@ def _run_embed(args: argparse.Namespace) -> int:
             if text_out is None:
                 chunks.append(emb)
             else:
-                text_out.write("".join(" ".join(f"{v:.6g}" for v in row) + "\n"
-                                       for row in emb.tolist()))
+                text_out.write(format_rows(emb))
         if out_is_npy:
             result = (np.concatenate(chunks) if chunks
                       else np.zeros((0, model.dim), dtype=np.float32))
@@ -128,6 +143,8 @@ def _run_embed(args: argparse.Namespace) -> int:
                     np.savez(fh, embeddings=result)
             else:
                 atomic_save_npy(args.output, result)
+        elif args.output == "-":
+            getattr(text_out, "flush", lambda: None)()
     n, n_zero, n_empty, n_eos, n_nonfinite = (int(x) for x in totals)
     msg = (f"sentvec embed: {n} lines -> {n} vectors of dim {model.dim}; {n_zero} zero vectors "
            f"({n_empty} empty or whitespace-only lines, {n_zero - n_empty} with no known word)")
