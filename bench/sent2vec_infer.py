@@ -14,17 +14,33 @@ sentences) measured in this run, and the official wrapper's figures from
 ``/work/shared/docs/baselines.md`` (83k/s with 1 thread, 145k/s with 2, dim 100; not measured here).
 Peak RSS is printed at the end. The vectors of the two paths are checked to agree (max abs diff).
 
+Whole commands (``--official FASTTEXT`` and/or ``--commands MODEL.bin``): the official binary's
+``fasttext print-sentence-vectors MODEL.bin < text > out.txt`` against ``sentvec embed MODEL.bin
+< text > out.txt`` and ``sentvec embed MODEL.bin -o out.npy < text``, the same sentences written
+to a file, each command a fresh process, alternating (the order reverses every repeat), after one
+untimed warm-up each (page cache, numba cache). The same commands on empty input give each
+tool's start-up + model load; the loop is the median whole command minus that median. Printed:
+medians, ratios official / sentvec of whole commands and of loops, peak RSS of each process and
+the load average (1 min) at every run. Build the official binary with::
+
+    mkdir -p /work/official && git --git-dir=/work/.mirror/epfml+sent2vec/repo archive HEAD \
+        | tar -x -C /work/official && (cd /work/official && make)
+
 Usage::
 
     python bench/sent2vec_infer.py [MODEL ...] [--sentences 100000] [--repeats 3] [--no-synthetic]
+    python bench/sent2vec_infer.py --official /work/official/fasttext --commands MODEL.bin \
+        --no-loops --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
 import lzma
+import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -102,6 +118,89 @@ def bench_model(label: str, model, load_s: float, sentences: list[str], repeats:
                   f"wrapper's {official:,}/s from baselines.md{note}")
 
 
+def run_process(argv: list[str], stdin: Path, stdout: Path) -> dict:
+    """Run one command as a fresh process: wall time, CPU time, peak RSS, load average."""
+    load = os.getloadavg()[0]
+    with open(stdin, "rb") as fi, open(stdout, "wb") as fo, \
+            tempfile.TemporaryFile() as fe:
+        t = time.perf_counter()
+        proc = subprocess.Popen(argv, stdin=fi, stdout=fo, stderr=fe)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            fe.seek(0)
+            raise RuntimeError(f"{argv} exited {proc.returncode}: {fe.read()[-2000:]!r}")
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mib": ru.ru_maxrss / 1024,
+            "load1": load}
+
+
+def bench_commands(model: Path, official: str | None, sentences: list[str], repeats: int,
+                   threads: int | None) -> None:
+    """Whole commands, fresh processes, alternating: official CLI against ``sentvec embed``."""
+    size = model.stat().st_size
+    print(f"\n== whole commands: {model} ({size / 1e9:.2f} GB), {len(sentences):,} sentences, "
+          f"{repeats} alternating repeats")
+    embed = [sys.executable, "-m", "sentvec", "embed", str(model), "--no-progress"]
+    if threads:
+        embed += ["--threads", str(threads)]
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        text = tmp / "sentences.txt"
+        text.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
+        empty = tmp / "empty.txt"
+        empty.write_bytes(b"")
+        cases: dict[str, tuple[list[str], Path, Path]] = {
+            "sentvec embed, text": (embed, text, tmp / "sentvec.txt"),
+            "sentvec embed, .npy": (embed + ["-o", str(tmp / "sentvec.npy")], text,
+                                    tmp / "npy.stdout"),
+            "sentvec embed, empty input": (embed, empty, tmp / "empty.out"),
+        }
+        if official:
+            cases["official print-sentence-vectors"] = (
+                [official, "print-sentence-vectors", str(model)], text, tmp / "official.txt")
+            cases["official, empty input"] = (
+                [official, "print-sentence-vectors", str(model)], empty, tmp / "empty2.out")
+        names = list(cases)
+        for name in names:  # warm-up: page cache, numba cache
+            run_process(*cases[name])
+        if official:
+            a = np.loadtxt(tmp / "official.txt", dtype=np.float64, max_rows=2000, ndmin=2)
+            b = np.loadtxt(tmp / "sentvec.txt", dtype=np.float64, max_rows=2000, ndmin=2)
+            c = np.load(tmp / "sentvec.npy")[:2000]
+            print(f"first 2,000 vectors: max |official (%.5g) - sentvec text (%.6g)| = "
+                  f"{np.abs(a - b).max():.1e}; text vs .npy {np.abs(b - c).max():.1e}")
+        runs: dict[str, list[dict]] = {name: [] for name in names}
+        for rep in range(repeats):
+            order = names if rep % 2 == 0 else names[::-1]
+            for name in order:
+                runs[name].append(run_process(*cases[name]))
+    med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
+           for name, rs in runs.items()}
+    print(f"{'command':34s} {'median s':>9s} {'runs s':>24s} {'CPU s':>7s} {'RSS MiB':>8s} "
+          f"{'load1':>11s}")
+    for name, rs in runs.items():
+        walls = " ".join(f"{r['wall_s']:.2f}" for r in rs)
+        loads = f"{min(r['load1'] for r in rs):.1f}-{max(r['load1'] for r in rs):.1f}"
+        print(f"{name:34s} {med[name]['wall_s']:9.2f} {walls:>24s} {med[name]['cpu_s']:7.2f} "
+              f"{med[name]['rss_mib']:8.0f} {loads:>11s}")
+    start = med["sentvec embed, empty input"]["wall_s"]
+    for name in ("sentvec embed, text", "sentvec embed, .npy"):
+        print(f"{name}: loop (whole - empty input) {med[name]['wall_s'] - start:.2f} s")
+    if official:
+        o = med["official print-sentence-vectors"]["wall_s"]
+        o_start = med["official, empty input"]["wall_s"]
+        print(f"official: loop (whole - empty input) {o - o_start:.2f} s")
+        for name in ("sentvec embed, text", "sentvec embed, .npy"):
+            w = med[name]["wall_s"]
+            print(f"official / {name}: whole command {o / w:.2f}x, loop "
+                  f"{(o - o_start) / (w - start):.2f}x")
+        print(f"official / sentvec, empty input (start-up + load): {o_start / start:.2f}x")
+    allloads = [r["load1"] for rs in runs.values() for r in rs]
+    print(f"load average (1 min) during the runs: median {statistics.median(allloads):.2f}, "
+          f"range {min(allloads):.2f}-{max(allloads):.2f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("models", nargs="*", help="more models to time (.bin or sentvec directory)")
@@ -109,7 +208,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--peer-sentences", type=int, default=10_000)
     p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic dim-100 model")
+    p.add_argument("--official", default=None,
+                   help="the official fasttext binary (e.g. /work/official/fasttext): time its "
+                        "print-sentence-vectors against `sentvec embed`, whole commands")
+    p.add_argument("--commands", type=Path, default=None, metavar="MODEL.bin",
+                   help="the official .bin model for the whole-command runs (required with "
+                        "--official)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="--threads of `sentvec embed` in the whole-command runs (default: all)")
+    p.add_argument("--no-loops", action="store_true",
+                   help="only the whole-command runs, not the in-process encode loops")
     args = p.parse_args(argv)
+    if args.official and not args.commands:
+        p.error("--official needs --commands MODEL.bin (the model both tools load)")
+    if args.official and not Path(args.official).is_file():
+        print(f"official binary {args.official} not found: whole commands of sentvec only "
+              "(build instructions in this file's docstring)", file=sys.stderr)
+        args.official = None
 
     from sentvec.sent2vec.model import Sent2Vec
 
@@ -118,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     ntok = sum(len(s.split()) for s in sentences)
     print(f"{len(sentences):,} sentences, {ntok:,} tokens from {CORPUS.name}")
 
+    if args.commands:
+        bench_commands(args.commands, args.official, sentences, args.repeats, args.threads)
+    if args.no_loops:
+        return 0
     t = time.perf_counter()
     tiny = Sent2Vec.load(TINY)
     bench_model("tiny-bigram.bin (official file)", tiny, time.perf_counter() - t, sentences,

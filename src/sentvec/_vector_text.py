@@ -21,11 +21,13 @@ bare decimal point are dropped; ``-0.0`` gives ``-0``.
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import IO
 
 import numba
 import numpy as np
 
-__all__ = ["TIE_TOLERANCE", "format_rows", "format_rows_python"]
+__all__ = ["TIE_TOLERANCE", "format_rows", "format_rows_python", "write_rows"]
 
 #: A row is formatted by Python when a value's scaled fraction is this close to one half.
 TIE_TOLERANCE = 1e-7
@@ -34,111 +36,122 @@ TIE_TOLERANCE = 1e-7
 _P10_OFFSET = 40
 _POW10 = np.array([float(f"1e{k}") for k in range(-_P10_OFFSET, 61)], dtype=np.float64)
 
-_LOG10_2 = math.log10(2.0)
+_POW2 = np.array([2.0 ** (be - 150) for be in range(256)], dtype=np.float64)
+_DECADE = np.array([math.floor((be - 127) * math.log10(2.0)) for be in range(256)], np.int64)
+_PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), dtype=np.uint8).copy()
+
+#: Fewest rows worth a thread of their own.
+_ROWS_PER_THREAD = 2048
 
 #: Longest value: ``-0.000123457`` or ``-1.23457e-05`` (12 bytes) plus its separator.
 _MAX_VALUE_BYTES = 13
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _scaled(a, k, pow10):
-    """``a * 10**k`` with one correctly rounded operation for ``|k| <= 22``."""
-    if k >= 0:
-        return a * pow10[k + _P10_OFFSET]
-    return a / pow10[-k + _P10_OFFSET]
+def _put_digits(out, pos, m, pairs):
+    """Write the 6-digit integer ``m`` (100000 <= m < 10**6) at ``out[pos:pos + 6]``."""
+    a = m // 10000
+    b = (m // 100) % 100
+    c = m % 100
+    out[pos] = pairs[2 * a]
+    out[pos + 1] = pairs[2 * a + 1]
+    out[pos + 2] = pairs[2 * b]
+    out[pos + 3] = pairs[2 * b + 1]
+    out[pos + 4] = pairs[2 * c]
+    out[pos + 5] = pairs[2 * c + 1]
 
 
 @numba.njit(cache=True, nogil=True)
-def _format_kernel(values, bits, pow10, tol, out, row_end, exact):
-    """Write each row of ``values`` (float32, 2-D) into ``out`` as ``%.6g`` text.
+def _format_kernel(bits, pow10, pow2, decade, pairs, tol, out, row_end, exact):
+    """Write each row of float32 values (given as their ``uint32`` bits) as ``%.6g`` text.
 
+    ``pow2[be]`` is ``2.0 ** (be - 150)`` and ``decade[be]`` is ``floor((be - 127) * log10(2))``
+    for the biased exponent ``be``.
     ``row_end[r]`` gets the end offset of row ``r`` in ``out`` (its ``\\n`` included);
     ``exact[r]`` is False for a row left empty because a value is non-finite or too close to a
     rounding tie for double-precision scaling to decide (Python formats those rows).
     """
-    n, dim = values.shape
-    digits = np.empty(6, dtype=np.uint8)
+    n, dim = bits.shape
     pos = 0
     for r in range(n):
         start = pos
         ok = True
         for c in range(dim):
-            v = np.float64(values[r, c])
+            u = np.int64(bits[r, c])
             if c > 0:
                 out[pos] = 32  # ' '
                 pos += 1
-            if math.isnan(v) or math.isinf(v):
+            be = (u >> 23) & 0xFF
+            if be == 0xFF:  # NaN or infinity: Python's spelling
                 ok = False
                 break
-            if v < 0.0 or (v == 0.0 and math.copysign(1.0, v) < 0.0):
+            if u >> 31:
                 out[pos] = 45  # '-'
                 pos += 1
-                v = -v
-            if v == 0.0:
-                out[pos] = 48  # '0'
-                pos += 1
-                continue
-            be = (np.int64(bits[r, c]) >> 23) & 0xFF
-            if be == 0:  # subnormal float32
+            mant = u & 0x7FFFFF
+            if be == 0:
+                if mant == 0:
+                    out[pos] = 48  # '0'
+                    pos += 1
+                    continue
+                v = np.float64(mant) * 1.401298464324817e-45  # 2**-149, exact
                 e = int(math.floor(math.log10(v)))
             else:  # 2**(be-127) <= v < 2**(be-126): e is this estimate or the next decade
-                e = int(math.floor((be - 127) * _LOG10_2))
+                v = np.float64(mant | 0x800000) * pow2[be]
+                e = decade[be]
                 if v >= pow10[e + 1 + _P10_OFFSET]:
                     e += 1
-            y = _scaled(v, 5 - e, pow10)
-            if y < 100000.0:
+            k = 5 - e
+            if k >= 0:
+                y = v * pow10[k + _P10_OFFSET]
+            else:
+                y = v / pow10[-k + _P10_OFFSET]
+            if y < 100000.0:  # log10 of a subnormal off by one
                 e -= 1
-                y = _scaled(v, 5 - e, pow10)
+                y *= 10.0
             elif y >= 1000000.0:
                 e += 1
-                y = _scaled(v, 5 - e, pow10)
+                y /= 10.0
             fl = math.floor(y)
             frac = y - fl
             if abs(frac - 0.5) < tol:
                 ok = False
                 break
-            m = np.int64(fl)
-            if frac > 0.5:
-                m += 1
+            m = np.int64(fl) + (1 if frac > 0.5 else 0)
             if m >= 1000000:
-                m //= 10
+                m = 100000
                 e += 1
-            for i in range(5, -1, -1):
-                digits[i] = 48 + m % 10
-                m //= 10
-            nsig = 6
-            while nsig > 1 and digits[nsig - 1] == 48:
-                nsig -= 1
+            tz = 0
+            if m % 10 == 0:
+                t = m
+                while t % 10 == 0:
+                    t //= 10
+                    tz += 1
             if -4 <= e < 6:
-                if e >= 0:
-                    for i in range(e + 1):
-                        out[pos] = digits[i]
-                        pos += 1
-                    if nsig > e + 1:
-                        out[pos] = 46  # '.'
-                        pos += 1
-                        for i in range(e + 1, nsig):
-                            out[pos] = digits[i]
-                            pos += 1
-                else:
+                if e < 0:
                     out[pos] = 48
                     out[pos + 1] = 46
                     pos += 2
                     for _ in range(-e - 1):
                         out[pos] = 48
                         pos += 1
-                    for i in range(nsig):
-                        out[pos] = digits[i]
-                        pos += 1
+                    _put_digits(out, pos, m, pairs)
+                    pos += 6 - tz
+                elif e == 5:
+                    _put_digits(out, pos, m, pairs)
+                    pos += 6
+                else:  # ddd.ddd: shift the fraction digits one place right for the point
+                    _put_digits(out, pos + 1, m, pairs)
+                    for i in range(e + 1):
+                        out[pos + i] = out[pos + 1 + i]
+                    out[pos + e + 1] = 46  # '.'
+                    nfrac = 5 - e - min(tz, 5 - e)
+                    pos += e + 1 + (nfrac + 1 if nfrac > 0 else 0)
             else:
-                out[pos] = digits[0]
-                pos += 1
-                if nsig > 1:
-                    out[pos] = 46
-                    pos += 1
-                    for i in range(1, nsig):
-                        out[pos] = digits[i]
-                        pos += 1
+                _put_digits(out, pos + 1, m, pairs)
+                out[pos] = out[pos + 1]
+                out[pos + 1] = 46
+                pos += 7 - tz if tz < 5 else 1
                 out[pos] = 101  # 'e'
                 if e < 0:
                     out[pos + 1] = 45
@@ -146,16 +159,11 @@ def _format_kernel(values, bits, pow10, tol, out, row_end, exact):
                 else:
                     out[pos + 1] = 43  # '+'
                     x = e
-                pos += 2
-                if x >= 100:
-                    out[pos] = 48 + x // 100
-                    pos += 1
-                    x %= 100
-                out[pos] = 48 + x // 10
-                out[pos + 1] = 48 + x % 10
-                pos += 2
+                out[pos + 2] = 48 + x // 10
+                out[pos + 3] = 48 + x % 10
+                pos += 4
         if ok:
-            out[pos] = 10  # '\n'
+            out[pos] = 10  # newline
             pos += 1
         else:
             pos = start
@@ -169,7 +177,50 @@ def format_rows_python(rows: np.ndarray) -> bytes:
                    for row in np.asarray(rows).tolist()).encode("ascii")
 
 
-def format_rows(rows: np.ndarray) -> bytes:
+def _check_rows(rows: np.ndarray) -> np.ndarray:
+    rows = np.asarray(rows)
+    if rows.ndim != 2 or rows.dtype != np.float32:
+        raise ValueError(f"vectors as text take a 2-D float32 array, not {rows.dtype} with "
+                         f"shape {rows.shape}")
+    return rows
+
+
+def _format_block(rows: np.ndarray) -> list:
+    """The text of ``rows`` (2-D float32, ``dim > 0``) as a list of bytes-like pieces."""
+    rows = np.ascontiguousarray(rows)
+    n, dim = rows.shape
+    out = np.empty(n * dim * _MAX_VALUE_BYTES, dtype=np.uint8)
+    row_end = np.empty(n, dtype=np.int64)
+    exact = np.empty(n, dtype=np.bool_)
+    _format_kernel(rows.view(np.uint32), _POW10, _POW2, _DECADE, _PAIRS, TIE_TOLERANCE, out,
+                   row_end, exact)
+    pieces: list = []
+    prev = 0
+    for r in np.flatnonzero(~exact).tolist():
+        start = int(row_end[r - 1]) if r else 0
+        pieces.append(out[prev:start])
+        pieces.append(format_rows_python(rows[r:r + 1]))
+        prev = start
+    pieces.append(out[prev:row_end[-1]])
+    return pieces
+
+
+def _pieces(rows: np.ndarray, num_threads: int) -> list:
+    n, dim = rows.shape
+    if n == 0:
+        return []
+    if dim == 0:
+        return [b"\n" * n]
+    parts = max(1, min(num_threads, n // _ROWS_PER_THREAD))
+    if parts == 1:
+        return _format_block(rows)
+    bounds = [n * i // parts for i in range(parts + 1)]
+    with ThreadPoolExecutor(parts) as pool:
+        blocks = list(pool.map(lambda a, b: _format_block(rows[a:b]), bounds[:-1], bounds[1:]))
+    return [piece for block in blocks for piece in block]
+
+
+def format_rows(rows: np.ndarray, *, num_threads: int = 1) -> bytes:
     """Vectors as text lines, byte-identical to :func:`format_rows_python`.
 
     Parameters
@@ -177,6 +228,8 @@ def format_rows(rows: np.ndarray) -> bytes:
     rows : numpy.ndarray, shape (n, d), dtype float32
         The vectors (e.g. the output of ``Sent2Vec.encode``). Other float dtypes are refused:
         the fast path is exact only for values that a double holds with 29 spare bits.
+    num_threads : int, default 1
+        Threads formatting row blocks at once (the kernel runs without the GIL).
 
     Returns
     -------
@@ -190,29 +243,31 @@ def format_rows(rows: np.ndarray) -> bytes:
     ValueError
         If ``rows`` is not a 2-D float32 array.
     """
-    rows = np.asarray(rows)
-    if rows.ndim != 2 or rows.dtype != np.float32:
-        raise ValueError(f"format_rows takes a 2-D float32 array, not {rows.dtype} with shape "
-                         f"{rows.shape}")
-    n, dim = rows.shape
-    if n == 0:
-        return b""
-    if dim == 0:
-        return b"\n" * n
-    rows = np.ascontiguousarray(rows)
-    out = np.empty(n * dim * _MAX_VALUE_BYTES, dtype=np.uint8)
-    row_end = np.empty(n, dtype=np.int64)
-    exact = np.empty(n, dtype=np.bool_)
-    _format_kernel(rows, rows.view(np.uint32), _POW10, TIE_TOLERANCE, out, row_end, exact)
-    inexact = np.flatnonzero(~exact)
-    if not len(inexact):
-        return out[:row_end[-1]].tobytes()
-    pieces = []
-    prev = 0
-    for r in inexact.tolist():
-        start = int(row_end[r - 1]) if r else 0
-        pieces.append(out[prev:start].tobytes())
-        pieces.append(format_rows_python(rows[r:r + 1]))
-        prev = start
-    pieces.append(out[prev:row_end[-1]].tobytes())
-    return b"".join(pieces)
+    return b"".join(_pieces(_check_rows(rows), num_threads))
+
+
+def write_rows(stream: IO[bytes], rows: np.ndarray, *, num_threads: int = 1) -> int:
+    """Write :func:`format_rows` ``(rows)`` to a binary stream without joining it first.
+
+    Parameters
+    ----------
+    stream : binary file object
+        Anything with ``write(bytes-like)``.
+    rows : numpy.ndarray, shape (n, d), dtype float32
+    num_threads : int, default 1
+
+    Returns
+    -------
+    int
+        The number of bytes written.
+
+    Raises
+    ------
+    ValueError
+        If ``rows`` is not a 2-D float32 array (nothing is written).
+    """
+    total = 0
+    for piece in _pieces(_check_rows(rows), num_threads):
+        stream.write(piece)
+        total += len(piece)
+    return total
