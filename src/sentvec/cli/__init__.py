@@ -34,8 +34,13 @@ _COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every available sub-command registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the top-level parser with every available sub-command registered.
+
+    With ``command`` (a sub-command name such as ``"embed"``), only that sub-command's module is
+    imported and registered, when it exists: a command's start-up then skips importing the
+    other commands' modules (and what they import).
+    """
     parser = argparse.ArgumentParser(
         prog="sentvec",
         description="Unsupervised sentence embeddings: Sent2Vec and WhiteningBERT.",
@@ -44,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"sentvec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
+    names = _COMMAND_MODULES
+    if command is not None and command.replace("-", "_") in _COMMAND_MODULES:
+        names = (command.replace("-", "_"),)
+    for name in names:
         try:
             module = importlib.import_module(f"sentvec.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -52,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # command not shipped in this build
             raise
         module.register(sub)
+    if names != _COMMAND_MODULES and command not in sub.choices:
+        return build_parser()  # not a command name after all: the full parser's message
     return parser
 
 
@@ -106,8 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     like Ctrl-C (``KeyboardInterrupt`` in the main thread, so temporary files are removed) and
     returns 143.
     """
-    parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
+    args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
