@@ -47,7 +47,7 @@ _ROWS_PER_THREAD = 2048
 _MAX_VALUE_BYTES = 13
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _put_digits(out, pos, m, pairs):
     """Write the 6-digit integer ``m`` (100000 <= m < 10**6) at ``out[pos:pos + 6]``."""
     a = m // 10000
