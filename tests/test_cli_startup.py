@@ -28,3 +28,22 @@ def test_embed_imports_no_other_command_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert "sentvec.cli.embed" in out and "sentvec.cli.eval_sts" not in out
+
+
+def test_embed_to_a_text_only_stdout(monkeypatch):
+    # a stdout without .buffer (io.StringIO) gets the same text
+    import io
+    from pathlib import Path
+
+    from sentvec.cli import main
+
+    ref = Path(__file__).parent / "data" / "sent2vec-reference"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the city\nof london\n")))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(["embed", str(ref / "tiny-bigram.bin")]) == 0
+    from sentvec.sent2vec.model import Sent2Vec
+
+    vectors = Sent2Vec.load(ref / "tiny-bigram.bin").encode(["the city", "of london"])
+    assert out.getvalue() == "".join(" ".join(f"{v:.6g}" for v in row) + "\n"
+                                     for row in vectors.tolist())

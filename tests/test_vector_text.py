@@ -6,12 +6,13 @@ compiled writer), applied in the test to the same arrays.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sentvec._vector_text import format_rows, format_rows_python
+from sentvec._vector_text import format_rows, format_rows_python, write_rows
 
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
 
@@ -92,7 +93,11 @@ def test_embedding_scale_values():
     rng = np.random.default_rng(5)
     rows = (rng.standard_normal((3000, 100)) * rng.choice([1e-3, 0.05, 1.0, 30.0], (3000, 1)))
     rows = rows.astype(np.float32)
-    assert format_rows(rows) == format_rows_python(rows) == python_text(rows.tolist())
+    text = python_text(rows.tolist())
+    assert format_rows(rows) == format_rows_python(rows) == text
+    assert format_rows(rows, num_threads=3) == text
+    sink = io.BytesIO()
+    assert write_rows(sink, rows, num_threads=2) == len(text) and sink.getvalue() == text
 
 
 def test_reference_model_output_byte_identical():
@@ -112,9 +117,9 @@ def test_shapes_and_refusals():
     assert format_rows(np.zeros((3, 0), np.float32)) == b"\n\n\n"
     fortran = np.asfortranarray(f32([[1.5, -2.25], [3e-7, 4e9]]))
     assert format_rows(fortran) == b"1.5 -2.25\n3e-07 4e+09\n"
-    with pytest.raises(ValueError, match="2-D float32"):
+    with pytest.raises(ValueError, match="2-D float32 array"):
         format_rows(np.zeros((2, 2), np.float64))
-    with pytest.raises(ValueError, match="2-D float32"):
+    with pytest.raises(ValueError, match="2-D float32 array"):
         format_rows(np.zeros(3, np.float32))
 
 

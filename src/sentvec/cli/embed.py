@@ -10,6 +10,7 @@ the official binary, which works on bytes); the last two report how many lines w
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -84,21 +85,22 @@ def _stdout_bytes() -> IO[bytes]:
 
     class _Text:  # a text-only stdout (e.g. io.StringIO): the bytes are ASCII
         @staticmethod
-        def write(data: bytes) -> None:
-            sys.stdout.write(data.decode("ascii"))
+        def write(data: Any) -> None:
+            sys.stdout.write(bytes(data).decode("ascii"))
 
     return _Text()  # type: ignore[return-value]
 
 
 def _run_embed(args: argparse.Namespace) -> int:
     from sentvec._io import atomic_open, atomic_save_npy
-    from sentvec._vector_text import format_rows
+    from sentvec._vector_text import write_rows
     from sentvec._validation import check_positive_int
     from sentvec.sent2vec.model import Sent2Vec
 
     batch_size = check_positive_int("--batch-size", args.batch_size)
     threads = None if args.threads is None else check_positive_int("--threads", args.threads)
     _check_output(args.output)
+    format_threads = threads or len(os.sched_getaffinity(0))
     try:
         model = Sent2Vec.load(args.model, mmap="r" if args.mmap else None, inference_only=True)
     except FileNotFoundError as exc:
@@ -134,7 +136,7 @@ def _run_embed(args: argparse.Namespace) -> int:
             if text_out is None:
                 chunks.append(emb)
             else:
-                text_out.write(format_rows(emb))
+                write_rows(text_out, emb, num_threads=format_threads)
         if out_is_npy:
             result = (np.concatenate(chunks) if chunks
                       else np.zeros((0, model.dim), dtype=np.float32))
