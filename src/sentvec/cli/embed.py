@@ -100,7 +100,7 @@ def _run_embed(args: argparse.Namespace) -> int:
     batch_size = check_positive_int("--batch-size", args.batch_size)
     threads = None if args.threads is None else check_positive_int("--threads", args.threads)
     _check_output(args.output)
-    format_threads = threads or len(os.sched_getaffinity(0))
+    format_threads = threads or len(getattr(os, "sched_getaffinity", lambda _: [1])(0))
     try:
         model = Sent2Vec.load(args.model, mmap="r" if args.mmap else None, inference_only=True)
     except FileNotFoundError as exc:
