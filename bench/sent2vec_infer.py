@@ -118,8 +118,15 @@ def bench_model(label: str, model, load_s: float, sentences: list[str], repeats:
                   f"wrapper's {official:,}/s from baselines.md{note}")
 
 
+#: ``--pause-while FILE``: every timed run waits while this file exists (a shared machine's
+#: "quiet, please" flag).
+PAUSE_WHILE: Path | None = None
+
+
 def run_process(argv: list[str], stdin: Path, stdout: Path) -> dict:
     """Run one command as a fresh process: wall time, CPU time, peak RSS, load average."""
+    while PAUSE_WHILE is not None and PAUSE_WHILE.exists():
+        time.sleep(10)
     load = os.getloadavg()[0]
     with open(stdin, "rb") as fi, open(stdout, "wb") as fo, \
             tempfile.TemporaryFile() as fe:
@@ -218,7 +225,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="--threads of `sentvec embed` in the whole-command runs (default: all)")
     p.add_argument("--no-loops", action="store_true",
                    help="only the whole-command runs, not the in-process encode loops")
+    p.add_argument("--pause-while", type=Path, default=None, metavar="FILE",
+                   help="before each whole-command run, wait while FILE exists")
     args = p.parse_args(argv)
+    global PAUSE_WHILE
+    PAUSE_WHILE = args.pause_while
     if args.official and not args.commands:
         p.error("--official needs --commands MODEL.bin (the model both tools load)")
     if args.official and not Path(args.official).is_file():
