@@ -290,6 +290,9 @@ def _ort_forward(ours, sentences: list[str], batch_size: int, repeats: int, thre
         so.graph_optimization_level = level
         so.intra_op_num_threads = threads
         so.inter_op_num_threads = 1
+        # no spin-waiting after a run: idle pools of the other sessions would steal the cores
+        # from whichever runner goes next (torch forward passes took 48 s instead of 12 s with them)
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
     sessions = {name: session(*spec) for name, spec in paths.items()}
