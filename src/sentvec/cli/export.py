@@ -1,9 +1,11 @@
 """``sentvec export``: write a pipeline as a sentence-transformers model directory.
 
 The directory loads with plain ``SentenceTransformer(DIR)`` (no sentvec needed): Transformer,
-a WeightedLayerPooling when layers are averaged, Pooling, and the whitening as a Dense layer
-(weight W_k^T, bias -mu W_k, identity activation). --serving-compatible keeps to what
-text-embeddings-inference reads (last layer, cls or mean pooling) and refuses anything else.
+a WeightedLayerPooling when layers are averaged, Pooling, and the post-processing (x - mu) A
+(whitening, or a saved all-but-the-top / common-component removal) as two Dense layers: the
+centring (weight I, bias -mu), then A^T. --serving-compatible keeps to what
+text-embeddings-inference reads (last layer, cls or mean pooling, one 2_Dense; the centring is
+folded into the final LayerNorm bias) and refuses anything else.
 
 Examples::
 
@@ -45,8 +47,9 @@ def register(subparsers: Any) -> None:
                         "1,-1; write --layers=-1 for a leading minus)")
     p.add_argument("--whiten", default=None, metavar="FILE|DIR",
                    help="a text file of sentences (one per line) to fit the whitening on, "
-                        "encoded with the same encoder; or a saved Whitening or pipeline "
-                        "directory (default: a pipeline's own whitening, else none)")
+                        "encoded with the same encoder; or a saved Whitening, AllButTheTop, "
+                        "CommonComponentRemoval or pipeline directory (default: a pipeline's "
+                        "own post-processor, else none)")
     p.add_argument("--n-components", type=positive_int, default=None, metavar="K",
                    help="dimensions kept by the whitening fitted on --whiten FILE (default all)")
     p.add_argument("--output", required=True, metavar="DIR",
@@ -78,7 +81,7 @@ def _whitening(args: argparse.Namespace, encoder: Any) -> tuple[Any, str | None]
 
         if args.n_components is not None:
             raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
-        return load_whitening(path), f"the saved whitening {path.name!r}"
+        return load_whitening(path), f"the saved post-processor {path.name!r}"
     if not path.is_file():
         raise FileNotFoundError(f"--whiten {args.whiten!r} is neither a text file nor a saved "
                                 "Whitening or pipeline directory")
@@ -124,9 +127,14 @@ def run(args: argparse.Namespace) -> int:
             f"{t} {v:.2f}" for t, v in sts.task_scores.items()) + f"; avg {sts.average:.2f}")
     out = export_sentence_transformers(pipeline, args.output, whitening_corpus=corpus_name,
                                        serving_compatible=args.serving_compatible, sts=sts)
-    k = getattr(pipeline.whitening, "n_components_", None)
+    post = "no post-processing"
+    if pipeline.whitening is not None:
+        from sentvec.whitening import postprocessor_type_of
+
+        kind = postprocessor_type_of(pipeline.whitening)
+        post = f"{kind} {'k' if kind == 'whitening' else 'D'}={pipeline.whitening.n_components_}"
     print(f"wrote {out}: {encoder.pooling} pooling, hidden states "
-          f"{list(encoder.layer_indices)}, " + (f"whitening k={k}" if k else "no whitening")
+          f"{list(encoder.layer_indices)}, " + post
           + (", serving-compatible" if args.serving_compatible else ""))
     print(f"load it with: SentenceTransformer({str(out)!r})")
     return 0

@@ -12,6 +12,7 @@ from sentvec._lazy import attach
 _LAZY: dict[str, str] = {
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
     "dense_whitening_parameters": "sentvec.integrations.sentence_transformers",
+    "affine_parameters": "sentvec.integrations.sentence_transformers",
     "ExportError": "sentvec.integrations.sentence_transformers",
     "check_exportable": "sentvec.integrations.sentence_transformers",
     "MTEBEncoder": "sentvec.integrations.mteb",

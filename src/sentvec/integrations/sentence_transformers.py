@@ -12,22 +12,35 @@ fail on the Dense and WeightedLayerPooling modules). Modules:
 -> ``WeightedLayerPooling`` (only when the pipeline averages layers or uses a layer other than
 the last: weight 1 on each chosen hidden state, 0 elsewhere, so that its weighted mean is the plain
 average) -> ``Pooling`` (cls / mean / max; mean over every real token, [CLS] and [SEP] included,
-as sentvec pools) -> ``Dense`` carrying the whitening (identity activation, see below) -> no
-``Normalize``.
+as sentvec pools) -> the post-processing as ``Dense`` layers (identity activation, see below)
+-> no ``Normalize``.
 
-The whitening ``x_hat = (x - mu) W_k`` (WhiteningBERT Eq. 1, ``W_k = U_k D_k^{-1/2}``) is the
-affine map ``x_hat = x W_k + b`` with ``b = -mu W_k``; a Dense layer computes ``x A^T + b``, so its
-weight is ``A = W_k^T`` (shape (k, d)) and its bias ``b`` (shape (k,)). The components are
-stored largest variance first, so ``SentenceTransformer(DIR, truncate_dim=k')`` gives exactly
-the whitening with ``k'`` components fitted on the same data (the first ``k'`` columns of ``W``;
-signs are fixed deterministically by :class:`sentvec.Whitening`).
+Every post-processor that maps to Dense layers is an affine map ``y = (x - mu) A``
+(:func:`affine_parameters`): the whitening (WhiteningBERT Eq. 1, ``A = W_k = U_k D_k^{-1/2}``,
+shape (d, k)), all-but-the-top (Mu & Viswanath 2018, ``A = I - U_D^T U_D``) and SIF / uSIF
+common-component removal (``mu = 0``, ``A = I - U^T diag(lambda) U``). It is written as two
+Dense layers: the centring (weight ``I``, bias ``-mu``) and then the map (weight ``A^T``, no
+bias), so that float32 arithmetic computes ``(x - mu) A`` as sentvec does. Folding both into
+one layer (weight ``A^T``, bias ``-mu A``) is the same map in exact arithmetic, but in float32
+``x A`` and ``-mu A`` are large and cancel (sentence embeddings are anisotropic: ``|mu|`` is
+most of ``|x|``): for MiniLM it is 1e-4 away from the pipeline at k = d, against 1e-6 for the
+two layers. Whitening components are stored largest variance first, so
+``SentenceTransformer(DIR, truncate_dim=k')`` gives exactly the whitening with ``k'``
+components fitted on the same data (the first ``k'`` columns of ``W``; signs are fixed
+deterministically by :class:`sentvec.Whitening`).
 
-With ``serving_compatible=True`` only the subset that text-embeddings-inference reads is allowed:
-``config.json`` + ``tokenizer.json`` + ``model.safetensors`` in the root,
+With ``serving_compatible=True`` only the subset that text-embeddings-inference (TEI) reads is
+allowed: ``config.json`` + ``tokenizer.json`` + ``model.safetensors`` in the root,
 ``sentence_bert_config.json`` (``max_seq_length``), ``1_Pooling/config.json`` (cls or mean) and
-an optional ``2_Dense`` (``config.json`` + ``model.safetensors``, identity activation). That
-server computes the last layer only, so a pipeline that averages layers, uses another layer or
-max pooling is refused.
+at most one ``2_Dense`` (``config.json`` + ``model.safetensors``, identity activation). TEI up
+to 1.8.0 loads that one folder only; 1.8.1 and later apply every Dense of ``modules.json`` in
+order, so a second Dense would be silently skipped by older servers. The centring is therefore
+folded into the bias of the model's final LayerNorm (every token vector, hence its cls or mean
+pool, is shifted by ``-mu``; the bias is computed in float64 and rounded once), and ``2_Dense``
+carries ``A^T`` alone. Models whose final LayerNorm is not known (see
+:data:`FINAL_NORM_BIAS`) get the folded single Dense with a UserWarning about its precision.
+That server computes the last layer only, so a pipeline that averages layers, uses another
+layer or max pooling is refused.
 """
 
 from __future__ import annotations
@@ -45,6 +58,8 @@ __all__ = [
     "check_exportable",
     "export_sentence_transformers",
     "dense_whitening_parameters",
+    "affine_parameters",
+    "FINAL_NORM_BIAS",
     "EXPORT_MARKER",
     "ST_MODULE_TYPES",
 ]
@@ -68,45 +83,104 @@ _ALIAS_HUB_NAMES = {"minilm": "sentence-transformers/all-MiniLM-L6-v2",
                     "mpnet": "sentence-transformers/all-mpnet-base-v2"}
 
 
+#: Hugging Face ``model_type`` -> name (``{last}`` = index of the last layer) of the bias of the
+#: LayerNorm that produces ``last_hidden_state`` (post-LN encoders: nothing follows it), into
+#: which the serving-compatible export folds the centring.
+FINAL_NORM_BIAS: dict[str, str] = {
+    **{t: "encoder.layer.{last}.output.LayerNorm.bias"
+       for t in ("bert", "roberta", "xlm-roberta", "camembert", "electra", "mpnet")},
+    "distilbert": "transformer.layer.{last}.output_layer_norm.bias",
+}
+
+
 class ExportError(ValueError):
     """The pipeline cannot be expressed in the requested sentence-transformers layout."""
 
 
-def dense_whitening_parameters(whitening: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Weight and bias of the Dense layer equal to a fitted whitening.
-
-    ``(x - mu) W = x W + b`` with ``b = -mu W``; ``torch.nn.Linear`` computes ``x A^T + b``.
+def affine_parameters(postprocessor: Any) -> tuple[np.ndarray | None, np.ndarray]:
+    """A fitted post-processor as the affine map ``y = (x - mu) A``.
 
     Parameters
     ----------
-    whitening : fitted sentvec.Whitening
-        Uses ``mean_`` (d,) and ``whitening_matrix_`` (d, k), both float64.
+    postprocessor : fitted sentvec.Whitening, AllButTheTop or CommonComponentRemoval
+
+    Returns
+    -------
+    mu : ndarray of shape (d,), float64, or None
+        The subtracted mean (None for CommonComponentRemoval, which subtracts nothing).
+    A : ndarray of shape (d, k), float64
+        ``Whitening``: ``whitening_matrix_`` (``k = n_components_``; WhiteningBERT Eq. 1).
+        ``AllButTheTop``: ``I - U^T U`` with ``U`` the ``D`` removed components (rows),
+        ``k = d`` (Mu & Viswanath, ICLR 2018, Algorithm 1). ``CommonComponentRemoval``:
+        ``I - U^T diag(lambda) U`` (SIF: Arora et al. 2017, Algorithm 1; uSIF: Ethayarajh
+        2018, Algorithm 1), ``k = d``.
+
+    Raises
+    ------
+    ExportError
+        Any other post-processor (its type is named): it has no Dense-layer equivalent that
+        sentvec knows.
+    sklearn.exceptions.NotFittedError
+        The post-processor is not fitted.
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    from sentvec.whitening import AllButTheTop, CommonComponentRemoval, Whitening
+
+    if isinstance(postprocessor, Whitening):
+        check_is_fitted(postprocessor, "mean_")
+        return (np.asarray(postprocessor.mean_, dtype=np.float64),
+                np.asarray(postprocessor.whitening_matrix_, dtype=np.float64))
+    if isinstance(postprocessor, (AllButTheTop, CommonComponentRemoval)):
+        check_is_fitted(postprocessor, "components_")
+        U = np.asarray(postprocessor.components_, dtype=np.float64)
+        lam = np.asarray(postprocessor.component_weights_, dtype=np.float64)
+        A = np.eye(U.shape[1]) - U.T @ (lam[:, None] * U)
+        if isinstance(postprocessor, CommonComponentRemoval):
+            return None, A
+        return np.asarray(postprocessor.mean_, dtype=np.float64), A
+    raise ExportError(
+        f"a post-processor of type {type(postprocessor).__name__} has no sentence-transformers "
+        "equivalent known to sentvec; exportable are the affine maps (x - mu) A of Whitening, "
+        "AllButTheTop and CommonComponentRemoval, written as Dense layers")
+
+
+def dense_whitening_parameters(whitening: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Weight and bias of ONE Dense layer equal to a fitted post-processor.
+
+    ``(x - mu) A = x A + b`` with ``b = -mu A``; ``torch.nn.Linear`` computes ``x A^T + b``.
+    This folding is what the export falls back to in serving-compatible mode when the model's
+    final LayerNorm is unknown; in float32 ``x A`` and ``b`` cancel (about 1e-4 for MiniLM at
+    k = d), so the export otherwise writes the centring as a layer of its own.
+
+    Parameters
+    ----------
+    whitening : fitted sentvec.Whitening (or AllButTheTop, CommonComponentRemoval)
+        See :func:`affine_parameters`.
 
     Returns
     -------
     weight : ndarray of shape (k, d), float32
-        ``W_k^T``.
+        ``A^T`` (``W_k^T`` for a whitening).
     bias : ndarray of shape (k,), float32
-        ``-mu W_k``, computed in float64, then rounded.
+        ``-mu A``, computed in float64, then rounded (zeros when nothing is centred).
 
     Raises
     ------
     sklearn.exceptions.NotFittedError
         If ``whitening`` is not fitted.
+    ExportError
+        As :func:`affine_parameters`.
 
     References
     ----------
     Huang et al., WhiteningBERT (Findings of EMNLP 2021), Eq. 1; Su et al., BERT-whitening
     (2021): keeping the first k columns of W reduces the dimension.
     """
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(whitening, "whitening_matrix_")
-    W = np.asarray(whitening.whitening_matrix_, dtype=np.float64)
-    mu = np.asarray(whitening.mean_, dtype=np.float64)
-    weight = np.ascontiguousarray(W.T, dtype=np.float32)
-    bias = np.ascontiguousarray(-(mu @ W), dtype=np.float32)
-    return weight, bias
+    mu, A = affine_parameters(whitening)
+    weight = np.ascontiguousarray(A.T, dtype=np.float32)
+    bias = np.zeros(A.shape[1]) if mu is None else -(mu @ A)
+    return weight, np.ascontiguousarray(bias, dtype=np.float32)
 
 
 # --------------------------------------------------------------------------- checks
@@ -135,15 +209,25 @@ def _split(model: Any, whitening: Any) -> tuple[Any, Any]:
             "known phrases instead of adding them), so no export would give the same vectors. "
             "Use the Sent2Vec model through sentvec (encode, or the MTEB adapter "
             "sentvec.integrations.mteb)")
+    from sentvec import SIFEncoder, USIFEncoder
+
+    if isinstance(encoder, (SIFEncoder, USIFEncoder)):
+        raise ExportError(
+            f"a {type(encoder).__name__} has no sentence-transformers equivalent: it averages "
+            "word or token vectors weighted by their corpus frequency and removes its own "
+            "common components; sentence-transformers' Transformer module pools contextual "
+            "token vectors without such weights, and its WordEmbeddings / WordWeights modules "
+            "split text with their own word tokenizer, not the encoder's, so no export gives "
+            "the same vectors. "
+            "Use it through sentvec (encode, or the MTEB adapter sentvec.integrations.mteb); "
+            "a CommonComponentRemoval on a TransformerEncoder's vectors does export")
     if not isinstance(encoder, TransformerEncoder):
         raise TypeError(f"can export a sentvec Pipeline or TransformerEncoder, got "
                         f"{type(encoder).__name__}")
     if whitening is not None:
-        from sklearn.utils.validation import check_is_fitted
-
         from sentvec.encoders.base import check_whitening_fits
 
-        check_is_fitted(whitening, "whitening_matrix_")
+        affine_parameters(whitening)  # refuses what maps to no Dense layer; checks it is fitted
         check_whitening_fits(encoder, whitening)
     return encoder, whitening
 
@@ -228,9 +312,34 @@ def _save_safetensors(path: Path, tensors: Mapping[str, np.ndarray]) -> None:
               str(path))
 
 
-def _save_transformer(encoder: Any, root: Path, *, hidden_states: bool) -> None:
-    """HF model + tokenizer into ``root`` (safetensors), ``sentence_bert_config.json``."""
-    encoder.model.save_pretrained(root, safe_serialization=True)
+def _final_norm_bias(encoder: Any) -> str | None:
+    """Name of the bias of the LayerNorm that produces ``last_hidden_state`` (a float32
+    parameter of ``encoder.model``), or None when the architecture is not in
+    :data:`FINAL_NORM_BIAS`."""
+    pattern = FINAL_NORM_BIAS.get(str(getattr(encoder.model.config, "model_type", "")))
+    if pattern is None:
+        return None
+    name = pattern.format(last=int(encoder.num_layers) - 1)
+    params = dict(encoder.model.named_parameters())
+    return name if name in params and tuple(params[name].shape) == (encoder.hidden_size,) \
+        else None
+
+
+def _save_transformer(encoder: Any, root: Path, *, hidden_states: bool,
+                      fold_mean: tuple[str, np.ndarray] | None = None) -> None:
+    """HF model + tokenizer into ``root`` (safetensors), ``sentence_bert_config.json``.
+
+    ``fold_mean=(name, mu)`` writes the parameter ``name`` (the final LayerNorm's bias) as
+    ``bias - mu`` (float64, rounded once to float32); the live model is left unchanged."""
+    state_dict = None
+    if fold_mean is not None:
+        import torch
+
+        name, mu = fold_mean
+        state_dict = dict(encoder.model.state_dict())
+        bias = state_dict[name].detach().cpu().to(torch.float64).numpy()
+        state_dict[name] = torch.from_numpy((bias - mu).astype(np.float32))
+    encoder.model.save_pretrained(root, safe_serialization=True, state_dict=state_dict)
     encoder.tokenizer.save_pretrained(root)
     if not (root / "tokenizer.json").is_file():
         raise ExportError(f"the tokenizer of {encoder.name_or_path!r} is not a fast tokenizer "
@@ -296,8 +405,8 @@ def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
     front = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
              "tags:", "- sentence-transformers", "- feature-extraction",
              "- sentence-similarity", "- sentvec"]
-    if info["whitening"]:
-        front.append("- whitening")
+    if info["post_processing"]:
+        front.append("- " + info["post_processing"]["type"])
     if hub:
         front.append(f"base_model: {hub}")
     front.append("---")
@@ -319,33 +428,51 @@ def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
         + f"; given as {layers['given']} |",
         f"| max sequence length | {info['max_seq_length']} tokens (longer inputs are truncated) |",
     ]
-    w = info["whitening"]
-    if w:
-        lines += [
-            f"| whitening | k = {w['n_components']} of {w['n_features']} components, fitted on "
-            f"{w['corpus']} ({w['n_samples']} sentences) |",
-            f"| output dimension | {w['n_components']} |",
-        ]
+    pp = info["post_processing"]
+    if pp:
+        what = {"whitening": f"whitening, k = {pp['n_components']} of {pp['n_features']} "
+                             "components",
+                "all-but-the-top": f"all-but-the-top, the top D = {pp['n_components']} "
+                                   "principal directions removed",
+                "common-component-removal": f"common-component removal of "
+                                            f"{pp['n_components']} component(s)"}[pp["type"]]
+        lines += [f"| post-processing | {what}, fitted on {pp['corpus']} ({pp['n_samples']} "
+                  "sentences) |", f"| output dimension | {pp['output_dimension']} |"]
     else:
-        lines += ["| whitening | none |", f"| output dimension | {info['hidden_size']} |"]
+        lines += ["| post-processing | none |", f"| output dimension | {info['hidden_size']} |"]
     lines += ["", "## Modules", ""]
     for m in info["modules"]:
         lines.append(f"- `{m['path'] or '.'}`: `{m['type']}`")
     lines += ["", "Vectors are not L2-normalised (no `Normalize` module); compare them with "
               "cosine similarity."]
-    if w:
-        lines += [
-            "", "The whitening `x -> (x - mu) W_k` (`W_k = U_k D_k^-1/2`, components largest "
-            "variance first) is the Dense layer: weight `W_k^T`, bias `-mu W_k`, identity "
-            "activation. Because the components are sorted, truncating the output "
-            "(`SentenceTransformer(path, truncate_dim=k')`) equals the whitening with `k'` "
-            "components fitted on the same corpus."]
+    if pp:
+        formula = {"whitening": "`x -> (x - mu) W_k` (`W_k = U_k D_k^-1/2`, components largest "
+                                "variance first)",
+                   "all-but-the-top": "`x -> (x - mu) (I - U^T U)` (`U`: the removed "
+                                      "principal directions, rows)",
+                   "common-component-removal": "`x -> x (I - U^T diag(lambda) U)`"}[pp["type"]]
+        layout = {"two": "two Dense layers: the centring (weight `I`, bias `-mu`), then weight "
+                         "`A^T` without bias",
+                  "folded-norm": "the mean subtracted in the bias of the final LayerNorm "
+                                 f"(`{pp['mean_folded_into']}`; token embeddings are therefore "
+                                 "the source model's minus `mu`), then one Dense layer, weight "
+                                 "`A^T` without bias",
+                  "one": "one Dense layer, weight `A^T`, bias `-mu A` (float32 cancellation: "
+                         "expect about 1e-4 from the sentvec pipeline)",
+                  "map": "one Dense layer, weight `A^T` without bias"}[pp["layout"]]
+        lines += ["", f"The post-processing {formula} is the affine map `(x - mu) A`, written "
+                  f"as {layout}; identity activations."]
+        if pp["type"] == "whitening" and pp["solver"] == "eigh":
+            lines += ["Because the components are sorted, truncating the output "
+                      "(`SentenceTransformer(path, truncate_dim=k')`) equals the whitening "
+                      "with `k'` components fitted on the same corpus."]
     lines += ["", "## Usage", "", "```python", "from sentence_transformers import "
               "SentenceTransformer", "", "model = SentenceTransformer(\"PATH\")",
               "embeddings = model.encode([\"A sentence.\", \"Another one.\"])", "```"]
     if info["serving_compatible"]:
         lines += ["", "This directory uses only what text-embeddings-inference reads "
-                  "(`1_Pooling/config.json`, `2_Dense` with identity activation, last layer): "
+                  "(`1_Pooling/config.json`, at most one `2_Dense` with identity activation, last "
+                  "layer): "
                   "`text-embeddings-inference --model-id PATH`. That server L2-normalises by "
                   "default (cosines unchanged) and may run in float16 on a GPU."]
     if sts_md:
@@ -362,14 +489,16 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
     Parameters
     ----------
     model : sentvec.Pipeline or sentvec.TransformerEncoder
-        A transformer pipeline (encoder + optional whitening) or a bare encoder. Its pooling,
-        layers and ``max_length`` are reproduced; a Sent2Vec model raises :class:`ExportError`.
+        A transformer pipeline (encoder + optional post-processor) or a bare encoder. Its
+        pooling, layers and ``max_length`` are reproduced; a Sent2Vec, SIF or uSIF model raises
+        :class:`ExportError`.
     path : path-like
         Output directory: missing, empty, or an earlier export (which is replaced as a whole).
-    whitening : fitted sentvec.Whitening, optional
-        Whitening for a bare encoder (or a Pipeline without one), exported as a Dense layer.
+    whitening : fitted sentvec.Whitening, AllButTheTop or CommonComponentRemoval, optional
+        Post-processor for a bare encoder (or a Pipeline without one), exported as Dense
+        layers (see :func:`affine_parameters`; the module docstring gives the layout).
     whitening_corpus : str, optional
-        What the whitening was fitted on, for the model card (e.g. ``"corpus.txt"``).
+        What the post-processor was fitted on, for the model card (e.g. ``"corpus.txt"``).
     serving_compatible : bool, default False
         Restrict to what text-embeddings-inference reads (last layer, cls or mean pooling,
         ``1_Pooling``, ``2_Dense``); other pipelines raise :class:`ExportError`.
@@ -387,8 +516,9 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
     Raises
     ------
     ExportError (a ValueError)
-        A Sent2Vec model (hashed n-grams have no sentence-transformers module); a model whose
-        weights are not float32; mean pooling
+        A Sent2Vec model (hashed n-grams have no sentence-transformers module); a SIF / uSIF
+        encoder (frequency-weighted word vectors); a post-processor other than the three
+        above; a model whose weights are not float32; mean pooling
         with ``mean_mode="paper"``; max pooling over several layers; with
         ``serving_compatible``, any layer other than the last alone or max pooling.
     TypeError
@@ -399,6 +529,13 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
     FileExistsError
         ``path`` is a file or a non-empty directory that is not an earlier export; nothing is
         written.
+
+    Warns
+    -----
+    UserWarning
+        ``serving_compatible`` with a centring post-processor on a model whose final LayerNorm
+        is not in :data:`FINAL_NORM_BIAS`: one folded Dense layer is written instead (float32
+        cancellation, about 1e-4 for MiniLM at k = d).
 
     Notes
     -----
@@ -425,34 +562,74 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
     n = len(modules)
     modules.append({"idx": n, "name": str(n), "path": f"{n}_Pooling",
                     "type": ST_MODULE_TYPES["pooling"]})
+    # the post-processing (x - mu) A as Dense layers: [(weight (out, in), bias or None)]
+    dense: list[tuple[np.ndarray, np.ndarray | None]] = []
+    layout, fold = None, None
     if whitening is not None:
+        mu, A = affine_parameters(whitening)
+        mapping = (np.ascontiguousarray(A.T, dtype=np.float32), None)
+        if mu is None:
+            layout, dense = "map", [mapping]
+        elif not serving_compatible:
+            layout = "two"
+            dense = [(np.eye(d, dtype=np.float32), (-mu).astype(np.float32)), mapping]
+        else:
+            name = _final_norm_bias(encoder)
+            if name is not None:
+                layout, fold, dense = "folded-norm", (name, mu), [mapping]
+            else:
+                import warnings
+
+                warnings.warn(
+                    f"serving_compatible: the final LayerNorm of model_type "
+                    f"{encoder.model.config.model_type!r} is not known to sentvec, so the "
+                    "centring cannot be folded into it; writing ONE Dense layer (weight A^T, "
+                    "bias -mu A), whose float32 cancellation puts the vectors up to ~1e-4 from "
+                    "the pipeline's (MiniLM, k = d). Without serving_compatible the export "
+                    "writes the centring as its own Dense layer", UserWarning, stacklevel=2)
+                layout, dense = "one", [dense_whitening_parameters(whitening)]
+    for _ in dense:
         n += 1
         modules.append({"idx": n, "name": str(n), "path": f"{n}_Dense",
                         "type": ST_MODULE_TYPES["dense"]})
     source = _source_model(encoder)
-    w_info = None
+    pp_info = None
     if whitening is not None:
-        w_info = {"n_components": int(whitening.n_components_), "n_features": d,
-                  "n_samples": int(getattr(whitening, "n_samples_seen_", 0) or 0),
-                  "corpus": whitening_corpus or "an unnamed corpus"}
+        from sentvec.whitening import postprocessor_type_of
+
+        pp_info = {"type": postprocessor_type_of(whitening),
+                   "n_components": int(whitening.n_components_), "n_features": d,
+                   "output_dimension": int(dense[-1][0].shape[0]),
+                   "n_samples": int(getattr(whitening, "n_samples_seen_", 0) or 0),
+                   "corpus": whitening_corpus or "an unnamed corpus", "layout": layout,
+                   "mean_folded_into": fold[0] if fold else None,
+                   "solver": getattr(whitening, "solver_", None)}
+    w_info = pp_info if pp_info and pp_info["type"] == "whitening" else None
     info: dict[str, Any] = {
         "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
         "source_model": source, "base_model": _hub_name(source),
         "pooling": encoder.pooling, "mean_mode": encoder.mean_mode,
         "layers": {"given": list(encoder.layers), "indices": list(idx)},
         "num_layers": L, "hidden_size": d, "max_seq_length": int(encoder.max_length),
-        "whitening": w_info, "serving_compatible": bool(serving_compatible),
+        "whitening": w_info, "post_processing": pp_info,
+        "serving_compatible": bool(serving_compatible),
         "modules": modules, "versions": _versions(),
     }
     pool_name = {"mean": "AVG", "cls": "CLS", "max": "MAX"}[encoder.pooling]
+    pp_title = ""
+    if pp_info:
+        pp_title = {"whitening": f" + whitening (k={pp_info['n_components']})",
+                    "all-but-the-top": f" + all-but-the-top (D={pp_info['n_components']})",
+                    "common-component-removal":
+                        f" + common-component removal ({pp_info['n_components']})"
+                    }[pp_info["type"]]
     info["title"] = title or (
-        f"{source}: {pool_name} " + "+".join(f"L{i}" for i in idx)
-        + (f" + whitening (k={w_info['n_components']})" if w_info else ""))
+        f"{source}: {pool_name} " + "+".join(f"L{i}" for i in idx) + pp_title)
     sts_md = _sts_markdown(sts)
 
     with atomic_directory(path, marker=EXPORT_MARKER, marker_format=EXPORT_FORMAT,
                           kind="a sentvec sentence-transformers export") as tmp:
-        _save_transformer(encoder, tmp, hidden_states=needs_layers)
+        _save_transformer(encoder, tmp, hidden_states=needs_layers, fold_mean=fold)
         if needs_layers:
             start = min(idx)
             weights = np.zeros(L + 1 - start, dtype=np.float32)
@@ -469,14 +646,15 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
             "pooling_mode_max_tokens": encoder.pooling == "max",
             "pooling_mode_mean_sqrt_len_tokens": False,
         })
-        if whitening is not None:
-            weight, bias = dense_whitening_parameters(whitening)
-            sub = tmp / modules[-1]["path"]
-            _write_json(sub / "config.json", {"in_features": d,
-                                              "out_features": int(weight.shape[0]),
-                                              "bias": True, "activation_function": _IDENTITY})
-            _save_safetensors(sub / "model.safetensors",
-                              {"linear.weight": weight, "linear.bias": bias})
+        for (weight, bias), module in zip(dense, modules[len(modules) - len(dense):]):
+            sub = tmp / module["path"]
+            _write_json(sub / "config.json", {
+                "in_features": int(weight.shape[1]), "out_features": int(weight.shape[0]),
+                "bias": bias is not None, "activation_function": _IDENTITY})
+            tensors = {"linear.weight": weight}
+            if bias is not None:
+                tensors["linear.bias"] = np.ascontiguousarray(bias, dtype=np.float32)
+            _save_safetensors(sub / "model.safetensors", tensors)
         _write_json(tmp / "modules.json", modules)
         _write_json(tmp / "config_sentence_transformers.json", {
             "__version__": {k: v for k, v in info["versions"].items() if k != "sentvec"},
