@@ -16,15 +16,24 @@ Each measurement runs in a fresh child process (``--child``), reporting on stdou
   then RSS and ``/proc/self/smaps_rollup`` (Pss, shared and private pages);
 * ``encode``: seconds to encode the sentences and the same memory figures after.
 
-Cases: mmap (``inference_only=True``, as ``sentvec embed`` loads) with a warm page cache (x3,
-median) and a cold one (the file's pages dropped with ``posix_fadvise(DONTNEED)``, x2); today's
-in-memory load (``mmap=None``, the whole file) once, only when MemAvailable leaves 3 GB spare
-(else the inference-only in-memory load, else none: the JSON says which); and two mmap processes
-encoding at once, their smaps read by the parent while both are alive.
+* ``table_s``: seconds for the word-id hash table that the first ``encode`` needs (built from
+  the dictionary, or already read from the dictionary index): ``load_s + table_s`` is what a
+  command waits for before it encodes.
+
+Cases: mmap (``inference_only=True``, as ``sentvec embed`` loads) without a dictionary index
+(the first load: it reads the ``.bin``'s entries and writes ``MODEL.bin.sentvec-index``; the
+index is deleted before each run) with a warm page cache (x3) and a cold one (the file's pages
+dropped with ``posix_fadvise(DONTNEED)``, x2); with the index, warm (x3) and cold (model and index
+pages dropped, x2); today's in-memory load (``mmap=None``, the whole file) once, only when
+MemAvailable leaves 3 GB spare (else the inference-only in-memory load, else none: the JSON says
+which); two mmap processes encoding at once, their smaps read by the parent while both are
+alive; and the whole ``sentvec embed`` command (a fresh interpreter, ``--embed-lines`` lines
+to a ``.npy``, 1 thread) with and without the index, alternating (``--embed-runs`` each).
 
 Usage::
 
     python bench/sent2vec_load.py [--cache-dir DIR] [--sentences 100000] [--threads 1]
+                                  [--embed-lines 1000] [--embed-runs 3]
                                   [--json docs/results/sent2vec-load.json] [--delete]
 """
 
@@ -163,6 +172,9 @@ def child(spec: dict) -> None:
                           inference_only=spec["inference_only"])
     report["load_s"] = round(time.perf_counter() - t0, 3)
     report["after_load_mb"] = memory()
+    t0 = time.perf_counter()
+    model._lookup_table()  # what the first encode needs; from the index when there is one
+    report["table_s"] = round(time.perf_counter() - t0, 3)
     if spec.get("sentences"):
         sents = Path(spec["sentences"]).read_text(encoding="utf-8").split("\n")[:-1]
         if spec.get("barrier"):
@@ -190,6 +202,35 @@ def run_child(spec: dict) -> dict:
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                          env=_env())
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def index_files(model: Path) -> list[Path]:
+    from sentvec.sent2vec import _sidecar
+
+    return [p for p in _sidecar.candidates(model) if p.exists()]
+
+
+def delete_index(model: Path) -> None:
+    for p in index_files(model):
+        p.unlink()
+
+
+_EMBED_NO_INDEX = ("import sys; from sentvec.sent2vec import _sidecar; "
+                   "_sidecar.MIN_WORDS = 1 << 62; from sentvec.cli import console_main; "
+                   "sys.argv[0] = 'sentvec'; sys.exit(console_main())")
+
+
+def run_embed(model: Path, lines: Path, out: Path, *, index: bool) -> dict:
+    """Wall seconds of a whole ``sentvec embed`` command (a fresh interpreter)."""
+    args = ["embed", str(model), "-i", str(lines), "-o", str(out), "--threads", "1"]
+    cmd = ([sys.executable, "-m", "sentvec", *args] if index
+           else [sys.executable, "-c", _EMBED_NO_INDEX, *args])
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, env=_env())
+    wall = time.perf_counter() - t0
+    digest = __import__("hashlib").sha256(np.load(out).tobytes()).hexdigest()
+    return {"case": f"sentvec embed command, {'index' if index else 'no index'}",
+            "wall_s": round(wall, 3), "vectors_sha256": digest}
 
 
 def run_two(spec: dict) -> dict:
@@ -226,6 +267,10 @@ def main() -> None:
     ap.add_argument("--dim", type=int, default=600)
     ap.add_argument("--sentences", type=int, default=100_000)
     ap.add_argument("--threads", type=int, default=1, help="encode threads per process")
+    ap.add_argument("--embed-lines", type=int, default=1000,
+                    help="lines given to the timed `sentvec embed` commands")
+    ap.add_argument("--embed-runs", type=int, default=3,
+                    help="`sentvec embed` commands with and without the index (each)")
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     ap.add_argument("--no-in-memory", action="store_true", help="skip the in-memory load")
     ap.add_argument("--delete", action="store_true", help="delete the synthetic file at the end")
@@ -267,10 +312,31 @@ def main() -> None:
 
     base = {"model": str(model), "mmap": "r", "inference_only": True, "threads": args.threads}
     for i in range(3):  # warm page cache (the file was just written or read)
-        record(run_child({**base, "case": f"mmap load, warm cache #{i + 1}"}))
+        delete_index(model)
+        record(run_child({**base, "case": f"mmap load, no index, warm cache #{i + 1}"}))
     for i in range(2):
+        delete_index(model)
         drop_page_cache(model)
-        record(run_child({**base, "case": f"mmap load, cold cache #{i + 1}"}))
+        record(run_child({**base, "case": f"mmap load, no index, cold cache #{i + 1}"}))
+    results["index_files"] = {str(p): p.stat().st_size for p in index_files(model)}
+    for i in range(3):
+        record(run_child({**base, "case": f"mmap load, index, warm cache #{i + 1}"}))
+    for i in range(2):
+        for f in [model, *index_files(model)]:
+            drop_page_cache(f)
+        record(run_child({**base, "case": f"mmap load, index, cold cache #{i + 1}"}))
+    if args.embed_runs:
+        embed_in = cache / f"sentences-{args.embed_lines}.txt"
+        with open(sent_file, encoding="utf-8") as fh:
+            embed_in.write_text("".join(islice(fh, args.embed_lines)), encoding="utf-8")
+        out = cache / "embed-out.npy"
+        run_embed(model, embed_in, out, index=True)  # (re)writes the index; not timed
+        for i in range(args.embed_runs):
+            for index in (False, True):
+                r = record(run_embed(model, embed_in, out, index=index))
+                r["case"] += f" #{i + 1}"
+        out.unlink()
+        results["embed_lines"] = args.embed_lines
     drop_page_cache(model)
     record(run_child({**base, "case": "mmap load + encode, cold cache",
                       "sentences": str(sent_file)}))
@@ -293,13 +359,27 @@ def main() -> None:
             drop_page_cache(model)
             record(run_child({**spec, "sentences": str(sent_file), "mem_available_gb":
                               round(avail, 1)}))
-    hashes = {r["vectors_sha256"] for r in results["runs"] if "vectors_sha256" in r}
+    hashes = {r["vectors_sha256"] for r in results["runs"]
+              if "vectors_sha256" in r and not r["case"].startswith("sentvec embed")}
     hashes |= {p["vectors_sha256"] for r in results["runs"] for p in r.get("per_process", [])}
     results["all_vectors_identical"] = len(hashes) == 1
-    warm = [r["load_s"] for r in results["runs"] if r["case"].startswith("mmap load, warm")]
-    cold = [r["load_s"] for r in results["runs"] if r["case"].startswith("mmap load, cold")]
-    results["summary"] = {"mmap_load_warm_median_s": statistics.median(warm),
-                          "mmap_load_cold_median_s": statistics.median(cold)}
+    def median(prefix: str, key: str = "load_s") -> float | None:
+        vals = [r[key] for r in results["runs"] if r["case"].startswith(prefix)]
+        return round(statistics.median(vals), 3) if vals else None
+
+    summary: dict = {}
+    for kind in ("no index", "index"):
+        for cache_state in ("warm", "cold"):
+            prefix = f"mmap load, {kind}, {cache_state} cache"
+            key = f"mmap_{kind.replace(' ', '_')}_{cache_state}"
+            summary[f"{key}_load_median_s"] = median(prefix)
+            summary[f"{key}_table_median_s"] = median(prefix, "table_s")
+    summary["embed_no_index_median_s"] = median("sentvec embed command, no index", "wall_s")
+    summary["embed_index_median_s"] = median("sentvec embed command, index", "wall_s")
+    embeds = {r["vectors_sha256"] for r in results["runs"]
+              if r["case"].startswith("sentvec embed")}
+    summary["embed_vectors_identical"] = len(embeds) <= 1
+    results["summary"] = summary
     print(json.dumps(results["summary"]), file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -51,14 +51,15 @@ def scan_entries(buf, pos, first, size, starts, nuls, counts, types):
 
 
 @numba.njit(cache=True, nogil=True)
-def join_words(buf, starts, nuls, shift, joined):
-    """Copy every word ``buf[starts[i] - shift:nuls[i] - shift]`` followed by one NUL into
-    ``joined`` (sized ``sum(nuls - starts) + len(starts)``)."""
+def copy_words(buf, starts, nuls, shift, wbytes, offsets):
+    """Copy the words ``buf[starts[i] - shift:nuls[i] - shift]`` end to end into ``wbytes``
+    (sized ``sum(nuls - starts)``); ``offsets`` (``len(starts) + 1``) receives where each
+    starts, ``offsets[-1]`` the total."""
     k = 0
     for i in range(starts.shape[0]):
+        offsets[i] = k
         for b in range(starts[i] - shift, nuls[i] - shift):
-            joined[k] = buf[b]
+            wbytes[k] = buf[b]
             k += 1
-        joined[k] = 0
-        k += 1
+    offsets[starts.shape[0]] = k
     return k

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 
 from sentvec._io import atomic_open
-from sentvec.sent2vec.dictionary import Dictionary
+from sentvec.sent2vec import _sidecar
+from sentvec.sent2vec.dictionary import Dictionary, decode_words
 
 #: ``FASTTEXT_FILEFORMAT_MAGIC_INT32``
 FASTTEXT_MAGIC = 793712314
@@ -213,7 +214,9 @@ def _check_args(cur: _Cursor, raw: dict) -> dict:
     return args
 
 
-def _read_dictionary(cur: _Cursor, args: dict) -> Dictionary:
+def _read_dictionary(cur: _Cursor, args: dict, st: os.stat_result) -> Dictionary:
+    """The dictionary at the cursor: from its index file (:mod:`._sidecar`) when a valid one
+    exists, else read from the entries (and, for a large dictionary, the index written)."""
     h = cur.table(_DICT_STRUCT, DICT_HEADER, "dictionary header")
     size, nwords, nlabels = h["size"], h["nwords"], h["nlabels"]
     if min(size, nwords, nlabels, h["ntokens"]) < 0 or size != nwords + nlabels:
@@ -221,8 +224,29 @@ def _read_dictionary(cur: _Cursor, args: dict) -> Dictionary:
                        f"nlabels={nlabels}, ntokens={h['ntokens']}")
     if h["pruneidx_size"] < -1:
         raise cur.fail(f"corrupt dictionary header: pruneidx_size={h['pruneidx_size']}")
+    if nwords < _sidecar.MIN_WORDS:
+        return _read_entries(cur, args, h)
+    found = _sidecar.load(cur.path, st, lambda end: _prefix(cur, end), h, args)
+    if found is not None:
+        dictionary, cur.off = found
+        return dictionary
+    dictionary = _read_entries(cur, args, h)
+    with _prefix(cur, cur.off) as head:
+        _sidecar.write(cur.path, st, head, h, dictionary)
+    return dictionary
+
+
+def _prefix(cur: _Cursor, end: int) -> memoryview | None:
+    """File bytes ``[0, end)`` from the cursor's buffer (grown as needed); None past the end."""
+    if cur.base != 0 or end > cur.size or not cur.grow(end):
+        return None
+    return memoryview(cur.buf)[:end]
+
+
+def _read_entries(cur: _Cursor, args: dict, h: dict) -> Dictionary:
+    size, nwords, nlabels = h["size"], h["nwords"], h["nlabels"]
     cur.need(size * (1 + _ENTRY_TAIL.size), f"{size} dictionary entries")
-    from sentvec.sent2vec._binscan import join_words, scan_entries
+    from sentvec.sent2vec._binscan import copy_words, scan_entries
 
     starts = np.empty(size, dtype=np.int64)
     nuls = np.empty(size, dtype=np.int64)
@@ -240,17 +264,15 @@ def _read_dictionary(cur: _Cursor, args: dict) -> Dictionary:
             cur.off = off
             raise cur.fail(f"file is truncated or corrupt inside dictionary entry {done} of "
                            f"{size} (offset {off})")
-    # one decode of all words, NUL-separated (UTF-8 resynchronises at every NUL, so this equals
-    # decoding word by word, invalid bytes included)
-    joined = np.empty(int((nuls - starts).sum()) + size, dtype=np.uint8)
-    join_words(np.frombuffer(cur.buf, dtype=np.uint8), starts, nuls, cur.base, joined)
-    dec = joined.tobytes().decode("utf-8", "surrogateescape").split("\x00")
-    dec.pop()  # after the last NUL
-    offsets = np.zeros(nwords + 1, dtype=np.int64)
-    np.cumsum(nuls[:nwords] - starts[:nwords], out=offsets[1:])
-    head = joined[:int(offsets[-1]) + nwords]
-    word_bytes = (head[head != 0], offsets)  # what inference looks words up in
-    del joined, head, starts, nuls
+    # the words' bytes end to end: no Python str per word (decoded on first use, if ever)
+    view = np.frombuffer(cur.buf, dtype=np.uint8)
+    parts = []
+    for lo, hi in ((0, nwords), (nwords, size)):
+        wbytes = np.empty(int((nuls[lo:hi] - starts[lo:hi]).sum()), dtype=np.uint8)
+        offsets = np.empty(hi - lo + 1, dtype=np.int64)
+        copy_words(view, starts[lo:hi], nuls[lo:hi], cur.base, wbytes, offsets)
+        parts.append((wbytes, offsets))
+    del view, starts, nuls
     cur.off = off
     if size and (types.min() < 0 or types.max() > 1):
         raise cur.fail("corrupt dictionary: entry type outside {0 (word), 1 (label)}")
@@ -263,12 +285,11 @@ def _read_dictionary(cur: _Cursor, args: dict) -> Dictionary:
     lo = cur.off - cur.base
     pairs = np.frombuffer(bytes(cur.buf[lo:lo + 8 * npairs]), dtype="<i4").reshape(-1, 2)
     cur.off += 8 * npairs
-    dictionary = Dictionary(dec[:nwords], counts[:nwords], ntokens=h["ntokens"],
-                            bucket=args["bucket"], word_ngrams=args["wordNgrams"],
-                            labels=dec[nwords:], label_counts=counts[nwords:],
-                            pruneidx_size=h["pruneidx_size"], prune_pairs=pairs)
-    dictionary._word_bytes = word_bytes
-    return dictionary
+    return Dictionary.from_word_bytes(*parts[0], counts[:nwords], ntokens=h["ntokens"],
+                                      bucket=args["bucket"], word_ngrams=args["wordNgrams"],
+                                      labels=decode_words(*parts[1]),
+                                      label_counts=counts[nwords:],
+                                      pruneidx_size=h["pruneidx_size"], prune_pairs=pairs)
 
 
 def _read_flag(cur: _Cursor, what: str) -> bool:
@@ -379,7 +400,7 @@ def read_bin(path: str | os.PathLike[str], *, mmap: str | bool | None = None,
                 cur = _Cursor(bytearray(), p, size=nbytes, fh=fh)
             _check_signature(cur)
             args = _check_args(cur, cur.table(_ARGS_STRUCT, ARGS_HEADER, "args header"))
-            dictionary = _read_dictionary(cur, args)
+            dictionary = _read_dictionary(cur, args, os.fstat(fh.fileno()))
             if _read_flag(cur, "quantization flag"):
                 raise QuantizedModelError(
                     f"{str(p)!r}: the input matrix is product-quantized (a .ftz model); "

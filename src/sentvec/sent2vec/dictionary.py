@@ -108,7 +108,8 @@ class Dictionary:
     Attributes
     ----------
     words : list of str
-        ``words[i]`` is the word with id ``i``.
+        ``words[i]`` is the word with id ``i`` (decoded on first use for a dictionary made
+        :meth:`from_word_bytes`, as :func:`~sentvec.sent2vec.binfile.read_bin` makes them).
     counts : ndarray of shape (nwords,), int64
     nwords, nlabels, ntokens, bucket, word_ngrams : int
     """
@@ -116,18 +117,77 @@ class Dictionary:
     def __init__(self, words: Iterable[str], counts: Any, *, ntokens: int, bucket: int,
                  word_ngrams: int, labels: Iterable[str] = (), label_counts: Any = (),
                  pruneidx_size: int = -1, prune_pairs: Any = None) -> None:
-        self.words: list[str] = list(words)
+        self._words: list[str] | None = list(words)
+        if not set(map(type, self._words)) <= {str}:  # one C-level pass (1 M words: 30 ms)
+            for w in self._words:
+                if not isinstance(w, str):
+                    raise TypeError(f"words must be str, got {type(w).__name__}: {w!r:.60}")
+        self._word_bytes: tuple[np.ndarray, np.ndarray] | None = None
+        self._setup(len(self._words), counts, ntokens=ntokens, bucket=bucket,
+                    word_ngrams=word_ngrams, labels=labels, label_counts=label_counts,
+                    pruneidx_size=pruneidx_size, prune_pairs=prune_pairs)
+
+    @classmethod
+    def from_word_bytes(cls, wbytes: np.ndarray, offsets: np.ndarray, counts: Any, *,
+                        ntokens: int, bucket: int, word_ngrams: int,
+                        labels: Iterable[str] = (), label_counts: Any = (),
+                        pruneidx_size: int = -1, prune_pairs: Any = None) -> Dictionary:
+        """A dictionary whose words are given as UTF-8 bytes end to end, as a ``.bin`` holds them.
+
+        No Python ``str`` is made: :attr:`words` (and :attr:`word2id`) are decoded on first use
+        (``errors="surrogateescape"``), while inference only needs the bytes
+        (:meth:`word_bytes`), :attr:`eos_id` and :attr:`placeholder_id`, which are found in the
+        bytes. For the 1 M words of the published models this saves building 1 M ``str``
+        objects (about 190 MB) at load.
+
+        Parameters
+        ----------
+        wbytes : ndarray of shape (total,), uint8
+            The words' bytes end to end (no separators; NUL is not allowed in a word).
+        offsets : ndarray of shape (nwords + 1,), int64
+            Word ``i`` is ``wbytes[offsets[i]:offsets[i + 1]]``; ``offsets[0] == 0`` and
+            ``offsets[-1] == total``, non-decreasing.
+        counts, ntokens, bucket, word_ngrams, labels, label_counts, pruneidx_size, prune_pairs
+            As for :class:`Dictionary`.
+
+        Returns
+        -------
+        Dictionary
+
+        Raises
+        ------
+        ValueError
+            If the arrays do not fit together (shapes, dtypes, offsets out of order).
+        """
+        wb = np.asarray(wbytes)
+        offs = np.asarray(offsets)
+        if wb.ndim != 1 or wb.dtype != np.uint8:
+            raise ValueError(f"wbytes must be a 1-D uint8 array, got {wb.dtype} of shape "
+                             f"{wb.shape}")
+        if offs.ndim != 1 or offs.dtype != np.int64 or offs.shape[0] < 1:
+            raise ValueError(f"offsets must be a 1-D int64 array of nwords + 1 entries, got "
+                             f"{offs.dtype} of shape {offs.shape}")
+        if offs[0] != 0 or offs[-1] != wb.shape[0] or (offs[1:] < offs[:-1]).any():
+            raise ValueError(f"offsets must rise from 0 to len(wbytes) = {wb.shape[0]}")
+        self = cls.__new__(cls)
+        self._words = None
+        self._word_bytes = (wb, offs)
+        self._setup(offs.shape[0] - 1, counts, ntokens=ntokens, bucket=bucket,
+                    word_ngrams=word_ngrams, labels=labels, label_counts=label_counts,
+                    pruneidx_size=pruneidx_size, prune_pairs=prune_pairs)
+        return self
+
+    def _setup(self, nwords: int, counts: Any, *, ntokens: int, bucket: int, word_ngrams: int,
+               labels: Iterable[str], label_counts: Any, pruneidx_size: int,
+               prune_pairs: Any) -> None:
+        self._nwords = int(nwords)
         self.counts: np.ndarray = np.asarray(counts, dtype=np.int64).reshape(-1)
         self.labels: list[str] = list(labels)
         self.label_counts: np.ndarray = np.asarray(label_counts, dtype=np.int64).reshape(-1)
-        if len(self.words) != self.counts.shape[0]:
-            raise ValueError(f"{len(self.words)} words but {self.counts.shape[0]} counts")
+        if self._nwords != self.counts.shape[0]:
+            raise ValueError(f"{self._nwords} words but {self.counts.shape[0]} counts")
         if len(self.labels) != self.label_counts.shape[0]:
             raise ValueError(f"{len(self.labels)} labels but {self.label_counts.shape[0]} counts")
-        if not set(map(type, self.words)) <= {str}:  # one C-level pass (1 M words: 30 ms)
-            for w in self.words:
-                if not isinstance(w, str):
-                    raise TypeError(f"words must be str, got {type(w).__name__}: {w!r:.60}")
         if int(bucket) < 0:
             raise ValueError(f"bucket={bucket!r} is invalid; expected an integer >= 0")
         if int(word_ngrams) < 1:
@@ -143,13 +203,21 @@ class Dictionary:
         self.prune_pairs = (np.zeros((0, 2), dtype=np.int32) if prune_pairs is None
                             else np.asarray(prune_pairs, dtype=np.int32).reshape(-1, 2))
         self._word2id: dict[str, int] | None = None
-        self._word_bytes: tuple[np.ndarray, np.ndarray] | None = None
+        self._table: np.ndarray | None = None
 
     # ------------------------------------------------------------------ basic queries
     @property
+    def words(self) -> list[str]:
+        """``words[i]`` is the word with id ``i`` (decoded on first use when the dictionary was
+        made :meth:`from_word_bytes`)."""
+        if self._words is None:
+            self._words = decode_words(*self._word_bytes)
+        return self._words
+
+    @property
     def nwords(self) -> int:
         """Number of words (rows ``0 .. nwords-1`` of the input matrix)."""
-        return len(self.words)
+        return self._nwords
 
     @property
     def nlabels(self) -> int:
@@ -157,7 +225,7 @@ class Dictionary:
         return len(self.labels)
 
     def __len__(self) -> int:
-        return len(self.words)
+        return self._nwords
 
     def __repr__(self) -> str:
         return (f"Dictionary(nwords={self.nwords}, ntokens={self.ntokens}, bucket={self.bucket}, "
@@ -178,11 +246,18 @@ class Dictionary:
     @property
     def placeholder_id(self) -> int:
         """Id of ``<PLACEHOLDER>`` (0 in every official sent2vec model), or -1 if absent."""
+        if self._words is None:  # in the bytes, without decoding every word
+            wb, offs = self._word_bytes
+            if self._nwords and bytes(wb[offs[0]:offs[1]]) == _PLACEHOLDER_B:
+                return 0
+            return _last_id_of(wb, offs, _PLACEHOLDER_B)
         return 0 if self.words and self.words[0] == PLACEHOLDER else self.get_id(PLACEHOLDER)
 
     @property
     def eos_id(self) -> int:
         """Id of the end-of-sentence word ``</s>``, or -1 if absent."""
+        if self._words is None:  # in the bytes, without decoding every word
+            return _last_id_of(*self._word_bytes, _EOS_B)
         if self._word2id is None:  # one C-level scan instead of building the whole mapping
             words = self.words
             if EOS not in words:
@@ -207,6 +282,27 @@ class Dictionary:
                       else np.zeros(0, np.uint8))
             self._word_bytes = (wbytes, offsets)
         return self._word_bytes
+
+    def word_table(self) -> np.ndarray:
+        """Hash table of the word ids over their bytes, for compiled lookups (built on first use).
+
+        fastText's ``Dictionary::word2int_`` design: open addressing with linear probing over
+        the FNV-1a hash of the word's UTF-8 bytes (:mod:`sentvec.sent2vec._wordtable`, Numba);
+        a duplicated word maps to its last id, as officially.
+
+        Returns
+        -------
+        ndarray of shape (capacity,), int32
+            ``capacity`` is the smallest power of two >= max(16, 2 * nwords + 1). A slot holds
+            -1 (empty), -2 (the id :attr:`eos_id`, so lookups can tell ``</s>`` apart) or a word
+            id.
+        """
+        if self._table is None:
+            from sentvec.sent2vec._wordtable import build_table
+
+            wbytes, offsets = self.word_bytes()
+            self._table = build_table(wbytes, offsets, self.eos_id)
+        return self._table
 
     def ids(self, tokens: Iterable[str]) -> np.ndarray:
         """Ids of the in-vocabulary ``tokens``, in order; unknown tokens are dropped.
@@ -383,6 +479,38 @@ def vocabulary_order(counts: np.ndarray, types: np.ndarray, min_count: int,
     if max_vocab_size is not None and max_vocab_size < len(idx):
         idx = idx[std_sort_order(_sort_keys(counts[idx], types[idx]))[:max_vocab_size]]
     return idx
+
+
+def decode_words(wbytes: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """Decode words given as bytes end to end (see :meth:`Dictionary.from_word_bytes`).
+
+    One ``bytes.decode`` (UTF-8, ``errors="surrogateescape"``) of all the words joined by NULs,
+    then a split on NUL: UTF-8 decoding resynchronises at every NUL, so this equals decoding
+    word by word, invalid bytes included.
+
+    Returns
+    -------
+    list of str, ``len(offsets) - 1`` entries
+    """
+    n = offsets.shape[0] - 1
+    if n <= 0:
+        return []
+    joined = np.insert(np.asarray(wbytes, dtype=np.uint8), offsets[1:], 0)  # NUL after each
+    words = joined.tobytes().decode("utf-8", "surrogateescape").split("\x00")
+    words.pop()  # after the last NUL
+    return words
+
+
+def _last_id_of(wbytes: np.ndarray, offsets: np.ndarray, word: bytes) -> int:
+    """Id of the last word equal to ``word`` (bytes), or -1: a vectorised scan of the bytes."""
+    lens = offsets[1:] - offsets[:-1]
+    cand = np.flatnonzero(lens == len(word))
+    if cand.size == 0:
+        return -1
+    if word:
+        rows = wbytes[offsets[cand, None] + np.arange(len(word))]
+        cand = cand[(rows == np.frombuffer(word, dtype=np.uint8)).all(axis=1)]
+    return int(cand[-1]) if cand.size else -1
 
 
 # ---------------------------------------------------------------------- hashing

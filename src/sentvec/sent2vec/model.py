@@ -396,12 +396,9 @@ class Sent2Vec:
     # ------------------------------------------------------------------ inference
     def _lookup_table(self) -> tuple:
         if self._table is None:
-            from sentvec.sent2vec import _infer
-
-            wbytes, offsets = self.dictionary.word_bytes()
-            skip = self.dictionary.eos_id
-            table = _infer.build_table(wbytes, offsets, skip)
-            self._table = (table, wbytes, offsets, skip)
+            d = self.dictionary
+            wbytes, offsets = d.word_bytes()
+            self._table = (d.word_table(), wbytes, offsets, d.eos_id)
         return self._table
 
     def encode_with_stats(self, sentences: Any, *, batch_size: int | None = None,
