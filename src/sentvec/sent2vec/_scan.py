@@ -143,7 +143,12 @@ def _has_prefix(koff, arena, nkeys, prefix):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _close(lens, ns, nt, start, short):
+def close_sentence(lens, ns, nt, start, short):
+    """End the sentence stored at ``out[start:nt]``: keep it if it has >= 2 ids, else drop it.
+
+    Returns the new (stored sentences, stored tokens, next sentence start, short sentences).
+    The one rule of both conversions (this scan and :mod:`sentvec.sent2vec.corpus`).
+    """
     if nt - start >= 2:
         lens[ns] = nt - start
         return ns + 1, nt, nt, short
@@ -165,17 +170,17 @@ def remap_segment(raw, key2id, eos_id, out, lens, counters):
     start = 0
     for x in raw:
         if x < 0:
-            ns, nt, start, short = _close(lens, ns, nt, start, short)
+            ns, nt, start, short = close_sentence(lens, ns, nt, start, short)
             continue
         w = key2id[x]
         if w == eos_id and w >= 0:
-            ns, nt, start, short = _close(lens, ns, nt, start, short)
+            ns, nt, start, short = close_sentence(lens, ns, nt, start, short)
         else:
             nraw += 1
             if w >= 0:
                 out[nt] = w
                 nt += 1
-    ns, nt, start, short = _close(lens, ns, nt, start, short)
+    ns, nt, start, short = close_sentence(lens, ns, nt, start, short)
     counters[0] = nt
     counters[1] = ns
     counters[2] = nraw

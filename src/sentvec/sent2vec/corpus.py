@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit
 
 from sentvec.sent2vec._wordtable import build_table, is_sep as _is_sep, lookup
+from sentvec.sent2vec._scan import close_sentence
 from sentvec.sent2vec.dictionary import iter_line_blocks
 
 
@@ -117,18 +118,6 @@ class CorpusIds:
 _BLOCK_BYTES = 16 << 20
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _close_sentence(lens, ns, nt, start, short):
-    """End the sentence stored at ``out[start:nt]``: keep it if it has >= 2 ids, else drop it.
-
-    Returns the new (stored sentences, stored tokens, next sentence start, short sentences).
-    """
-    if nt - start >= 2:
-        lens[ns] = nt - start
-        return ns + 1, nt, nt, short
-    return ns, start, start, short + (1 if nt > start else 0)
-
-
 @njit(cache=True, nogil=True)
 def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
     """Tokenize ``data`` (whole lines); store sentences of >= 2 known ids.
@@ -148,7 +137,7 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
         if b == 10 or _is_sep(b):
             if b == 10:
                 lines += 1
-                ns, nt, start, short = _close_sentence(lens, ns, nt, start, short)
+                ns, nt, start, short = close_sentence(lens, ns, nt, start, short)
             i += 1
             continue
         j = i
@@ -156,14 +145,14 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
             j += 1
         w = lookup(data, i, j, table, wbytes, woffsets, -1)
         if w == eos_id and w >= 0:  # a literal </s> ends the sentence (getLine)
-            ns, nt, start, short = _close_sentence(lens, ns, nt, start, short)
+            ns, nt, start, short = close_sentence(lens, ns, nt, start, short)
         else:
             raw += 1
             if w >= 0:
                 out[nt] = w
                 nt += 1
         i = j
-    ns, nt, start, short = _close_sentence(lens, ns, nt, start, short)  # last line, no newline
+    ns, nt, start, short = close_sentence(lens, ns, nt, start, short)  # last line, no newline
     if end > 0 and data[end - 1] != 10:
         lines += 1
     counters[0] = nt
