@@ -138,4 +138,3 @@ def test_embed_text_output_is_python_formatting_of_its_npy_output(tmp_path, caps
     capsys.readouterr()
     assert main(["embed", model, "-i", inp]) == 0
     assert capsys.readouterr().out.encode() == text
-

@@ -34,13 +34,8 @@ _COMMAND_MODULES = (
 )
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """Return the top-level parser with every available sub-command registered.
-
-    With ``command`` (a sub-command name such as ``"embed"``), only that sub-command's module is
-    imported and registered, when it exists: a command's start-up then skips importing the
-    other commands' modules (and what they import).
-    """
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every available sub-command registered."""
     parser = argparse.ArgumentParser(
         prog="sentvec",
         description="Unsupervised sentence embeddings: Sent2Vec and WhiteningBERT.",
@@ -49,10 +44,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"sentvec {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    names = _COMMAND_MODULES
-    if command is not None and command.replace("-", "_") in _COMMAND_MODULES:
-        names = (command.replace("-", "_"),)
-    for name in names:
+    for name in _COMMAND_MODULES:
         try:
             module = importlib.import_module(f"sentvec.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -60,8 +52,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 continue  # command not shipped in this build
             raise
         module.register(sub)
-    if names != _COMMAND_MODULES and command not in sub.choices:
-        return build_parser()  # not a command name after all: the full parser's message
     return parser
 
 
@@ -116,9 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     like Ctrl-C (``KeyboardInterrupt`` in the main thread, so temporary files are removed) and
     returns 143.
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(list(argv) if argv is not None else None)
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
