@@ -21,7 +21,6 @@ bare decimal point are dropped; ``-0.0`` gives ``-0``.
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from typing import IO
 
 import numba
@@ -40,8 +39,6 @@ _POW2 = np.array([2.0 ** (be - 150) for be in range(256)], dtype=np.float64)
 _DECADE = np.array([math.floor((be - 127) * math.log10(2.0)) for be in range(256)], np.int64)
 _PAIRS = np.frombuffer("".join(f"{i:02d}" for i in range(100)).encode(), dtype=np.uint8).copy()
 
-#: Fewest rows worth a thread of their own.
-_ROWS_PER_THREAD = 2048
 
 #: Longest value: ``-0.000123457`` or ``-1.23457e-05`` (12 bytes) plus its separator.
 _MAX_VALUE_BYTES = 13
@@ -205,22 +202,16 @@ def _format_block(rows: np.ndarray) -> list:
     return pieces
 
 
-def _pieces(rows: np.ndarray, num_threads: int) -> list:
+def _pieces(rows: np.ndarray) -> list:
     n, dim = rows.shape
     if n == 0:
         return []
     if dim == 0:
         return [b"\n" * n]
-    parts = max(1, min(num_threads, n // _ROWS_PER_THREAD))
-    if parts == 1:
-        return _format_block(rows)
-    bounds = [n * i // parts for i in range(parts + 1)]
-    with ThreadPoolExecutor(parts) as pool:
-        blocks = list(pool.map(lambda a, b: _format_block(rows[a:b]), bounds[:-1], bounds[1:]))
-    return [piece for block in blocks for piece in block]
+    return _format_block(rows)
 
 
-def format_rows(rows: np.ndarray, *, num_threads: int = 1) -> bytes:
+def format_rows(rows: np.ndarray) -> bytes:
     """Vectors as text lines, byte-identical to :func:`format_rows_python`.
 
     Parameters
@@ -228,8 +219,6 @@ def format_rows(rows: np.ndarray, *, num_threads: int = 1) -> bytes:
     rows : numpy.ndarray, shape (n, d), dtype float32
         The vectors (e.g. the output of ``Sent2Vec.encode``). Other float dtypes are refused:
         the fast path is exact only for values that a double holds with 29 spare bits.
-    num_threads : int, default 1
-        Threads formatting row blocks at once (the kernel runs without the GIL).
 
     Returns
     -------
@@ -243,10 +232,10 @@ def format_rows(rows: np.ndarray, *, num_threads: int = 1) -> bytes:
     ValueError
         If ``rows`` is not a 2-D float32 array.
     """
-    return b"".join(_pieces(_check_rows(rows), num_threads))
+    return b"".join(_pieces(_check_rows(rows)))
 
 
-def write_rows(stream: IO[bytes], rows: np.ndarray, *, num_threads: int = 1) -> int:
+def write_rows(stream: IO[bytes], rows: np.ndarray) -> int:
     """Write :func:`format_rows` ``(rows)`` to a binary stream without joining it first.
 
     Parameters
@@ -254,7 +243,6 @@ def write_rows(stream: IO[bytes], rows: np.ndarray, *, num_threads: int = 1) -> 
     stream : binary file object
         Anything with ``write(bytes-like)``.
     rows : numpy.ndarray, shape (n, d), dtype float32
-    num_threads : int, default 1
 
     Returns
     -------
@@ -267,7 +255,7 @@ def write_rows(stream: IO[bytes], rows: np.ndarray, *, num_threads: int = 1) -> 
         If ``rows`` is not a 2-D float32 array (nothing is written).
     """
     total = 0
-    for piece in _pieces(_check_rows(rows), num_threads):
+    for piece in _pieces(_check_rows(rows)):
         stream.write(piece)
         total += len(piece)
     return total

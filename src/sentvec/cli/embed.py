@@ -10,7 +10,6 @@ the official binary, which works on bytes); the last two report how many lines w
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -100,7 +99,6 @@ def _run_embed(args: argparse.Namespace) -> int:
     batch_size = check_positive_int("--batch-size", args.batch_size)
     threads = None if args.threads is None else check_positive_int("--threads", args.threads)
     _check_output(args.output)
-    format_threads = threads or len(getattr(os, "sched_getaffinity", lambda _: [1])(0))
     try:
         model = Sent2Vec.load(args.model, mmap="r" if args.mmap else None, inference_only=True)
     except FileNotFoundError as exc:
@@ -136,7 +134,7 @@ def _run_embed(args: argparse.Namespace) -> int:
             if text_out is None:
                 chunks.append(emb)
             else:
-                write_rows(text_out, emb, num_threads=format_threads)
+                write_rows(text_out, emb)
         if out_is_npy:
             result = (np.concatenate(chunks) if chunks
                       else np.zeros((0, model.dim), dtype=np.float32))
