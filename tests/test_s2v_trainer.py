@@ -251,3 +251,47 @@ def test_warm_up_compiles_the_signatures_training_uses(corpus):
     fit(corpus, thread=2, update="target")
     assert set(K._JOBS["fast"].signatures) == jobs and len(jobs) == 1
     assert {f: set(f.signatures) for f in scans} == scans
+
+
+@pytest.mark.parametrize("update", ["sentence", "target"])
+def test_one_pass_reader_trains_the_same_bits_as_the_two_pass_reader(corpus, update, tmp_path,
+                                                                    monkeypatch):
+    # the two-pass path (Python Counter reader, then the text conversion) is what training
+    # ran before the compiled one-pass read; forcing its fallback must change no bit of the
+    # model, the written .bin included
+    from sentvec.sent2vec import _scan
+    from sentvec.sent2vec import corpus as corpus_mod
+
+    m1, r1 = fit(corpus, thread=1, update=update)
+    calls = []
+    convert = corpus_mod.convert_corpus
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return convert(*args, **kwargs)
+
+    # the one-pass read gives up past 75 distinct tokens; the Python reader does not prune
+    monkeypatch.setattr(_scan, "MAX_VOCAB_SIZE", 100)
+    monkeypatch.setattr(corpus_mod, "convert_corpus", spy)
+    m2, r2 = fit(corpus, thread=1, update=update)
+    assert calls == [1]  # the two-pass path ran
+    assert m1.dictionary.words == m2.dictionary.words
+    assert np.array_equal(m1.input_matrix, m2.input_matrix)
+    assert np.array_equal(m1.output_matrix, m2.output_matrix)
+    assert r1.epochs[-1].loss == r2.epochs[-1].loss
+    a, b = m1.save_bin(tmp_path / "one.bin"), m2.save_bin(tmp_path / "two.bin")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_input_matrix_init_is_one_uniform_stream_whatever_the_chunks():
+    # oracle: one default_rng(seed) float32 draw of the whole matrix, scaled to
+    # [-1/dim, 1/dim) (official Matrix::uniform(1/dim)); 4.2 M values cross a 4 Mi chunk
+    from sentvec.sent2vec.trainer import _init_input
+
+    rows, dim, seed = 42_000, 100, 7
+    ref = np.random.default_rng(seed).random((rows, dim), dtype=np.float32)
+    ref = ref * np.float32(2.0 / dim) - np.float32(1.0 / dim)
+    got = _init_input(rows, dim, seed)
+    assert got.dtype == np.float32 and got.shape == (rows, dim)
+    assert np.array_equal(got, ref)
+    assert got.min() >= -1.0 / dim and got.max() < 1.0 / dim

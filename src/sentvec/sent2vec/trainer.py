@@ -20,7 +20,6 @@ all epochs (official ``trainThread``). With ``thread=1`` a run is bit-reproducib
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
