@@ -204,6 +204,7 @@ def test_eval_sts_year_abtt_equals_the_numpy_transcription(s2v, small_data, tmp_
         "n_components": max(1, round(s2v.dim / 100))}
 
 
+@pytest.mark.filterwarnings("ignore:1 of 489 sentences have no in-vocabulary word")
 def test_eval_sts_corpus_abtt_equals_the_numpy_transcription(s2v, small_data, tmp_path):
     from sentvec.encoders import text_variant_of
 
