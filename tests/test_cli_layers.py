@@ -177,6 +177,62 @@ def test_report_rows_skips_and_sent2vec(env, layers_run, tmp_path):
             assert f"| model | {token} | {layer} | {flag} |" in mean_table
 
 
+@pytest.mark.slow
+def test_layers_abtt_reuses_the_cached_vectors_and_scores_what_score_sts_gives(env, layers_run,
+                                                                              capsys, tmp_path):
+    # --postprocess abtt: all-but-the-top per year instead of the whitening, on the per-layer
+    # vectors the first run cached (no forward pass here); the oracle scores those vectors
+    from sentvec.cache import VectorCache, pooled_layer_vectors
+    from sentvec.cli._args import load_transformer
+    from sentvec.evaluation import score_sts, unique_sentences
+    from sentvec.evaluation.layers import LayerAnalysis, combine_layers
+    from sentvec.whitening import AllButTheTop
+
+    capsys.readouterr()
+    out = tmp_path / "abtt"
+    rc = main(["layers", "--model", env["model"], "--out", str(out), "--max-combination", "0",
+               "--postprocess", "abtt", "--abtt-components", "4", *env["common"]])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "cache hit" in printed
+    stem = "model-mean-abtt4"  # beside, not over, the whitening run's files
+    assert sorted(p.name for p in out.iterdir()) == [f"{stem}-fig1-pairs.png",
+                                                     f"{stem}-layers.json", f"{stem}-layers.md"]
+    data = json.loads((out / f"{stem}-layers.json").read_text())
+    assert data["postprocessing"] == {"method": "AllButTheTop", "params": {"n_components": 4}}
+    a = LayerAnalysis.from_dict(data)
+    first = LayerAnalysis.from_dict(json.loads((layers_run / "model-mean-layers.json")
+                                               .read_text()))
+    assert [p for p in a.pairs if p.whitening == "none"] == [
+        p for p in first.pairs if p.whitening == "none"]
+    assert "AllButTheTop(n_components=4) per year" in (out / f"{stem}-layers.md").read_text()
+    tasks = _tasks(env)
+    sents = unique_sentences(tasks)
+    vecs, hit, _ = pooled_layer_vectors(load_transformer(env["model"]), sents,
+                                        cache=VectorCache(env["common"][5]))
+    assert hit
+    year = [p for p in a.pairs if p.whitening == "year"]
+    assert len(year) == 6
+    for p in year:
+        want = score_sts(tasks, sents, combine_layers(vecs["mean"], p.layers), whitening="year",
+                         postprocessor=AllButTheTop(4))
+        assert p.average == want.average and dict(p.task_scores) == want.task_scores
+    # the printed eval-sts command names the same post-processing
+    line = next(x for x in printed.splitlines()
+                if x.startswith("AllButTheTop(n_components=4) per year: best"))
+    command = shlex.split(line.split("(the same score: ")[1].rstrip(")"))
+    assert command[command.index("--whiten") + 1] == "year"
+    assert command[command.index("--postprocess") + 1] == "abtt"
+    assert command[command.index("--abtt-components") + 1] == "4"
+    assert "--n-components" not in command
+    assert main(["layers", "--model", env["model"], "--out", str(tmp_path / "x"),
+                 "--postprocess", "abtt", "--k", "8", *env["common"]]) == 2
+    assert "--k is the whitening dimension" in capsys.readouterr().err
+    assert main(["layers", "--model", env["model"], "--out", str(tmp_path / "x"),
+                 "--postprocess", "abtt", "--abtt-components", "385", *env["common"]]) == 2
+    assert "--abtt-components=385 is invalid" in capsys.readouterr().err
+
+
 def test_errors_are_reported_not_raised(data_env, capsys, tmp_path):
     env = data_env
     assert main(["layers", "--model", str(S2V_BIN), *env["common"]]) == 2

@@ -212,3 +212,48 @@ def add_transformer_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-length", type=positive_int, default=None,
                    help="longest input in tokens (default: the model's own limit)")
     p.add_argument("--out", default="layers-out", help="output directory (default layers-out)")
+
+
+#: ``--postprocess`` choices: what is fitted in place of the per-year (or corpus) whitening.
+POSTPROCESS_CHOICES = ("whitening", "abtt")
+
+
+def add_postprocess_options(p: argparse.ArgumentParser) -> None:
+    """``--postprocess {whitening,abtt}`` and ``--abtt-components D`` (layers, eval-sts)."""
+    p.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="whitening",
+                   help="what the whitening step fits: whitening (default) or abtt = "
+                        "all-but-the-top (Mu & Viswanath 2018: centre, remove the top D "
+                        "principal directions), fitted the same way")
+    p.add_argument("--abtt-components", type=positive_int, default=None, metavar="D",
+                   help="D of --postprocess abtt (default max(1, round(d / 100)), as "
+                        "`sentvec report`)")
+
+
+def check_postprocess_options(args: argparse.Namespace, k_option: str) -> None:
+    """Refuse option mixes before any work: ``--abtt-components`` without ``--postprocess abtt``,
+    and the whitening dimension (``k_option``, e.g. ``--n-components``) with it."""
+    if args.postprocess != "abtt":
+        if args.abtt_components is not None:
+            raise ValueError("--abtt-components needs --postprocess abtt")
+        return
+    if getattr(args, k_option.lstrip("-").replace("-", "_")) is not None:
+        raise ValueError(f"{k_option} is the whitening dimension; it is invalid with "
+                         "--postprocess abtt (use --abtt-components)")
+
+
+def year_postprocessor(args: argparse.Namespace, encoder: Any) -> Any:
+    """The unfitted estimator of ``--postprocess`` (None for whitening): ``AllButTheTop(D)`` with
+    ``D = --abtt-components`` or ``default_abtt_components(d)`` of the encoder's width."""
+    if args.postprocess != "abtt":
+        return None
+    from sentvec.encoders import output_dimension
+    from sentvec.whitening import AllButTheTop, check_n_components, default_abtt_components
+
+    d = output_dimension(encoder)
+    if args.abtt_components is not None:
+        check_n_components(args.abtt_components, d, name="--abtt-components")
+        return AllButTheTop(args.abtt_components)
+    if d is None:
+        raise ValueError(f"{type(encoder).__name__} does not state its width; give "
+                         "--abtt-components")
+    return AllButTheTop(default_abtt_components(d))

@@ -12,6 +12,7 @@ Examples::
     sentvec eval-sts --model mpnet --json table1.json
     sentvec eval-sts --pooling mean --layers 1,-1 --whiten year --n-components 128
     sentvec eval-sts --layers=-1 --whiten corpus.txt --aggregation all
+    sentvec eval-sts --layers 1,-1 --whiten year --postprocess abtt --abtt-components 4
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import Any
 
 from sentvec.cli._args import (
     MODEL_HELP,
+    add_postprocess_options,
+    check_postprocess_options,
     layer_list,
     plain_text,
     positive_int,
@@ -32,6 +35,7 @@ from sentvec.cli._args import (
     add_progress_option,
     progress,
     sts_tasks_for,
+    year_postprocessor,
 )
 
 _AGGREGATION_HELP = {
@@ -67,6 +71,7 @@ def register(subparsers: Any) -> None:
                         "none)")
     p.add_argument("--n-components", type=positive_int, default=None, metavar="K",
                    help="dimensions kept by the whitening (BERT-whitening's k; default all)")
+    add_postprocess_options(p)
     p.add_argument("--aggregation", choices=tuple(_AGGREGATION_HELP), default="mean",
                    help="task score over subsets: " + "; ".join(
                        f"{k} = {v}" for k, v in _AGGREGATION_HELP.items()) + " (default mean)")
@@ -185,6 +190,9 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
 def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     """--whiten -> (value for evaluate_sts, metadata)."""
     w = args.whiten or "none"
+    check_postprocess_options(args, "--n-components")
+    if args.postprocess == "abtt" and w == "none":
+        raise ValueError("--postprocess abtt needs --whiten year or a corpus FILE")
     if w in ("none", "year"):
         if w == "none" and args.n_components is not None:
             raise ValueError("--n-components needs --whiten year, a corpus FILE or a Whitening DIR")
@@ -195,6 +203,9 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
 
         if args.n_components is not None:
             raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
+        if args.postprocess != "whitening":
+            raise ValueError(f"--postprocess {args.postprocess} is for --whiten year or a corpus "
+                             "FILE; a saved DIR applies the post-processor it holds")
         # a saved Whitening, or a saved pipeline's whitening (as `encode --whitening` takes)
         fitted = load_whitening(path)
         return fitted, {"whitening_source": f"saved {type(fitted).__name__} {str(path)!r}"}
@@ -216,6 +227,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     if encoder is None:
         encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
     check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
+    postprocessor = year_postprocessor(args, encoder)  # before encoding: D is checked
     if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
         check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
     tasks = sts_tasks_for(args, encoder)
@@ -223,7 +235,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     t0 = time.perf_counter()
     result = evaluate_sts(encoder, tasks, whitening=whitening, n_components=args.n_components,
                           aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta,
-                          show_progress_bar=progress(args))
+                          show_progress_bar=progress(args), postprocessor=postprocessor)
     t_eval = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
     result = result.replace(metadata={**result.metadata, "timing_s": {
@@ -237,8 +249,14 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     if inner:
         print(f"pipeline: {meta.get('pipeline', '?')}: its own Whitening (k={inner.get('n_components')}, "
               f"fitted on {inner.get('n_samples_seen')} rows) is applied inside the model")
+    method = _method_label(meta)
     if w.mode == "none":
         print("whitening: none" + (" (besides the pipeline's)" if inner else ""))
+    elif method:
+        print(f"post-processing: {method} ({w.mode}): "
+              f"{w.fit_corpus or meta.get('whitening_source')}"
+              f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
+              f"{'; ' + meta['whitening_source'] if 'whitening_source' in meta else ''}")
     else:
         print(f"whitening: {w.mode}; fitted on {w.fit_corpus or meta.get('whitening_source')}"
               f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
@@ -254,6 +272,16 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     return 0
 
 
+def _method_label(meta: dict[str, Any]) -> str | None:
+    """``"AllButTheTop(n_components=4)"`` for a post-processor other than a Whitening (those
+    keep the "whitening" wording), else None."""
+    from sentvec.evaluation import postprocessing_label
+
+    pp = meta.get("postprocessing")
+    return None if not isinstance(pp, dict) or pp.get("method") == "Whitening" else (
+        postprocessing_label(pp))
+
+
 def _config_label(meta: dict[str, Any], result: Any) -> str:
     pooling = meta.get("pooling")
     if pooling is None:
@@ -265,7 +293,10 @@ def _config_label(meta: dict[str, Any], result: Any) -> str:
     inner = meta.get("pipeline_whitening")
     if inner:
         label += f" + pipeline whitening (k={inner.get('n_components')})"
-    if result.whitening.mode != "none":
+    method = _method_label(meta)
+    if result.whitening.mode != "none" and method:
+        label += f" + {method}"
+    elif result.whitening.mode != "none":
         label += " + whitening"
         if result.whitening.n_components:
             label += f" (k={result.whitening.n_components})"
@@ -280,4 +311,7 @@ def run(args: argparse.Namespace) -> int:
 
         check_output_path(args.json, what="--json")
     single = args.pooling is not None or args.layers is not None or args.whiten is not None
+    if not single and (args.postprocess != "whitening" or args.abtt_components is not None):
+        raise ValueError("--postprocess / --abtt-components need --whiten year or a corpus FILE "
+                         "(the Table 1 block has its own whitening row)")
     return _single(args, t_start) if single else _table1(args, t_start)

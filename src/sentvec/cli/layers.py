@@ -2,7 +2,9 @@
 
 All pairs of hidden states and the best combination per size, without and with whitening, from
 one forward pass (per-layer vectors cached on disk: ``$SENTVEC_CACHE`` or ``~/.cache/sentvec``;
-``--no-cache`` disables), written as JSON, Markdown and two PNG figures.
+``--no-cache`` disables), written as JSON, Markdown and two PNG figures. ``--postprocess abtt``
+fits all-but-the-top per year in place of the whitening (same cached vectors; files named
+``...-abttD-...``).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from typing import Any
 
 from sentvec.cli._args import (
     add_evaluation_options,
+    add_postprocess_options,
     add_transformer_options,
     check_output_path,
+    check_postprocess_options,
     load_transformer,
     positive_int,
     progress,
@@ -23,11 +27,12 @@ from sentvec.cli._args import (
     slug,
     sts_tasks_for,
     vector_cache,
+    year_postprocessor,
 )
 
 
 def _eval_sts_command(args: argparse.Namespace, layers: tuple[int, ...],
-                      whitening: str) -> str | None:
+                      whitening: str, postprocessor: Any = None) -> str | None:
     """The ``sentvec eval-sts`` command that scores one combination of this ``layers`` run
     exactly (same model, pooling, tasks, data, text variant, aggregation and k); ``None`` when
     eval-sts has no equivalent (``--max-length``)."""
@@ -39,6 +44,9 @@ def _eval_sts_command(args: argparse.Namespace, layers: tuple[int, ...],
              "--layers", ",".join(str(i) for i in layers)]
     if whitening == "year":
         parts += ["--whiten", "year"]
+        if postprocessor is not None:
+            parts += ["--postprocess", "abtt", "--abtt-components",
+                      str(postprocessor.n_components)]
         if args.k is not None:
             parts += ["--n-components", str(args.k)]
     if args.aggregation != "mean":
@@ -58,8 +66,10 @@ def run_layers(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.max_combination is not None and args.max_combination < 0:
         raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
+    check_postprocess_options(args, "--k")
     out = check_output_path(args.out, what="--out", kind="dir")  # before the work
     encoder = load_transformer(args.model, args.device, max_length=args.max_length)
+    postprocessor = year_postprocessor(args, encoder)
     tasks = sts_tasks_for(args, encoder)
     cache = vector_cache(args)
     with warnings.catch_warnings(record=True) as caught:
@@ -69,11 +79,12 @@ def run_layers(args: argparse.Namespace) -> int:
             include_embedding_layer=not args.no_embedding_layer,
             exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
             search=args.max_combination != 0, aggregation=args.aggregation,
-            n_components=args.k, cache=cache, batch_size=args.batch_size,
+            n_components=args.k, postprocessor=postprocessor, cache=cache, batch_size=args.batch_size,
             show_progress_bar=progress(args), model_name=args.model,
             background_save=True)  # a new cache entry is written during the files and plots
     report_warnings(caught)
-    stem = f"{slug(args.model)}-{args.pooling}"
+    stem = f"{slug(args.model)}-{args.pooling}" + (
+        "" if postprocessor is None else f"-abtt{postprocessor.n_components}")
     data = analysis.to_dict()
     data["timings"]["total_s"] = time.perf_counter() - t0
     atomic_write_json(out / f"{stem}-layers.json", data)
@@ -88,8 +99,8 @@ def run_layers(args: argparse.Namespace) -> int:
     report_warnings(caught)
     for w in analysis.whitening_modes:
         best = analysis.best_pair(w)
-        again = _eval_sts_command(args, best.layers, w)
-        print(f"whitening={w}: best single layer or pair: {best.label} = {best.average:.2f}"
+        again = _eval_sts_command(args, best.layers, w, postprocessor)
+        print(f"{analysis.mode_label(w)}: best single layer or pair: {best.label} = {best.average:.2f}"
               + (f" (the same score: {again})" if again else ""))
         for s in analysis.curve(w):
             print(f"  {s.n_layers} layers: {s.best.label} = {s.best.average:.2f} "
@@ -107,7 +118,8 @@ def register(subparsers: Any) -> None:
         "layers", help="WhiteningBERT Figures 1-2: layer combinations",
         description="Score every pair of hidden states (Figure 1 heat map) and the best "
                     "combination of each size (Figure 2) on the STS tasks, with and without "
-                    "per-year whitening, from one forward pass; writes JSON, Markdown and PNGs.")
+                    "per-year whitening (or all-but-the-top: --postprocess abtt), from one "
+                    "forward pass; writes JSON, Markdown and PNGs.")
     add_transformer_options(p)
     p.add_argument("--max-combination", type=int, default=None,
                    help="largest number of combined hidden states in the Figure-2 search "
@@ -121,5 +133,6 @@ def register(subparsers: Any) -> None:
                    help="exclude hidden state 0 from the Figure-2 candidates")
     p.add_argument("--k", type=positive_int, default=None,
                    help="whitening dimension (default: all)")
+    add_postprocess_options(p)
     add_evaluation_options(p)
     p.set_defaults(func=run_layers)

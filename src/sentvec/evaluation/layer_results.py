@@ -16,6 +16,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from sentvec.evaluation.results import postprocessing_label
+
 __all__ = ["LAYER_WHITENING_MODES", "SEARCH_METHODS", "COMBINATION_NOTE", "layer_label",
            "rank_key", "CombinationScore", "SizeBest", "LayerTimings", "LayerAnalysis"]
 
@@ -48,6 +50,14 @@ def layer_label(layers: Sequence[int]) -> str:
     return "+".join(f"L{i}" for i in layers)
 
 
+def _describe_postprocessor(postprocessor: Any) -> dict[str, Any]:
+    """``{"method": class name, "params": get_params()}`` of an estimator fitted per STS year
+    (the record ``STSResult.metadata["postprocessing"]`` holds, without its ``fit`` entry)."""
+    get = getattr(postprocessor, "get_params", None)
+    return {"method": type(postprocessor).__name__,
+            "params": dict(get(deep=False)) if callable(get) else {}}
+
+
 def rank_key(score: "CombinationScore") -> tuple[float, tuple[int, ...]]:
     """Sort key: best average first (NaN, an undefined score, last), then smallest layers."""
     return (-score.average if math.isfinite(score.average) else math.inf, score.layers)
@@ -62,6 +72,7 @@ class CombinationScore:
     layers : tuple of int
         Sorted hidden-state indices (0 = embedding output).
     whitening : {"none", "year"}
+        "year": fitted per STS year, a Whitening or the analysis' ``postprocessing``.
     average : float
         Mean of the task scores (Spearman rho x 100), the y value of Figures 1 and 2.
     task_scores : tuple of (str, float)
@@ -188,6 +199,10 @@ class LayerAnalysis:
     timings : LayerTimings
     combination : str
         What a combination computes (see the module docstring).
+    postprocessing : dict or None
+        What the ``"year"`` mode fitted per STS year instead of a Whitening
+        (``{"method": class name, "params": get_params()}``, e.g. ``{"method": "AllButTheTop", "params":
+        {"n_components": 4}}``); None: a Whitening (k = ``n_components``).
     """
 
     model: str
@@ -206,6 +221,22 @@ class LayerAnalysis:
     beam_width: int
     timings: LayerTimings
     combination: str = field(default=COMBINATION_NOTE)
+    postprocessing: dict[str, Any] | None = None
+
+    @property
+    def year_method(self) -> str:
+        """What the ``"year"`` mode fits per STS year: ``"Whitening(n_components=k)"`` or the
+        post-processor as ``Name(param=value, ...)``."""
+        if self.postprocessing is None:
+            return f"Whitening(n_components={self.n_components!r})"
+        return str(postprocessing_label(self.postprocessing))
+
+    def mode_label(self, whitening: str) -> str:
+        """Figure and table label of a mode: ``"whitening=none"``, ``"whitening=year"`` or,
+        with a post-processor, ``"AllButTheTop(n_components=4) per year"``."""
+        if whitening == "year" and self.postprocessing is not None:
+            return f"{self.year_method} per year"
+        return f"whitening={whitening}"
 
     @property
     def whitening_modes(self) -> tuple[str, ...]:
@@ -241,6 +272,7 @@ class LayerAnalysis:
             "n_components": self.n_components, "n_hidden_states": self.n_hidden_states,
             "n_sentences": self.n_sentences, "tasks": list(self.tasks),
             "combination": self.combination,
+            "postprocessing": None if self.postprocessing is None else dict(self.postprocessing),
             "search": {"include_embedding_layer": self.include_embedding_layer,
                        "exhaustive_limit": self.exhaustive_limit, "beam_width": self.beam_width},
             "timings": self.timings.to_dict(),
@@ -267,7 +299,9 @@ class LayerAnalysis:
             exhaustive_limit=int(s["exhaustive_limit"]), beam_width=int(s["beam_width"]),
             timings=LayerTimings(float(t["forward_s"]), bool(t["cache_hit"]),
                                  float(t["pairs_s"]), float(t["search_s"]), int(t["n_scored"])),
-            combination=str(d.get("combination", COMBINATION_NOTE)))
+            combination=str(d.get("combination", COMBINATION_NOTE)),
+            postprocessing=(None if d.get("postprocessing") is None
+                            else dict(d["postprocessing"])))
 
     def to_markdown(self) -> str:
         """Markdown: settings, the Figure-1 grids, the Figure-2 table and the timings."""
@@ -278,13 +312,19 @@ class LayerAnalysis:
                  "subsets per task, then mean of the task scores (Spearman rho x 100).",
                  f"- Hidden states 0..{K - 1} (0 = embedding output, {K - 1} = last layer); "
                  f"{self.combination}.",
-                 "- Whitening `year`: fitted per STS year on the sentences of all scored pairs of "
-                 "that year (STS-B / SICK-R: the test split), as in the paper"
-                 + ("" if self.n_components is None else f"; k = {self.n_components}") + ".", ""]
+                 ("- Whitening `year`: fitted per STS year on the sentences of all scored pairs of "
+                  "that year (STS-B / SICK-R: the test split), as in the paper"
+                  + ("" if self.n_components is None else f"; k = {self.n_components}") + "."
+                  if self.postprocessing is None else
+                  f"- Mode `year`: {self.year_method} instead of whitening, fitted per STS year "
+                  "on the sentences of all scored pairs of that year (STS-B / SICK-R: the test "
+                  "split), the paper's whitening protocol."), ""]
         for w in self.whitening_modes:
             M = self.pair_matrix(w)
             best = self.best_pair(w)
-            lines += [f"## Figure 1: every pair (i, j), whitening = {w}", "",
+            heading = (f"whitening = {w}" if w != "year" or self.postprocessing is None
+                       else f"{self.year_method} per year")
+            lines += [f"## Figure 1: every pair (i, j), {heading}", "",
                       f"Best single layer or pair: **{best.label}** = {best.average:.2f}.", "",
                       "| i \\ j | " + " | ".join(f"L{j}" for j in range(K)) + " |",
                       "|---|" + "---:|" * K]
@@ -300,7 +340,10 @@ class LayerAnalysis:
                       + ("0" if self.include_embedding_layer else "1") + f"..{K - 1}; "
                       f"exhaustive when C(K, m) <= {self.exhaustive_limit}, else beam search of "
                       f"width {self.beam_width}.", "",
-                      "| whitening | m | best combination | avg | searched |",
+                      "| whitening | m | best combination | avg | searched |"
+                      if self.postprocessing is None else
+                      f"| mode (year = {self.year_method}) | m | best combination | avg | "
+                      "searched |",
                       "|---|---:|---|---:|---|"]
         for s in self.by_size:
             lines.append(f"| {s.whitening} | {s.n_layers} | {s.best.label} | "

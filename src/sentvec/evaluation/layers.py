@@ -45,10 +45,11 @@ from sentvec.evaluation.layer_results import (
     LayerAnalysis,
     LayerTimings,
     SizeBest,
+    _describe_postprocessor,
     layer_label,
     rank_key,
 )
-from sentvec.evaluation.sts import STSScorer
+from sentvec.evaluation.sts import STSScorer, _check_year_postprocessor
 from sentvec.whitening import check_n_components
 
 __all__ = ["DEFAULT_EXHAUSTIVE_LIMIT", "DEFAULT_BEAM_WIDTH", "normalize_combination",
@@ -135,6 +136,21 @@ def combine_layers(per_layer: np.ndarray, layers: Sequence[int] | int) -> np.nda
     return out
 
 
+def _check_postprocessor(postprocessor: Any, n_components: int | None,
+                         n_features: int | None) -> Any:
+    """The scorer's checks of a per-year postprocessor (``STSScorer.score_modes``' own), and
+    its integer ``n_components`` (if any) against the width d, so a bad D fails before any
+    scoring or forward pass."""
+    if postprocessor is None:
+        return None
+    _check_year_postprocessor(postprocessor, ("year",), n_components)
+    own = getattr(postprocessor, "n_components", None)
+    if isinstance(own, (int, np.integer)) and not isinstance(own, bool):
+        check_n_components(int(own), n_features,
+                           name=f"{type(postprocessor).__name__}.n_components")
+    return postprocessor
+
+
 class CombinationScorer:
     """Scores layer combinations of fixed per-layer vectors, memoising each result.
 
@@ -150,6 +166,14 @@ class CombinationScorer:
         Passed to ``score_sts`` (``"mean"``: the paper's unweighted mean over subsets).
     n_components : int, optional
         Whitening dimension k (``None``: keep all d).
+    postprocessor : unfitted scikit-learn transformer, optional
+        Fitted per STS year in the ``"year"`` mode instead of a Whitening, on the same fit set
+        (both sides of the year's scored pairs, repeat counts as ``sample_weight``; a clone
+        per task and combination), e.g. ``AllButTheTop(n_components=D)`` (Mu & Viswanath,
+        ICLR 2018). Passed to :meth:`STSScorer.score_modes`, so a score equals
+        ``score_sts(..., whitening="year", postprocessor=postprocessor)`` of
+        :func:`combine_layers`. Its own ``n_components`` (if any) must not exceed d; the
+        scorer's ``n_components`` must then be None.
     n_jobs : int, optional
         Combinations scored concurrently by :meth:`score_many` (threads, each with
         single-threaded BLAS via threadpoolctl). Default: the number of usable CPUs. Scoring
@@ -162,7 +186,7 @@ class CombinationScorer:
 
     def __init__(self, per_layer: np.ndarray, tasks: Sequence[Any], sentences: Sequence[str], *,
                  aggregation: str = "mean", n_components: int | None = None,
-                 n_jobs: int | None = None) -> None:
+                 postprocessor: Any = None, n_jobs: int | None = None) -> None:
         self.per_layer = _check_per_layer(per_layer)
         if self.per_layer.shape[0] != len(sentences):
             raise ValueError(f"per_layer has {self.per_layer.shape[0]} rows but "
@@ -173,6 +197,8 @@ class CombinationScorer:
         self.n_components = n_components
         self.n_hidden_states = int(self.per_layer.shape[1])
         self.n_components = check_n_components(n_components, int(self.per_layer.shape[2]))
+        self.postprocessor = _check_postprocessor(postprocessor, n_components,
+                                                  int(self.per_layer.shape[2]))
         # finite and small enough that no sum of L + 1 of them overflows: then no combined
         # array needs its own finiteness check (min and max are NaN or infinite if any value
         # is: two passes, no temporary array)
@@ -218,9 +244,10 @@ class CombinationScorer:
                    "the finite per-layer values are too large and their sum overflows "
                    f"{emb.dtype}"))
         # each task's rows are gathered once and scored under every mode
-        return self._sts.score_modes(lambda rows: emb[rows], modes,
-                                     n_components=self.n_components,
-                                     aggregation=self.aggregation)
+        return self._sts.score_modes(
+            lambda rows: emb[rows], modes, n_components=self.n_components,
+            aggregation=self.aggregation,
+            postprocessor=self.postprocessor if "year" in modes else None)
 
     def _compute(self, idx: tuple[int, ...], modes: tuple[str, ...]) -> list[CombinationScore]:
         return [CombinationScore(idx, w, float(res.average),
@@ -351,7 +378,7 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
                    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
                    beam_width: int = DEFAULT_BEAM_WIDTH, search: bool = True,
                    aggregation: str = "mean", n_components: int | None = None,
-                   cache: Any = None, batch_size: int | None = None,
+                   postprocessor: Any = None, cache: Any = None, batch_size: int | None = None,
                    show_progress_bar: bool | None = None,
                    model_name: str | None = None,
                    background_save: bool = False) -> LayerAnalysis:
@@ -372,6 +399,10 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
     aggregation : {"mean", "wmean", "all"}
     n_components : int, optional
         Whitening dimension k.
+    postprocessor : unfitted scikit-learn transformer, optional
+        Fitted per STS year in the ``"year"`` mode instead of a Whitening (see
+        :class:`CombinationScorer`), e.g. ``AllButTheTop(n_components=D)``; recorded in
+        ``LayerAnalysis.postprocessing``. The cached per-layer vectors are the same.
     cache : sentvec.cache.VectorCache, optional
         Per-layer vectors are loaded from it, or computed and then written to it after the
         scoring.
@@ -388,8 +419,9 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
     Raises
     ------
     ValueError
-        Unknown whitening mode, pooling or aggregation, a non-positive limit, or
-        ``n_components`` above the encoder's dimension: all before the forward pass.
+        Unknown whitening mode, pooling or aggregation, a non-positive limit,
+        ``n_components`` above the encoder's dimension, or a bad ``postprocessor`` (see
+        :class:`CombinationScorer`): all before the forward pass.
     TypeError
         The encoder has no ``encode_layers`` (e.g. Sent2Vec).
     """
@@ -408,6 +440,7 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
     if max_layers is not None:
         max_layers = check_positive_int("max_layers", max_layers)
     n_components = check_n_components(n_components, output_dimension(encoder))
+    _check_postprocessor(postprocessor, n_components, output_dimension(encoder))
     task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
     variants = sorted({t.variant for t in task_list})
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
@@ -417,7 +450,8 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
         batch_size=batch_size, show_progress_bar=show_progress_bar)
     try:
         scorer = CombinationScorer(vectors[pooling], task_list, sentences,
-                                   aggregation=aggregation, n_components=n_components)
+                                   aggregation=aggregation, n_components=n_components,
+                                   postprocessor=postprocessor)
         pairs = evaluate_pairs(scorer, whitening=whitening)
         pairs_s = scorer.seconds
         by_size: tuple[SizeBest, ...] = ()
@@ -439,4 +473,6 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
         by_size=by_size, include_embedding_layer=include_embedding_layer,
         exhaustive_limit=exhaustive_limit, beam_width=beam_width,
         timings=LayerTimings(forward_s, hit, pairs_s, scorer.seconds - pairs_s,
-                             scorer.n_scored))
+                             scorer.n_scored),
+        postprocessing=(None if postprocessor is None
+                        else _describe_postprocessor(postprocessor)))

@@ -68,7 +68,8 @@ def plot_pair_heatmap(analysis: "LayerAnalysis", path: Any) -> None:
         ticks = [f"L{i}" for i in range(K)]
         ax.set_xticks(range(K), ticks, fontsize=7)
         ax.set_yticks(range(K), ticks, fontsize=7)
-        ax.set_title(f"whitening={w}; best {best.label} = {best.average:.2f}", fontsize=9)
+        ax.set_title(f"{analysis.mode_label(w)}; best {best.label} = {best.average:.2f}",
+                     fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     fig.suptitle(f"{analysis.model}: STS avg of every two-layer combination "
                  f"({analysis.pooling} pooling)", fontsize=10)
@@ -85,7 +86,7 @@ def plot_size_curve(analysis: "LayerAnalysis", path: Any) -> None:
             continue
         xs = [p.n_layers for p in pts]
         ys = [p.best.average for p in pts]
-        ax.plot(xs, ys, marker=marker, label=f"whitening={w}")
+        ax.plot(xs, ys, marker=marker, label=analysis.mode_label(w))
         for p in pts:
             ax.annotate(p.best.label + ("*" if p.method == "beam" else ""),
                         (p.n_layers, p.best.average), textcoords="offset points",

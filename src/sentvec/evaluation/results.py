@@ -23,7 +23,7 @@ from sentvec._validation import check_choice
 __all__ = [
     "AGGREGATIONS", "Aggregation", "TABLE_COLUMNS", "JSONRecord", "WhiteningInfo", "STSResult",
     "SubsetScores", "correlations", "rank_golds", "aggregate_scores", "results_table_markdown",
-    "results_table_text",
+    "results_table_text", "postprocessing_label",
 ]
 
 Aggregation = Literal["mean", "wmean", "all"]
@@ -391,3 +391,23 @@ def results_table_text(rows: Mapping[str, STSResult], *, aggregation: str | None
         (lambda s, w=w: s.rjust(w)) for w in widths[1:]]
     lines = ["  ".join(f(c) for f, c in zip(fmt, r)).rstrip() for r in [header] + body]
     return "\n".join(lines) + "\n"
+
+
+def postprocessing_label(description: Mapping[str, Any] | None) -> str | None:
+    """Short label of a post-processing record: ``"AllButTheTop(n_components=4)"``.
+
+    Parameters
+    ----------
+    description : mapping or None
+        ``{"method": class name, "params": {...}}`` as in ``STSResult.metadata
+        ["postprocessing"]`` (written by the STS scorer) and ``LayerAnalysis.postprocessing``.
+
+    Returns
+    -------
+    str or None
+        None when ``description`` is not a mapping with a ``"method"``.
+    """
+    if not isinstance(description, Mapping) or description.get("method") is None:
+        return None
+    params = ", ".join(f"{k}={v!r}" for k, v in dict(description.get("params") or {}).items())
+    return f"{description['method']}({params})"

@@ -522,7 +522,10 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
     metadata : mapping, optional
         Added to the encoder's own description (``describe_encoder``).
     postprocessor : unfitted transformer, optional
-        As :func:`score_sts` (needs ``whitening="year"``). An encoder whose
+        As :func:`score_sts` with ``whitening="year"``; with a corpus ``whitening`` it is
+        fitted on the corpus instead of a Whitening (``n_components`` must then be None; the
+        corpus is recorded in ``result.whitening``, the method in
+        ``result.metadata["postprocessing"]``). An encoder whose
         ``year_postprocessor()`` returns an estimator (a SIF / uSIF encoder with
         ``common_component="year"``) supplies it itself: its components are then removed per
         task, and ``whitening`` must be "none" (or "year").
@@ -596,10 +599,18 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
             items, _ = check_sentences(whitening, name="whitening corpus")
             corpus = encode(items)
             desc = "sentences encoded with the evaluated encoder"
-        fitted = Whitening(n_components).fit(corpus)
-        corpus_info = WhiteningInfo(mode="corpus", n_components=n_components, fit_corpus=desc,
+        if postprocessor is not None:
+            from sklearn.base import clone
+
+            _check_year_postprocessor(postprocessor, ("year",), n_components)
+            fitted = clone(postprocessor).fit(corpus)
+            k = getattr(postprocessor, "n_components", None)
+            desc = f"{type(postprocessor).__name__} fitted on {desc}"
+        else:
+            fitted, k = Whitening(n_components).fit(corpus), n_components
+        corpus_info = WhiteningInfo(mode="corpus", n_components=k, fit_corpus=desc,
                                     fit_size=int(corpus.shape[0]))
-        whitening, n_components = fitted, None
+        whitening, n_components, postprocessor = fitted, None, None
     meta = describe_encoder(encoder)
     meta.update(metadata or {})
     result = score_sts(task_list, sentences, emb, whitening=whitening, n_components=n_components,
