@@ -261,9 +261,10 @@ class STSResult(JSONRecord):
     metadata : dict
         Encoder description (model, pooling, layers, ...) and ``text_variant``.
     n_zero_vectors : int
-        Zero sentence vectors met while scoring (counted per task); their cosines were set to 0.
+        Zero sentence vectors met while scoring (counted per task); their cosines were set to 0
+        (or by the WhiteningBERT rule, see ``score_sts(zero_vectors=...)``).
     n_zero_cosine_pairs : int
-        Pairs whose cosine was undefined and set to 0.
+        Pairs whose cosine was undefined and set to 0 (or 1.0 / 0.5 by that rule).
     n_undefined : int
         Correlations that were undefined (NaN).
     """

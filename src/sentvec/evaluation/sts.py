@@ -31,10 +31,15 @@ from sentvec.evaluation.results import (
 from sentvec.evaluation.sts_data import STSTask, as_task_list, load_sts, unique_sentences
 from sentvec.whitening import Whitening, check_n_components, whiten_rows
 
-__all__ = ["WHITENING_MODES", "score_sts", "STSScorer", "evaluate_sts", "cosine_similarity_rows"]
+__all__ = ["WHITENING_MODES", "ZERO_VECTOR_RULES", "score_sts", "STSScorer", "evaluate_sts",
+           "cosine_similarity_rows"]
 
 WhiteningMode = Literal["none", "year"]
 WHITENING_MODES: tuple[str, ...] = ("none", "year")
+#: Cosine of a pair with a zero vector: "senteval" 0 (SentEval, sentvec's default);
+#: "whiteningbert" 1.0 for two zero vectors, 0.5 for one (the WhiteningBERT code's
+#: ``1 - sklearn.metrics.pairwise.paired_cosine_distances``).
+ZERO_VECTOR_RULES: tuple[str, ...] = ("senteval", "whiteningbert")
 
 
 def _row_norms(A: np.ndarray) -> np.ndarray:
@@ -149,6 +154,20 @@ def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.n
     return out, int((~(norms > 0)).sum()), n_undefined
 
 
+def _whiteningbert_zero_rule(cosines: list[np.ndarray], Z: np.ndarray,
+                             subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Set, in place, the cosine of two zero rows of ``Z`` to 1.0 and of one zero row to 0.5.
+
+    What ``1 - paired_cosine_distances`` gives: scikit-learn normalises rows and leaves zero rows
+    at zero, and the distance is ``||x/|x| - y/|y| ||^2 / 2``.
+    """
+    zero = ~np.any(Z != 0, axis=1)
+    for cos, (j1, j2) in zip(cosines, subset_pairs):
+        z1, z2 = zero[j1], zero[j2]
+        cos[z1 & z2] = 1.0
+        cos[z1 ^ z2] = 0.5
+
+
 def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
     out = []
     for sub in task.subsets:
@@ -244,7 +263,7 @@ class STSScorer:
 
     def score(self, embeddings: Any, *, whitening: Any = "none", n_components: int | None = None,
               aggregation: str = "mean", metadata: Mapping[str, Any] | None = None,
-              postprocessor: Any = None) -> STSResult:
+              postprocessor: Any = None, zero_vectors: str = "senteval") -> STSResult:
         """Score embeddings of ``sentences``; parameters, result and warnings as :func:`score_sts`.
 
         Raises
@@ -253,6 +272,7 @@ class STSScorer:
             Bad shapes, non-finite embeddings, unknown modes.
         """
         check_choice("aggregation", aggregation, AGGREGATIONS)
+        check_choice("zero_vectors", zero_vectors, ZERO_VECTOR_RULES)
         emb = check_embeddings(embeddings, name="embeddings")
         if emb.shape[1] == 0:
             raise ValueError("embeddings have 0 features; cosine similarity needs at least one")
@@ -283,10 +303,12 @@ class STSScorer:
             fitted = whitening
         if fitted is not None:
             shared = fitted.transform(emb[self._used])
-            tally = _ModeTally("fitted")
+            tally = _ModeTally("fitted", zero_vectors)
             for plan in self._plans:
-                tally.add(plan, _subset_cosines(shared[np.searchsorted(self._used, plan.rows)],
-                                                plan.subset_pairs))
+                Z = shared[np.searchsorted(self._used, plan.rows)]
+                tally.add(plan, _subset_cosines(Z, plan.subset_pairs))
+                if zero_vectors == "whiteningbert":
+                    _whiteningbert_zero_rule(tally.preds[plan.name], Z, plan.subset_pairs)
             # warnings point at the caller: _result, score, caller
             return self._result(tally, aggregation, metadata, fitted=fitted, stacklevel=3)
 
@@ -294,12 +316,13 @@ class STSScorer:
         return self.score_modes(lambda rows: emb[rows], (whitening,),
                                 n_components=n_components, aggregation=aggregation,
                                 metadata=metadata, stacklevel=4,
-                                postprocessor=postprocessor)[0]
+                                postprocessor=postprocessor, zero_vectors=zero_vectors)[0]
 
     def score_modes(self, rows_of: Callable[[np.ndarray], np.ndarray], modes: Sequence[str], *,
                     n_components: int | None = None, aggregation: str = "mean",
                     metadata: Mapping[str, Any] | None = None,
-                    stacklevel: int = 3, postprocessor: Any = None) -> list[STSResult]:
+                    stacklevel: int = 3, postprocessor: Any = None,
+                    zero_vectors: str = "senteval") -> list[STSResult]:
         """Score one set of vectors under several string modes ("none", "year") at once.
 
         Parameters
@@ -309,7 +332,7 @@ class STSScorer:
             ``rows`` (sorted indices into ``sentences``) as a C-ordered (len(rows), d) array;
             each task's rows are fetched once and scored under every mode.
         modes : sequence of {"none", "year"}
-        n_components, aggregation, metadata, postprocessor
+        n_components, aggregation, metadata, postprocessor, zero_vectors
             As :func:`score_sts`.
 
         Returns
@@ -319,9 +342,10 @@ class STSScorer:
         """
         for w in modes:
             check_choice("whitening", w, WHITENING_MODES)
+        check_choice("zero_vectors", zero_vectors, ZERO_VECTOR_RULES)
         if postprocessor is not None:
             _check_year_postprocessor(postprocessor, modes, n_components)
-        tallies = [_ModeTally(w) for w in modes]
+        tallies = [_ModeTally(w, zero_vectors) for w in modes]
         for plan in self._plans:
             X = rows_of(plan.rows)
             for tally in tallies:
@@ -342,6 +366,8 @@ class STSScorer:
                 else:
                     Z = X
                 tally.add(plan, _subset_cosines(Z, plan.subset_pairs))
+                if zero_vectors == "whiteningbert":
+                    _whiteningbert_zero_rule(tally.preds[plan.name], Z, plan.subset_pairs)
         results = []  # a loop, not a comprehension: its own frame would shift stacklevel
         for tally in tallies:
             results.append(self._result(tally, aggregation, metadata,
@@ -363,9 +389,11 @@ class STSScorer:
                 f"largest (per task: {shown}); the whitened vectors have that many fewer "
                 "dimensions", UserWarning, stacklevel=stacklevel)
         if tally.n_zero_pairs:
+            rule = ("set to 0" if tally.zero_vectors == "senteval" else "set to 1.0 (two zero "
+                    "vectors) or 0.5 (one), the WhiteningBERT rule")
             warnings.warn(
                 f"score_sts: {tally.n_zero_vectors} sentence vector(s) are zero, so the cosine "
-                f"of {tally.n_zero_pairs} pair(s) is undefined; those cosines were set to 0",
+                f"of {tally.n_zero_pairs} pair(s) is undefined; those cosines were {rule}",
                 UserWarning, stacklevel=stacklevel)
 
         scores = aggregate_scores(tally.preds, self._golds, self._names,
@@ -396,6 +424,8 @@ class STSScorer:
             info = WhiteningInfo(mode="none")
         meta = dict(metadata or {})
         meta["text_variant"] = self._variant  # the text fed
+        if tally.zero_vectors != "senteval":
+            meta["zero_vectors"] = tally.zero_vectors
         if fitted is not None or postprocessor is not None and tally.mode == "year":
             est = fitted if fitted is not None else postprocessor
             meta["postprocessing"] = {"method": type(est).__name__,
@@ -424,8 +454,9 @@ def _check_year_postprocessor(postprocessor: Any, modes: Sequence[str],
 class _ModeTally:
     """Cosines and counts of one scoring mode, gathered task by task."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, zero_vectors: str = "senteval") -> None:
         self.mode = mode
+        self.zero_vectors = zero_vectors
         self.preds: dict[str, list[np.ndarray]] = {}
         self.fit_sizes: dict[str, int] = {}
         self.dropped: dict[str, int] = {}
@@ -441,7 +472,7 @@ class _ModeTally:
 def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embeddings: Any, *,
               whitening: Any = "none", n_components: int | None = None,
               aggregation: str = "mean", metadata: Mapping[str, Any] | None = None,
-              postprocessor: Any = None) -> STSResult:
+              postprocessor: Any = None, zero_vectors: str = "senteval") -> STSResult:
     """Score precomputed sentence embeddings on STS tasks.
 
     Parameters
@@ -471,6 +502,14 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
         Whitening, e.g. :class:`sentvec.AllButTheTop` or
         :class:`sentvec.whitening.CommonComponentRemoval`. Recorded in
         ``result.metadata["postprocessing"]`` and ``result.whitening.fit_corpus``.
+    zero_vectors : {"senteval", "whiteningbert"}, default "senteval"
+        Cosine of a pair with a zero vector (undefined): "senteval" 0, as SentEval's
+        ``nan_to_num`` of 0/0; "whiteningbert" 1.0 when both vectors are zero and 0.5 when one
+        is, as ``1 - sklearn.metrics.pairwise.paired_cosine_distances`` in the WhiteningBERT
+        code (``EmbeddingSimilarityEvaluator``; README, "Evaluation protocols"). Applied to the
+        vectors compared, after whitening if any. Only Sent2Vec-like encoders, which give a
+        zero vector for a sentence without known words, are affected. A non-default rule is
+        recorded in ``result.metadata["zero_vectors"]``.
 
     Returns
     -------
@@ -490,18 +529,18 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
     KeyError
         A task sentence is missing from ``sentences``.
     ValueError
-        Bad shapes, non-finite embeddings, unknown modes.
+        Bad shapes, non-finite embeddings, unknown modes or ``zero_vectors`` rule.
     """
     return STSScorer(tasks, sentences).score(
         embeddings, whitening=whitening, n_components=n_components, aggregation=aggregation,
-        metadata=metadata, postprocessor=postprocessor)
+        metadata=metadata, postprocessor=postprocessor, zero_vectors=zero_vectors)
 
 
 def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none",
                  n_components: int | None = None, aggregation: str = "mean",
                  batch_size: int | None = None, show_progress_bar: bool | None = None,
                  metadata: Mapping[str, Any] | None = None,
-                 postprocessor: Any = None) -> STSResult:
+                 postprocessor: Any = None, zero_vectors: str = "senteval") -> STSResult:
     """Encode the tasks' sentences with ``encoder`` and score them (see :func:`score_sts`).
 
     Parameters
@@ -529,6 +568,8 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
         ``year_postprocessor()`` returns an estimator (a SIF / uSIF encoder with
         ``common_component="year"``) supplies it itself: its components are then removed per
         task, and ``whitening`` must be "none" (or "year").
+    zero_vectors : {"senteval", "whiteningbert"}, default "senteval"
+        Cosine of a pair with a zero vector, as :func:`score_sts`.
 
     Returns
     -------
@@ -539,8 +580,8 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
     All distinct task sentences are encoded in ONE ``encode`` call (:func:`unique_sentences`).
 
     Differences from other evaluators (README, "Evaluation protocols"): a pair with a zero vector
-    scores cosine 0, as in SentEval (WhiteningBERT's unwhitened evaluator gives 1.0 for two zero
-    vectors and 0.5 for one). Cosines are float64 sums rounded to 12 decimals, so identical
+    scores cosine 0, as in SentEval (WhiteningBERT's evaluator gives 1.0 for two zero vectors
+    and 0.5 for one; ``zero_vectors="whiteningbert"`` applies that rule). Cosines are float64 sums rounded to 12 decimals, so identical
     vectors tie at 1.0; SentEval's float32 cosines break those ties, which moves its Spearman by
     up to about 0.08 per subset.
     """
@@ -614,7 +655,8 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
     meta = describe_encoder(encoder)
     meta.update(metadata or {})
     result = score_sts(task_list, sentences, emb, whitening=whitening, n_components=n_components,
-                       aggregation=aggregation, metadata=meta, postprocessor=postprocessor)
+                       aggregation=aggregation, metadata=meta, postprocessor=postprocessor,
+                       zero_vectors=zero_vectors)
     if corpus_info is not None:
         result = result.replace(whitening=corpus_info)
     return result
