@@ -92,6 +92,9 @@ def _tick(reader: str, exc: BaseException | None = None) -> None:
 #: ``SENTVEC_FUZZ_SECONDS``: a reader's time budget in a long run; the reader stops at the
 #: first example past it (and reports how far it got) instead of running to max_examples.
 _BUDGET = float(os.environ.get("SENTVEC_FUZZ_SECONDS", "inf"))
+#: ``SENTVEC_FUZZ_PAUSE_FILE``: while this file exists, a run sleeps before its next example
+#: (on a shared machine, while others time benchmarks); the pause is not counted.
+_PAUSE = os.environ.get("SENTVEC_FUZZ_PAUSE_FILE")
 
 
 class _BudgetSpent(BaseException):
@@ -116,7 +119,13 @@ class _Counted:
         if _REPORT and self.reader not in _COUNTS:  # the clock starts with the first example
             now = time.monotonic()
             _COUNTS[self.reader] = [0, now, 0, now]
-        elif _REPORT and time.monotonic() - _COUNTS[self.reader][1] > _BUDGET:
+        if _PAUSE and os.path.exists(_PAUSE):  # the machine is wanted idle: wait, unclocked
+            t = time.monotonic()
+            while os.path.exists(_PAUSE):
+                time.sleep(5)
+            if _REPORT:
+                _COUNTS[self.reader][1] += time.monotonic() - t
+        if _REPORT and time.monotonic() - _COUNTS[self.reader][1] > _BUDGET:
             _STOPPED.add(self.reader)
             _write_report(self.reader)
             raise _BudgetSpent
