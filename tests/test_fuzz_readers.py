@@ -731,3 +731,18 @@ def test_fuzz_transfer_reader(task):
                 assert len(s.sentences) == len(s.labels)
 
     _run_within_budget(run)
+
+
+@pytest.mark.parametrize("value", [["whitening"], {"a": 1}, 3])
+def test_pipeline_whitening_type_must_be_a_string(value):
+    """Found by the long run: a list as the whitening type of ``pipeline.json`` ended in
+    ``TypeError: unhashable type: 'list'``; now a ValueError naming the file."""
+    from sentvec import Pipeline
+
+    folder = _saved("pipeline")
+    cfg = json.loads(_folder_files(folder)["pipeline.json"])
+    assert cfg["whitening"]["type"] == "whitening"
+    cfg["whitening"]["type"] = value
+    d = _mutated_copy(folder, "pipeline.json", json.dumps(cfg).encode())
+    with pytest.raises(ValueError, match=r"pipeline\.json.*whitening 'type' must be a string"):
+        Pipeline.load(d)
