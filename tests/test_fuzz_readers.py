@@ -8,9 +8,15 @@ never another exception, a crash or a hang. Where a mutation hits a header or co
 a matrix or a word may load.
 
 Profiles (``SENTVEC_FUZZ_PROFILE``): ``ci`` (default, the suite: a few seconds per reader) and
-``long`` (``SENTVEC_FUZZ_EXAMPLES`` examples per reader, default 100000), e.g.::
+``long`` (``SENTVEC_FUZZ_EXAMPLES`` examples per reader, default 100000; no shrinking, so a
+failure ends its reader at once and is recorded as found), e.g.::
 
-    SENTVEC_FUZZ_PROFILE=long python3 -m pytest -q tests/test_fuzz_readers.py
+    SENTVEC_FUZZ_PROFILE=long SENTVEC_FUZZ_REPORT=DIR python3 -m pytest -q tests/test_fuzz_readers.py
+
+An example is cheap (about a millisecond of reader work): the real files are cut to excerpts
+once per session (a few hundred lines; the tiny reference ``.bin`` models), every example
+writes only the one mutated file into a reused folder (in ``/dev/shm`` where it exists) and
+puts the file it mutated back afterwards.
 """
 
 from __future__ import annotations
@@ -20,21 +26,26 @@ import os
 import shutil
 import struct
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 settings.register_profile(
     "ci", max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "60")), deadline=None,
     derandomize=True, suppress_health_check=[HealthCheck.too_slow], database=None)
+# Long runs: no example database (nothing to replay), every health check off (they judge data
+# generation speed and size, not the readers), only the generate phase (shrinking a failure
+# would re-run the reader hundreds of times and count those runs as examples).
 settings.register_profile(
     "long", max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "100000")), deadline=None,
-    suppress_health_check=list(HealthCheck), database=None)
+    suppress_health_check=list(HealthCheck), database=None, phases=[Phase.generate],
+    report_multiple_bugs=False, print_blob=True)
 settings.load_profile(os.environ.get("SENTVEC_FUZZ_PROFILE", "ci"))
 
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
@@ -44,29 +55,58 @@ SENTENCES = [x for x in (REF / "sentences.txt").read_text(encoding="utf-8").spli
 #: What the readers document (``ModelFormatError`` and ``UnicodeDecodeError`` are ValueErrors).
 DOCUMENTED = (ValueError, FileNotFoundError)
 
-_WORK = Path(tempfile.mkdtemp(prefix="sentvec-fuzz-"))
+_SHM = Path("/dev/shm")
+_WORK = Path(tempfile.mkdtemp(prefix="sentvec-fuzz-", dir=_SHM if _SHM.is_dir()
+                              and os.access(_SHM, os.W_OK) else None))
 
 #: Long runs: ``SENTVEC_FUZZ_REPORT=DIR`` records, per reader, the examples run, the time and
 #: every undocumented exception as it happens (so a run stopped by a timeout still reports).
 _REPORT = os.environ.get("SENTVEC_FUZZ_REPORT")
-_COUNTS: dict[str, list[float]] = {}
+_COUNTS: dict[str, list[float]] = {}  # examples, first, failures, last
+_STOPPED: set[str] = set()
+
+
+def _write_report(reader: str) -> None:
+    n, t0, bad, last = _COUNTS[reader]
+    (Path(_REPORT) / f"{reader}.json").write_text(json.dumps(
+        {"reader": reader, "examples": n, "seconds": round(last - t0, 1),
+         "undocumented_exceptions": bad, "loadavg": [round(x, 2) for x in os.getloadavg()],
+         "stopped_by_budget": reader in _STOPPED}))
 
 
 def _tick(reader: str, exc: BaseException | None = None) -> None:
     if not _REPORT:
         return
-    import time
-
-    c = _COUNTS.setdefault(reader, [0, time.monotonic(), 0])
+    now = time.monotonic()
+    c = _COUNTS.setdefault(reader, [0, now, 0, now])
     c[0] += 1
+    c[3] = now
     if exc is not None:
         c[2] += 1
         with open(Path(_REPORT) / f"{reader}.failures.txt", "a", encoding="utf-8") as fh:
             fh.write(f"{type(exc).__name__}: {str(exc)[:300]}\n")
-    if c[0] % 200 == 0 or exc is not None:
-        (Path(_REPORT) / f"{reader}.json").write_text(json.dumps(
-            {"reader": reader, "examples": c[0], "seconds": round(time.monotonic() - c[1], 1),
-             "undocumented_exceptions": c[2]}))
+    if c[0] % 1000 == 0 or exc is not None:
+        _write_report(reader)
+
+
+#: ``SENTVEC_FUZZ_SECONDS``: a reader's time budget in a long run; the reader stops at the
+#: first example past it (and reports how far it got) instead of running to max_examples.
+_BUDGET = float(os.environ.get("SENTVEC_FUZZ_SECONDS", "inf"))
+#: ``SENTVEC_FUZZ_PAUSE_FILE``: while this file exists, a run sleeps before its next example
+#: (on a shared machine, while others time benchmarks); the pause is not counted.
+_PAUSE = os.environ.get("SENTVEC_FUZZ_PAUSE_FILE")
+
+
+class _BudgetSpent(BaseException):
+    """Ends a reader's run when its budget is spent (a BaseException: hypothesis lets it
+    through at once, without replaying or shrinking)."""
+
+
+def _run_within_budget(run) -> None:
+    try:
+        run()
+    except _BudgetSpent:
+        pass
 
 
 class _Counted:
@@ -76,7 +116,19 @@ class _Counted:
         self.reader = reader
 
     def __enter__(self) -> None:
-        return None
+        if _REPORT and self.reader not in _COUNTS:  # the clock starts with the first example
+            now = time.monotonic()
+            _COUNTS[self.reader] = [0, now, 0, now]
+        if _PAUSE and os.path.exists(_PAUSE):  # the machine is wanted idle: wait, unclocked
+            t = time.monotonic()
+            while os.path.exists(_PAUSE):
+                time.sleep(5)
+            if _REPORT:
+                _COUNTS[self.reader][1] += time.monotonic() - t
+        if _REPORT and time.monotonic() - _COUNTS[self.reader][1] > _BUDGET:
+            _STOPPED.add(self.reader)
+            _write_report(self.reader)
+            raise _BudgetSpent
 
     def __exit__(self, kind, exc, tb) -> bool:
         bad = exc is not None and not isinstance(exc, DOCUMENTED)
@@ -86,6 +138,8 @@ class _Counted:
 
 def teardown_module(module):
     shutil.rmtree(_WORK, ignore_errors=True)
+    for reader in _COUNTS:  # the exact final counts
+        _write_report(reader)
 
 
 # ------------------------------------------------------------------ the .bin layout (oracle)
@@ -131,16 +185,57 @@ def _structural_ranges(sec: dict[str, tuple[int, int]]) -> list[tuple[int, int]]
     return ranges
 
 
+def bin_excerpt(data: bytes, nwords: int, bucket: int) -> bytes:
+    """A smaller model cut out of a real ``.bin``: its first ``nwords`` words (with their
+    input and output rows), the first ``bucket`` n-gram buckets, every label, the prune pairs
+    and the rows past the buckets (the official files have one more). Every byte is the
+    official binary's, but for the counts and shapes that say so (bucket, size, nwords, rows).
+    A fuzz example on it costs about a tenth of one on the whole file (the vocabulary and the
+    matrices dominate the reading)."""
+    sec = bin_sections(data)
+    size, nw, nlabels, ntokens, prune = struct.unpack_from("<iiiqq", data, 64)
+    old_bucket = struct.unpack_from("<i", data, 40)[0]
+    bucket = min(bucket, old_bucket)
+    nwords = min(nwords, nw)
+    ends, off = [], 92  # byte end of each dictionary entry
+    for _ in range(size):
+        off = data.index(b"\0", off) + 1 + 9
+        ends.append(off)
+    head = bytearray(data[:92])
+    struct.pack_into("<i", head, 40, bucket)
+    struct.pack_into("<ii", head, 64, nwords + nlabels, nwords)
+    words = data[92:ends[nwords - 1]] + data[ends[nw - 1] if nw else 92:ends[-1]]
+    out = [bytes(head), words, data[slice(*sec["prune"])], data[slice(*sec["quant"])]]
+    for name, shape in (("input", "input_shape"), ("output", "output_shape")):
+        rows, cols = struct.unpack_from("<qq", data, sec[shape][0])
+        start = sec[name][0]
+        keep = [(0, nwords)]
+        if name == "input":
+            extra = rows - nw - old_bucket
+            keep.append((nw, nw + bucket + extra))
+        else:
+            out.append(data[slice(*sec["qout"])])
+        out.append(struct.pack("<qq", sum(b - a for a, b in keep), cols))
+        out += [data[start + 4 * cols * a:start + 4 * cols * b] for a, b in keep]
+    return b"".join(out)
+
+
+#: Excerpts of the reference models: 500 words, 500 buckets (from 11,935 words and 20,000
+#: buckets for tiny-bigram: 80 KB instead of 3 MB).
+EXCERPTS = tuple(f"{name}[:500]" for name in MODELS)
 _BIN = {name: (REF / name).read_bytes() for name in MODELS}
+_BIN.update({f"{name}[:500]": bin_excerpt(_BIN[name], 500, 500) for name in MODELS})
 _SECTIONS = {name: bin_sections(data) for name, data in _BIN.items()}
 _BASE_VECTORS: dict[str, np.ndarray] = {}
+#: The models a .bin example mutates: the CI profile draws the whole reference files half of
+#: the time, the long profile one time in 20 (the excerpts make 10^5 examples affordable).
+_BIN_CHOICES = (MODELS + EXCERPTS * 19 if os.environ.get("SENTVEC_FUZZ_PROFILE") == "long"
+                else MODELS + EXCERPTS)
 
 
 def _base_vectors(name: str) -> np.ndarray:
     if name not in _BASE_VECTORS:
-        from sentvec.sent2vec import Sent2Vec
-
-        _BASE_VECTORS[name] = Sent2Vec.load(REF / name, mmap=None).encode(SENTENCES)
+        _BASE_VECTORS[name] = _load_bin_bytes(_BIN[name], None).encode(SENTENCES)
     return _BASE_VECTORS[name]
 
 
@@ -148,13 +243,14 @@ def _load_bin_bytes(data: bytes, mmap):
     from sentvec.sent2vec import Sent2Vec
 
     path = _WORK / "m.bin"
+    path.unlink(missing_ok=True)  # a new inode: a map of the last example stays valid
     path.write_bytes(data)
     return Sent2Vec.load(path, mmap=mmap)
 
 
 @st.composite
 def bin_mutation(draw):
-    name = draw(st.sampled_from(MODELS))
+    name = draw(st.sampled_from(_BIN_CHOICES))
     data = bytearray(_BIN[name])
     sec = _SECTIONS[name]
     kind = draw(st.sampled_from(["flip", "truncate", "header_int", "bytes"]))
@@ -195,11 +291,31 @@ def bin_mutation(draw):
     return name, bytes(data), touched, kind
 
 
-@given(bin_mutation(), st.sampled_from([None, "r"]))
-def test_fuzz_bin_reader(case, mmap):
-    name, data, touched, kind = case
-    with _Counted("bin"):
-        _check_bin_case(name, data, touched, kind, mmap)
+def test_bin_excerpts_are_models():
+    """The excerpts read as models, and words they keep have the real model's vectors."""
+    from sentvec.sent2vec import Sent2Vec
+
+    for name in MODELS:
+        full = Sent2Vec.load(REF / name, mmap=None)
+        part = _load_bin_bytes(_BIN[f"{name}[:500]"], None)
+        assert part.nwords == min(500, full.nwords) and part.dictionary.bucket == 500
+        assert part.words == full.words[:part.nwords]
+        np.testing.assert_array_equal(part.input_matrix[:part.nwords],
+                                      full.input_matrix[:part.nwords])
+        np.testing.assert_array_equal(part.output_matrix, full.output_matrix[:part.nwords])
+        if full.dictionary.word_ngrams == 1:  # no n-gram buckets: the same sentence vectors
+            text = [" ".join(part.words[i:i + 7]) for i in range(1, 71, 7)]  # not </s>
+            np.testing.assert_array_equal(part.encode(text), full.encode(text))
+
+
+def test_fuzz_bin_reader():
+    @given(bin_mutation(), st.sampled_from([None, "r"]))
+    def run(case, mmap):
+        name, data, touched, kind = case
+        with _Counted("bin"):
+            _check_bin_case(name, data, touched, kind, mmap)
+
+    _run_within_budget(run)
 
 
 def _check_bin_case(name, data, touched, kind, mmap):
@@ -218,12 +334,52 @@ def _check_bin_case(name, data, touched, kind, mmap):
     if kind == "truncate" or structural or (kind == "bytes" and not inside_words):
         # a changed header or count, or bytes removed / added: loading is allowed only if the
         # model's vectors are unchanged (e.g. a flipped sign bit of a count that stays valid)
-        np.testing.assert_array_equal(vectors, _base_vectors(name))
+        np.testing.assert_array_equal(vectors, _vectors_without_header_flips(
+            name, data, touched, kind, structural))
     del model
 
 
+def _vectors_without_header_flips(name, data, touched, kind, structural) -> np.ndarray:
+    """What a load that changed a header or count must give: the original model's vectors,
+    or, for bit flips, those of the file with only its flips outside the header and count
+    fields (a flip of ``loss`` 2 -> 3 loads a valid model whose vectors are unchanged, while a
+    second flip in a matrix changes them, as it may)."""
+    orig = _BIN[name]
+    if kind != "flip":
+        return _base_vectors(name)
+    ref = bytearray(data)
+    for t in touched:
+        if any(a <= t < b for a, b in structural):
+            ref[t] = orig[t]
+    if ref == orig:
+        return _base_vectors(name)
+    try:
+        return _load_bin_bytes(bytes(ref), None).encode(SENTENCES)
+    except DOCUMENTED as exc:  # a header change must not make an unreadable file load
+        raise AssertionError(f"loads only with its header flips: {exc}") from None
+
+
+def test_bin_flips_in_a_header_and_a_matrix():
+    """Found by the long run: a flip of ``loss`` (2 -> 3, a valid softmax model) with a flip in
+    the input matrix loads with vectors that differ from the original's only by the matrix
+    flip, which the check must allow; a header flip that changes the vectors must still fail."""
+    for name in ("tiny-unigram.bin", "tiny-unigram.bin[:500]"):
+        i = _SECTIONS[name]["input"][0] + 4 * (12 * 5 + 10)  # row 5, column 10: low bit
+        data = bytearray(_BIN[name])
+        data[32] ^= 1  # loss
+        data[i] ^= 1
+        model = _load_bin_bytes(bytes(data), None)
+        assert model.args["loss"] in ("softmax", 3)
+        assert not np.array_equal(model.encode(SENTENCES), _base_vectors(name))
+        _check_bin_case(name, bytes(data), [32, i], "flip", None)
+        data[i] ^= 1
+        data[8] ^= 1  # dim 12 -> 13: must not load (nor load with other vectors)
+        with pytest.raises(DOCUMENTED):
+            _load_bin_bytes(bytes(data), None)
+
+
 def test_bin_sections_cover_the_file():
-    for name in MODELS:
+    for name in MODELS + EXCERPTS:
         sec = _SECTIONS[name]
         assert sec["signature"][0] == 0 and sec["output"][1] == len(_BIN[name])
 
@@ -275,13 +431,24 @@ def json_mutation(draw, obj):
     return json.dumps(obj).encode()
 
 
+def _folder_files(folder: Path) -> dict[str, bytes]:
+    """The files of ``folder`` (relative name -> bytes), read once per session."""
+    if folder not in _FILES:
+        _FILES[folder] = {str(p.relative_to(folder)): p.read_bytes()
+                          for p in sorted(folder.rglob("*")) if p.is_file()}
+    return _FILES[folder]
+
+
+_FILES: dict[Path, dict[str, bytes]] = {}
+
+
 @st.composite
 def folder_mutation(draw, folder: Path):
     """(file name, new bytes) for one file of ``folder``: JSON mutated structurally, other
     files flipped or truncated."""
-    names = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    name = draw(st.sampled_from(names))
-    raw = (folder / name).read_bytes()
+    files = _folder_files(folder)
+    name = draw(st.sampled_from(sorted(files)))
+    raw = files[name]
     if name.endswith(".json"):
         return name, draw(json_mutation(json.loads(raw)))
     data = bytearray(raw)
@@ -295,11 +462,36 @@ def folder_mutation(draw, folder: Path):
     return name, bytes(data)
 
 
+def _put(path: Path, data: bytes) -> None:
+    """Write ``data`` to a new inode at ``path`` (a memory map of the old file stays valid)."""
+    path.unlink(missing_ok=True)
+    path.write_bytes(data)
+
+
+def _snapshot(d: Path) -> dict[str, tuple[int, int, int]]:
+    return {str(p.relative_to(d)): (s.st_ino, s.st_size, s.st_mtime_ns)
+            for p in d.rglob("*") if p.is_file() for s in (p.stat(),)}
+
+
+#: Reused copies of the original folders: copy -> (snapshot after the last write, the file the
+#: last example mutated).
+_COPIES: dict[Path, tuple[dict, str]] = {}
+
+
 def _mutated_copy(folder: Path, name: str, data: bytes) -> Path:
-    dst = _WORK / "folder"
-    shutil.rmtree(dst, ignore_errors=True)
-    shutil.copytree(folder, dst)
-    (dst / name).write_bytes(data)
+    """A copy of ``folder`` in which only ``name`` differs (it holds ``data``). The copy is
+    reused: the file the last example mutated is put back first, and the copy is made afresh
+    if anything else in it changed."""
+    files = _folder_files(folder)
+    dst = _WORK / f"copy-{folder.name}"
+    state = _COPIES.get(dst)
+    if state is None or _snapshot(dst) != state[0]:
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(folder, dst)
+    elif state[1] != name:
+        _put(dst / state[1], files[state[1]])
+    _put(dst / name, data)
+    _COPIES[dst] = (_snapshot(dst), name)
     return dst
 
 
@@ -314,15 +506,12 @@ def _saved(kind: str) -> Path:
 
         Whitening(n_components=3).fit(rng.normal(size=(50, 5))).save(d)
     elif kind == "sent2vec-dir":
-        from sentvec.sent2vec import Sent2Vec
-
-        Sent2Vec.load(REF / "tiny-bigram.bin").save(d)
+        _load_bin_bytes(_BIN["tiny-bigram.bin[:500]"], None).save(d)
     elif kind == "pipeline":
         from sentvec import Pipeline
-        from sentvec.sent2vec import Sent2Vec
         from sentvec.whitening import Whitening
 
-        enc = Sent2Vec.load(REF / "tiny-unigram.bin")
+        enc = _load_bin_bytes(_BIN["tiny-unigram.bin[:500]"], None)
         w = Whitening(n_components=4).fit(enc.encode(SENTENCES))
         Pipeline(enc, w).save(d)
     elif kind == "search-index":
@@ -405,7 +594,7 @@ def test_fuzz_folder_readers(kind):
             except DOCUMENTED:
                 pass
 
-    run()
+    _run_within_budget(run)
 
 
 # ------------------------------------------------------------------ STS and transfer readers
@@ -423,20 +612,47 @@ _STS_FILES = {
 }
 
 
-def _linked_copy(src: Path, dst: Path, top: Path) -> None:
-    """``dst`` made of symbolic links to the files of ``src`` (the mutated one is then
-    replaced by a real file): no copying of large data files per example."""
-    shutil.rmtree(top, ignore_errors=True)
-    dst.mkdir(parents=True)
-    for f in src.iterdir():
-        if f.is_file():
-            (dst / f.name).symlink_to(f)
+#: Lines kept of each real STS / transfer file: the mutated window is cut from them and the
+#: task's other files are these excerpts, unmutated (the readers parse every file of a task).
+EXCERPT_LINES = 300
+
+
+def _first_lines(raw: bytes) -> list[bytes]:
+    lines = raw.split(b"\n")
+    if lines[-1] == b"":  # after the last line terminator
+        lines.pop()
+    return lines[:EXCERPT_LINES]
+
+
+def _excerpt_dir(reader: str, rel: str) -> tuple[Path, dict[str, list[bytes]]]:
+    """A data root (made once) whose ``downstream/<folder of rel>`` holds the first
+    :data:`EXCERPT_LINES` lines of every file of the real folder; and those lines per file."""
+    src = _sts_root() / Path(rel).parent
+    root = _WORK / reader / "downstream"
+    d = root / Path(rel).parent
+    lines = {f.name: _first_lines(f.read_bytes()) for f in sorted(src.iterdir()) if f.is_file()}
+    if not d.is_dir():
+        d.mkdir(parents=True)
+        for name, ls in lines.items():
+            (d / name).write_bytes(b"\n".join(ls) + b"\n")
+    return root, lines
+
+
+def _partner(name: str) -> str | None:
+    """The SemEval file with as many lines as ``name`` (input <-> gold standard), if any."""
+    for a, b in (("STS.input.", "STS.gs."), ("STS.gs.", "STS.input.")):
+        if name.startswith(a):
+            return b + name[len(a):]
+    return None
 
 
 @st.composite
-def text_file_mutation(draw, raw: bytes):
-    """Lines of a real data file, cut short and with bytes / lines changed."""
-    lines = raw.split(b"\n")[: draw(st.integers(1, 30))]
+def text_file_mutation(draw, lines: list[bytes]):
+    """A window of 1-30 lines of a real data file (from its first line, or from anywhere in the
+    excerpt), with bytes / lines changed. Returns (first line, lines in the window, bytes)."""
+    start = draw(st.one_of(st.just(0), st.integers(0, len(lines) - 1)))
+    lines = lines[start:start + draw(st.integers(1, 30))]
+    n = len(lines)
     for _ in range(draw(st.integers(0, 4))):
         i = draw(st.integers(0, len(lines) - 1))
         how = draw(st.sampled_from(["bytes", "drop_field", "junk", "delete", "empty"]))
@@ -454,7 +670,17 @@ def text_file_mutation(draw, raw: bytes):
                 lines = [b""]
         else:
             lines[i] = b""
-    return b"\n".join(lines)
+    return start, n, b"\n".join(lines)
+
+
+def _write_mutation(root: Path, rel: str, lines: dict[str, list[bytes]], case) -> None:
+    """The mutated window into ``rel``; its SemEval partner gets the same window unmutated
+    (equal line counts, so the parser reaches the mutated lines)."""
+    start, n, data = case
+    (root / rel).write_bytes(data)
+    partner = _partner(Path(rel).name)
+    if partner is not None:
+        (root / rel).with_name(partner).write_bytes(b"\n".join(lines[partner][start:start + n]))
 
 
 @pytest.mark.parametrize("key", sorted(_STS_FILES))
@@ -463,16 +689,11 @@ def test_fuzz_sts_reader(key):
 
     task = key.split("-")[0]
     rel = _STS_FILES[key]
-    src = _sts_root()
-    raw = (src / rel).read_bytes()
-    sub = Path(rel).parent
+    root, lines = _excerpt_dir(f"sts-{key}", rel)
 
-    @given(text_file_mutation(raw))
-    def run(data):
-        root = _WORK / "sts" / "downstream"
-        _linked_copy(src / sub, root / sub, root.parent)
-        (root / rel).unlink()  # a link to the real file: replaced, never written through
-        (root / rel).write_bytes(data)
+    @given(text_file_mutation(lines[Path(rel).name]))
+    def run(case):
+        _write_mutation(root, rel, lines, case)
         with _Counted(f"sts-{key}"):
             try:
                 (t,) = load_sts([task], data_dir=root.parent)
@@ -482,7 +703,7 @@ def test_fuzz_sts_reader(key):
                 assert len(s.sent1) == len(s.sent2) == len(s.gold) > 0
                 assert np.isfinite(s.gold).all() and (s.gold >= 0).all() and (s.gold <= 5).all()
 
-    run()
+    _run_within_budget(run)
 
 
 _TRANSFER_FILES = {"TREC": "TREC/TREC_10.label", "MRPC": "MRPC/msr_paraphrase_test.txt",
@@ -494,18 +715,13 @@ def test_fuzz_transfer_reader(task):
     from sentvec.evaluation.transfer import load_transfer
 
     rel = _TRANSFER_FILES[task]
-    src = _sts_root()
-    if not (src / rel).is_file():
+    if not (_sts_root() / rel).is_file():
         pytest.skip(f"{rel} not shipped")
-    raw = (src / rel).read_bytes()
-    sub = Path(rel).parent
+    root, lines = _excerpt_dir(f"transfer-{task}", rel)
 
-    @given(text_file_mutation(raw))
-    def run(data):
-        root = _WORK / "transfer" / "downstream"
-        _linked_copy(src / sub, root / sub, root.parent)
-        (root / rel).unlink()  # a link to the real file: replaced, never written through
-        (root / rel).write_bytes(data)
+    @given(text_file_mutation(lines[Path(rel).name]))
+    def run(case):
+        _write_mutation(root, rel, lines, case)
         with _Counted(f"transfer-{task}"):
             try:
                 td = load_transfer(task, data_dir=root.parent)
@@ -514,4 +730,19 @@ def test_fuzz_transfer_reader(task):
             for s in td.splits:
                 assert len(s.sentences) == len(s.labels)
 
-    run()
+    _run_within_budget(run)
+
+
+@pytest.mark.parametrize("value", [["whitening"], {"a": 1}, 3])
+def test_pipeline_whitening_type_must_be_a_string(value):
+    """Found by the long run: a list as the whitening type of ``pipeline.json`` ended in
+    ``TypeError: unhashable type: 'list'``; now a ValueError naming the file."""
+    from sentvec import Pipeline
+
+    folder = _saved("pipeline")
+    cfg = json.loads(_folder_files(folder)["pipeline.json"])
+    assert cfg["whitening"]["type"] == "whitening"
+    cfg["whitening"]["type"] = value
+    d = _mutated_copy(folder, "pipeline.json", json.dumps(cfg).encode())
+    with pytest.raises(ValueError, match=r"pipeline\.json.*whitening 'type' must be a string"):
+        Pipeline.load(d)

@@ -297,9 +297,12 @@ class Pipeline:
                 raise ValueError(f"{str(cfg_path)!r}: 'whitening' must be an object or null, "
                                  f"got {wcfg!r:.60}")
             # pipelines written before the type field hold a Whitening
+            wtype = wcfg.get("type", "whitening")
+            if not isinstance(wtype, str):
+                raise ValueError(f"{str(cfg_path)!r}: whitening 'type' must be a string, got "
+                                 f"{wtype!r:.60}")
             whitening = load_postprocessor(
-                _component_dir(root, wcfg.get("path", "whitening"), cfg_path),
-                wcfg.get("type", "whitening"))
+                _component_dir(root, wcfg.get("path", "whitening"), cfg_path), wtype)
         pipeline = cls(encoder, whitening)
         pipeline.path = str(root)
         return pipeline
