@@ -325,3 +325,13 @@ def test_in_memory_load_guarded_but_mmap_is_not(monkeypatch):
     assert Sent2Vec.load(MODEL).dim == 16  # memory-mapped (default): not refused
     monkeypatch.setenv("SENTVEC_MAX_MEMORY", "1G")
     assert Sent2Vec.load(MODEL, mmap=None).dim == 16
+
+
+@pytest.mark.parametrize("flag", ["--abtt-components", "--whitening-k"])
+def test_report_refuses_non_positive_components(flag, capsys):
+    from sentvec.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["report", flag, "0"])
+    assert exc.value.code == 2
+    assert "expected an integer >= 1" in capsys.readouterr().err

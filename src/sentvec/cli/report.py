@@ -18,6 +18,7 @@ from sentvec.cli._args import (
     check_output_path,
     display_name,
     load_transformer,
+    positive_int,
     progress,
     str_list,
     sts_tasks_for,
@@ -180,9 +181,9 @@ def register(subparsers: Any) -> None:
                         "uSIF word probabilities")
     r.add_argument("--token-corpus-lines", type=int, default=None,
                    help="count only the first N lines of --token-corpus")
-    r.add_argument("--whitening-k", type=int, default=None,
+    r.add_argument("--whitening-k", type=positive_int, default=None,
                    help="k of the whitening-k rows (default d // 3)")
-    r.add_argument("--abtt-components", type=int, default=None,
+    r.add_argument("--abtt-components", type=positive_int, default=None,
                    help="D of the ABTT rows (default max(1, round(d / 100)))")
     add_evaluation_options(r)
     r.set_defaults(func=run_report)
