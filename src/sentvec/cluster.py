@@ -225,6 +225,10 @@ class EncoderPlugin(WorkerPlugin):
         if isinstance(self.spec, (str, os.PathLike)):
             import sentvec
 
+            if self.encoder_options.get("backend") == "onnx":  # its session fixes its threads at load
+                import torch
+
+                torch.set_num_threads(self.threads_per_task)
             self.base = sentvec.load_encoder(self.spec, **self.encoder_options)
         else:
             self.base = self.spec

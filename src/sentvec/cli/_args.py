@@ -125,7 +125,7 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
                         "'senteval' = tokenized and lower-cased as in the paper)")
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help="sentences per forward pass (default: the encoder's, 32)")
-    p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    add_device_options(p)
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
                                                      "~/.cache/sentvec)")
@@ -151,7 +151,24 @@ def display_name(name: str) -> str:
     return Path(name).name if ("/" in name or "\\" in name) else name
 
 
-def load_transformer(name: str, device: str | None = None, **overrides: Any) -> Any:
+def add_device_options(p: argparse.ArgumentParser) -> None:
+    """``--device`` and ``--model-backend``: where and how transformer models run their forward passes."""
+    from sentvec.encoders.base import TRANSFORMER_BACKENDS
+
+    p.add_argument("--device", default=None,
+                   help="torch device for transformer models (default: cuda if available)")
+    p.add_argument("--model-backend", choices=TRANSFORMER_BACKENDS, default=None,
+                   help="forward passes of transformer models: torch (default) or onnx (ONNX "
+                        "Runtime on the CPU, pip install 'sentvec[onnx]'; the model is exported "
+                        "once and cached)")
+
+
+def device_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The encoder options of :func:`add_device_options` that were given."""
+    return {k: v for k, v in (("device", args.device), ("backend", args.model_backend)) if v is not None}
+
+
+def load_transformer(name: str, **overrides: Any) -> Any:
     """A transformer encoder (one with hidden layers) by alias or path; ValueError otherwise."""
     import os
 
@@ -160,7 +177,7 @@ def load_transformer(name: str, device: str | None = None, **overrides: Any) -> 
     from sentvec.encoders import EncoderOptionsError, load_encoder
 
     try:
-        enc = load_encoder(name, device=device, **overrides)
+        enc = load_encoder(name, **overrides)
     except EncoderOptionsError:  # a Sent2Vec model or pipeline: no layers to choose from
         enc = load_encoder(name)
     if not callable(getattr(enc, "encode_layers", None)):

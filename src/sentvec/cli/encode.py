@@ -27,8 +27,10 @@ from typing import Any
 
 from sentvec.cli._args import (
     MODEL_HELP,
+    add_device_options,
     add_progress_option,
     check_output_path,
+    device_options,
     int_at_least,
     plain_text,
     progress,
@@ -58,7 +60,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-resume", action="store_true", help="re-encode every shard")
     p.add_argument("--overwrite", action="store_true",
                    help="discard shards written with another model/whitening or from a changed input")
-    p.add_argument("--device", default=None, help="torch device for transformer models")
+    add_device_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
     add_progress_option(p)
     d = p.add_argument_group("Dask cluster (pip install 'sentvec[dask]')")
@@ -96,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         from sentvec.encode_files import encode_file
         from sentvec.encoders import load_encoder
 
-        encoder = load_encoder(args.model, device=args.device)
+        encoder = load_encoder(args.model, **device_options(args))
         m = encode_file(encoder, args.input, args.output, shard_size=args.shard_size,
                         batch_size=args.batch_size, whitening=args.whitening,
                         resume=not args.no_resume, overwrite=args.overwrite,
@@ -147,7 +149,7 @@ def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
                 whitening=args.whitening, resume=not args.no_resume, overwrite=args.overwrite,
                 start_line=args.start_line, end_line=args.end_line,
                 statistics=args.fit_whitening is not None, retries=args.retries,
-                encoder_options={"device": args.device},
+                encoder_options=device_options(args),
                 show_progress_bar=progress(args))
         except PartitionError as exc:  # a user-fixable input problem, reported like the others
             raise ValueError(str(exc)) from exc

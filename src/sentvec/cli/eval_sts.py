@@ -25,15 +25,17 @@ from typing import Any
 
 from sentvec.cli._args import (
     MODEL_HELP,
+    add_device_options,
     add_postprocess_options,
+    add_progress_option,
     check_postprocess_options,
+    device_options,
     layer_list,
     plain_text,
     positive_int,
+    progress,
     read_corpus_file,
     sts_task_list,
-    add_progress_option,
-    progress,
     sts_tasks_for,
     year_postprocessor,
 )
@@ -84,7 +86,7 @@ def register(subparsers: Any) -> None:
                        f"{k} = {v}" for k, v in _VARIANT_HELP.items())
                         + " (default: the encoder's preference, senteval for transformers)")
     p.add_argument("--batch-size", type=positive_int, default=32)
-    p.add_argument("--device", default=None, help="torch device (default: cuda if available, else cpu)")
+    add_device_options(p)
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
     add_progress_option(p)
@@ -95,9 +97,7 @@ def register(subparsers: Any) -> None:
 def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
     from sentvec.encoders import load_encoder
 
-    if args.device is not None:
-        overrides["device"] = args.device
-    return load_encoder(args.model, **overrides)
+    return load_encoder(args.model, **overrides, **device_options(args))
 
 
 def _header(encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, aggregation: str) -> list[str]:

@@ -22,7 +22,13 @@ import sys
 import time
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, int_at_least, positive_int
+from sentvec.cli._args import (
+    MODEL_HELP,
+    add_device_options,
+    device_options,
+    int_at_least,
+    positive_int,
+)
 
 _DEFAULT_TASKS = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
 _ALIASES = {"msrp": "MRPC", "sst": "SST2", "sst-2": "SST2"}
@@ -83,7 +89,7 @@ def register(subparsers: Any) -> None:
                    help="passed to the encoder (default: the encoder's own)")
     p.add_argument("--n-jobs", type=positive_int, default=1,
                    help="threads for independent logistic-regression fits (default 1)")
-    p.add_argument("--device", default=None, help="torch device for transformer models")
+    add_device_options(p)
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
     p.set_defaults(func=run)
 
@@ -111,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         from sentvec._io import check_output_path
 
         check_output_path(args.json, what="--json")
-    encoder = load_encoder(args.model, device=args.device)
+    encoder = load_encoder(args.model, **device_options(args))
     desc = describe_encoder(encoder)
     preprocess, lowercase = _preprocess_fn(args.preprocess)
     results = []

@@ -20,6 +20,7 @@ from sentvec.cli._args import (
     add_transformer_options,
     check_output_path,
     check_postprocess_options,
+    device_options,
     load_transformer,
     positive_int,
     progress,
@@ -52,7 +53,7 @@ def _eval_sts_command(args: argparse.Namespace, layers: tuple[int, ...],
     if args.aggregation != "mean":
         parts += ["--aggregation", args.aggregation]
     for flag, value in (("--tasks", ",".join(args.tasks or ())), ("--data", args.data),
-                        ("--variant", args.variant)):
+                        ("--variant", args.variant), ("--model-backend", args.model_backend)):
         if value:
             parts += [flag, value]
     return shlex.join(parts)
@@ -68,7 +69,7 @@ def run_layers(args: argparse.Namespace) -> int:
         raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
     check_postprocess_options(args, "--k")
     out = check_output_path(args.out, what="--out", kind="dir")  # before the work
-    encoder = load_transformer(args.model, args.device, max_length=args.max_length)
+    encoder = load_transformer(args.model, max_length=args.max_length, **device_options(args))
     postprocessor = year_postprocessor(args, encoder)
     tasks = sts_tasks_for(args, encoder)
     cache = vector_cache(args)

@@ -16,6 +16,7 @@ from typing import Any
 from sentvec.cli._args import (
     add_evaluation_options,
     check_output_path,
+    device_options,
     display_name,
     load_transformer,
     positive_int,
@@ -63,7 +64,7 @@ def _report_transformer(name: str, args: argparse.Namespace, cache: Any,
     from sentvec.cache import pooled_layer_vectors
     from sentvec.evaluation import table1_rows, unique_sentences
 
-    encoder = load_transformer(name, args.device)
+    encoder = load_transformer(name, **device_options(args))
     tasks = sts_tasks_for(args, encoder)
     sentences = unique_sentences(tasks)
     vecs, hit, secs = pooled_layer_vectors(encoder, sentences, pooling=("cls", "mean"),

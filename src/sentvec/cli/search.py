@@ -23,7 +23,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sentvec.cli._args import MODEL_HELP, add_progress_option, plain_text, positive_int, progress
+from sentvec.cli._args import (
+    MODEL_HELP,
+    add_device_options,
+    add_progress_option,
+    device_options,
+    plain_text,
+    positive_int,
+    progress,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -49,7 +57,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--rebuild", action="store_true", help="rebuild the index even if it is current")
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help="passed to the encoder (default: the encoder's own)")
-    p.add_argument("--device", default=None, help="torch device for transformer models")
+    add_device_options(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     add_progress_option(p)
     p.set_defaults(func=run)
@@ -72,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--queries {str(qpath)!r} holds no non-blank line")
     else:
         queries = list(args.query)
-    encoder = load_encoder(args.model, device=args.device)
+    encoder = load_encoder(args.model, **device_options(args))
     t0 = time.perf_counter()
     found = open_corpus_index(corpus, encoder, model_arg=args.model, index_dir=args.index,
                               metric=args.metric, backend=args.backend, rebuild=args.rebuild,

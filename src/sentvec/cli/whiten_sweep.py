@@ -16,6 +16,7 @@ from sentvec.cli._args import (
     add_evaluation_options,
     add_transformer_options,
     check_output_path,
+    device_options,
     layer_list,
     load_transformer,
     positive_int,
@@ -51,7 +52,7 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     if not args.no_corpus:
         path = check_path_exists(args.corpus or corpus_sample_path(), what="corpus file")
         size = check_positive_int("corpus_size", args.corpus_size)
-    encoder = load_transformer(args.model, args.device, layers=tuple(args.layers),
+    encoder = load_transformer(args.model, **device_options(args), layers=tuple(args.layers),
                                 pooling=args.pooling, max_length=args.max_length)
     tasks = sts_tasks_for(args, encoder)
     variant = tasks[0].variant

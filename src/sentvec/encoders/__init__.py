@@ -3,6 +3,8 @@
 * ``base``: the :class:`Encoder` protocol every part of sentvec relies on;
 * ``transformer`` / ``pooling`` / ``models``: WhiteningBERT's encoder over a Hugging Face model,
   its token pooling and layer averaging, and the model aliases (local weights only);
+* ``onnx_backend``: :class:`OnnxForward`, the ONNX Runtime forward passes of
+  ``TransformerEncoder(backend="onnx")`` (export, graph cache);
 * ``loading``: :func:`load_encoder`, the one place a ``--model`` argument becomes an encoder;
 * ``pipeline``: :class:`Pipeline` (encoder + whitening) and :func:`load_whitening`;
 * ``sif``: :class:`SIFEncoder` and :class:`USIFEncoder`, frequency-weighted averages of word
@@ -23,6 +25,10 @@ _LAZY: dict[str, str] = {
     "text_variant_of": "sentvec.encoders.base",
     "output_dimension": "sentvec.encoders.base",
     "check_whitening_fits": "sentvec.encoders.base",
+    "TRANSFORMER_BACKENDS": "sentvec.encoders.base",
+    "OnnxForward": "sentvec.encoders.onnx_backend",
+    "export_onnx": "sentvec.encoders.onnx_backend",
+    "onnx_cache_key": "sentvec.encoders.onnx_backend",
     "load_encoder": "sentvec.encoders.loading",
     "EncoderOptionsError": "sentvec.encoders.loading",
     "Pipeline": "sentvec.encoders.pipeline",
@@ -55,7 +61,8 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentvec.encoders.base import Encoder, PIPELINE_FILE, describe_encoder, text_variant_of, output_dimension, check_whitening_fits  # noqa: F401
+    from sentvec.encoders.base import Encoder, PIPELINE_FILE, describe_encoder, text_variant_of, output_dimension, check_whitening_fits, TRANSFORMER_BACKENDS  # noqa: F401
+    from sentvec.encoders.onnx_backend import OnnxForward, export_onnx, onnx_cache_key  # noqa: F401
     from sentvec.encoders.loading import load_encoder, EncoderOptionsError  # noqa: F401
     from sentvec.encoders.pipeline import Pipeline, load_whitening, PIPELINE_FORMAT, PIPELINE_VERSION, ENCODER_LOADERS  # noqa: F401
     from sentvec.encoders.transformer import TransformerEncoder, TruncationWarning, DEFAULT_POOLING, DEFAULT_LAYERS, DEFAULT_BATCH_SIZE  # noqa: F401

@@ -10,11 +10,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Encoder", "PIPELINE_FILE", "describe_encoder", "text_variant_of", "output_dimension",
+__all__ = ["Encoder", "PIPELINE_FILE", "TRANSFORMER_BACKENDS", "describe_encoder", "text_variant_of", "output_dimension",
            "check_whitening_fits"]
 
 #: The marker file of a saved :class:`sentvec.Pipeline` directory (its ``pipeline.json``).
 PIPELINE_FILE = "pipeline.json"
+
+#: Forward-pass backends of :class:`sentvec.TransformerEncoder`: torch, or ONNX Runtime on the
+#: CPU (the ``onnx`` extra). Here, not in ``transformer.py``, so the CLI lists them without torch.
+TRANSFORMER_BACKENDS = ("torch", "onnx")
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ import torch
 
 from sentvec._io import atomic_write_json
 from sentvec._validation import check_choice, check_positive_int, check_sentences
+from sentvec.encoders.base import TRANSFORMER_BACKENDS
 from sentvec.encoders.models import resolve_model
 from sentvec.encoders.pooling import (
     MEAN_MODES,
@@ -42,6 +43,7 @@ ENCODER_CONFIG_VERSION = 1
 DEFAULT_POOLING: Pooling = "mean"
 DEFAULT_LAYERS: tuple[int, ...] = (1, -1)
 DEFAULT_BATCH_SIZE = 32
+BACKENDS = TRANSFORMER_BACKENDS
 
 #: ``show_progress_bar=None`` shows a bar for at least this many distinct sentences (TTY only).
 AUTO_PROGRESS_MIN_SENTENCES = 1000
@@ -156,12 +158,25 @@ class TransformerEncoder:
         Default: ``"cuda"`` if available, else ``"cpu"``. The model is moved there.
     name_or_path : str, optional
         What the model was loaded from, for :meth:`config_dict`.
+    backend : {"torch", "onnx"}, default "torch"
+        Runs the forward passes with torch, or with ONNX Runtime on the CPU
+        (:mod:`sentvec.encoders.onnx_backend`: the model is exported once, with every hidden
+        state as an output, and the graph cached under ``onnx_cache_dir``). Pooling is the same
+        code for both; vectors agree to about 1e-5 (float32 rounding of another kernel order).
+    onnx_cache_dir : path-like, optional
+        Root of the ONNX graph cache (default ``$SENTVEC_CACHE`` or ``~/.cache/sentvec``).
 
     Raises
     ------
     ValueError
-        Unknown ``pooling`` or ``mean_mode`` (the message lists the options); a layer index out
-        of range (the message names the valid range); ``max_length`` above the model's limit.
+        Unknown ``pooling``, ``mean_mode`` or ``backend`` (the message lists the options); a
+        layer index out of range (the message names the valid range); ``max_length`` above the
+        model's limit; ``backend="onnx"`` with a device other than the CPU.
+    ImportError
+        ``backend="onnx"`` without onnxruntime (``pip install 'sentvec[onnx]'``).
+    RuntimeError
+        ``backend="onnx"`` and the model could not be exported, or its graph disagrees with
+        torch (checked once after each export).
 
     Notes
     -----
@@ -196,10 +211,14 @@ class TransformerEncoder:
         mean_mode: MeanMode = "exact",
         device: str | torch.device | None = None,
         name_or_path: str | None = None,
+        backend: str = "torch",
+        onnx_cache_dir: str | os.PathLike[str] | None = None,
         _model_dir: str | None = None,
         _source_model: str | None = None,
+        _onnx: Any = None,
     ) -> None:
         self._pooling: Pooling = check_choice("pooling", pooling, POOLING_MODES)
+        self.backend: str = check_choice("backend", backend, BACKENDS)
         self._mean_mode: MeanMode = check_choice("mean_mode", mean_mode, MEAN_MODES)
         config = model.config
         self.num_layers = int(config.num_hidden_layers)
@@ -219,12 +238,24 @@ class TransformerEncoder:
                     f"{hard_limit} tokens"
                 )
             self._max_length = max_length
+        if self.backend == "onnx":
+            if device is not None and torch.device(device).type != "cpu":
+                raise ValueError(f"backend='onnx' runs on the CPU only, not on device={str(device)!r}; "
+                                 "use backend='torch' for other devices")
+            device = "cpu"
         self.device = torch.device(device) if device is not None else _default_device()
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.name_or_path = name_or_path or getattr(config, "_name_or_path", None) or type(model).__name__
         self._source_model = _source_model
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self._onnx_cache_dir = onnx_cache_dir
+        self._onnx = None
+        if self.backend == "onnx":
+            from sentvec.encoders.onnx_backend import OnnxForward
+
+            self._onnx = _onnx if _onnx is not None else OnnxForward(
+                self.model, pad_id=self._pad_id, cache_dir=onnx_cache_dir)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -237,6 +268,8 @@ class TransformerEncoder:
         max_length: int | None = None,
         mean_mode: MeanMode | None = None,
         device: str | torch.device | None = None,
+        backend: str = "torch",
+        onnx_cache_dir: str | os.PathLike[str] | None = None,
         **model_kwargs: Any,
     ) -> TransformerEncoder:
         """Load an encoder from an alias, a local Hugging Face directory or a hub name.
@@ -251,6 +284,10 @@ class TransformerEncoder:
             ``None`` takes the value saved in the directory's ``sentvec_encoder.json`` if there
             is one, else the defaults ``"mean"``, ``(1, -1)``, the model's limit, ``"exact"``.
         device : str or torch.device, optional
+        backend : {"torch", "onnx"}, default "torch"
+            See :class:`TransformerEncoder` (not saved with the model: a deployment choice).
+        onnx_cache_dir : path-like, optional
+            Root of the ONNX graph cache for ``backend="onnx"``.
         **model_kwargs
             Passed to ``transformers.AutoModel.from_pretrained`` (e.g. ``dtype``, or
             ``num_hidden_layers=2`` to keep only the first two layers). ``local_files_only``
@@ -270,6 +307,7 @@ class TransformerEncoder:
             check_choice("pooling", pooling, POOLING_MODES)
         if mean_mode is not None:
             check_choice("mean_mode", mean_mode, MEAN_MODES)
+        check_choice("backend", backend, BACKENDS)
         resolved = resolve_model(name_or_path)
         is_local = os.path.isdir(resolved)
         saved = _read_encoder_config(resolved) if is_local else {}
@@ -299,6 +337,8 @@ class TransformerEncoder:
             mean_mode=mean_mode or saved.get("mean_mode", "exact"),
             device=device,
             name_or_path=str(name_or_path),
+            backend=backend,
+            onnx_cache_dir=onnx_cache_dir,
             _model_dir=resolved if is_local else None,
             _source_model=saved.get("source_model"),
         )
@@ -306,7 +346,8 @@ class TransformerEncoder:
     def with_options(self, **changes: Any) -> TransformerEncoder:
         """A new encoder sharing this one's model and tokenizer, with some options changed.
 
-        Accepts ``pooling``, ``layers``, ``max_length``, ``mean_mode``; no weights are copied.
+        Accepts ``pooling``, ``layers``, ``max_length``, ``mean_mode``; no weights are copied
+        (and an ONNX Runtime session is shared).
         """
         allowed = {"pooling", "layers", "max_length", "mean_mode"}
         unknown = set(changes) - allowed
@@ -323,6 +364,7 @@ class TransformerEncoder:
         opts.update(changes)
         return type(self)(
             self.model, self.tokenizer, device=self.device, name_or_path=self.name_or_path,
+            backend=self.backend, onnx_cache_dir=self._onnx_cache_dir, _onnx=self._onnx,
             _model_dir=self._model_dir, _source_model=self._source_model, **opts,
         )
 
@@ -368,8 +410,12 @@ class TransformerEncoder:
         return np.array(weight.detach().to("cpu", dtype=torch.float32).numpy(), dtype=np.float32)
 
     def config_dict(self) -> dict[str, Any]:
-        """JSON-serialisable description for result records."""
-        return {
+        """JSON-serialisable description for result records.
+
+        ``"backend"`` is present only for ``backend="onnx"``, so that records and vector-cache
+        keys of the default torch backend stay what they were.
+        """
+        desc = {
             "encoder": type(self).__name__,
             "model": self.name_or_path,
             "model_path": self._model_dir,
@@ -384,11 +430,15 @@ class TransformerEncoder:
             "num_layers": self.num_layers,
             "text_variant": self.preferred_text_variant,
         }
+        if self.backend != "torch":
+            desc["backend"] = self.backend
+        return desc
 
     def __repr__(self) -> str:
         return (
             f"TransformerEncoder({self.name_or_path!r}, pooling={self._pooling!r}, "
-            f"layers={self._layers_arg}, max_length={self._max_length}, device='{self.device}')"
+            f"layers={self._layers_arg}, max_length={self._max_length}, device='{self.device}'"
+            + (f", backend={self.backend!r})" if self.backend != "torch" else ")")
         )
 
     # ------------------------------------------------------------------ encoding
@@ -586,10 +636,13 @@ class TransformerEncoder:
                         row = ids[j]
                         input_ids[r, :len(row)] = row
                         mask[r, :len(row)] = 1
-                    ids_t = torch.from_numpy(input_ids).to(self.device)
                     mask_t = torch.from_numpy(mask).to(self.device)
-                    res = self.model(input_ids=ids_t, attention_mask=mask_t,
-                                     output_hidden_states=hidden_states, return_dict=True)
+                    if self._onnx is not None:
+                        res = self._onnx(input_ids, mask, hidden_states)
+                    else:
+                        res = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
+                                         attention_mask=mask_t,
+                                         output_hidden_states=hidden_states, return_dict=True)
                     out[c0 + batch] = fn(res, mask_t).to("cpu", torch.float32).numpy()
                     bar.update(len(batch))
         if n_truncated:

@@ -1,0 +1,285 @@
+"""ONNX Runtime backend of :class:`sentvec.TransformerEncoder` (``backend="onnx"``).
+
+The torch model is exported once with ``torch.onnx.export`` to a graph whose outputs are every
+hidden state (``hidden_state_0`` = embedding output ... ``hidden_state_L``), with dynamic batch
+and token axes, and cached under ``<cache root>/onnx/<key>/model.onnx`` (cache root: the
+``cache_dir`` argument, else ``$SENTVEC_CACHE``, else ``~/.cache/sentvec``, as for
+:mod:`sentvec.cache`). The key is a SHA-256 of the weights, the model config and the torch,
+transformers and export-format versions, so a changed or fine-tuned model never reuses a stale
+graph. Pooling and layer averaging stay in :mod:`sentvec.encoders.pooling`, shared with the
+torch backend; only the forward pass differs.
+
+Why it exists (issue 21, ``docs/PERFORMANCE.md``): on 2 CPU cores ONNX Runtime's forward passes of
+MiniLM ran 1.14-1.23x faster than torch's on sentvec's own batches; its hidden states differ from
+torch's by at most ~7e-6.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["OnnxForward", "onnx_cache_key", "export_onnx", "ONNX_EXPORT_VERSION"]
+
+#: Bumped whenever the exported graph changes (inputs, outputs, opset, attention path).
+ONNX_EXPORT_VERSION = 1
+ONNX_OPSET = 17
+#: Largest allowed max abs difference between ONNX Runtime's and torch's hidden states in the
+#: check made right after an export (a wrongly traced graph is off by ~1, not by 1e-5).
+EXPORT_CHECK_TOL = 1e-4
+
+
+def _require_onnxruntime() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "backend='onnx' needs onnxruntime and onnx: pip install 'sentvec[onnx]'"
+        ) from exc
+    return onnxruntime
+
+
+def onnx_cache_key(model: Any) -> str:
+    """SHA-256 identifying the graph ``model`` exports to.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        Hashed: every tensor of ``state_dict()`` (name, dtype, shape, bytes), the config as JSON,
+        the torch and transformers versions and :data:`ONNX_EXPORT_VERSION`.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
+    import transformers
+
+    h = hashlib.sha256()
+    meta = {
+        "export_version": ONNX_EXPORT_VERSION,
+        "opset": ONNX_OPSET,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "class": type(model).__name__,
+        "config": model.config.to_diff_dict(),
+    }
+    h.update(json.dumps(meta, sort_keys=True, default=str).encode())
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().to("cpu").contiguous()
+        h.update(f"{name}|{t.dtype}|{tuple(t.shape)}|".encode())
+        if t.dtype == torch.bfloat16:
+            t = t.view(torch.int16)
+        h.update(memoryview(t.numpy()).cast("B"))
+    return h.hexdigest()
+
+
+class _AllHiddenStates(torch.nn.Module):
+    """Wraps a Hugging Face encoder so that its outputs are the tuple of hidden states."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         output_hidden_states=True, return_dict=True)
+        return tuple(out.hidden_states)
+
+
+def _example_batch(pad_id: int, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two padded rows of different lengths: the export must trace the masked path."""
+    ids = torch.full((2, 7), pad_id, dtype=torch.int64)
+    mask = torch.zeros((2, 7), dtype=torch.int64)
+    rng = np.random.default_rng(0)
+    ids[0] = torch.from_numpy(rng.integers(1, vocab_size, 7))
+    mask[0] = 1
+    ids[1, :4] = torch.from_numpy(rng.integers(1, vocab_size, 4))
+    mask[1, :4] = 1
+    return ids, mask
+
+
+def export_onnx(model: Any, path: str | os.PathLike[str], *, pad_id: int = 0) -> Path:
+    """Export ``model`` to an ONNX graph with every hidden state as an output (atomic write).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        An encoder-only model on any device; a CPU copy with the eager attention
+        implementation is exported (the SDPA path traces its mask handling as constants of the
+        example's shape and gives wrong hidden states for other shapes).
+    path : path-like
+        The ``.onnx`` file to write (its folder is created).
+    pad_id : int, default 0
+        Padding token id used in the example batch.
+
+    Returns
+    -------
+    Path
+        ``path``. Inputs ``input_ids`` and ``attention_mask`` (int64, shape (batch, tokens));
+        outputs ``hidden_state_0`` ... ``hidden_state_L`` (float32, (batch, tokens, d)).
+
+    Raises
+    ------
+    RuntimeError
+        If the export fails (the message names the model class).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    export_model = copy.deepcopy(model).to("cpu").float().eval()
+    if hasattr(export_model, "set_attn_implementation"):
+        export_model.set_attn_implementation("eager")
+    n_out = int(model.config.num_hidden_layers) + 1
+    names = [f"hidden_state_{i}" for i in range(n_out)]
+    example = _example_batch(pad_id, int(model.config.vocab_size))
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                _AllHiddenStates(export_model), example, tmp,
+                input_names=["input_ids", "attention_mask"], output_names=names,
+                dynamic_axes={n: {0: "batch", 1: "tokens"}
+                              for n in ("input_ids", "attention_mask", *names)},
+                opset_version=ONNX_OPSET, dynamo=False,
+            )
+        os.replace(tmp, path)
+    except Exception as exc:
+        raise RuntimeError(
+            f"could not export {type(model).__name__} to ONNX ({exc}); use backend='torch'"
+        ) from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+class OnnxForward:
+    """Forward passes of a Hugging Face encoder through ONNX Runtime (CPU).
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The torch model; exported on first use, then read from the cache.
+    pad_id : int
+        Padding token id (for the export's example batch and check).
+    cache_dir : path-like, optional
+        Cache root (default :func:`sentvec.cache.default_cache_dir`); graphs go to
+        ``<root>/onnx/<key>/model.onnx``.
+    threads : int, optional
+        ONNX Runtime intra-op threads (default ``torch.get_num_threads()``, so the two backends
+        use the same cores). Idle threads do not spin-wait.
+
+    Raises
+    ------
+    ImportError
+        onnxruntime is not installed (the ``onnx`` extra).
+    RuntimeError
+        The export failed, or the exported graph's hidden states differ from torch's by more
+        than :data:`EXPORT_CHECK_TOL` on a check batch of another shape.
+
+    Warns
+    -----
+    UserWarning
+        A cached graph that ONNX Runtime cannot read (corrupt, truncated) is exported again.
+    """
+
+    def __init__(self, model: Any, *, pad_id: int = 0, cache_dir: str | os.PathLike[str] | None = None,
+                 threads: int | None = None) -> None:
+        ort = _require_onnxruntime()
+        from sentvec.cache import default_cache_dir
+
+        self.num_outputs = int(model.config.num_hidden_layers) + 1
+        self.key = onnx_cache_key(model)
+        root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+        self.path = root / "onnx" / self.key[:32] / "model.onnx"
+        self.threads = int(threads) if threads is not None else torch.get_num_threads()
+        self.exported = False
+        if self.path.is_file():
+            try:
+                self.session = self._session(ort)
+            except Exception as exc:  # onnxruntime raises its own exception types
+                warnings.warn(f"cached ONNX graph {str(self.path)!r} is unreadable ({exc}); "
+                              "exporting it again", UserWarning, stacklevel=3)
+                self.session = None
+        else:
+            self.session = None
+        if self.session is None:
+            export_onnx(model, self.path, pad_id=pad_id)
+            self.exported = True
+            try:
+                self.session = self._session(ort)
+                self._check_against(model, pad_id)
+            except Exception:
+                self.path.unlink(missing_ok=True)
+                raise
+        self._names = [o.name for o in self.session.get_outputs()]
+        if len(self._names) != self.num_outputs:
+            raise RuntimeError(f"ONNX graph {str(self.path)!r} has {len(self._names)} outputs, "
+                               f"expected {self.num_outputs} hidden states")
+
+    def _session(self, ort: Any) -> Any:
+        so = ort.SessionOptions()
+        # basic: the fastest level measured on MiniLM (docs/PERFORMANCE.md); no spin-waiting, so
+        # an idle pool never steals the cores from the rest of the process
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        so.intra_op_num_threads = self.threads
+        so.inter_op_num_threads = 1
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        so.log_severity_level = 3
+        return ort.InferenceSession(str(self.path), so, providers=["CPUExecutionProvider"])
+
+    def _check_against(self, model: Any, pad_id: int) -> None:
+        """Compare with torch on a batch of another shape than the export example."""
+        rng = np.random.default_rng(1)
+        vocab = int(model.config.vocab_size)
+        ids = np.full((3, 11), pad_id, dtype=np.int64)
+        mask = np.zeros((3, 11), dtype=np.int64)
+        for r, n in enumerate((11, 5, 3)):
+            ids[r, :n] = rng.integers(1, vocab, n)
+            mask[r, :n] = 1
+        ours = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
+        with torch.inference_mode():
+            ref = model.to("cpu")(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
+                                  output_hidden_states=True, return_dict=True).hidden_states
+        m = mask[..., None].astype(bool)
+        diff = max(float(np.abs(np.where(m, a - b.float().numpy(), 0)).max())
+                   for a, b in zip(ours, ref))
+        if not diff <= EXPORT_CHECK_TOL:
+            raise RuntimeError(
+                f"the ONNX export of {type(model).__name__} gives hidden states off by {diff:.3g} "
+                f"from torch's (tolerance {EXPORT_CHECK_TOL}); use backend='torch'")
+
+    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray,
+                 hidden_states: bool) -> SimpleNamespace:
+        """One forward pass.
+
+        Parameters
+        ----------
+        input_ids, attention_mask : ndarray of shape (batch, tokens), int64
+        hidden_states : bool
+            Return every hidden state; otherwise only the last one is fetched.
+
+        Returns
+        -------
+        namespace
+            ``last_hidden_state`` (torch float32 tensor (batch, tokens, d)) and, with
+            ``hidden_states``, ``hidden_states`` (tuple of L + 1 such tensors), as the fields of
+            a Hugging Face model output.
+        """
+        feeds = {"input_ids": input_ids, "attention_mask": attention_mask}
+        names = self._names if hidden_states else self._names[-1:]
+        outs = [torch.from_numpy(a) for a in self.session.run(names, feeds)]
+        return SimpleNamespace(last_hidden_state=outs[-1],
+                               hidden_states=tuple(outs) if hidden_states else None)

@@ -1,0 +1,145 @@
+"""TransformerEncoder(backend="onnx"): ONNX Runtime forward passes against torch's.
+
+The oracle is the torch backend itself, run in the test on the same sentences: the vectors of
+every pooling with layers (1, -1), and the pooled vectors of every hidden state, must agree to
+1e-5 (issue 21). The sentences give batches of other shapes than the export's example batch (a
+graph traced with the shape baked in gives errors of order 1, not 1e-6).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("torch")
+
+TOL = 1e-5
+
+SENTENCES = (
+    ["", "   ", "a", "The cat sat on the mat.", "naïve café — ünïcödé ✓ 文字", "word " * 300]
+    + [f"sentence {i} " + "more words " * (i % 23) for i in range(40)]
+)
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def minilm_pair(minilm_path, onnx_cache):
+    """The full 6-layer MiniLM with both backends (one export into the module's cache)."""
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    torch_enc = TransformerEncoder.from_pretrained(minilm_path, device="cpu")
+    onnx_enc = TransformerEncoder.from_pretrained(minilm_path, backend="onnx",
+                                                  onnx_cache_dir=onnx_cache)
+    return torch_enc, onnx_enc
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_onnx_vectors_match_torch_for_every_pooling(minilm_pair, pooling):
+    torch_enc, onnx_enc = minilm_pair
+    with pytest.warns(UserWarning, match="truncated"):
+        ref = torch_enc.with_options(pooling=pooling, layers=(1, -1)).encode(SENTENCES, batch_size=8)
+    with pytest.warns(UserWarning, match="truncated"):
+        got = onnx_enc.with_options(pooling=pooling, layers=(1, -1)).encode(SENTENCES, batch_size=8)
+    assert got.dtype == np.float32 and got.shape == ref.shape == (len(SENTENCES), 384)
+    assert float(np.abs(got - ref).max()) <= TOL
+
+
+
+def test_onnx_last_layer_alone_matches_torch(minilm_pair):
+    """layers=-1 fetches one output of the graph instead of all seven."""
+    torch_enc, onnx_enc = minilm_pair
+    ref = torch_enc.with_options(layers=-1).encode(SENTENCES[6:], batch_size=16)
+    got = onnx_enc.with_options(layers=-1).encode(SENTENCES[6:], batch_size=16)
+    assert float(np.abs(got - ref).max()) <= TOL
+
+
+def test_onnx_every_hidden_state_matches_torch(minilm_pair):
+    torch_enc, onnx_enc = minilm_pair
+    ref = torch_enc.encode_layers(SENTENCES[6:], pooling=("mean", "cls", "max"))
+    got = onnx_enc.encode_layers(SENTENCES[6:], pooling=("mean", "cls", "max"))
+    for mode in ref:
+        assert got[mode].shape == (len(SENTENCES) - 6, 7, 384)
+        assert float(np.abs(got[mode] - ref[mode]).max()) <= TOL, mode
+
+
+def test_onnx_graph_is_cached_and_keyed_by_the_weights(minilm_pair, onnx_cache, tiny_minilm):
+    from sentvec.encoders.onnx_backend import OnnxForward
+
+    _, onnx_enc = minilm_pair
+    again = OnnxForward(onnx_enc.model, cache_dir=onnx_cache)
+    assert not again.exported and again.path == onnx_enc._onnx.path
+    # a model with other weights (the first two layers only) gets its own graph
+    other = OnnxForward(tiny_minilm.model, cache_dir=onnx_cache)
+    assert other.exported and other.path != again.path and len(other._names) == 3
+    # with_options shares the session; config_dict names the backend (vector-cache keys differ)
+    assert onnx_enc.with_options(pooling="cls")._onnx is onnx_enc._onnx
+    assert onnx_enc.config_dict()["backend"] == "onnx"
+    assert "backend" not in minilm_pair[0].config_dict()
+
+
+def test_a_corrupt_cached_graph_is_exported_again(tiny_minilm, tmp_path):
+    from sentvec.encoders.onnx_backend import OnnxForward
+
+    first = OnnxForward(tiny_minilm.model, cache_dir=tmp_path)
+    data = first.path.read_bytes()
+    first.path.write_bytes(data[: len(data) // 3])  # truncated
+    with pytest.warns(UserWarning, match="unreadable"):
+        second = OnnxForward(tiny_minilm.model, cache_dir=tmp_path)
+    assert second.exported and second.path.stat().st_size == len(data)
+    enc = tiny_minilm.with_options()
+    ref = enc.encode(SENTENCES[:20])
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    onnx_enc = TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="onnx",
+                                  onnx_cache_dir=tmp_path, layers=(1, -1),
+                                  max_length=tiny_minilm.max_length)
+    assert float(np.abs(onnx_enc.encode(SENTENCES[:20]) - ref).max()) <= TOL
+
+
+def test_onnx_backend_refuses_bad_options(tiny_minilm, tmp_path):
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    with pytest.raises(ValueError, match="CPU only"):
+        TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="onnx",
+                           device="cuda", onnx_cache_dir=tmp_path)
+    with pytest.raises(ValueError, match="backend"):
+        TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="tensorrt")
+
+
+def test_cli_model_backend_onnx_matches_torch(tiny_minilm_dir, tmp_path, monkeypatch):
+    from sentvec.cli import main
+    from sentvec.encode_files import load_embeddings
+
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache"))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES[6:]) + "\n", encoding="utf-8")
+    outs = {}
+    for backend in ("torch", "onnx"):
+        out = tmp_path / f"vec-{backend}"
+        assert main(["encode", "--model", str(tiny_minilm_dir), "--input", str(corpus),
+                     "--output", str(out), "--model-backend", backend, "--no-progress"]) == 0
+        outs[backend] = load_embeddings(out)
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["encoder"].get("backend", "torch") == backend
+    assert outs["onnx"].shape == (len(SENTENCES) - 6, 384)
+    assert float(np.abs(outs["onnx"] - outs["torch"]).max()) <= TOL
+    assert any((tmp_path / "cache" / "onnx").rglob("model.onnx"))
+
+
+def test_cli_model_backend_is_refused_for_sent2vec(tmp_path, capsys):
+    from sentvec.cli import main
+
+    model = "tests/data/sent2vec-reference/tiny-bigram.bin"
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\n", encoding="utf-8")
+    rc = main(["encode", "--model", model, "--input", str(corpus), "--output",
+               str(tmp_path / "o"), "--model-backend", "onnx", "--no-progress"])
+    assert rc == 2
+    assert "backend" in capsys.readouterr().err
