@@ -103,3 +103,40 @@ def test_evaluate_sts_passes_the_rule_and_bad_values_raise():
     assert res.subset_scores["T"]["S1"] == pytest.approx(_oracle(S1, G1, "whiteningbert")[1])
     with pytest.raises(ValueError, match="zero_vectors"):
         score_sts(_task(), SENTENCES, EMB, zero_vectors="one")
+
+
+def test_cli_zero_vectors_flag_matches_the_api(tmp_path, capsys):
+    """``eval-sts --zero-vectors whiteningbert`` = evaluate_sts(zero_vectors="whiteningbert")."""
+    import json
+
+    from _helpers import small_sts_dir
+
+    from sentvec import Sent2Vec
+    from sentvec.cli import main
+    from sentvec.evaluation import load_sts
+
+    model = "tests/data/sent2vec-reference/tiny-bigram.bin"
+    data = small_sts_dir(tmp_path / "data", sts13_lines=60, stsb_lines=60)
+    sub = data / "downstream" / "STS" / "STS13-en-test"
+    with open(sub / "STS.input.FNWN.txt", "a", encoding="utf-8") as f:  # OOV-only sentences
+        f.write("qqxz vvkw\tzzqy\nthe cat\tqqxz vvkw\nxqzv\tjjwq kkzq\n")
+    with open(sub / "STS.gs.FNWN.txt", "a", encoding="utf-8") as f:
+        f.write("4.0\n1.0\n3.0\n")
+    tasks = load_sts(["STS13", "STSB"], data_dir=data, variant="senteval")
+    enc = Sent2Vec.load(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        api = {rule: evaluate_sts(enc, tasks, zero_vectors=rule) for rule in ZERO_VECTOR_RULES}
+    assert api["senteval"].n_zero_vectors > 0  # the tiny model leaves OOV-only sentences
+    scores = {}
+    for rule in ZERO_VECTOR_RULES:
+        out = tmp_path / f"{rule}.json"
+        assert main(["eval-sts", "--model", model, "--tasks", "STS13,STSB", "--data", str(data),
+                     "--variant", "senteval", "--zero-vectors", rule, "--json", str(out),
+                     "--no-progress"]) == 0
+        scores[rule] = json.loads(out.read_text())
+    capsys.readouterr()
+    for rule in ZERO_VECTOR_RULES:
+        assert scores[rule]["subset_scores"] == api[rule].to_dict()["subset_scores"], rule
+        assert scores[rule]["n_zero_vectors"] == api[rule].n_zero_vectors == 4
+    assert api["senteval"].subset_scores != api["whiteningbert"].subset_scores

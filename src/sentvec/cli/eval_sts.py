@@ -77,6 +77,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--aggregation", choices=tuple(_AGGREGATION_HELP), default="mean",
                    help="task score over subsets: " + "; ".join(
                        f"{k} = {v}" for k, v in _AGGREGATION_HELP.items()) + " (default mean)")
+    p.add_argument("--zero-vectors", choices=("senteval", "whiteningbert"), default=None,
+                   help="cosine of a pair with a zero vector (e.g. an all-OOV Sent2Vec sentence): "
+                        "senteval = 0 (SentEval, default); whiteningbert = the WhiteningBERT "
+                        "authors' unwhitened evaluator, 1.0 for two zero vectors and 0.5 for one "
+                        "(one configuration)")
     p.add_argument("--tasks", type=sts_task_list, default=None, metavar="T1,T2,...",
                    help="STS tasks (STS12..STS16, STSB, SICK; default all seven)")
     p.add_argument("--data", default=None, metavar="DIR",
@@ -235,7 +240,8 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     t0 = time.perf_counter()
     result = evaluate_sts(encoder, tasks, whitening=whitening, n_components=args.n_components,
                           aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta,
-                          show_progress_bar=progress(args), postprocessor=postprocessor)
+                          show_progress_bar=progress(args), postprocessor=postprocessor,
+                          zero_vectors=args.zero_vectors or "senteval")
     t_eval = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
     result = result.replace(metadata={**result.metadata, "timing_s": {
@@ -310,7 +316,8 @@ def run(args: argparse.Namespace) -> int:
         from sentvec._io import check_output_path
 
         check_output_path(args.json, what="--json")
-    single = args.pooling is not None or args.layers is not None or args.whiten is not None
+    single = (args.pooling is not None or args.layers is not None or args.whiten is not None
+              or args.zero_vectors is not None)
     if not single and (args.postprocess != "whitening" or args.abtt_components is not None):
         raise ValueError("--postprocess / --abtt-components need --whiten year or a corpus FILE "
                          "(the Table 1 block has its own whitening row)")
