@@ -25,6 +25,14 @@ Semantics (official C++ code, ``src/fasttext.cc`` ``FastText::sent2vec`` and ``s
   features and added to every context row (repeats accumulate);
 * the sigmoid and log are the official 512-entry tables over [-8, 8] (``exact_sigmoid``
   switches to ``1 / (1 + exp(-x))`` and ``log``);
+* arithmetic is float32 in source order (no ``fastmath``): a dot product ``wo[k] . hidden``
+  sums 8 interleaved lanes (lane ``j`` takes ``d = j mod 8``) combined pairwise,
+  ``((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7))``, and its terms and the two updates
+  ``grad += alpha * wo[k]``, ``wo[k] += alpha * hidden`` are fused multiply-adds (one rounding)
+  where the CPU has FMA. The bits of a run therefore depend neither on how LLVM optimised a
+  kernel nor on which compiled copy of it runs (with ``fastmath`` they did: a process that had
+  just compiled the kernels called the sentence kernel's own copy, one that loaded them from
+  numba's cache the copy linked into the job loop, and the two were optimised differently);
 * the learning rate of a sentence is ``lr0 * (1 - progress)``, progress counted in tokens over
   all epochs and refreshed every ``lr_update_rate`` tokens (``trainThread``).
 
@@ -74,7 +82,6 @@ MODE_TARGET_NAIVE = 2
 STAT_LOSS, STAT_TARGETS, STAT_TOKENS, STAT_LR = 0, 1, 2, 3
 N_STATS = 4
 
-_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 _U64_MASK = (1 << 64) - 1
 
 
@@ -193,6 +200,60 @@ def _prefetch_negatives(wo, neg_table, pos, count):
         _prefetch_row(wo, neg_table[(pos + q) % n])
 
 
+def _host_has_fma() -> bool:
+    try:
+        from llvmlite import binding as llvm
+
+        return bool(llvm.get_host_cpu_features().get("fma", False))
+    except Exception:  # pragma: no cover - llvmlite internals moved
+        return False
+
+
+#: fused multiply-adds where the CPU has them (elsewhere ``llvm.fma`` would be a slow libm call)
+_HAS_FMA = _host_has_fma()
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """``a * b + c`` with one rounding (``llvm.fma.f32``)."""
+    if not all(isinstance(x, types.Float) and x.bitwidth == 32 for x in (a, b, c)):
+        return None
+    sig = types.float32(types.float32, types.float32, types.float32)
+
+    def codegen(context, builder, signature, args):
+        return builder.fma(args[0], args[1], args[2])
+
+    return sig, codegen
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _muladd(a, b, c):
+    if _HAS_FMA:
+        return _fma(a, b, c)
+    return a * b + c
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _row_dot(mat, row, vec):
+    """``sum_d mat[row, d] * vec[d]`` in float32 as 8 interleaved lanes, combined pairwise: one
+    fixed order (no ``fastmath`` needed) that the CPU still runs 8 lanes wide."""
+    n = vec.shape[0]
+    m = n - n % 8
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = np.float32(0.0)
+    for d in range(0, m, 8):
+        s0 = _muladd(mat[row, d], vec[d], s0)
+        s1 = _muladd(mat[row, d + 1], vec[d + 1], s1)
+        s2 = _muladd(mat[row, d + 2], vec[d + 2], s2)
+        s3 = _muladd(mat[row, d + 3], vec[d + 3], s3)
+        s4 = _muladd(mat[row, d + 4], vec[d + 4], s4)
+        s5 = _muladd(mat[row, d + 5], vec[d + 5], s5)
+        s6 = _muladd(mat[row, d + 6], vec[d + 6], s6)
+        s7 = _muladd(mat[row, d + 7], vec[d + 7], s7)
+    for d in range(m, n):
+        s0 = _muladd(mat[row, d], vec[d], s0)
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+
+
 @njit(nogil=True, cache=True)
 def shuffle_table(table, rng_state):
     """Shuffle ``table`` in place (Fisher-Yates, ``j = randint(i + 1)`` for i = n-1 .. 1).
@@ -233,7 +294,7 @@ def _log(x, log_table, exact):
     return log_table[np.int64(x * np.float32(LOG_TABLE_SIZE))]
 
 
-@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+@njit(nogil=True, cache=True)
 def _prox_row(mat, row, alpha):
     """Soft-threshold ``mat[row]`` by ``alpha`` (paper eq. 6)."""
     for d in range(mat.shape[1]):
@@ -246,7 +307,7 @@ def _prox_row(mat, row, alpha):
             mat[row, d] = np.float32(0.0)
 
 
-@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+@njit(nogil=True, cache=True)
 def _negative_sampling(wo, hidden, grad, target, neg, neg_table, neg_pos, lr,
                        sig_table, log_table, exact, l1):
     """Official ``Model::negativeSampling``: ``neg + 1`` logistic steps; returns the loss.
@@ -277,14 +338,12 @@ def _negative_sampling(wo, hidden, grad, target, neg, neg_table, neg_pos, lr,
                 if pos == ntable:
                     pos = 0
             label = np.float32(0.0)
-        score = np.float32(0.0)
-        for d in range(dim):
-            score += wo[row, d] * hidden[d]
+        score = _row_dot(wo, row, hidden)
         p = _sigmoid(score, sig_table, exact)
         alpha = lr * (label - p)
         for d in range(dim):
-            grad[d] += alpha * wo[row, d]
-            wo[row, d] += alpha * hidden[d]
+            grad[d] = _muladd(alpha, wo[row, d], grad[d])
+            wo[row, d] = _muladd(alpha, hidden[d], wo[row, d])
         if l1 > 0.0:
             _prox_row(wo, row, np.float32(l1) * lr)
         if k == 0:
@@ -308,11 +367,11 @@ def _draw_dropout(L, k, rng_state, disc, dropped):
     return ndrop
 
 
-@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+@njit(nogil=True, cache=True)
 def _sentence_target_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
                           sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                          placeholder, lr, exclude_target, exact, l1,
-                          line, ctx, disc, dropped, hidden, grad):
+                          placeholder, lr, exclude_target, exact, l1, ws):
+    line, ctx, disc, dropped, hidden, grad = ws
     dim = wi.shape[1]
     loss = 0.0
     ntargets = 0
@@ -375,12 +434,12 @@ def _sentence_target_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
     return loss, ntargets
 
 
-@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+@njit(nogil=True, cache=True)
 def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
                             sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                            placeholder, lr, exclude_target, exact, l1,
-                            bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set,
-                            A, C, As, Cs, S, G, hidden, grad):
+                            placeholder, lr, exclude_target, exact, l1, ws):
+    bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set, A, C, As, Cs, S, G, \
+        hidden, grad = ws
     dim = wi.shape[1]
     bigrams = word_ngrams > 1
     nslots = L - 1 if bigrams else 0
@@ -567,12 +626,10 @@ def _class_of(row, hkey, hval, hgen, gen, crow, counter):
         slot = (slot + 1) & mask
 
 
-@njit(nogil=True, cache=True, fastmath=_FASTMATH)
+@njit(nogil=True, cache=True)
 def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
                           sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                          placeholder, lr, exclude_target, exact,
-                          hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c,
-                          disc, dropped, rem_c, add_c, S, G, hidden, grad):
+                          placeholder, lr, exclude_target, exact, ws):
     """Official per-target semantics without rereading the context for every target.
 
     Rows are grouped by distinct matrix row ("classes"). With ``mult[c]`` the multiplicity of
@@ -585,6 +642,8 @@ def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
     are written once, at the end of the sentence. Equal to the per-target update in exact
     arithmetic (including repeated words and colliding n-gram buckets).
     """
+    hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c, \
+        disc, dropped, rem_c, add_c, S, G, hidden, grad = ws
     dim = wi.shape[1]
     bigrams = word_ngrams > 1
     ns = L - 1 if bigrams else 0
@@ -738,6 +797,51 @@ def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
     return loss, ntargets
 
 
+@njit(nogil=True, cache=True)
+def _fast_workspace(max_len, dim, dropout_k):
+    """Scratch arrays of :func:`_sentence_target_fast` for sentences of up to ``max_len``."""
+    k = max(dropout_k, 1)
+    nf = 4 * max_len + 1
+    hsize = 16
+    while hsize < 2 * nf:
+        hsize *= 2
+    return (np.zeros(hsize, dtype=np.int64), np.zeros(hsize, dtype=np.int64),
+            np.zeros(hsize, dtype=np.int64), np.zeros(1, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.zeros(nf, dtype=np.int64),
+            np.zeros(nf, dtype=np.int64), np.zeros(nf, dtype=np.int64),
+            np.zeros(nf, dtype=np.uint8), np.zeros((nf, dim), dtype=np.float32),
+            np.zeros((nf, dim), dtype=np.float32), np.zeros(max_len + 1, dtype=np.uint8),
+            np.zeros(k, dtype=np.int64), np.zeros(3 + 2 * k, dtype=np.int64),
+            np.zeros(3, dtype=np.int64), np.zeros(dim, dtype=np.float32),
+            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32),
+            np.zeros(dim, dtype=np.float32))
+
+
+@njit(nogil=True, cache=True)
+def _naive_workspace(max_len, dim, dropout_k, word_ngrams):
+    """Scratch arrays of :func:`_sentence_target_mode`."""
+    k = max(dropout_k, 1)
+    return (np.zeros(max_len, dtype=np.int64),
+            np.zeros(max_len * max(word_ngrams, 1), dtype=np.int64),
+            np.zeros(max_len + 1, dtype=np.uint8), np.zeros(k, dtype=np.int64),
+            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32))
+
+
+@njit(nogil=True, cache=True)
+def _sentence_workspace(max_len, dim, dropout_k):
+    """Scratch arrays of :func:`_sentence_sentence_mode`."""
+    k = max(dropout_k, 1)
+    ns = max_len
+    return (np.zeros(ns, dtype=np.int64), np.zeros(max_len + 1, dtype=np.uint8),
+            np.zeros(k, dtype=np.int64), np.zeros(2 * k, dtype=np.int64),
+            np.zeros(2 * ns, dtype=np.int64), np.zeros(2 * ns, dtype=np.int64),
+            np.zeros(ns, dtype=np.uint8), np.zeros(ns, dtype=np.uint8),
+            np.zeros((ns, dim), dtype=np.float32), np.zeros((ns, dim), dtype=np.float32),
+            np.zeros(ns, dtype=np.float32), np.zeros(ns, dtype=np.float32),
+            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32),
+            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32))
+
+
 def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
               rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
               placeholder, lr0, lr_update_rate, tokens_before, total_tokens, mode,
@@ -836,47 +940,12 @@ def _make_job(variant):
             ln = offsets[s + 1] - offsets[s]
             if ln > max_len:
                 max_len = ln
-        k = max(dropout_k, 1)
-        disc = np.zeros(max_len + 1, dtype=np.uint8)
-        dropped = np.zeros(k, dtype=np.int64)
-        hidden = np.zeros(dim, dtype=np.float32)
-        grad = np.zeros(dim, dtype=np.float32)
-        # scratch buffers (the other modes' buffers get length 0)
-        nt = max_len if NAIVE else 0
-        ns = max_len if not (FAST or NAIVE) else 0
-        nf = 4 * max_len + 1 if FAST else 0
-        hsize = 16
-        while hsize < 2 * nf:
-            hsize *= 2
-        if not FAST:
-            hsize = 1
-        hkey = np.zeros(hsize, dtype=np.int64)
-        hval = np.zeros(hsize, dtype=np.int64)
-        hgen = np.zeros(hsize, dtype=np.int64)
-        gen = np.zeros(1, dtype=np.int64)
-        counter = np.zeros(1, dtype=np.int64)
-        cls = np.zeros(nf, dtype=np.int64)
-        crow = np.zeros(nf, dtype=np.int64)
-        mult = np.zeros(nf, dtype=np.int64)
-        inited = np.zeros(nf, dtype=np.uint8)
-        Y = np.zeros((nf, dim), dtype=np.float32)
-        V0c = np.zeros((nf, dim), dtype=np.float32)
-        rem_c = np.zeros(3 + 2 * k, dtype=np.int64)
-        add_c = np.zeros(3, dtype=np.int64)
-        line = np.zeros(nt, dtype=np.int64)
-        ctx = np.zeros(nt * max(word_ngrams, 1), dtype=np.int64)
-        bid = np.zeros(ns, dtype=np.int64)
-        removed = np.zeros(2 * k, dtype=np.int64)
-        pend_row = np.zeros(2 * ns, dtype=np.int64)
-        pend_t = np.zeros(2 * ns, dtype=np.int64)
-        is_tgt = np.zeros(ns, dtype=np.uint8)
-        c_set = np.zeros(ns, dtype=np.uint8)
-        A = np.zeros((ns, dim), dtype=np.float32)
-        C = np.zeros((ns, dim), dtype=np.float32)
-        As = np.zeros(ns, dtype=np.float32)
-        Cs = np.zeros(ns, dtype=np.float32)
-        S = np.zeros(dim, dtype=np.float32)
-        G = np.zeros(dim, dtype=np.float32)
+        if FAST:
+            ws = _fast_workspace(max_len, dim, dropout_k)
+        elif NAIVE:
+            ws = _naive_workspace(max_len, dim, dropout_k, word_ngrams)
+        else:
+            ws = _sentence_workspace(max_len, dim, dropout_k)
         flushed = 0
         unflushed = 0
         loss = 0.0
@@ -898,22 +967,17 @@ def _make_job(variant):
                     sl, st = _sentence_target_fast(
                         w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
                         sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                        placeholder, lr32, exclude_target, exact_sigmoid,
-                        hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c,
-                        disc, dropped, rem_c, add_c, S, G, hidden, grad)
+                        placeholder, lr32, exclude_target, exact_sigmoid, ws)
                 elif NAIVE:
                     sl, st = _sentence_target_mode(
                         w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
                         sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                        placeholder, lr32, exclude_target, exact_sigmoid, l1,
-                        line, ctx, disc, dropped, hidden, grad)
+                        placeholder, lr32, exclude_target, exact_sigmoid, l1, ws)
                 else:
                     sl, st = _sentence_sentence_mode(
                         w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
                         sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                        placeholder, lr32, exclude_target, exact_sigmoid, l1,
-                        bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set,
-                        A, C, As, Cs, S, G, hidden, grad)
+                        placeholder, lr32, exclude_target, exact_sigmoid, l1, ws)
                 loss += sl
                 ntargets += st
             unflushed += L
