@@ -143,3 +143,49 @@ def test_cli_model_backend_is_refused_for_sent2vec(tmp_path, capsys):
                str(tmp_path / "o"), "--model-backend", "onnx", "--no-progress"])
     assert rc == 2
     assert "backend" in capsys.readouterr().err
+
+
+def test_a_cached_graph_with_damaged_weights_is_caught_and_exported_again(tiny_minilm, tmp_path):
+    """A graph that still parses but computes wrong hidden states must not be used."""
+    import os
+
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    from sentvec.encoders.onnx_backend import OnnxForward
+
+    first = OnnxForward(tiny_minilm.model, cache_dir=tmp_path)
+    assert oct(first.path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())  # not mkstemp's 0600
+    graph = onnx.load(str(first.path))
+    init = max(graph.graph.initializer, key=lambda t: int(np.prod(t.dims)))  # a big weight
+    w = numpy_helper.to_array(init).copy()
+    w[: max(1, len(w) // 4)] = 0.42
+    init.CopyFrom(numpy_helper.from_array(w, init.name))
+    onnx.save(graph, str(first.path))
+    with pytest.warns(UserWarning, match="damaged"):
+        second = OnnxForward(tiny_minilm.model, cache_dir=tmp_path)
+    assert second.exported and os.path.getsize(second.path) > 0
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    ref = tiny_minilm.encode(SENTENCES[6:30])
+    got = TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="onnx",
+                             onnx_cache_dir=tmp_path, layers=(1, -1),
+                             max_length=tiny_minilm.max_length, _onnx=second).encode(SENTENCES[6:30])
+    assert float(np.abs(got - ref).max()) <= TOL
+
+
+def test_an_unwritable_graph_cache_names_the_cache_and_the_way_out(tiny_minilm, tmp_path):
+    from sentvec.encoders.onnx_backend import OnnxForward
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")  # the cache root is a file: nothing can be created under it
+    with pytest.raises(OSError, match="ONNX graph cache.*SENTVEC_CACHE"):
+        OnnxForward(tiny_minilm.model, cache_dir=blocker)
+
+
+def _umask() -> int:
+    import os
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

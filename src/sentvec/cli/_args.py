@@ -126,9 +126,10 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=positive_int, default=None,
                    help="sentences per forward pass (default: the encoder's, 32)")
     add_device_options(p)
-    p.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    p.add_argument("--cache-dir", default=None, help="cache root (default: $SENTVEC_CACHE or "
-                                                     "~/.cache/sentvec)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the vector cache (an ONNX graph is still cached)")
+    p.add_argument("--cache-dir", default=None, help="cache root, for vectors and ONNX graphs "
+                                                     "(default: $SENTVEC_CACHE or ~/.cache/sentvec)")
     p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
     add_progress_option(p)
 
@@ -164,8 +165,16 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
 
 
 def device_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The encoder options of :func:`add_device_options` that were given."""
-    return {k: v for k, v in (("device", args.device), ("backend", args.model_backend)) if v is not None}
+    """The encoder options of :func:`add_device_options` that were given.
+
+    With ``--model-backend onnx``, a command's ``--cache-dir`` (the cache root) also holds the
+    ONNX graph cache.
+    """
+    opts = {k: v for k, v in (("device", args.device), ("backend", args.model_backend))
+            if v is not None}
+    if args.model_backend == "onnx" and getattr(args, "cache_dir", None):
+        opts["onnx_cache_dir"] = args.cache_dir
+    return opts
 
 
 def load_transformer(name: str, **overrides: Any) -> Any:

@@ -6,7 +6,8 @@ and token axes, and cached under ``<cache root>/onnx/<key>/model.onnx`` (cache r
 ``cache_dir`` argument, else ``$SENTVEC_CACHE``, else ``~/.cache/sentvec``, as for
 :mod:`sentvec.cache`). The key is a SHA-256 of the weights, the model config and the torch,
 transformers and export-format versions, so a changed or fine-tuned model never reuses a stale
-graph. Pooling and layer averaging stay in :mod:`sentvec.encoders.pooling`, shared with the
+graph; every load also runs one small batch through both backends and re-exports a graph that
+disagrees (damaged weights). Pooling and layer averaging stay in :mod:`sentvec.encoders.pooling`, shared with the
 torch backend; only the forward pass differs.
 
 Why it exists (issue 21, ``docs/PERFORMANCE.md``): on 2 CPU cores ONNX Runtime's forward passes of
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
 import json
 import os
-import tempfile
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,6 +29,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from sentvec._io import atomic_open
 
 __all__ = ["OnnxForward", "onnx_cache_key", "export_onnx", "ONNX_EXPORT_VERSION"]
 
@@ -133,35 +136,39 @@ def export_onnx(model: Any, path: str | os.PathLike[str], *, pad_id: int = 0) ->
     ------
     RuntimeError
         If the export fails (the message names the model class).
+    OSError
+        If ``path`` cannot be written (the message names the graph cache and the ways round).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     export_model = copy.deepcopy(model).to("cpu").float().eval()
     if hasattr(export_model, "set_attn_implementation"):
         export_model.set_attn_implementation("eager")
     n_out = int(model.config.num_hidden_layers) + 1
     names = [f"hidden_state_{i}" for i in range(n_out)]
     example = _example_batch(pad_id, int(model.config.vocab_size))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    buf = io.BytesIO()
     try:
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                _AllHiddenStates(export_model), example, tmp,
+                _AllHiddenStates(export_model), example, buf,
                 input_names=["input_ids", "attention_mask"], output_names=names,
                 dynamic_axes={n: {0: "batch", 1: "tokens"}
                               for n in ("input_ids", "attention_mask", *names)},
                 opset_version=ONNX_OPSET, dynamo=False,
             )
-        os.replace(tmp, path)
     except Exception as exc:
         raise RuntimeError(
             f"could not export {type(model).__name__} to ONNX ({exc}); use backend='torch'"
         ) from exc
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    try:
+        with atomic_open(path, "wb") as fh:  # the usual file mode, never a half-written graph
+            fh.write(buf.getbuffer())
+    except OSError as exc:
+        raise OSError(
+            exc.errno, f"cannot write the ONNX graph cache {str(path.parent.parent)!r} ({exc}); "
+            "point $SENTVEC_CACHE (or onnx_cache_dir / --cache-dir) at a writable directory, "
+            "or use the torch backend") from exc
     return path
 
 
@@ -186,13 +193,17 @@ class OnnxForward:
     ImportError
         onnxruntime is not installed (the ``onnx`` extra).
     RuntimeError
-        The export failed, or the exported graph's hidden states differ from torch's by more
-        than :data:`EXPORT_CHECK_TOL` on a check batch of another shape.
+        The export failed, or the freshly exported graph's hidden states differ from torch's by
+        more than :data:`EXPORT_CHECK_TOL` on a check batch of another shape.
+    OSError
+        The graph cache is not writable and holds no usable graph.
 
     Warns
     -----
     UserWarning
-        A cached graph that ONNX Runtime cannot read (corrupt, truncated) is exported again.
+        A cached graph that ONNX Runtime cannot read (corrupt, truncated), or whose hidden
+        states fail the check against torch (damaged weights), is exported again. The check
+        (one forward pass of a 3 x 11 batch in both backends) runs on every load.
     """
 
     def __init__(self, model: Any, *, pad_id: int = 0, cache_dir: str | os.PathLike[str] | None = None,
@@ -206,15 +217,15 @@ class OnnxForward:
         self.path = root / "onnx" / self.key[:32] / "model.onnx"
         self.threads = int(threads) if threads is not None else torch.get_num_threads()
         self.exported = False
+        self.session = None
         if self.path.is_file():
             try:
                 self.session = self._session(ort)
+                self._check_against(model, pad_id)
             except Exception as exc:  # onnxruntime raises its own exception types
-                warnings.warn(f"cached ONNX graph {str(self.path)!r} is unreadable ({exc}); "
-                              "exporting it again", UserWarning, stacklevel=3)
+                warnings.warn(f"cached ONNX graph {str(self.path)!r} is unreadable or damaged "
+                              f"({exc}); exporting it again", UserWarning, stacklevel=3)
                 self.session = None
-        else:
-            self.session = None
         if self.session is None:
             export_onnx(model, self.path, pad_id=pad_id)
             self.exported = True

@@ -176,7 +176,7 @@ class TransformerEncoder:
         ``backend="onnx"`` without onnxruntime (``pip install 'sentvec[onnx]'``).
     RuntimeError
         ``backend="onnx"`` and the model could not be exported, or its graph disagrees with
-        torch (checked once after each export).
+        torch (checked on a small batch on every load).
 
     Notes
     -----
