@@ -100,15 +100,15 @@ class _AllHiddenStates(torch.nn.Module):
         return tuple(out.hidden_states)
 
 
-def _example_batch(pad_id: int, vocab_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Two padded rows of different lengths: the export must trace the masked path."""
-    ids = torch.full((2, 7), pad_id, dtype=torch.int64)
-    mask = torch.zeros((2, 7), dtype=torch.int64)
-    rng = np.random.default_rng(0)
-    ids[0] = torch.from_numpy(rng.integers(1, vocab_size, 7))
-    mask[0] = 1
-    ids[1, :4] = torch.from_numpy(rng.integers(1, vocab_size, 4))
-    mask[1, :4] = 1
+def _padded_batch(lengths: tuple[int, ...], pad_id: int, vocab_size: int,
+                  seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random token ids (int64, rows of ``lengths`` padded to the longest) and their mask."""
+    rng = np.random.default_rng(seed)
+    ids = np.full((len(lengths), max(lengths)), pad_id, dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for r, n in enumerate(lengths):
+        ids[r, :n] = rng.integers(1, vocab_size, n)
+        mask[r, :n] = 1
     return ids, mask
 
 
@@ -145,7 +145,9 @@ def export_onnx(model: Any, path: str | os.PathLike[str], *, pad_id: int = 0) ->
         export_model.set_attn_implementation("eager")
     n_out = int(model.config.num_hidden_layers) + 1
     names = [f"hidden_state_{i}" for i in range(n_out)]
-    example = _example_batch(pad_id, int(model.config.vocab_size))
+    # two rows of different lengths: the export must trace the masked path
+    example = tuple(torch.from_numpy(a) for a in
+                    _padded_batch((7, 4), pad_id, int(model.config.vocab_size), seed=0))
     buf = io.BytesIO()
     try:
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
@@ -253,13 +255,7 @@ class OnnxForward:
 
     def _check_against(self, model: Any, pad_id: int) -> None:
         """Compare with torch on a batch of another shape than the export example."""
-        rng = np.random.default_rng(1)
-        vocab = int(model.config.vocab_size)
-        ids = np.full((3, 11), pad_id, dtype=np.int64)
-        mask = np.zeros((3, 11), dtype=np.int64)
-        for r, n in enumerate((11, 5, 3)):
-            ids[r, :n] = rng.integers(1, vocab, n)
-            mask[r, :n] = 1
+        ids, mask = _padded_batch((11, 5, 3), pad_id, int(model.config.vocab_size), seed=1)
         ours = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
         with torch.inference_mode():
             ref = model.to("cpu")(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),

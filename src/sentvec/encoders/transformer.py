@@ -43,7 +43,6 @@ ENCODER_CONFIG_VERSION = 1
 DEFAULT_POOLING: Pooling = "mean"
 DEFAULT_LAYERS: tuple[int, ...] = (1, -1)
 DEFAULT_BATCH_SIZE = 32
-BACKENDS = TRANSFORMER_BACKENDS
 
 #: ``show_progress_bar=None`` shows a bar for at least this many distinct sentences (TTY only).
 AUTO_PROGRESS_MIN_SENTENCES = 1000
@@ -218,7 +217,7 @@ class TransformerEncoder:
         _onnx: Any = None,
     ) -> None:
         self._pooling: Pooling = check_choice("pooling", pooling, POOLING_MODES)
-        self.backend: str = check_choice("backend", backend, BACKENDS)
+        self.backend: str = check_choice("backend", backend, TRANSFORMER_BACKENDS)
         self._mean_mode: MeanMode = check_choice("mean_mode", mean_mode, MEAN_MODES)
         config = model.config
         self.num_layers = int(config.num_hidden_layers)
@@ -249,7 +248,6 @@ class TransformerEncoder:
         self.name_or_path = name_or_path or getattr(config, "_name_or_path", None) or type(model).__name__
         self._source_model = _source_model
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-        self._onnx_cache_dir = onnx_cache_dir
         self._onnx = None
         if self.backend == "onnx":
             from sentvec.encoders.onnx_backend import OnnxForward
@@ -307,7 +305,7 @@ class TransformerEncoder:
             check_choice("pooling", pooling, POOLING_MODES)
         if mean_mode is not None:
             check_choice("mean_mode", mean_mode, MEAN_MODES)
-        check_choice("backend", backend, BACKENDS)
+        check_choice("backend", backend, TRANSFORMER_BACKENDS)
         resolved = resolve_model(name_or_path)
         is_local = os.path.isdir(resolved)
         saved = _read_encoder_config(resolved) if is_local else {}
@@ -364,7 +362,7 @@ class TransformerEncoder:
         opts.update(changes)
         return type(self)(
             self.model, self.tokenizer, device=self.device, name_or_path=self.name_or_path,
-            backend=self.backend, onnx_cache_dir=self._onnx_cache_dir, _onnx=self._onnx,
+            backend=self.backend, _onnx=self._onnx,
             _model_dir=self._model_dir, _source_model=self._source_model, **opts,
         )
 
