@@ -49,6 +49,7 @@ _LAZY: dict[str, str] = {
     "results_table_markdown": "sentvec.evaluation.results",
     "results_table_text": "sentvec.evaluation.results",
     "postprocessing_label": "sentvec.evaluation.results",
+    "describe_postprocessor": "sentvec.evaluation.results",
     "TABLE1_CONFIGS": "sentvec.evaluation.table1",
     "Table1Row": "sentvec.evaluation.table1",
     "table1_block": "sentvec.evaluation.table1",
@@ -103,7 +104,7 @@ __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 if TYPE_CHECKING:  # pragma: no cover
     from sentvec.evaluation.sts_data import STS_TASKS, STS_TASK_ALIASES, canonical_sts_task, STS_SUBSETS, STS_SPLITS, TEXT_VARIANTS, GOLD_RANGE, STSSubset, STSTask, load_sts, unique_sentences, as_task_list  # noqa: F401
     from sentvec.evaluation.sts import WHITENING_MODES, ZERO_VECTOR_RULES, score_sts, STSScorer, evaluate_sts, cosine_similarity_rows  # noqa: F401
-    from sentvec.evaluation.results import AGGREGATIONS, Aggregation, TABLE_COLUMNS, JSONRecord, WhiteningInfo, STSResult, SubsetScores, correlations, rank_golds, aggregate_scores, results_table_markdown, results_table_text, postprocessing_label  # noqa: F401
+    from sentvec.evaluation.results import AGGREGATIONS, Aggregation, TABLE_COLUMNS, JSONRecord, WhiteningInfo, STSResult, SubsetScores, correlations, rank_golds, aggregate_scores, results_table_markdown, results_table_text, postprocessing_label, describe_postprocessor  # noqa: F401
     from sentvec.evaluation.table1 import TABLE1_CONFIGS, Table1Row, table1_block, table1_rows, sent2vec_rows, render_report, describe_encoder_line, POSTPROCESSING_METHODS, PostprocessingRow, postprocessing_rows, sif_rows, postprocessing_markdown  # noqa: F401
     from sentvec.evaluation.layers import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_BEAM_WIDTH, normalize_combination, combine_layers, CombinationScorer, evaluate_pairs, search_combinations, analyze_layers  # noqa: F401
     from sentvec.evaluation.layer_results import LAYER_WHITENING_MODES, SEARCH_METHODS, COMBINATION_NOTE, layer_label, rank_key, CombinationScore, SizeBest, LayerTimings, LayerAnalysis  # noqa: F401

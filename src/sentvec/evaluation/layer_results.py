@@ -50,14 +50,6 @@ def layer_label(layers: Sequence[int]) -> str:
     return "+".join(f"L{i}" for i in layers)
 
 
-def _describe_postprocessor(postprocessor: Any) -> dict[str, Any]:
-    """``{"method": class name, "params": get_params()}`` of an estimator fitted per STS year
-    (the record ``STSResult.metadata["postprocessing"]`` holds, without its ``fit`` entry)."""
-    get = getattr(postprocessor, "get_params", None)
-    return {"method": type(postprocessor).__name__,
-            "params": dict(get(deep=False)) if callable(get) else {}}
-
-
 def rank_key(score: "CombinationScore") -> tuple[float, tuple[int, ...]]:
     """Sort key: best average first (NaN, an undefined score, last), then smallest layers."""
     return (-score.average if math.isfinite(score.average) else math.inf, score.layers)
@@ -201,7 +193,7 @@ class LayerAnalysis:
         What a combination computes (see the module docstring).
     postprocessing : dict or None
         What the ``"year"`` mode fitted per STS year instead of a Whitening
-        (``{"method": class name, "params": get_params()}``, e.g. ``{"method": "AllButTheTop", "params":
+        (``{"method": class name, "params": get_params(deep=False)}``, e.g. ``{"method": "AllButTheTop", "params":
         {"n_components": 4}}``); None: a Whitening (k = ``n_components``).
     """
 

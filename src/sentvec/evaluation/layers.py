@@ -45,10 +45,10 @@ from sentvec.evaluation.layer_results import (
     LayerAnalysis,
     LayerTimings,
     SizeBest,
-    _describe_postprocessor,
     layer_label,
     rank_key,
 )
+from sentvec.evaluation.results import describe_postprocessor
 from sentvec.evaluation.sts import STSScorer, _check_year_postprocessor
 from sentvec.whitening import check_n_components
 
@@ -475,4 +475,4 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
         timings=LayerTimings(forward_s, hit, pairs_s, scorer.seconds - pairs_s,
                              scorer.n_scored),
         postprocessing=(None if postprocessor is None
-                        else _describe_postprocessor(postprocessor)))
+                        else describe_postprocessor(postprocessor)))

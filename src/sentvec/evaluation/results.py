@@ -23,7 +23,7 @@ from sentvec._validation import check_choice
 __all__ = [
     "AGGREGATIONS", "Aggregation", "TABLE_COLUMNS", "JSONRecord", "WhiteningInfo", "STSResult",
     "SubsetScores", "correlations", "rank_golds", "aggregate_scores", "results_table_markdown",
-    "results_table_text", "postprocessing_label",
+    "results_table_text", "postprocessing_label", "describe_postprocessor",
 ]
 
 Aggregation = Literal["mean", "wmean", "all"]
@@ -392,6 +392,18 @@ def results_table_text(rows: Mapping[str, STSResult], *, aggregation: str | None
         (lambda s, w=w: s.rjust(w)) for w in widths[1:]]
     lines = ["  ".join(f(c) for f, c in zip(fmt, r)).rstrip() for r in [header] + body]
     return "\n".join(lines) + "\n"
+
+
+def describe_postprocessor(postprocessor: Any) -> dict[str, Any]:
+    """The post-processing record of an estimator: ``{"method": class name, "params": ...}``.
+
+    ``params`` is ``get_params(deep=False)`` when the estimator has it, else ``{}``. Written into
+    ``STSResult.metadata["postprocessing"]`` (with a ``"fit"`` entry) and
+    ``LayerAnalysis.postprocessing``; :func:`postprocessing_label` turns it into a label.
+    """
+    get = getattr(postprocessor, "get_params", None)
+    return {"method": type(postprocessor).__name__,
+            "params": dict(get(deep=False)) if callable(get) else {}}
 
 
 def postprocessing_label(description: Mapping[str, Any] | None) -> str | None:

@@ -26,6 +26,7 @@ from sentvec.evaluation.results import (
     STSResult,
     WhiteningInfo,
     aggregate_scores,
+    describe_postprocessor,
     rank_golds,
 )
 from sentvec.evaluation.sts_data import STSTask, as_task_list, load_sts, unique_sentences
@@ -428,9 +429,7 @@ class STSScorer:
             meta["zero_vectors"] = tally.zero_vectors
         if fitted is not None or postprocessor is not None and tally.mode == "year":
             est = fitted if fitted is not None else postprocessor
-            meta["postprocessing"] = {"method": type(est).__name__,
-                                      "params": est.get_params() if callable(
-                                          getattr(est, "get_params", None)) else {},
+            meta["postprocessing"] = {**describe_postprocessor(est),
                                       "fit": "fitted instance" if fitted is not None
                                       else "per task (year)"}
         return STSResult.from_scores(scores, aggregation=aggregation, whitening=info,
