@@ -298,3 +298,17 @@ def test_input_directory_and_probe_mismatch_messages(tmp_path, corpus):
 
     with pytest.raises(ValueError, match="recorded dimension 8, this encoder gives 4"):
         encode_file(SameDescription(dim=4), corpus, tmp_path / "o", shard_size=500)
+
+
+@pytest.mark.parametrize("dtype", ["S4", "float64", "int32"])
+def test_shard_of_another_dtype_is_refused_by_load(tmp_path, corpus, dtype):
+    # found by the long fuzzing run (issue 18): a shard of bytes ('S4') of the recorded shape
+    # reached the NaN check, and numpy's isfinite raised a TypeError
+    out = tmp_path / "out"
+    encode_file(ToyEncoder(), corpus, out, shard_size=300)
+    f = out / read_manifest(out).shards[0].file
+    np.save(f, np.load(f).astype(dtype))
+    for mmap in (True, False):
+        with pytest.raises(ValueError, match=rf"shard-000000000000-000000000300\.npy.* holds "
+                                             rf"{np.dtype(dtype)}, not float32"):
+            load_embeddings(out, mmap=mmap)

@@ -207,3 +207,19 @@ def test_directory_config_without_its_fields_is_a_model_format_error(tmp_path):
         cfg_path.write_text(json.dumps(cfg))
         with pytest.raises(ModelFormatError, match=match):
             Sent2Vec.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize("field, value", [("word_ngrams", 54026073089044602580),
+                                          ("word_ngrams", 2**31), ("bucket", 2**31),
+                                          ("ntokens", 2**63), ("pruneidx_size", -2)])
+def test_directory_header_value_out_of_the_bin_range_is_refused_at_load(tmp_path, field, value):
+    # found by the long fuzzing run (issue 18): word_ngrams past int64 loaded, and the first
+    # encode then died in the kernel call with "OverflowError: int too big to convert"
+    m = Sent2Vec.load(REF / "tiny-maxvocab.bin")
+    m.save(tmp_path / "m")
+    cfg_path = tmp_path / "m" / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    cfg["dictionary"][field] = value
+    cfg_path.write_text(json.dumps(cfg))
+    with pytest.raises(ModelFormatError, match=f"{field}={value} is invalid"):
+        Sent2Vec.load(tmp_path / "m")

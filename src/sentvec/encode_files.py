@@ -637,8 +637,8 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
         No manifest, or a recorded shard file is missing.
     ValueError
         Unfinished run (unless ``allow_incomplete``), or a shard file that is unreadable, whose
-        shape differs from its record, or that holds NaN or infinite values (re-running
-        :func:`encode_file` re-encodes such shards).
+        shape differs from its record, that is not float32, or that holds NaN or infinite
+        values (re-running :func:`encode_file` re-encodes such shards).
     """
     arrays = []
     found = _manifests(Path(output_dir))
@@ -657,6 +657,9 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
             if arr.shape != (rec.end_line - rec.start_line, m.dim):
                 raise ValueError(f"{str(f)!r} has shape {arr.shape}, its manifest says "
                                  f"({rec.end_line - rec.start_line}, {m.dim})")
+            if arr.dtype != np.float32:  # encode_file writes float32 only
+                raise ValueError(f"shard file {str(f)!r} holds {arr.dtype}, not float32 (not "
+                                 "written by encode_file); re-run encode_file to re-encode it")
             bad = _count_nonfinite(arr)
             if bad:
                 raise ValueError(f"shard file {str(f)!r} holds {bad} NaN or infinite values "

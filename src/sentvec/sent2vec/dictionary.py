@@ -62,6 +62,8 @@ _EOS_B = EOS.encode()
 _PLACEHOLDER_B = PLACEHOLDER.encode()
 _SEPARATORS_RE = re.compile("[ \t\n\r\x0b\x0c\x00]+")
 _TYPE_WORD, _TYPE_LABEL = 0, 1
+_INT32_MAX = 2**31 - 1
+_INT64_MAX = 2**63 - 1
 
 
 def split_tokens(text: str) -> list[str]:
@@ -112,6 +114,15 @@ class Dictionary:
         :meth:`from_word_bytes`, as :func:`~sentvec.sent2vec.binfile.read_bin` makes them).
     counts : ndarray of shape (nwords,), int64
     nwords, nlabels, ntokens, bucket, word_ngrams : int
+
+    Raises
+    ------
+    ValueError
+        Counts that do not match the words or labels, or a header value outside what the
+        official ``.bin`` can hold: ``bucket`` in 0..2^31-1, ``word_ngrams`` in 1..2^31-1
+        (``> 1`` needs ``bucket > 0``), ``ntokens`` in 0..2^63-1, ``pruneidx_size`` >= -1.
+    TypeError
+        A word that is not a ``str``.
     """
 
     def __init__(self, words: Iterable[str], counts: Any, *, ntokens: int, bucket: int,
@@ -188,14 +199,21 @@ class Dictionary:
             raise ValueError(f"{self._nwords} words but {self.counts.shape[0]} counts")
         if len(self.labels) != self.label_counts.shape[0]:
             raise ValueError(f"{len(self.labels)} labels but {self.label_counts.shape[0]} counts")
-        if int(bucket) < 0:
-            raise ValueError(f"bucket={bucket!r} is invalid; expected an integer >= 0")
-        if int(word_ngrams) < 1:
-            raise ValueError(f"word_ngrams={word_ngrams!r} is invalid; expected an integer >= 1")
+        # the official .bin holds bucket and word_ngrams as int32 and ntokens as int64
+        if not 0 <= int(bucket) <= _INT32_MAX:
+            raise ValueError(f"bucket={bucket!r} is invalid; expected an integer in "
+                             f"0..{_INT32_MAX}")
+        if not 1 <= int(word_ngrams) <= _INT32_MAX:
+            raise ValueError(f"word_ngrams={word_ngrams!r} is invalid; expected an integer in "
+                             f"1..{_INT32_MAX}")
         if int(word_ngrams) > 1 and int(bucket) == 0:
             raise ValueError(f"word_ngrams={word_ngrams} needs bucket > 0 (got bucket=0)")
-        if int(ntokens) < 0:
-            raise ValueError(f"ntokens={ntokens!r} is invalid; expected an integer >= 0")
+        if not 0 <= int(ntokens) <= _INT64_MAX:
+            raise ValueError(f"ntokens={ntokens!r} is invalid; expected an integer in "
+                             f"0..{_INT64_MAX}")
+        if not -1 <= int(pruneidx_size) <= _INT64_MAX:
+            raise ValueError(f"pruneidx_size={pruneidx_size!r} is invalid; expected an integer "
+                             f"in -1..{_INT64_MAX}")
         self.ntokens = int(ntokens)
         self.bucket = int(bucket)
         self.word_ngrams = int(word_ngrams)
