@@ -4,18 +4,28 @@ Kernels are compiled on first use and cached on disk by numba (``cache=True``); 
 them in a fraction of a second. A command calls its kernels once on tiny inputs inside
 :func:`compiling_notice` before its real work, so a first run says what it is doing instead of
 looking stuck, and the real work's progress (and timing) starts after compilation.
+
+numba compiles one function at a time per process (a global compiler lock), so the only way to
+compile while doing something else is a second process: :func:`compile_in_child` starts one
+that compiles into numba's on-disk cache, and this process later loads the result from there
+(``train-sent2vec`` compiles its training loop that way while it reads the corpus).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-__all__ = ["COMPILING_NOTICE", "compiling_notice"]
+__all__ = ["COMPILING_NOTICE", "compile_in_child", "compiling_notice", "finish_child",
+           "is_cached", "spare_core"]
 
 #: What the progress display says while kernels compile.
 COMPILING_NOTICE = "compiling kernels (first run only)"
@@ -72,3 +82,76 @@ def compiling_notice(show: bool | None = None, after: float = 0.5) -> Iterator[N
     finally:
         done.set()
         watcher.join()
+
+
+def is_cached(dispatcher: Any, args: tuple) -> bool:
+    """Whether numba's on-disk cache holds ``dispatcher`` (a ``cache=True`` function) compiled
+    for the types of ``args``, so that calling it loads instead of compiling.
+
+    Reads numba's cache index (internals); True when they cannot be read (caching disabled,
+    or numba changed): a caller then simply compiles in this process, as on a warm run.
+    """
+    try:
+        sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+        cache = dispatcher._cache
+        key = cache._index_key(sig, dispatcher.targetctx.codegen())
+        return key in cache._cache_file._load_index()
+    except Exception:
+        return True
+
+
+def spare_core() -> bool:
+    """Whether a second process would get a core of its own: at least two CPUs usable by this
+    process and a one-minute load average below their number minus a half (the load counts
+    the work that ran in the last minute; this process, just started, adds little of it yet,
+    and a command run right after another finds the load near one per busy core).
+
+    ``SENTVEC_COMPILE_CHILD=1`` or ``0`` overrides the guess (``auto``, the default, keeps it).
+    """
+    forced = os.environ.get("SENTVEC_COMPILE_CHILD", "auto").strip().lower()
+    if forced in ("0", "1"):
+        return forced == "1"
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        n = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        return False
+    return n >= 2 and load < n - 0.5
+
+
+def compile_in_child(code: str) -> subprocess.Popen | None:
+    """Start a child interpreter running ``code`` (Python source that calls kernels on tiny
+    inputs) to compile them into numba's on-disk cache; None if it cannot start.
+
+    The child inherits the environment (``NUMBA_CACHE_DIR`` included), imports this copy of
+    sentvec first, and writes nothing to the terminal. Pair with :func:`finish_child`.
+    """
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    try:
+        return subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError as exc:
+        logger.debug("sentvec: no compile child (%s)", exc)
+        return None
+
+
+def finish_child(child: subprocess.Popen | None, timeout: float | None = 600.0, *,
+                 kill: bool = False) -> None:
+    """Wait for a :func:`compile_in_child` process (``kill=True``: stop it instead, for a run
+    that ends early). A failed, killed or stuck child only costs its time: the caller then
+    calls its kernels, which load from the cache or compile in this process."""
+    if child is None or child.poll() is not None:
+        return
+    if not kill:
+        try:
+            child.wait(timeout)
+            return
+        except subprocess.TimeoutExpired:  # pragma: no cover - a stuck child
+            pass
+    child.kill()
+    child.wait()

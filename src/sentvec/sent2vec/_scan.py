@@ -30,7 +30,8 @@ from numba import njit
 from sentvec.sent2vec._wordtable import _fnv, _same, is_sep
 from sentvec.sent2vec.dictionary import EOS, MAX_VOCAB_SIZE, iter_line_blocks
 
-_EOS_BYTES = np.frombuffer(EOS.encode(), dtype=np.uint8).copy()
+#: read-only like the corpus blocks, so that one compiled ``_key`` serves both
+_EOS_BYTES = np.frombuffer(EOS.encode(), dtype=np.uint8)
 #: Stream value of a newline (a key index is >= 0).
 NEWLINE = -1
 # st slots: distinct keys, arena bytes used, tokens, stream entries, key limit
@@ -81,7 +82,7 @@ def _scan(data, pos, table, koff, arena, counts, st, raw, eos):
         if b == 10:
             if st[_NKEYS] >= st[_LIMIT] or st[_USED] + eos.shape[0] > arena.shape[0]:
                 break
-            _key(eos, 0, eos.shape[0], table, koff, arena, counts, st)
+            _key(eos, np.int64(0), eos.shape[0], table, koff, arena, counts, st)
             raw[n] = -1
             n += 1
             i += 1
@@ -116,10 +117,10 @@ def _rehash(table, koff, arena, nkeys):
 def _find(data, table, koff, arena):
     """Index of the key equal to ``data``, or -1."""
     mask = np.uint64(table.shape[0] - 1)
-    slot = _fnv(data, 0, data.shape[0]) & mask
+    slot = _fnv(data, np.int64(0), data.shape[0]) & mask
     while table[slot] != -1:
         k = table[slot]
-        if _same(data, 0, data.shape[0], arena, koff[k], koff[k + 1]):
+        if _same(data, np.int64(0), data.shape[0], arena, koff[k], koff[k + 1]):
             return k
         slot = (slot + np.uint64(1)) & mask
     return -1

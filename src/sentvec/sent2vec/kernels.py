@@ -797,7 +797,6 @@ def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
     return loss, ntargets
 
 
-@njit(nogil=True, cache=True)
 def _fast_workspace(max_len, dim, dropout_k):
     """Scratch arrays of :func:`_sentence_target_fast` for sentences of up to ``max_len``."""
     k = max(dropout_k, 1)
@@ -805,41 +804,28 @@ def _fast_workspace(max_len, dim, dropout_k):
     hsize = 16
     while hsize < 2 * nf:
         hsize *= 2
-    return (np.zeros(hsize, dtype=np.int64), np.zeros(hsize, dtype=np.int64),
-            np.zeros(hsize, dtype=np.int64), np.zeros(1, dtype=np.int64),
-            np.zeros(1, dtype=np.int64), np.zeros(nf, dtype=np.int64),
-            np.zeros(nf, dtype=np.int64), np.zeros(nf, dtype=np.int64),
-            np.zeros(nf, dtype=np.uint8), np.zeros((nf, dim), dtype=np.float32),
-            np.zeros((nf, dim), dtype=np.float32), np.zeros(max_len + 1, dtype=np.uint8),
-            np.zeros(k, dtype=np.int64), np.zeros(3 + 2 * k, dtype=np.int64),
-            np.zeros(3, dtype=np.int64), np.zeros(dim, dtype=np.float32),
-            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32),
-            np.zeros(dim, dtype=np.float32))
+    z, i8, u1, f4 = np.zeros, np.int64, np.uint8, np.float32
+    return (z(hsize, i8), z(hsize, i8), z(hsize, i8), z(1, i8), z(1, i8), z(nf, i8), z(nf, i8),
+            z(nf, i8), z(nf, u1), z((nf, dim), f4), z((nf, dim), f4), z(max_len + 1, u1),
+            z(k, i8), z(3 + 2 * k, i8), z(3, i8), z(dim, f4), z(dim, f4), z(dim, f4), z(dim, f4))
 
 
-@njit(nogil=True, cache=True)
 def _naive_workspace(max_len, dim, dropout_k, word_ngrams):
     """Scratch arrays of :func:`_sentence_target_mode`."""
     k = max(dropout_k, 1)
-    return (np.zeros(max_len, dtype=np.int64),
-            np.zeros(max_len * max(word_ngrams, 1), dtype=np.int64),
-            np.zeros(max_len + 1, dtype=np.uint8), np.zeros(k, dtype=np.int64),
-            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32))
+    z, i8, u1, f4 = np.zeros, np.int64, np.uint8, np.float32
+    return (z(max_len, i8), z(max_len * max(word_ngrams, 1), i8), z(max_len + 1, u1), z(k, i8),
+            z(dim, f4), z(dim, f4))
 
 
-@njit(nogil=True, cache=True)
 def _sentence_workspace(max_len, dim, dropout_k):
     """Scratch arrays of :func:`_sentence_sentence_mode`."""
     k = max(dropout_k, 1)
     ns = max_len
-    return (np.zeros(ns, dtype=np.int64), np.zeros(max_len + 1, dtype=np.uint8),
-            np.zeros(k, dtype=np.int64), np.zeros(2 * k, dtype=np.int64),
-            np.zeros(2 * ns, dtype=np.int64), np.zeros(2 * ns, dtype=np.int64),
-            np.zeros(ns, dtype=np.uint8), np.zeros(ns, dtype=np.uint8),
-            np.zeros((ns, dim), dtype=np.float32), np.zeros((ns, dim), dtype=np.float32),
-            np.zeros(ns, dtype=np.float32), np.zeros(ns, dtype=np.float32),
-            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32),
-            np.zeros(dim, dtype=np.float32), np.zeros(dim, dtype=np.float32))
+    z, i8, u1, f4 = np.zeros, np.int64, np.uint8, np.float32
+    return (z(ns, i8), z(max_len + 1, u1), z(k, i8), z(2 * k, i8), z(2 * ns, i8), z(2 * ns, i8),
+            z(ns, u1), z(ns, u1), z((ns, dim), f4), z((ns, dim), f4), z(ns, f4), z(ns, f4),
+            z(dim, f4), z(dim, f4), z(dim, f4), z(dim, f4))
 
 
 def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
@@ -897,30 +883,63 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
     stats : ndarray of shape (N_STATS,), float64
         This thread's tallies: loss sum, targets, tokens, last learning rate (incremented).
     """
+    job, ws = _job_and_workspace(mode, l1, word_ngrams, offsets, first, last, wi.shape[1],
+                                 dropout_k)
+    return job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
+               rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
+               placeholder, lr0, lr_update_rate, tokens_before, total_tokens, exclude_target,
+               exact_sigmoid, l1, stats, ws)
+
+
+_JOBS: dict = {}
+_MODE_ARG = 23  # position of ``mode`` among train_job's arguments (the job loop has none)
+
+
+def _job_and_workspace(mode, l1, word_ngrams, offsets, first, last, dim, dropout_k):
+    """The job loop these settings call (made on first use) and its scratch arrays.
+
+    The scratch arrays come from numpy: building them in compiled code cost 1-2 s of a first
+    run's compiling (19 ``np.zeros`` typed and lowered) for no speed.
+    """
     naive = mode == MODE_TARGET_NAIVE or (mode == MODE_TARGET and (l1 > 0.0 or word_ngrams > 2))
     variant = "naive" if naive else ("fast" if mode == MODE_TARGET else "sentence")
     job = _JOBS.get(variant)
     if job is None:
         job = _JOBS[variant] = _make_job(variant)
-    return job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
-               rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-               placeholder, lr0, lr_update_rate, tokens_before, total_tokens, exclude_target,
-               exact_sigmoid, l1, stats)
+    max_len = max(int(np.diff(offsets[first:last + 1]).max(initial=1)), 1)
+    if variant == "fast":
+        return job, _fast_workspace(max_len, dim, dropout_k)
+    if variant == "naive":
+        return job, _naive_workspace(max_len, dim, dropout_k, word_ngrams)
+    return job, _sentence_workspace(max_len, dim, dropout_k)
 
 
-_JOBS: dict = {}
+def _probe_args(mode, l1, word_ngrams):
+    """Arguments of :func:`train_job` on tiny arrays of the real argument types."""
+    return (np.zeros(0, np.int32), np.zeros(1, np.int64), 0, 0, np.zeros((2, 1), np.float32),
+            np.zeros((1, 1), np.float32), np.ones(1, np.float32), np.zeros(1, np.uint8),
+            np.zeros(1, np.int32), np.zeros(1, np.int64), rng_initial_state(1, 0),
+            sigmoid_table(), log_table(), 1, 1, int(word_ngrams), 0, 1, 0, 0.1, 100, 0, 1,
+            mode, False, False, float(l1), np.zeros(N_STATS))
 
 
 def compile_job(mode, l1=0.0, word_ngrams=2):
     """Compile (or load from numba's cache) the kernels a run with these settings calls:
     the job loop :func:`train_job` picks and :func:`shuffle_table` (on tiny arrays of the
     real argument types)."""
-    train_job(np.zeros(0, np.int32), np.zeros(1, np.int64), 0, 0, np.zeros((2, 1), np.float32),
-              np.zeros((1, 1), np.float32), np.ones(1, np.float32), np.zeros(1, np.uint8),
-              np.zeros(1, np.int32), np.zeros(1, np.int64), rng_initial_state(1, 0),
-              sigmoid_table(), log_table(), 1, 1, int(word_ngrams), 0, 1, 0, 0.1, 100, 0, 1,
-              mode, False, False, float(l1), np.zeros(N_STATS))
+    train_job(*_probe_args(mode, l1, word_ngrams))
     shuffle_table(np.zeros(1, np.int32), rng_initial_state(1, 0))
+
+
+def job_is_cached(mode, l1=0.0, word_ngrams=2):
+    """Whether numba's on-disk cache already holds the job loop (and shuffle) these settings
+    call, i.e. :func:`compile_job` would load rather than compile (True when unknown)."""
+    from sentvec._jit import is_cached
+
+    args = _probe_args(mode, l1, word_ngrams)
+    job, ws = _job_and_workspace(mode, l1, word_ngrams, args[1], 0, 0, 1, 0)
+    return (is_cached(job, args[:_MODE_ARG] + args[_MODE_ARG + 1:] + (ws,))
+            and is_cached(shuffle_table, (np.zeros(1, np.int32), rng_initial_state(1, 0))))
 
 
 def _make_job(variant):
@@ -933,19 +952,7 @@ def _make_job(variant):
     def job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
             rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
             placeholder, lr0, lr_update_rate, tokens_before, total_tokens, exclude_target,
-            exact_sigmoid, l1, stats):
-        dim = wi.shape[1]
-        max_len = 1
-        for s in range(first, last):
-            ln = offsets[s + 1] - offsets[s]
-            if ln > max_len:
-                max_len = ln
-        if FAST:
-            ws = _fast_workspace(max_len, dim, dropout_k)
-        elif NAIVE:
-            ws = _naive_workspace(max_len, dim, dropout_k, word_ngrams)
-        else:
-            ws = _sentence_workspace(max_len, dim, dropout_k)
+            exact_sigmoid, l1, stats, ws):
         flushed = 0
         unflushed = 0
         loss = 0.0

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from sentvec import _jit
 from sentvec._io import atomic_write_json, atomic_write_text, read_json_object
 from sentvec._validation import check_choice, check_float_range, check_positive_int
 from sentvec.sent2vec.reports import EpochReport, TrainingReport
@@ -306,7 +307,6 @@ class Sent2VecTrainer:
             model is returned, so none is written.
         """
         from sentvec.sent2vec import corpus as corpus_mod
-        from sentvec.sent2vec.model import Sent2Vec
 
         src = corpus_mod.check_corpus(corpus)
         if isinstance(src, Path):
@@ -314,7 +314,16 @@ class Sent2VecTrainer:
                 raise ValueError(f"corpus {str(src)!r} is empty: nothing to train on")
         elif not any(line.strip() for line in src):
             raise ValueError("corpus lines are empty: nothing to train on")
-        self._compile_kernels()
+        child = self._compile_kernels()
+        try:
+            return self._fit(src, child)
+        finally:  # a run that failed early leaves no child compiling on
+            _jit.finish_child(child, kill=True)
+
+    def _fit(self, src: Any, child: Any) -> Sent2Vec:
+        from sentvec.sent2vec import corpus as corpus_mod
+        from sentvec.sent2vec.model import Sent2Vec
+
         t0 = time.perf_counter()
         state = None
         self._check_memory(0)  # before the corpus is read: bucket and dim alone may not fit
@@ -333,6 +342,8 @@ class Sent2VecTrainer:
                 bucket=self.bucket, word_ngrams=self.word_ngrams, directory=self.tmp_dir)
             t1 = time.perf_counter()
         try:
+            wait = self._finish_kernels(child)  # compiling, not reading: kept out of the clocks
+            t0, t1 = t0 + wait, t1 + wait
             if state is None:
                 _warn_non_utf8(dictionary.words)
                 self._check_memory(dictionary.nwords)  # the real vocabulary, before the matrices
@@ -373,17 +384,46 @@ class Sent2VecTrainer:
             resumed_tokens=run.resumed_tokens)
         return model
 
-    def _compile_kernels(self) -> None:
-        """Compile (or load from numba's cache) the kernels this run calls, before any clock
-        starts, showing "compiling kernels (first run only)" when that takes long."""
-        from sentvec._jit import compiling_notice
+    def _compile_kernels(self) -> Any:
+        """Compile (or load from numba's cache) the kernels this run calls before any clock
+        starts, showing "compiling kernels (first run only)" when that takes long.
+
+        On a first run with a spare core (:func:`sentvec._jit.spare_core`) a child process
+        compiles the training loop (the longest compile, about 10 s) while this one compiles
+        the corpus-scan kernels and reads the corpus; returns that child (or None) for
+        :meth:`_finish_kernels`, which then loads the loop from numba's cache.
+        """
         from sentvec.sent2vec import _scan, kernels
 
-        mode = kernels.MODE_SENTENCE if self.update == "sentence" else kernels.MODE_TARGET
-        with compiling_notice(self.show_progress_bar):
+        job, child = self._job_settings(), None
+        with _jit.compiling_notice(self.show_progress_bar):
             if self.resume_from is None:
+                if _jit.spare_core() and not kernels.job_is_cached(*job):
+                    child = _jit.compile_in_child("from sentvec.sent2vec import kernels; "
+                                             f"kernels.compile_job{job!r}")
                 _scan.compile_kernels()
-            kernels.compile_job(mode, self.l1, self.word_ngrams)
+            if child is None:
+                kernels.compile_job(*job)
+        return child
+
+    def _job_settings(self) -> tuple[int, float, int]:
+        from sentvec.sent2vec import kernels
+
+        mode = kernels.MODE_SENTENCE if self.update == "sentence" else kernels.MODE_TARGET
+        return int(mode), float(self.l1), int(self.word_ngrams)
+
+    def _finish_kernels(self, child: Any) -> float:
+        """Wait for the child of :meth:`_compile_kernels` (if any) and load the training loop it
+        compiled (or compile it, if the child failed); returns the seconds this took."""
+        if child is None:
+            return 0.0
+        from sentvec.sent2vec import kernels
+
+        t = time.perf_counter()
+        with _jit.compiling_notice(self.show_progress_bar):
+            _jit.finish_child(child)
+            kernels.compile_job(*self._job_settings())
+        return time.perf_counter() - t
 
     # ------------------------------------------------------------------ checkpoints
     def _load_checkpoint(self) -> tuple[dict[str, Any], Any]:
