@@ -351,3 +351,29 @@ def test_hub_names_are_never_downloaded(monkeypatch):
     with pytest.raises(OSError, match="never downloads models"):
         TransformerEncoder.from_pretrained("some-org/some-model")
     assert seen == {"name": "some-org/some-model", "local_files_only": True}
+
+
+def test_a_device_this_torch_cannot_use_is_a_clear_error(tiny_minilm, tiny_minilm_dir,
+                                                         tmp_path, capsys):
+    # a fresh-clone check found `--device cuda` on the CPU wheel ending in torch's
+    # "AssertionError: Torch not compiled with CUDA enabled" traceback after the weights loaded
+    from sentvec.cli import main
+
+    model, tok = tiny_minilm.model, tiny_minilm.tokenizer
+    with pytest.raises(ValueError, match=r"device='gpu' is not a torch device"):
+        TransformerEncoder(model, tok, device="gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match=r"device='cuda', but this torch .* sees no CUDA"):
+            TransformerEncoder(model, tok, device="cuda")
+        with pytest.raises(ValueError, match=r"device='cuda:1'.*no CUDA"):
+            TransformerEncoder.from_pretrained(tiny_minilm_dir, device="cuda:1")
+    else:  # pragma: no cover - a CUDA machine
+        n = torch.cuda.device_count()
+        with pytest.raises(ValueError, match=rf"torch sees {n} CUDA device"):
+            TransformerEncoder(model, tok, device=f"cuda:{n}")
+    assert TransformerEncoder(model, tok, device="cpu").device.type == "cpu"
+    (tmp_path / "in.txt").write_text("a cat\n", encoding="utf-8")
+    assert main(["encode", "--model", str(tiny_minilm_dir), "--input", str(tmp_path / "in.txt"),
+                 "--output", str(tmp_path / "out"), "--device", "gpu"]) == 2
+    assert "error: device='gpu' is not a torch device" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -82,6 +82,31 @@ def _default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def _resolve_device(device: str | torch.device | None) -> torch.device:
+    """``device`` as a torch device that this torch build can use, else a clear ValueError
+    (instead of torch's AssertionError deep inside the first ``.to()``)."""
+    if device is None:
+        return _default_device()
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={str(device)!r} is not a torch device ({exc})") from None
+    if dev.type == "cuda":
+        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if n == 0:
+            raise ValueError(f"device={str(device)!r}, but this torch ({torch.__version__}) sees "
+                             "no CUDA device; use device='cpu'")
+        if dev.index is not None and dev.index >= n:
+            raise ValueError(f"device={str(device)!r}, but torch sees {n} CUDA device(s) "
+                             f"(cuda:0..cuda:{n - 1})")
+    elif dev.type == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is None or not mps.is_available():
+            raise ValueError(f"device={str(device)!r}, but MPS is not available here; "
+                             "use device='cpu'")
+    return dev
+
+
 def _length_limits(model: Any, tokenizer: Any, model_dir: str | None) -> tuple[int, int]:
     """(hard limit, default) input length in tokens, special tokens included.
 
@@ -170,7 +195,8 @@ class TransformerEncoder:
     ValueError
         Unknown ``pooling``, ``mean_mode`` or ``backend`` (the message lists the options); a
         layer index out of range (the message names the valid range); ``max_length`` above the
-        model's limit; ``backend="onnx"`` with a device other than the CPU.
+        model's limit; ``backend="onnx"`` with a device other than the CPU; a ``device`` that
+        is not a torch device or that this torch build cannot use (CUDA or MPS absent).
     ImportError
         ``backend="onnx"`` without onnxruntime (``pip install 'sentvec[onnx]'``).
     RuntimeError
@@ -242,7 +268,7 @@ class TransformerEncoder:
                 raise ValueError(f"backend='onnx' runs on the CPU only, not on device={str(device)!r}; "
                                  "use backend='torch' for other devices")
             device = "cpu"
-        self.device = torch.device(device) if device is not None else _default_device()
+        self.device = _resolve_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.name_or_path = name_or_path or getattr(config, "_name_or_path", None) or type(model).__name__
@@ -299,7 +325,8 @@ class TransformerEncoder:
         OSError
             ``transformers`` could not load a hub name (not in the local hub cache).
         ValueError
-            Bad ``pooling``, ``layers``, ``mean_mode`` or ``max_length``.
+            Bad ``pooling``, ``layers``, ``mean_mode`` or ``max_length``; a ``device`` this
+            torch build cannot use.
         """
         if pooling is not None:
             check_choice("pooling", pooling, POOLING_MODES)
@@ -311,6 +338,7 @@ class TransformerEncoder:
         saved = _read_encoder_config(resolved) if is_local else {}
         from transformers import AutoModel, AutoTokenizer
 
+        _resolve_device(device)  # a device this torch cannot use fails before the weights load
         # sentvec never downloads weights: a hub name loads only from the user's hub cache
         model_kwargs.setdefault("local_files_only", True)
         try:
