@@ -175,3 +175,19 @@ def test_directories_as_input_or_output_are_named_as_such(tmp_path, capsys):
     assert main(["embed", MODEL, "-i", str(d)]) == 2
     assert f"input {str(d)!r} is a directory" in capsys.readouterr().err
     assert list(d.iterdir()) == []  # no temporary file left behind
+
+
+def test_unknown_option_is_reported_in_the_sub_commands_usage(capsys):
+    # a fresh-clone check: an option the sub-command lacks printed the top-level usage
+    # ("usage: sentvec [-h] [--version] COMMAND ..."), which does not list the right options
+    with pytest.raises(SystemExit) as exc:
+        main(["embed", "model.bin", "--device", "gpu"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: sentvec embed ") and "--batch-size" in err
+    assert err.rstrip().endswith("sentvec embed: error: unrecognized arguments: --device gpu")
+    with pytest.raises(SystemExit) as exc:
+        main(["--bogus"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.rstrip().endswith(
+        "sentvec: error: unrecognized arguments: --bogus")

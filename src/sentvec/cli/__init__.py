@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                 continue  # command not shipped in this build
             raise
         module.register(sub)
+    for command_parser in sub.choices.values():  # for errors in the sub-command's own usage
+        command_parser.set_defaults(_command_parser=command_parser)
     return parser
 
 
@@ -107,7 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     returns 143.
     """
     parser = build_parser()
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    args, extra = parser.parse_known_args(list(argv) if argv is not None else None)
+    if extra:  # in the sub-command's usage, not the top-level one (exits 2, as argparse does)
+        getattr(args, "_command_parser", parser).error(
+            f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
