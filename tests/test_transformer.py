@@ -377,3 +377,28 @@ def test_a_device_this_torch_cannot_use_is_a_clear_error(tiny_minilm, tiny_minil
                  "--output", str(tmp_path / "out"), "--device", "gpu"]) == 2
     assert "error: device='gpu' is not a torch device" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("damage", ["weights", "tokenizer", "config"])
+def test_a_damaged_model_directory_is_a_model_format_error(tiny_minilm_dir, tmp_path, capsys,
+                                                           damage):
+    # a fresh-clone check: a truncated model.safetensors ended in safetensors' SafetensorError
+    # traceback (exit 1) in encode, eval-sts, search and export
+    import shutil
+
+    from sentvec.cli import main
+    from sentvec.sent2vec import ModelFormatError
+
+    bad = tmp_path / "bad"
+    shutil.copytree(tiny_minilm_dir, bad)
+    name = {"weights": "model.safetensors", "tokenizer": "tokenizer.json",
+            "config": "config.json"}[damage]
+    data = (bad / name).read_bytes()
+    (bad / name).write_bytes(data[:len(data) // 3])
+    with pytest.raises(ModelFormatError, match=r"transformers cannot load this model directory"):
+        TransformerEncoder.from_pretrained(bad)
+    (tmp_path / "in.txt").write_text("a cat\n", encoding="utf-8")
+    assert main(["encode", "--model", str(bad), "--input", str(tmp_path / "in.txt"),
+                 "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"sentvec: error: {str(bad)!r}: transformers cannot load")

@@ -324,6 +324,9 @@ class TransformerEncoder:
             or an alias whose packages are not installed.
         OSError
             ``transformers`` could not load a hub name (not in the local hub cache).
+        ModelFormatError
+            (a ``ValueError``) A local model directory whose weights, config or tokenizer files
+            transformers cannot read (damaged or truncated).
         ValueError
             Bad ``pooling``, ``layers``, ``mean_mode`` or ``max_length``; a ``device`` this
             torch build cannot use.
@@ -345,15 +348,23 @@ class TransformerEncoder:
             tokenizer = AutoTokenizer.from_pretrained(
                 resolved, local_files_only=model_kwargs["local_files_only"])
             model = AutoModel.from_pretrained(resolved, **model_kwargs)
-        except OSError as exc:
-            if is_local:
+        except (ImportError, MemoryError, FileNotFoundError):
+            raise
+        except Exception as exc:  # what transformers, tokenizers and safetensors raise varies
+            if not is_local and isinstance(exc, OSError):
+                raise OSError(
+                    f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a "
+                    "local directory, and it is not in the Hugging Face cache (sentvec never "
+                    "downloads models; fetch it yourself, e.g. `huggingface-cli download NAME`, "
+                    "or pass a local model directory)") from exc
+            if not is_local:
                 raise
-            raise OSError(
-                f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a local "
-                "directory, and it is not in the Hugging Face cache (sentvec never downloads "
-                "models; fetch it yourself, e.g. `huggingface-cli download NAME`, or pass a "
-                f"local model directory) ({exc})"
-            ) from exc
+            from sentvec.sent2vec import ModelFormatError
+
+            raise ModelFormatError(
+                f"{str(resolved)!r}: transformers cannot load this model directory (is a "
+                "weights, config or tokenizer file damaged or truncated?): "
+                f"{type(exc).__name__}: {str(exc)[:300]}") from exc
         return cls(
             model,
             tokenizer,
