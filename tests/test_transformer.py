@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import warnings
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -402,3 +403,30 @@ def test_a_damaged_model_directory_is_a_model_format_error(tiny_minilm_dir, tmp_
                  "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"sentvec: error: {str(bad)!r}: transformers cannot load")
+
+
+def test_cli_keeps_transformers_bars_out_of_a_log(tiny_minilm_dir, tmp_path):
+    # a fresh-clone check: off a terminal, transformers' "Loading weights" tqdm bar (with its
+    # carriage returns) landed in the log between sentvec's own progress records
+    import os
+    import subprocess
+    import sys
+
+    import sentvec
+
+    (tmp_path / "in.txt").write_text("a cat\nthe dog\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(sentvec.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-m", "sentvec", "encode", "--model",
+                          str(tiny_minilm_dir), "--input", str(tmp_path / "in.txt"), "--output",
+                          str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert "Loading weights" not in res.stderr and "\r" not in res.stderr
+    assert "2 lines [0, 2) -> 1 shards of dim 384" in res.stdout + res.stderr
+    # the oracle: the same run with the bars asked for shows transformers' bar
+    res = subprocess.run([sys.executable, "-m", "sentvec", "encode", "--model",
+                          str(tiny_minilm_dir), "--input", str(tmp_path / "in.txt"), "--output",
+                          str(tmp_path / "out2")], env={**env, "HF_HUB_DISABLE_PROGRESS_BARS": "0"},
+                         capture_output=True, text=True)
+    assert res.returncode == 0 and "Loading weights" in res.stderr

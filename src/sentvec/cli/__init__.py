@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
+
+from sentvec.cli._args import progress
 
 __all__ = ["main", "console_main", "build_parser"]
 
@@ -65,8 +68,6 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 
 def _silence_stdout() -> None:
     """Point file descriptor 1 at /dev/null (after a broken pipe)."""
-    import os
-
     try:
         fd = os.open(os.devnull, os.O_WRONLY)
         os.dup2(fd, sys.stdout.fileno())
@@ -99,6 +100,13 @@ def _restore_sigterm(previous: Any) -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
@@ -116,6 +124,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2
+    if not _stderr_is_terminal() or not progress(args):
+        # transformers' own "Loading weights" bar: carriage returns in a log, or unwanted
+        # (read by huggingface_hub when transformers is first imported, which comes later)
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     terminated: list[int] = []
     previous = _install_sigterm(terminated)
     try:
