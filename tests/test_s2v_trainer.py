@@ -295,3 +295,39 @@ def test_input_matrix_init_is_one_uniform_stream_whatever_the_chunks():
     assert got.dtype == np.float32 and got.shape == (rows, dim)
     assert np.array_equal(got, ref)
     assert got.min() >= -1.0 / dim and got.max() < 1.0 / dim
+
+
+def test_compile_child_is_waited_for_then_stopped_when_a_run_fails(corpus, tmp_path,
+                                                                  monkeypatch):
+    # a first run hands the training loop to a child process (issue 21); a run must wait for
+    # it before training, and one that fails before training must not leave it running
+    import subprocess
+    import sys
+    import time
+
+    from sentvec import _jit
+    from sentvec.sent2vec import kernels
+
+    children = []
+
+    def child(code, seconds):
+        p = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+        children.append(p)
+        return p
+
+    monkeypatch.setattr(_jit, "spare_core", lambda: True)
+    monkeypatch.setattr(kernels, "job_is_cached", lambda *a: False)
+    monkeypatch.setattr(_jit, "compile_in_child", lambda code: child(code, 2))
+    t = time.monotonic()
+    m, rep = fit(corpus, thread=1)  # the loop is compiled in this process already: it loads
+    assert children[-1].returncode == 0  # waited for, not killed
+    assert time.monotonic() - t >= 2 and rep.total_seconds < time.monotonic() - t - 1.5
+    assert m.input_matrix.shape[0] > 0
+    monkeypatch.setattr(_jit, "compile_in_child", lambda code: child(code, 60))
+    empty_vocab = tmp_path / "rare.txt"
+    empty_vocab.write_text("each word here is rare\n", encoding="utf-8")
+    t = time.monotonic()
+    with pytest.raises(ValueError, match="min_count"):
+        fit(empty_vocab, thread=1, min_count=5)
+    assert children[-1].poll() is not None and children[-1].returncode != 0  # stopped
+    assert time.monotonic() - t < 30
