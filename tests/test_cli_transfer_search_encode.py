@@ -80,7 +80,7 @@ def test_search_cli_reuses_index_and_matches_oracle(tmp_path, capsys, corpus, mo
             "--query", lines[10], "--query", "the war ended in 1945 .", "--json"]
     assert main(args) == 0
     first = capsys.readouterr()
-    assert "built index of 400 lines" in first.err
+    assert "built index of 400 lines" in first.err and "searched 2 queries in" in first.err
     res = json.loads(first.out)["queries"]
 
     X = model.encode(lines)
@@ -96,6 +96,8 @@ def test_search_cli_reuses_index_and_matches_oracle(tmp_path, capsys, corpus, mo
 
     assert main(args) == 0
     assert "reusing index (400 lines)" in capsys.readouterr().err
+    assert main(args[:9] + ["--query", lines[10]]) == 0
+    assert "searched 1 query in" in capsys.readouterr().err  # not "1 queries"
     assert main(args[:-1]) == 0  # plain-text output
     plain = capsys.readouterr().out
     assert plain.startswith(f"query: {lines[10]}\n   1") and "line       11" in plain

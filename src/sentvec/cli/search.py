@@ -109,5 +109,7 @@ def run(args: argparse.Namespace) -> int:
             for hit in block["results"]:
                 print(f"{hit['rank']:>4}  {hit['score']:8.4f}  line {hit['line']:>8}  {hit['text']}")
             print()
-    print(f"searched {len(queries)} queries in {dt * 1000:.1f} ms", file=sys.stderr)
+    n = len(queries)
+    print(f"searched {n} {'query' if n == 1 else 'queries'} in {dt * 1000:.1f} ms",
+          file=sys.stderr)
     return 0
