@@ -351,13 +351,13 @@ class TransformerEncoder:
         except (ImportError, MemoryError, FileNotFoundError):
             raise
         except Exception as exc:  # what transformers, tokenizers and safetensors raise varies
-            if not is_local and isinstance(exc, OSError):
-                raise OSError(
-                    f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a "
-                    "local directory, and it is not in the Hugging Face cache (sentvec never "
-                    "downloads models; fetch it yourself, e.g. `huggingface-cli download NAME`, "
-                    "or pass a local model directory)") from exc
             if not is_local:
+                if isinstance(exc, OSError):
+                    raise OSError(
+                        f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a "
+                        "local directory, and it is not in the Hugging Face cache (sentvec "
+                        "never downloads models; fetch it yourself, e.g. `huggingface-cli "
+                        "download NAME`, or pass a local model directory)") from exc
                 raise
             from sentvec.sent2vec import ModelFormatError
 

@@ -892,7 +892,7 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
 
 
 _JOBS: dict = {}
-_MODE_ARG = 23  # position of ``mode`` among train_job's arguments (the job loop has none)
+_MODE_ARG = train_job.__code__.co_varnames.index("mode")  # the job loop: all others, then ws
 
 
 def _job_and_workspace(mode, l1, word_ngrams, offsets, first, last, dim, dropout_k):

@@ -399,8 +399,8 @@ class Sent2VecTrainer:
         with _jit.compiling_notice(self.show_progress_bar):
             if self.resume_from is None:
                 if _jit.spare_core() and not kernels.job_is_cached(*job):
-                    child = _jit.compile_in_child("from sentvec.sent2vec import kernels; "
-                                             f"kernels.compile_job{job!r}")
+                    child = _jit.compile_in_child(
+                        f"from sentvec.sent2vec import kernels; kernels.compile_job{job!r}")
                 _scan.compile_kernels()
             if child is None:
                 kernels.compile_job(*job)
