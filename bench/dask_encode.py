@@ -90,8 +90,12 @@ def scheduler_overhead(client, n_tasks: int, n_round_trips: int) -> dict:
         t = time.perf_counter()
         client.submit(_noop, i, pure=False).result()
         trips.append(time.perf_counter() - t)
-    return {"burst_tasks": n_tasks, "burst_s": burst, "per_task_ms": 1e3 * burst / n_tasks,
-            "round_trip_ms_median": 1e3 * statistics.median(trips)}
+    return {
+        "burst_tasks": n_tasks,
+        "burst_s": burst,
+        "per_task_ms": 1e3 * burst / n_tasks,
+        "round_trip_ms_median": 1e3 * statistics.median(trips),
+    }
 
 
 def _cpu_seconds(procs) -> float:
@@ -99,8 +103,9 @@ def _cpu_seconds(procs) -> float:
     return sum(sum(p.cpu_times()[:2]) for p in procs)
 
 
-def one_run(client, model: str, path: Path, out: Path, shard: int, n_lines: int,
-            end_line: int | None = None) -> dict:
+def one_run(
+    client, model: str, path: Path, out: Path, shard: int, n_lines: int, end_line: int | None = None
+) -> dict:
     import psutil
 
     from sentvec.cluster import encode_file_distributed
@@ -114,10 +119,18 @@ def one_run(client, model: str, path: Path, out: Path, shard: int, n_lines: int,
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         r = encode_file_distributed(
-            model, path, out, client, shard_size=shard, resume=False, show_progress_bar=False,
+            model,
+            path,
+            out,
+            client,
+            shard_size=shard,
+            resume=False,
+            show_progress_bar=False,
             end_line=end_line,
-            on_partition_done=lambda p: done_at.append((time.perf_counter(),
-                                                        p.end_line - p.start_line)))
+            on_partition_done=lambda p: done_at.append(
+                (time.perf_counter(), p.end_line - p.start_line)
+            ),
+        )
     wall = time.perf_counter() - t
     cpu = _cpu_seconds(workers) - cpu0
     steady = None
@@ -125,17 +138,24 @@ def one_run(client, model: str, path: Path, out: Path, shard: int, n_lines: int,
         span = done_at[-1][0] - done_at[0][0]
         steady = sum(n for _, n in done_at[1:]) / span if span > 0 else None
     shutil.rmtree(out, ignore_errors=True)
-    return {"wall_s": wall, "wall_lines_per_s": n_lines / wall, "steady_lines_per_s": steady,
-            "partition_s_median": statistics.median(p.seconds for p in r.partitions),
-            "partition_lines": shard, "n_partitions": len(r.partitions),
-            "workers_used": len({p.pid for p in r.partitions}),
-            "worker_cpu_ms_per_line": 1e3 * cpu / n_lines,
-            "cpu_share": cpu / (len(workers) * wall),
-            "load_before": load0, "load_after": os.getloadavg()[0]}
+    return {
+        "wall_s": wall,
+        "wall_lines_per_s": n_lines / wall,
+        "steady_lines_per_s": steady,
+        "partition_s_median": statistics.median(p.seconds for p in r.partitions),
+        "partition_lines": shard,
+        "n_partitions": len(r.partitions),
+        "workers_used": len({p.pid for p in r.partitions}),
+        "worker_cpu_ms_per_line": 1e3 * cpu / n_lines,
+        "cpu_share": cpu / (len(workers) * wall),
+        "load_before": load0,
+        "load_after": os.getloadavg()[0],
+    }
 
 
-def bench_model(name: str, model: str, path: Path, shard: int, n_lines: int, repeats: int,
-                workdir: Path) -> dict:
+def bench_model(
+    name: str, model: str, path: Path, shard: int, n_lines: int, repeats: int, workdir: Path
+) -> dict:
     from sentvec.cluster import local_client
 
     counts = (1, 2)
@@ -150,20 +170,39 @@ def bench_model(name: str, model: str, path: Path, shard: int, n_lines: int, rep
                 one_run(c, model, path, out, warm, n * warm, end_line=n * warm)
                 r = one_run(c, model, path, out, shard, n_lines)
             runs[n].append(r)
-            print(f"  {name} {n} worker(s) run {rep + 1}: {r['wall_lines_per_s']:.1f} lines/s "
-                  f"wall, {r['steady_lines_per_s'] or float('nan'):.1f} steady, "
-                  f"{r['partition_s_median']:.3f} s/partition, "
-                  f"{r['worker_cpu_ms_per_line']:.2f} worker CPU ms/line, CPU share "
-                  f"{r['cpu_share']:.2f} (load {r['load_before']:.1f})",
-                  file=sys.stderr, flush=True)
-    med = {n: {k: statistics.median(x[k] for x in rs if x[k] is not None)
-               for k in ("wall_lines_per_s", "steady_lines_per_s", "partition_s_median",
-                         "worker_cpu_ms_per_line", "cpu_share", "load_before")}
-           for n, rs in runs.items()}
-    return {"model": model, "n_lines": n_lines, "partition_lines": shard, "repeats": repeats,
-            "median": med, "runs": runs,
-            "ratio_2_over_1_wall": med[2]["wall_lines_per_s"] / med[1]["wall_lines_per_s"],
-            "ratio_2_over_1_steady": med[2]["steady_lines_per_s"] / med[1]["steady_lines_per_s"]}
+            print(
+                f"  {name} {n} worker(s) run {rep + 1}: {r['wall_lines_per_s']:.1f} lines/s "
+                f"wall, {r['steady_lines_per_s'] or float('nan'):.1f} steady, "
+                f"{r['partition_s_median']:.3f} s/partition, "
+                f"{r['worker_cpu_ms_per_line']:.2f} worker CPU ms/line, CPU share "
+                f"{r['cpu_share']:.2f} (load {r['load_before']:.1f})",
+                file=sys.stderr,
+                flush=True,
+            )
+    med = {
+        n: {
+            k: statistics.median(x[k] for x in rs if x[k] is not None)
+            for k in (
+                "wall_lines_per_s",
+                "steady_lines_per_s",
+                "partition_s_median",
+                "worker_cpu_ms_per_line",
+                "cpu_share",
+                "load_before",
+            )
+        }
+        for n, rs in runs.items()
+    }
+    return {
+        "model": model,
+        "n_lines": n_lines,
+        "partition_lines": shard,
+        "repeats": repeats,
+        "median": med,
+        "runs": runs,
+        "ratio_2_over_1_wall": med[2]["wall_lines_per_s"] / med[1]["wall_lines_per_s"],
+        "ratio_2_over_1_steady": med[2]["steady_lines_per_s"] / med[1]["steady_lines_per_s"],
+    }
 
 
 def main() -> int:
@@ -187,14 +226,27 @@ def main() -> int:
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     inputs = {}
     if "sent2vec" in models:
-        inputs["sent2vec"] = (args.s2v_model, _first_lines(
-            CORPUS / "enwiki-2015-sentences-1M.tok.lower.txt.xz",
-            workdir / f"tok-{args.s2v_lines}.txt", args.s2v_lines), args.s2v_partition,
-            args.s2v_lines)
+        inputs["sent2vec"] = (
+            args.s2v_model,
+            _first_lines(
+                CORPUS / "enwiki-2015-sentences-1M.tok.lower.txt.xz",
+                workdir / f"tok-{args.s2v_lines}.txt",
+                args.s2v_lines,
+            ),
+            args.s2v_partition,
+            args.s2v_lines,
+        )
     if "minilm" in models:
-        inputs["minilm"] = ("minilm", _first_lines(
-            CORPUS / "enwiki-2015-sentences-1M.txt.xz", workdir / f"raw-{args.minilm_lines}.txt",
-            args.minilm_lines), args.minilm_partition, args.minilm_lines)
+        inputs["minilm"] = (
+            "minilm",
+            _first_lines(
+                CORPUS / "enwiki-2015-sentences-1M.txt.xz",
+                workdir / f"raw-{args.minilm_lines}.txt",
+                args.minilm_lines,
+            ),
+            args.minilm_partition,
+            args.minilm_lines,
+        )
     result = {"cpus": os.cpu_count(), "load_start": os.getloadavg()}
     if args.overhead_tasks:
         with local_client(2, dashboard_address=None) as c2:
@@ -203,12 +255,16 @@ def main() -> int:
     for name, (model, path, shard, n) in inputs.items():
         result[name] = bench_model(name, model, path, shard, n, args.repeats, workdir)
         r = result[name]
-        print(f"{name}: {n} lines, partitions of {shard}: 1 worker "
-              f"{r['median'][1]['wall_lines_per_s']:.1f} lines/s wall "
-              f"({r['median'][1]['steady_lines_per_s']:.1f} steady), 2 workers "
-              f"{r['median'][2]['wall_lines_per_s']:.1f} ({r['median'][2]['steady_lines_per_s']:.1f}); "
-              f"ratio {r['ratio_2_over_1_wall']:.2f} wall, {r['ratio_2_over_1_steady']:.2f} "
-              f"steady", file=sys.stderr, flush=True)
+        print(
+            f"{name}: {n} lines, partitions of {shard}: 1 worker "
+            f"{r['median'][1]['wall_lines_per_s']:.1f} lines/s wall "
+            f"({r['median'][1]['steady_lines_per_s']:.1f} steady), 2 workers "
+            f"{r['median'][2]['wall_lines_per_s']:.1f} ({r['median'][2]['steady_lines_per_s']:.1f}); "
+            f"ratio {r['ratio_2_over_1_wall']:.2f} wall, {r['ratio_2_over_1_steady']:.2f} "
+            f"steady",
+            file=sys.stderr,
+            flush=True,
+        )
     result["load_end"] = os.getloadavg()
     text = json.dumps(result, indent=1)
     if args.json:

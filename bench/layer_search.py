@@ -55,18 +55,22 @@ def _run(cmd: list[str], cache: Path) -> tuple[float, float]:
 
 def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int = 3) -> str:
     os.environ["SENTVEC_CACHE"] = str(cache)
-    from sentvec.cache import VectorCache
-    from sentvec.cache import pooled_layer_vectors
-    from sentvec.evaluation.layers import CombinationScorer
-    from sentvec.evaluation import load_sts, unique_sentences
+    from sentvec.cache import VectorCache, pooled_layer_vectors
     from sentvec.encoders import load_encoder
+    from sentvec.evaluation import load_sts, unique_sentences
+    from sentvec.evaluation.layers import CombinationScorer
 
     enc = load_encoder(model)
     task_list = load_sts(tasks)
     sents = unique_sentences(task_list)
-    vecs, hit, _ = pooled_layer_vectors(enc, sents, pooling="mean", cache=VectorCache(cache),
-                                        text_variant=task_list[0].variant,
-                                        show_progress_bar=False)
+    vecs, hit, _ = pooled_layer_vectors(
+        enc,
+        sents,
+        pooling="mean",
+        cache=VectorCache(cache),
+        text_variant=task_list[0].variant,
+        show_progress_bar=False,
+    )
     import warnings
 
     warnings.simplefilter("ignore", UserWarning)  # singular single layers: counted, not news
@@ -76,12 +80,14 @@ def _score_costs(model: str, tasks: list[str] | None, cache: Path, repeat: int =
     for w in ("none", "year"):
         for n_jobs in (1, None):
             sc = CombinationScorer(vecs["mean"], task_list, sents, n_jobs=n_jobs)
-            combos = [(1, 6), (0, 6), (2, 5), (1, 2, 6)][:repeat + 1]
+            combos = [(1, 6), (0, 6), (2, 5), (1, 2, 6)][: repeat + 1]
             t0 = time.perf_counter()
             sc.score_many(combos, w)
             per = (time.perf_counter() - t0) / len(combos)
-            out.append(f"score_sts whitening={w:<4} n_jobs={sc.n_jobs}: {per:.3f} s per "
-                       f"combination (mean of {len(combos)})")
+            out.append(
+                f"score_sts whitening={w:<4} n_jobs={sc.n_jobs}: {per:.3f} s per "
+                f"combination (mean of {len(combos)})"
+            )
     return "\n".join(out) + ("" if hit else "\n(note: vectors were recomputed)")
 
 
@@ -99,48 +105,77 @@ def _interval(ratios: list[float]) -> str:
 def _summary(peers: list[tuple[float, float]], searches: list[tuple[float, float]]) -> str:
     wall = [s[0] / p[0] for s, p in zip(searches, peers)]
     cpu = [s[1] / p[1] for s, p in zip(searches, peers)]
-    return (f"ratio of the means {statistics.fmean(s[0] for s in searches) / statistics.fmean(p[0] for p in peers):.3f} wall, "
-            f"{statistics.fmean(s[1] for s in searches) / statistics.fmean(p[1] for p in peers):.3f} CPU; "
-            f"mean per-run ratio: wall {_interval(wall)}, CPU {_interval(cpu)}; "
-            f"median {statistics.median(wall):.3f} wall, {statistics.median(cpu):.3f} CPU")
+    return (
+        f"ratio of the means {statistics.fmean(s[0] for s in searches) / statistics.fmean(p[0] for p in peers):.3f} wall, "
+        f"{statistics.fmean(s[1] for s in searches) / statistics.fmean(p[1] for p in peers):.3f} CPU; "
+        f"mean per-run ratio: wall {_interval(wall)}, CPU {_interval(cpu)}; "
+        f"median {statistics.median(wall):.3f} wall, {statistics.median(cpu):.3f} CPU"
+    )
 
 
 def _revision() -> str:
     try:
-        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
-                             text=True, cwd=Path(__file__).resolve().parent, check=True)
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            check=True,
+        )
         return out.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
-def _record(path: Path, model: str, peers: list[tuple[float, float]],
-            searches: list[tuple[float, float]]) -> str:
+def _record(
+    path: Path, model: str, peers: list[tuple[float, float]], searches: list[tuple[float, float]]
+) -> str:
     """Append this bench's runs to ``path``; statistics over all its runs of this revision."""
     rev = _revision()
     with path.open("a", encoding="utf-8") as fh:
         for (pw, pc), (sw, sc) in zip(peers, searches):
-            fh.write(json.dumps({"revision": rev, "model": model, "eval_sts_wall": pw,
-                                 "eval_sts_cpu": pc, "layers_wall": sw, "layers_cpu": sc})
-                     + "\n")
-    runs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
-            if line.strip()]
+            fh.write(
+                json.dumps(
+                    {
+                        "revision": rev,
+                        "model": model,
+                        "eval_sts_wall": pw,
+                        "eval_sts_cpu": pc,
+                        "layers_wall": sw,
+                        "layers_cpu": sc,
+                    }
+                )
+                + "\n"
+            )
+    runs = [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     runs = [r for r in runs if r.get("revision") == rev and r.get("model") == model]
-    return (f"all {len(runs)} runs recorded in {path} for revision {rev}: "
-            + _summary([(r["eval_sts_wall"], r["eval_sts_cpu"]) for r in runs],
-                       [(r["layers_wall"], r["layers_cpu"]) for r in runs]))
+    return f"all {len(runs)} runs recorded in {path} for revision {rev}: " + _summary(
+        [(r["eval_sts_wall"], r["eval_sts_cpu"]) for r in runs],
+        [(r["layers_wall"], r["layers_cpu"]) for r in runs],
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="minilm")
-    ap.add_argument("--whiten", default="year", choices=("none", "year"),
-                    help="whitening of the eval-sts peer (default year)")
+    ap.add_argument(
+        "--whiten",
+        default="year",
+        choices=("none", "year"),
+        help="whitening of the eval-sts peer (default year)",
+    )
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--tasks", default=None, help="comma-separated STS tasks (default all)")
-    ap.add_argument("--record", type=Path, default=None, metavar="FILE",
-                    help="append the runs to this JSON-lines file and summarise all of its runs "
-                    "of the current git revision")
+    ap.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="append the runs to this JSON-lines file and summarise all of its runs "
+        "of the current git revision",
+    )
     args = ap.parse_args()
     py = [sys.executable, "-m", "sentvec"]
     task_args = ["--tasks", args.tasks] if args.tasks else []
@@ -151,10 +186,29 @@ def main() -> None:
         for r in range(args.repeat):
             peer_cache, search_cache = root / f"peer{r}", root / f"search{r}"
             out = root / f"layers{r}"
-            peer_cmd = py + ["eval-sts", "--model", args.model, "--layers", "1,-1", "--whiten",
-                             args.whiten, "--json", str(root / f"peer{r}.json"), *task_args]
-            search_cmd = py + ["layers", "--model", args.model, "--max-combination", "0",
-                               "--out", str(out), "--quiet", *task_args]
+            peer_cmd = py + [
+                "eval-sts",
+                "--model",
+                args.model,
+                "--layers",
+                "1,-1",
+                "--whiten",
+                args.whiten,
+                "--json",
+                str(root / f"peer{r}.json"),
+                *task_args,
+            ]
+            search_cmd = py + [
+                "layers",
+                "--model",
+                args.model,
+                "--max-combination",
+                "0",
+                "--out",
+                str(out),
+                "--quiet",
+                *task_args,
+            ]
             # A-B, B-A, A-B, ...: a load drift on the shared machine cancels over pairs of runs
             if r % 2 == 0:
                 peers.append(_run(peer_cmd, peer_cache))
@@ -166,31 +220,45 @@ def main() -> None:
             splits.append(data["timings"])
             last_cache = search_cache
             peer_t = json.loads((root / f"peer{r}.json").read_text())["metadata"].get(
-                "timing_s", {})
+                "timing_s", {}
+            )
             lt = data["timings"]
-            print("  eval-sts own split: " + ", ".join(f"{k} {v:.1f} s"
-                                                    for k, v in peer_t.items())
-                  + f"; layers own split: vectors {lt['forward_s']:.1f} s, pairs "
-                  f"{lt['pairs_s']:.1f} s, total before plots {lt['total_s']:.1f} s", flush=True)
+            print(
+                "  eval-sts own split: "
+                + ", ".join(f"{k} {v:.1f} s" for k, v in peer_t.items())
+                + f"; layers own split: vectors {lt['forward_s']:.1f} s, pairs "
+                f"{lt['pairs_s']:.1f} s, total before plots {lt['total_s']:.1f} s",
+                flush=True,
+            )
             (pw, pc), (sw, sc) = peers[-1], searches[-1]
-            print(f"run {r + 1}: eval-sts {pw:.1f} s wall / {pc:.1f} s CPU; layers (all pairs) "
-                  f"{sw:.1f} s wall / {sc:.1f} s CPU; ratio {sw / pw:.2f} wall, "
-                  f"{sc / pc:.2f} CPU", flush=True)
+            print(
+                f"run {r + 1}: eval-sts {pw:.1f} s wall / {pc:.1f} s CPU; layers (all pairs) "
+                f"{sw:.1f} s wall / {sc:.1f} s CPU; ratio {sw / pw:.2f} wall, "
+                f"{sc / pc:.2f} CPU",
+                flush=True,
+            )
         t = splits[-1]
         n_pairs = len(data["pairs"])
         pw = statistics.fmean(p[0] for p in peers)
         pc = statistics.fmean(p[1] for p in peers)
         sw = statistics.fmean(s[0] for s in searches)
         sc = statistics.fmean(s[1] for s in searches)
-        print(f"\nmodel {args.model}: {data['n_hidden_states']} hidden states, "
-              f"{data['n_sentences']} sentences, {n_pairs} pair scorings (none + year)")
-        print(f"eval-sts --layers 1,-1 --whiten {args.whiten}: mean {pw:.1f} s wall, "
-              f"{pc:.1f} s CPU")
-        print(f"layers --max-combination 0:               mean {sw:.1f} s wall, "
-              f"{sc:.1f} s CPU (last run: vectors {t['forward_s']:.1f} s, pair scoring "
-              f"{t['pairs_s']:.1f} s)")
-        print(f"RATIO search / one configuration = {sw / pw:.2f} wall, {sc / pc:.2f} CPU "
-              f"(means over {args.repeat} runs in alternating order; target <= 1.15)")
+        print(
+            f"\nmodel {args.model}: {data['n_hidden_states']} hidden states, "
+            f"{data['n_sentences']} sentences, {n_pairs} pair scorings (none + year)"
+        )
+        print(
+            f"eval-sts --layers 1,-1 --whiten {args.whiten}: mean {pw:.1f} s wall, {pc:.1f} s CPU"
+        )
+        print(
+            f"layers --max-combination 0:               mean {sw:.1f} s wall, "
+            f"{sc:.1f} s CPU (last run: vectors {t['forward_s']:.1f} s, pair scoring "
+            f"{t['pairs_s']:.1f} s)"
+        )
+        print(
+            f"RATIO search / one configuration = {sw / pw:.2f} wall, {sc / pc:.2f} CPU "
+            f"(means over {args.repeat} runs in alternating order; target <= 1.15)"
+        )
         print(_summary(peers, searches))
         if args.record is not None:
             print(_record(args.record, args.model, peers, searches))

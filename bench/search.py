@@ -51,8 +51,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n-corpus", type=int, default=100_000)
     p.add_argument("--n-queries", type=int, default=1000)
     p.add_argument("--k", type=int, default=10)
-    p.add_argument("--threads", type=int, default=None,
-                   help="limit BLAS (numpy) and OpenMP (faiss) threads alike (default: libraries' own)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="limit BLAS (numpy) and OpenMP (faiss) threads alike (default: libraries' own)",
+    )
     args = p.parse_args(argv)
     if args.threads:
         import faiss
@@ -65,15 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     from sentvec.search import SemanticSearch
 
     lines = read_lines(Path(args.corpus), args.n_corpus + args.n_queries)
-    docs, queries = lines[:args.n_corpus], lines[args.n_corpus:]
+    docs, queries = lines[: args.n_corpus], lines[args.n_corpus :]
     encoder = load_encoder(args.model)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         X = encoder.encode(docs)
         Q = encoder.encode(queries)
-    print(f"model: {args.model} (dim {X.shape[1]}); corpus {len(docs)} lines, {len(queries)} "
-          f"held-out queries; encoded in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"model: {args.model} (dim {X.shape[1]}); corpus {len(docs)} lines, {len(queries)} "
+        f"held-out queries; encoded in {time.perf_counter() - t0:.1f} s"
+    )
     for w in caught:
         print(f"  encoder warning: {w.message}")
     k = args.k
@@ -97,9 +103,11 @@ def main(argv: list[str] | None = None) -> int:
                     index.search(q[None, :], k)
                     single.append(time.perf_counter() - t)
             res[backend] = (scores, ids, build, batch, statistics.median(single))
-            print(f"  {backend:5s}: build {build * 1e3:8.1f} ms | {len(Q)} queries in one call "
-                  f"{batch * 1e3:8.1f} ms ({batch / len(Q) * 1e6:7.1f} us/query) | single-query "
-                  f"median {statistics.median(single) * 1e3:7.2f} ms")
+            print(
+                f"  {backend:5s}: build {build * 1e3:8.1f} ms | {len(Q)} queries in one call "
+                f"{batch * 1e3:8.1f} ms ({batch / len(Q) * 1e6:7.1f} us/query) | single-query "
+                f"median {statistics.median(single) * 1e3:7.2f} ms"
+            )
         (se, ie, be, qe, le), (sf, if_, bf, qf, lf) = res["exact"], res["faiss"]
         recall = np.mean([len(set(a) & set(b)) / k for a, b in zip(ie, if_)])
         same_rows = int((ie == if_).all(axis=1).sum())
@@ -107,11 +115,16 @@ def main(argv: list[str] | None = None) -> int:
         explained = all(
             np.all(np.abs(sf[r][~np.isin(if_[r], ie[r])] - se[r, -1]) <= 1e-5)
             and np.allclose(np.sort(sf[r]), np.sort(se[r]), atol=1e-5)
-            for r in diff_rows)
-        print(f"  faiss vs exact: recall@{k} = {recall:.4f}; identical id lists {same_rows}/{len(Q)}; "
-              f"differences all float near-ties: {explained}")
-        print(f"  ratio faiss/exact: build {bf / be:.2f}x, batch query {qf / qe:.2f}x, "
-              f"single query {lf / le:.2f}x")
+            for r in diff_rows
+        )
+        print(
+            f"  faiss vs exact: recall@{k} = {recall:.4f}; identical id lists {same_rows}/{len(Q)}; "
+            f"differences all float near-ties: {explained}"
+        )
+        print(
+            f"  ratio faiss/exact: build {bf / be:.2f}x, batch query {qf / qe:.2f}x, "
+            f"single query {lf / le:.2f}x"
+        )
         # exact backend vs float64 argsort oracle on 100 queries
         Xo, Qo = X.astype(np.float64), Q[:100].astype(np.float64)
         if metric == "cosine":
@@ -120,8 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         S = Qo @ Xo.T
         top = np.argsort(-S, axis=1, kind="stable")[:, :k]
         rec_o = np.mean([len(set(a) & set(b)) / k for a, b in zip(top, ie[:100])])
-        print(f"  exact vs float64 argsort oracle (100 queries): recall@{k} = {rec_o:.4f}, "
-              f"max |score diff| = {np.abs(np.take_along_axis(S, top, 1) - se[:100]).max():.2e}")
+        print(
+            f"  exact vs float64 argsort oracle (100 queries): recall@{k} = {rec_o:.4f}, "
+            f"max |score diff| = {np.abs(np.take_along_axis(S, top, 1) - se[:100]).max():.2e}"
+        )
     return 0
 
 

@@ -86,10 +86,13 @@ def synthetic_model(sentences: list[str], dim: int, bucket: int):
     return Sent2Vec(d, inp, np.zeros((d.nwords, dim), np.float32), args={"dim": dim})
 
 
-def bench_model(label: str, model, load_s: float, sentences: list[str], repeats: int,
-                peer_n: int) -> None:
-    print(f"\n== {label}: dim {model.dim}, nwords {model.nwords}, bucket "
-          f"{model.dictionary.bucket}, load {load_s:.2f} s")
+def bench_model(
+    label: str, model, load_s: float, sentences: list[str], repeats: int, peer_n: int
+) -> None:
+    print(
+        f"\n== {label}: dim {model.dim}, nwords {model.nwords}, bucket "
+        f"{model.dictionary.bucket}, load {load_s:.2f} s"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.perf_counter()
@@ -101,8 +104,10 @@ def bench_model(label: str, model, load_s: float, sentences: list[str], repeats:
         peer = len(sub) / (time.perf_counter() - t)
         ours_sub = model.encode(sub, num_threads=1)
         diff = float(np.abs(ours_sub - ref).max())
-        print(f"peer (python lookups + numpy mean): {peer:,.0f} sentences/s on {len(sub):,}; "
-              f"max |ours - peer| = {diff:.2e}")
+        print(
+            f"peer (python lookups + numpy mean): {peer:,.0f} sentences/s on {len(sub):,}; "
+            f"max |ours - peer| = {diff:.2e}"
+        )
         for threads in (1, 2):
             rates = []
             for _ in range(repeats):
@@ -111,11 +116,16 @@ def bench_model(label: str, model, load_s: float, sentences: list[str], repeats:
                 rates.append(len(sentences) / (time.perf_counter() - t))
             best, med = max(rates), statistics.median(rates)
             official = OFFICIAL[threads]
-            note = ("" if model.dim == 100
-                    else f" (official figure is for dim 100, this is {model.dim})")
-            print(f"{threads} thread(s): best {best:,.0f}/s, median {med:,.0f}/s; "
-                  f"x{best / peer:.1f} the peer (same run); x{best / official:.2f} the official "
-                  f"wrapper's {official:,}/s from baselines.md{note}")
+            note = (
+                ""
+                if model.dim == 100
+                else f" (official figure is for dim 100, this is {model.dim})"
+            )
+            print(
+                f"{threads} thread(s): best {best:,.0f}/s, median {med:,.0f}/s; "
+                f"x{best / peer:.1f} the peer (same run); x{best / official:.2f} the official "
+                f"wrapper's {official:,}/s from baselines.md{note}"
+            )
 
 
 #: ``--pause-while FILE``: every timed run waits while this file exists (a shared machine's
@@ -128,8 +138,7 @@ def run_process(argv: list[str], stdin: Path, stdout: Path) -> dict:
     while PAUSE_WHILE is not None and PAUSE_WHILE.exists():
         time.sleep(10)
     load = os.getloadavg()[0]
-    with open(stdin, "rb") as fi, open(stdout, "wb") as fo, \
-            tempfile.TemporaryFile() as fe:
+    with open(stdin, "rb") as fi, open(stdout, "wb") as fo, tempfile.TemporaryFile() as fe:
         t = time.perf_counter()
         proc = subprocess.Popen(argv, stdin=fi, stdout=fo, stderr=fe)
         _, status, ru = os.wait4(proc.pid, 0)
@@ -138,16 +147,23 @@ def run_process(argv: list[str], stdin: Path, stdout: Path) -> dict:
         if proc.returncode != 0:
             fe.seek(0)
             raise RuntimeError(f"{argv} exited {proc.returncode}: {fe.read()[-2000:]!r}")
-    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mib": ru.ru_maxrss / 1024,
-            "load1": load}
+    return {
+        "wall_s": wall,
+        "cpu_s": ru.ru_utime + ru.ru_stime,
+        "rss_mib": ru.ru_maxrss / 1024,
+        "load1": load,
+    }
 
 
-def bench_commands(model: Path, official: str | None, sentences: list[str], repeats: int,
-                   threads: int | None) -> None:
+def bench_commands(
+    model: Path, official: str | None, sentences: list[str], repeats: int, threads: int | None
+) -> None:
     """Whole commands, fresh processes, alternating: official CLI against ``sentvec embed``."""
     size = model.stat().st_size
-    print(f"\n== whole commands: {model} ({size / 1e9:.2f} GB), {len(sentences):,} sentences, "
-          f"{repeats} alternating repeats")
+    print(
+        f"\n== whole commands: {model} ({size / 1e9:.2f} GB), {len(sentences):,} sentences, "
+        f"{repeats} alternating repeats"
+    )
     embed = [sys.executable, "-m", "sentvec", "embed", str(model), "--no-progress"]
     if threads:
         embed += ["--threads", str(threads)]
@@ -159,15 +175,24 @@ def bench_commands(model: Path, official: str | None, sentences: list[str], repe
         empty.write_bytes(b"")
         cases: dict[str, tuple[list[str], Path, Path]] = {
             "sentvec embed, text": (embed, text, tmp / "sentvec.txt"),
-            "sentvec embed, .npy": (embed + ["-o", str(tmp / "sentvec.npy")], text,
-                                    tmp / "npy.stdout"),
+            "sentvec embed, .npy": (
+                embed + ["-o", str(tmp / "sentvec.npy")],
+                text,
+                tmp / "npy.stdout",
+            ),
             "sentvec embed, empty input": (embed, empty, tmp / "empty.out"),
         }
         if official:
             cases["official print-sentence-vectors"] = (
-                [official, "print-sentence-vectors", str(model)], text, tmp / "official.txt")
+                [official, "print-sentence-vectors", str(model)],
+                text,
+                tmp / "official.txt",
+            )
             cases["official, empty input"] = (
-                [official, "print-sentence-vectors", str(model)], empty, tmp / "empty2.out")
+                [official, "print-sentence-vectors", str(model)],
+                empty,
+                tmp / "empty2.out",
+            )
         names = list(cases)
         for name in names:  # warm-up: page cache, numba cache
             run_process(*cases[name])
@@ -175,22 +200,29 @@ def bench_commands(model: Path, official: str | None, sentences: list[str], repe
             a = np.loadtxt(tmp / "official.txt", dtype=np.float64, max_rows=2000, ndmin=2)
             b = np.loadtxt(tmp / "sentvec.txt", dtype=np.float64, max_rows=2000, ndmin=2)
             c = np.load(tmp / "sentvec.npy")[:2000]
-            print(f"first 2,000 vectors: max |official (%.5g) - sentvec text (%.6g)| = "
-                  f"{np.abs(a - b).max():.1e}; text vs .npy {np.abs(b - c).max():.1e}")
+            print(
+                f"first 2,000 vectors: max |official (%.5g) - sentvec text (%.6g)| = "
+                f"{np.abs(a - b).max():.1e}; text vs .npy {np.abs(b - c).max():.1e}"
+            )
         runs: dict[str, list[dict]] = {name: [] for name in names}
         for rep in range(repeats):
             order = names if rep % 2 == 0 else names[::-1]
             for name in order:
                 runs[name].append(run_process(*cases[name]))
-    med = {name: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
-           for name, rs in runs.items()}
-    print(f"{'command':34s} {'median s':>9s} {'runs s':>24s} {'CPU s':>7s} {'RSS MiB':>8s} "
-          f"{'load1':>11s}")
+    med = {
+        name: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for name, rs in runs.items()
+    }
+    print(
+        f"{'command':34s} {'median s':>9s} {'runs s':>24s} {'CPU s':>7s} {'RSS MiB':>8s} "
+        f"{'load1':>11s}"
+    )
     for name, rs in runs.items():
         walls = " ".join(f"{r['wall_s']:.2f}" for r in rs)
         loads = f"{min(r['load1'] for r in rs):.1f}-{max(r['load1'] for r in rs):.1f}"
-        print(f"{name:34s} {med[name]['wall_s']:9.2f} {walls:>24s} {med[name]['cpu_s']:7.2f} "
-              f"{med[name]['rss_mib']:8.0f} {loads:>11s}")
+        print(
+            f"{name:34s} {med[name]['wall_s']:9.2f} {walls:>24s} {med[name]['cpu_s']:7.2f} "
+            f"{med[name]['rss_mib']:8.0f} {loads:>11s}"
+        )
     start = med["sentvec embed, empty input"]["wall_s"]
     for name in ("sentvec embed, text", "sentvec embed, .npy"):
         print(f"{name}: loop (whole - empty input) {med[name]['wall_s'] - start:.2f} s")
@@ -200,12 +232,16 @@ def bench_commands(model: Path, official: str | None, sentences: list[str], repe
         print(f"official: loop (whole - empty input) {o - o_start:.2f} s")
         for name in ("sentvec embed, text", "sentvec embed, .npy"):
             w = med[name]["wall_s"]
-            print(f"official / {name}: whole command {o / w:.2f}x, loop "
-                  f"{(o - o_start) / (w - start):.2f}x")
+            print(
+                f"official / {name}: whole command {o / w:.2f}x, loop "
+                f"{(o - o_start) / (w - start):.2f}x"
+            )
         print(f"official / sentvec, empty input (start-up + load): {o_start / start:.2f}x")
     allloads = [r["load1"] for rs in runs.values() for r in rs]
-    print(f"load average (1 min) during the runs: median {statistics.median(allloads):.2f}, "
-          f"range {min(allloads):.2f}-{max(allloads):.2f}")
+    print(
+        f"load average (1 min) during the runs: median {statistics.median(allloads):.2f}, "
+        f"range {min(allloads):.2f}-{max(allloads):.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,26 +251,48 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--peer-sentences", type=int, default=10_000)
     p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic dim-100 model")
-    p.add_argument("--official", default=None,
-                   help="the official fasttext binary (e.g. /work/official/fasttext): time its "
-                        "print-sentence-vectors against `sentvec embed`, whole commands")
-    p.add_argument("--commands", type=Path, default=None, metavar="MODEL.bin",
-                   help="the official .bin model for the whole-command runs (required with "
-                        "--official)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="--threads of `sentvec embed` in the whole-command runs (default: all)")
-    p.add_argument("--no-loops", action="store_true",
-                   help="only the whole-command runs, not the in-process encode loops")
-    p.add_argument("--pause-while", type=Path, default=None, metavar="FILE",
-                   help="before each whole-command run, wait while FILE exists")
+    p.add_argument(
+        "--official",
+        default=None,
+        help="the official fasttext binary (e.g. /work/official/fasttext): time its "
+        "print-sentence-vectors against `sentvec embed`, whole commands",
+    )
+    p.add_argument(
+        "--commands",
+        type=Path,
+        default=None,
+        metavar="MODEL.bin",
+        help="the official .bin model for the whole-command runs (required with --official)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="--threads of `sentvec embed` in the whole-command runs (default: all)",
+    )
+    p.add_argument(
+        "--no-loops",
+        action="store_true",
+        help="only the whole-command runs, not the in-process encode loops",
+    )
+    p.add_argument(
+        "--pause-while",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="before each whole-command run, wait while FILE exists",
+    )
     args = p.parse_args(argv)
     global PAUSE_WHILE
     PAUSE_WHILE = args.pause_while
     if args.official and not args.commands:
         p.error("--official needs --commands MODEL.bin (the model both tools load)")
     if args.official and not Path(args.official).is_file():
-        print(f"official binary {args.official} not found: whole commands of sentvec only "
-              "(build instructions in this file's docstring)", file=sys.stderr)
+        print(
+            f"official binary {args.official} not found: whole commands of sentvec only "
+            "(build instructions in this file's docstring)",
+            file=sys.stderr,
+        )
         args.official = None
 
     from sentvec.sent2vec.model import Sent2Vec
@@ -250,8 +308,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     t = time.perf_counter()
     tiny = Sent2Vec.load(TINY)
-    bench_model("tiny-bigram.bin (official file)", tiny, time.perf_counter() - t, sentences,
-                args.repeats, args.peer_sentences)
+    bench_model(
+        "tiny-bigram.bin (official file)",
+        tiny,
+        time.perf_counter() - t,
+        sentences,
+        args.repeats,
+        args.peer_sentences,
+    )
     if not args.no_synthetic:
         t = time.perf_counter()
         synth = synthetic_model(sentences, 100, 2_000_000)
@@ -263,14 +327,19 @@ def main(argv: list[str] | None = None) -> int:
             synth = Sent2Vec.load(Path(tmp) / "synth.bin")
             load_s = time.perf_counter() - t
         print(f"\n(synthetic model built in {build:.1f} s, written as .bin and re-loaded)")
-        bench_model("synthetic dim-100 bigram model (.bin)", synth, load_s, sentences,
-                    args.repeats, args.peer_sentences)
+        bench_model(
+            "synthetic dim-100 bigram model (.bin)",
+            synth,
+            load_s,
+            sentences,
+            args.repeats,
+            args.peer_sentences,
+        )
         del synth
     for path in args.models:
         t = time.perf_counter()
         m = Sent2Vec.load(path)
-        bench_model(path, m, time.perf_counter() - t, sentences, args.repeats,
-                    args.peer_sentences)
+        bench_model(path, m, time.perf_counter() - t, sentences, args.repeats, args.peer_sentences)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS: {rss:,.0f} MiB")
     return 0

@@ -51,7 +51,9 @@ def sparsity(model) -> dict:
         "output_zero_share": float(np.mean(out == 0)),
         "input_word_rows_all_zero": int(np.sum(~words.any(axis=1))),
         "input_bucket_rows_all_zero": int(np.sum(~buckets.any(axis=1))),
-        "nwords": int(nw), "n_buckets": int(buckets.shape[0]), "dim": int(inp.shape[1]),
+        "nwords": int(nw),
+        "n_buckets": int(buckets.shape[0]),
+        "dim": int(inp.shape[1]),
     }
 
 
@@ -66,8 +68,11 @@ def transfer(model) -> dict:
             warnings.simplefilter("ignore")  # zero vectors are counted in the result
             r = evaluate_transfer(model, task, preprocess=prep)
         res[task] = r.to_dict()
-        print(f"{task}: {r.accuracy:.2f}" + ("" if r.f1 is None else f" / {r.f1:.2f}"),
-              f"({r.wall_seconds:.0f} s)", flush=True)
+        print(
+            f"{task}: {r.accuracy:.2f}" + ("" if r.f1 is None else f" / {r.f1:.2f}"),
+            f"({r.wall_seconds:.0f} s)",
+            flush=True,
+        )
     return res
 
 
@@ -85,9 +90,15 @@ def run(tau: float, seed: int, out_dir: Path) -> Path:
     model = tr.fit(path)
     wall = time.perf_counter() - t0
     print(f"trained tau={tau} seed={seed} in {wall:.0f} s (load {load0})", flush=True)
-    rec = {"tau": tau, "seed": seed, "flags": dict(FLAGS, update="target", l1=tau),
-           "train_wall_s": wall, "loadavg_at_start": load0,
-           "train_report": tr.report_.to_dict(), "sparsity": sparsity(model)}
+    rec = {
+        "tau": tau,
+        "seed": seed,
+        "flags": dict(FLAGS, update="target", l1=tau),
+        "train_wall_s": wall,
+        "loadavg_at_start": load0,
+        "train_report": tr.report_.to_dict(),
+        "sparsity": sparsity(model),
+    }
     print(json.dumps(rec["sparsity"]), flush=True)
     rec["sts"] = evaluate(model)
     print(json.dumps(rec["sts"]), flush=True)
@@ -111,17 +122,31 @@ def summary(out_dir: Path) -> str:
         r = json.loads(p.read_text())
         t = r["transfer"]
         accs = [t[k]["accuracy"] for k in TASKS]
-        rows.append((r["tau"], r["seed"], r["sts"]["STS14"]["mean"], r["sts"]["SICK-R test"],
-                     t["MRPC"]["f1"], accs, float(np.mean(accs)), r["sparsity"]))
-    head = ("| τ | seed | STS14 mean | SICK-R test | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | "
-            "TREC | Avg | zeros: input words / buckets / output |")
+        rows.append(
+            (
+                r["tau"],
+                r["seed"],
+                r["sts"]["STS14"]["mean"],
+                r["sts"]["SICK-R test"],
+                t["MRPC"]["f1"],
+                accs,
+                float(np.mean(accs)),
+                r["sparsity"],
+            )
+        )
+    head = (
+        "| τ | seed | STS14 mean | SICK-R test | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | "
+        "TREC | Avg | zeros: input words / buckets / output |"
+    )
     lines = [head, "|---" * 12 + "|"]
     for tau, seed, sts, sick, f1, accs, avg, sp in sorted(rows):
         lines.append(
             f"| {tau:g} | {seed} | {sts[0]:.2f} / {sts[1]:.2f} | {sick[0]:.2f} / {sick[1]:.2f} | "
-            f"{accs[0]:.1f} / {f1:.1f} | " + " | ".join(f"{a:.1f}" for a in accs[1:])
+            f"{accs[0]:.1f} / {f1:.1f} | "
+            + " | ".join(f"{a:.1f}" for a in accs[1:])
             + f" | {avg:.2f} | {100 * sp['input_words_zero_share']:.1f} % / "
-              f"{100 * sp['input_buckets_zero_share']:.1f} % / {100 * sp['output_zero_share']:.1f} % |")
+            f"{100 * sp['input_buckets_zero_share']:.1f} % / {100 * sp['output_zero_share']:.1f} % |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -51,13 +51,17 @@ def main(argv: list[str] | None = None) -> int:
             out = np.asarray(model.output_matrix)
             if trained is None:  # the first tau must be 0: rows the plain run moved
                 trained = out.any(axis=1)
-            rec = {"dim": dim, "tau": tau, "lines": args.lines,
-                   "output_zero_share_trained_rows": float(np.mean(out[trained] == 0)),
-                   "output_rows_all_zero": int(np.sum(~out[trained].any(axis=1))),
-                   "trained_rows": int(trained.sum()),
-                   "output_max_abs": float(np.abs(out).max()),
-                   "seconds": round(time.perf_counter() - t0, 1),
-                   "loadavg": os.getloadavg()}
+            rec = {
+                "dim": dim,
+                "tau": tau,
+                "lines": args.lines,
+                "output_zero_share_trained_rows": float(np.mean(out[trained] == 0)),
+                "output_rows_all_zero": int(np.sum(~out[trained].any(axis=1))),
+                "trained_rows": int(trained.sum()),
+                "output_max_abs": float(np.abs(out).max()),
+                "seconds": round(time.perf_counter() - t0, 1),
+                "loadavg": os.getloadavg(),
+            }
             rows.append(rec)
             print(json.dumps(rec), flush=True)
     return 0

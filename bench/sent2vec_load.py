@@ -58,8 +58,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path("/work/shared/data/corpus/enwiki-2015-sentences-1M.tok.lower.txt.xz")
-SMAPS_KEYS = ("Rss", "Pss", "Shared_Clean", "Shared_Dirty", "Private_Clean", "Private_Dirty",
-              "Anonymous")
+SMAPS_KEYS = (
+    "Rss",
+    "Pss",
+    "Shared_Clean",
+    "Shared_Dirty",
+    "Private_Clean",
+    "Private_Dirty",
+    "Anonymous",
+)
 
 
 # ---------------------------------------------------------------------------- memory figures
@@ -131,9 +138,13 @@ def write_synthetic(path: Path, sentences: list[str], nwords: int, bucket: int, 
     d = Dictionary(words, counts, ntokens=int(counts.sum()), bucket=bucket, word_ngrams=2)
     rows_in = nwords + bucket + 1
     small = path.with_name(path.name + ".header")
-    write_bin(small, args={"epoch": 9, "minCount": 8, "t": 5e-6}, dictionary=d,
-              input_matrix=np.zeros((rows_in, 1), np.float32),
-              output_matrix=np.zeros((nwords, 1), np.float32))
+    write_bin(
+        small,
+        args={"epoch": 9, "minCount": 8, "t": 5e-6},
+        dictionary=d,
+        input_matrix=np.zeros((rows_in, 1), np.float32),
+        output_matrix=np.zeros((nwords, 1), np.float32),
+    )
     raw = small.read_bytes()
     small.unlink()
     head_len = len(raw) - (nwords * 4 + 16 + 1) - (rows_in * 4 + 16)
@@ -165,11 +176,13 @@ def child(spec: dict) -> None:
     t0 = time.perf_counter()
     sentvec.sent2vec._infer.build_table(np.zeros(1, np.uint8), np.zeros(2, np.int64), -1)
     t_numba = time.perf_counter() - t0
-    report: dict = {"case": spec["case"], "import_s": round(t_import, 3),
-                    "numba_init_s": round(t_numba, 3)}
+    report: dict = {
+        "case": spec["case"],
+        "import_s": round(t_import, 3),
+        "numba_init_s": round(t_numba, 3),
+    }
     t0 = time.perf_counter()
-    model = Sent2Vec.load(spec["model"], mmap=spec["mmap"],
-                          inference_only=spec["inference_only"])
+    model = Sent2Vec.load(spec["model"], mmap=spec["mmap"], inference_only=spec["inference_only"])
     report["load_s"] = round(time.perf_counter() - t0, 3)
     report["after_load_mb"] = memory()
     t0 = time.perf_counter()
@@ -199,8 +212,7 @@ def _env() -> dict:
 
 def run_child(spec: dict) -> dict:
     cmd = [sys.executable, __file__, "--child", json.dumps(spec)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
-                         env=_env())
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=_env())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -215,30 +227,40 @@ def delete_index(model: Path) -> None:
         p.unlink()
 
 
-_EMBED_NO_INDEX = ("import sys; from sentvec.sent2vec import _sidecar; "
-                   "_sidecar.MIN_WORDS = 1 << 62; from sentvec.cli import console_main; "
-                   "sys.argv[0] = 'sentvec'; sys.exit(console_main())")
+_EMBED_NO_INDEX = (
+    "import sys; from sentvec.sent2vec import _sidecar; "
+    "_sidecar.MIN_WORDS = 1 << 62; from sentvec.cli import console_main; "
+    "sys.argv[0] = 'sentvec'; sys.exit(console_main())"
+)
 
 
 def run_embed(model: Path, lines: Path, out: Path, *, index: bool) -> dict:
     """Wall seconds of a whole ``sentvec embed`` command (a fresh interpreter)."""
     args = ["embed", str(model), "-i", str(lines), "-o", str(out), "--threads", "1"]
-    cmd = ([sys.executable, "-m", "sentvec", *args] if index
-           else [sys.executable, "-c", _EMBED_NO_INDEX, *args])
+    cmd = (
+        [sys.executable, "-m", "sentvec", *args]
+        if index
+        else [sys.executable, "-c", _EMBED_NO_INDEX, *args]
+    )
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True, env=_env())
     wall = time.perf_counter() - t0
     digest = __import__("hashlib").sha256(np.load(out).tobytes()).hexdigest()
-    return {"case": f"sentvec embed command, {'index' if index else 'no index'}",
-            "wall_s": round(wall, 3), "vectors_sha256": digest}
+    return {
+        "case": f"sentvec embed command, {'index' if index else 'no index'}",
+        "wall_s": round(wall, 3),
+        "vectors_sha256": digest,
+    }
 
 
 def run_two(spec: dict) -> dict:
     """Two processes load, then encode at the same moment; smaps read while both live."""
     spec = {**spec, "barrier": True, "case": "one of 2 processes"}
     cmd = [sys.executable, __file__, "--child", json.dumps(spec)]
-    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=_env()) for _ in range(2)]
+    procs = [
+        subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env())
+        for _ in range(2)
+    ]
     for p in procs:
         assert p.stdout.readline().strip() == "ready"
     t0 = time.perf_counter()
@@ -253,24 +275,39 @@ def run_two(spec: dict) -> dict:
         p.stdin.flush()
         p.wait(timeout=60)
     total = {k: round(sum(m.get(k, 0) for m in live), 1) for k in live[0]}
-    return {"case": "2 processes, mmap", "wall_s": round(wall, 3), "per_process": reports,
-            "live_mb": live, "total_mb": total, "load_average": load_average()}
+    return {
+        "case": "2 processes, mmap",
+        "wall_s": round(wall, 3),
+        "per_process": reports,
+        "live_mb": live,
+        "total_mb": total,
+        "load_average": load_average(),
+    }
 
 
 # ---------------------------------------------------------------------------- main
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--cache-dir", type=Path,
-                    default=Path(tempfile.gettempdir()) / "sentvec-bench-s2v-load")
+    ap.add_argument(
+        "--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "sentvec-bench-s2v-load"
+    )
     ap.add_argument("--words", type=int, default=1_000_000)
     ap.add_argument("--bucket", type=int, default=2_000_000)
     ap.add_argument("--dim", type=int, default=600)
     ap.add_argument("--sentences", type=int, default=100_000)
     ap.add_argument("--threads", type=int, default=1, help="encode threads per process")
-    ap.add_argument("--embed-lines", type=int, default=1000,
-                    help="lines given to the timed `sentvec embed` commands")
-    ap.add_argument("--embed-runs", type=int, default=3,
-                    help="`sentvec embed` commands with and without the index (each)")
+    ap.add_argument(
+        "--embed-lines",
+        type=int,
+        default=1000,
+        help="lines given to the timed `sentvec embed` commands",
+    )
+    ap.add_argument(
+        "--embed-runs",
+        type=int,
+        default=3,
+        help="`sentvec embed` commands with and without the index (each)",
+    )
     ap.add_argument("--json", type=Path, default=None, help="write the results here")
     ap.add_argument("--no-in-memory", action="store_true", help="skip the in-memory load")
     ap.add_argument("--delete", action="store_true", help="delete the synthetic file at the end")
@@ -292,17 +329,28 @@ def main() -> None:
     if not model.exists():
         free = shutil.disk_usage(cache).free
         if free < expect + (1 << 30):
-            sys.exit(f"{cache}: {free / 1e9:.1f} GB free, the synthetic model needs "
-                     f"{expect / 1e9:.1f} GB (+1 GB spare); pick another --cache-dir")
+            sys.exit(
+                f"{cache}: {free / 1e9:.1f} GB free, the synthetic model needs "
+                f"{expect / 1e9:.1f} GB (+1 GB spare); pick another --cache-dir"
+            )
         print(f"writing {model} ({expect / 1e9:.1f} GB of matrices) ...", file=sys.stderr)
         t0 = time.perf_counter()
         sents = sent_file.read_text(encoding="utf-8").split("\n")[:-1]
         write_synthetic(model, sents, args.words, args.bucket, args.dim)
         print(f"  written in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
     size = model.stat().st_size
-    results: dict = {"model": {"path": str(model), "bytes": size, "nwords": args.words,
-                               "bucket": args.bucket, "dim": args.dim},
-                     "sentences": args.sentences, "threads": args.threads, "runs": []}
+    results: dict = {
+        "model": {
+            "path": str(model),
+            "bytes": size,
+            "nwords": args.words,
+            "bucket": args.bucket,
+            "dim": args.dim,
+        },
+        "sentences": args.sentences,
+        "threads": args.threads,
+        "runs": [],
+    }
 
     def record(r: dict) -> dict:
         r.setdefault("load_average", load_average())
@@ -338,31 +386,47 @@ def main() -> None:
         out.unlink()
         results["embed_lines"] = args.embed_lines
     drop_page_cache(model)
-    record(run_child({**base, "case": "mmap load + encode, cold cache",
-                      "sentences": str(sent_file)}))
-    record(run_child({**base, "case": "mmap load + encode, warm cache",
-                      "sentences": str(sent_file)}))
+    record(
+        run_child({**base, "case": "mmap load + encode, cold cache", "sentences": str(sent_file)})
+    )
+    record(
+        run_child({**base, "case": "mmap load + encode, warm cache", "sentences": str(sent_file)})
+    )
     record(run_two({**base, "sentences": str(sent_file)}))
     if not args.no_in_memory:
         avail = mem_available_gb()
         inf_bytes = 4 * args.dim * (args.words + args.bucket + 1)
         if avail >= size / 2**30 + 3:
-            spec = {**base, "mmap": None, "inference_only": False,
-                    "case": "in-memory load (mmap=None, whole file) + encode"}
+            spec = {
+                **base,
+                "mmap": None,
+                "inference_only": False,
+                "case": "in-memory load (mmap=None, whole file) + encode",
+            }
         elif avail >= inf_bytes / 2**30 + 3:
-            spec = {**base, "mmap": None, "case": "in-memory load (mmap=None, "
-                    "inference_only: input matrix only) + encode"}
+            spec = {
+                **base,
+                "mmap": None,
+                "case": "in-memory load (mmap=None, inference_only: input matrix only) + encode",
+            }
         else:
             spec = None
             results["in_memory_skipped"] = f"MemAvailable {avail:.1f} GB is too little"
         if spec is not None:
             drop_page_cache(model)
-            record(run_child({**spec, "sentences": str(sent_file), "mem_available_gb":
-                              round(avail, 1)}))
-    hashes = {r["vectors_sha256"] for r in results["runs"]
-              if "vectors_sha256" in r and not r["case"].startswith("sentvec embed")}
+            record(
+                run_child(
+                    {**spec, "sentences": str(sent_file), "mem_available_gb": round(avail, 1)}
+                )
+            )
+    hashes = {
+        r["vectors_sha256"]
+        for r in results["runs"]
+        if "vectors_sha256" in r and not r["case"].startswith("sentvec embed")
+    }
     hashes |= {p["vectors_sha256"] for r in results["runs"] for p in r.get("per_process", [])}
     results["all_vectors_identical"] = len(hashes) == 1
+
     def median(prefix: str, key: str = "load_s") -> float | None:
         vals = [r[key] for r in results["runs"] if r["case"].startswith(prefix)]
         return round(statistics.median(vals), 3) if vals else None
@@ -376,8 +440,7 @@ def main() -> None:
             summary[f"{key}_table_median_s"] = median(prefix, "table_s")
     summary["embed_no_index_median_s"] = median("sentvec embed command, no index", "wall_s")
     summary["embed_index_median_s"] = median("sentvec embed command, index", "wall_s")
-    embeds = {r["vectors_sha256"] for r in results["runs"]
-              if r["case"].startswith("sentvec embed")}
+    embeds = {r["vectors_sha256"] for r in results["runs"] if r["case"].startswith("sentvec embed")}
     summary["embed_vectors_identical"] = len(embeds) <= 1
     results["summary"] = summary
     print(json.dumps(results["summary"]), file=sys.stderr)

@@ -30,13 +30,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 #: Official binary, run a (Spearman, Pearson) x 100.
 OFFICIAL = {
-    "STS14": {"deft-forum": (30.50, 30.11), "deft-news": (59.68, 61.07),
-              "headlines": (42.05, 44.89), "images": (50.17, 51.46), "OnWN": (51.60, 48.66),
-              "tweet-news": (57.11, 61.95), "mean": (48.52, 49.69)},
+    "STS14": {
+        "deft-forum": (30.50, 30.11),
+        "deft-news": (59.68, 61.07),
+        "headlines": (42.05, 44.89),
+        "images": (50.17, 51.46),
+        "OnWN": (51.60, 48.66),
+        "tweet-news": (57.11, 61.95),
+        "mean": (48.52, 49.69),
+    },
     "SICK-R test": (55.14, 58.49),
 }
-FLAGS = dict(dim=100, epoch=5, lr=0.2, word_ngrams=2, min_count=5, min_count_label=5, neg=10,
-             t=1e-4, dropout_k=4, bucket=2_000_000, thread=2)
+FLAGS = dict(
+    dim=100,
+    epoch=5,
+    lr=0.2,
+    word_ngrams=2,
+    min_count=5,
+    min_count_label=5,
+    neg=10,
+    t=1e-4,
+    dropout_k=4,
+    bucket=2_000_000,
+    thread=2,
+)
 
 
 def evaluate(model) -> dict:
@@ -53,10 +70,14 @@ def evaluate(model) -> dict:
             emb = model.encode([s.lower() for s in sents] if lower else sents)
         res = score_sts(tasks, sents, emb)
         if name == "STS14":
-            sub = {k: (res.subset_scores[name][k], res.subset_pearson[name][k])
-                   for k in res.subset_scores[name]}
-            sub["mean"] = (res.scores_by_aggregation["mean"][name],
-                           res.pearson_by_aggregation["mean"][name])
+            sub = {
+                k: (res.subset_scores[name][k], res.subset_pearson[name][k])
+                for k in res.subset_scores[name]
+            }
+            sub["mean"] = (
+                res.scores_by_aggregation["mean"][name],
+                res.pearson_by_aggregation["mean"][name],
+            )
             out["STS14"] = sub
         else:
             out["SICK-R test"] = (res.task_scores[name], res.task_pearson[name])
@@ -78,8 +99,10 @@ def print_table(rows: dict[str, dict]) -> None:
         d = [r["STS14"]["mean"][i] - OFFICIAL["STS14"]["mean"][i] for i in (0, 1)]
         d += [r["SICK-R test"][i] - OFFICIAL["SICK-R test"][i] for i in (0, 1)]
         ok = all(x >= -1.0 for x in d)
-        print(f"{name}: delta vs official STS14 {d[0]:+.2f} / {d[1]:+.2f}, SICK-R test "
-              f"{d[2]:+.2f} / {d[3]:+.2f} -> {'within 1 point or better' if ok else 'WORSE'}")
+        print(
+            f"{name}: delta vs official STS14 {d[0]:+.2f} / {d[1]:+.2f}, SICK-R test "
+            f"{d[2]:+.2f} / {d[3]:+.2f} -> {'within 1 point or better' if ok else 'WORSE'}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,8 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lines", type=int, default=None, help="train on the first N lines only")
     ap.add_argument("--epoch", type=int, default=FLAGS["epoch"])
     ap.add_argument("--out-dir", type=Path, default=ROOT / "runs")
-    ap.add_argument("--eval-only", type=Path, nargs="*", default=None,
-                    help="evaluate saved model(s) instead of training")
+    ap.add_argument(
+        "--eval-only",
+        type=Path,
+        nargs="*",
+        default=None,
+        help="evaluate saved model(s) instead of training",
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tag", default="", help="suffix of the saved model and JSON names")
     ap.add_argument("--progress", action="store_true")
@@ -111,8 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         modes = ["sentence", "target"] if args.update == "both" else [args.update]
         for mode in modes:
             flags = dict(FLAGS, epoch=args.epoch)
-            tr = Sent2VecTrainer(**flags, update=mode, seed=args.seed,
-                                 show_progress_bar=args.progress)
+            tr = Sent2VecTrainer(
+                **flags, update=mode, seed=args.seed, show_progress_bar=args.progress
+            )
             t0 = time.perf_counter()
             model = tr.fit(path)
             wall = time.perf_counter() - t0
@@ -121,13 +150,24 @@ def main(argv: list[str] | None = None) -> int:
             dest = args.out_dir / f"sent2vec-wiki1m{suffix}-{mode}{tag}"
             model.save(dest)
             rep = tr.report_
-            print(json.dumps({"mode": mode, "saved": str(dest), "wall_s": wall,
-                              "train_s": rep.train_seconds,
-                              "words_per_sec_per_thread": rep.words_per_sec_per_thread,
-                              "epoch_loss": [e.loss for e in rep.epochs]}), flush=True)
-            rows[f"sentvec update={mode}{tag}"] = evaluate(model) | {"train_report": rep.to_dict(),
-                                                                "wall_s": wall,
-                                                                "saved": str(dest)}
+            print(
+                json.dumps(
+                    {
+                        "mode": mode,
+                        "saved": str(dest),
+                        "wall_s": wall,
+                        "train_s": rep.train_seconds,
+                        "words_per_sec_per_thread": rep.words_per_sec_per_thread,
+                        "epoch_loss": [e.loss for e in rep.epochs],
+                    }
+                ),
+                flush=True,
+            )
+            rows[f"sentvec update={mode}{tag}"] = evaluate(model) | {
+                "train_report": rep.to_dict(),
+                "wall_s": wall,
+                "saved": str(dest),
+            }
             print(json.dumps({mode: rows[f"sentvec update={mode}{tag}"]}), flush=True)
             del model
         name = f"sent2vec_quality{'-' + args.tag if args.tag else ''}.json"

@@ -44,9 +44,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS_XZ = Path("/work/shared/data/corpus/enwiki-2015-sentences-1M.tok.lower.txt.xz")
 CACHE = ROOT / ".cache"
-FLAGS = ["-dim", "100", "-epoch", "1", "-lr", "0.2", "-wordNgrams", "2", "-minCount", "5",
-         "-minCountLabel", "5", "-neg", "10", "-t", "0.0001", "-dropoutK", "4",
-         "-bucket", "2000000", "-loss", "ns"]
+FLAGS = [
+    "-dim",
+    "100",
+    "-epoch",
+    "1",
+    "-lr",
+    "0.2",
+    "-wordNgrams",
+    "2",
+    "-minCount",
+    "5",
+    "-minCountLabel",
+    "5",
+    "-neg",
+    "10",
+    "-t",
+    "0.0001",
+    "-dropoutK",
+    "4",
+    "-bucket",
+    "2000000",
+    "-loss",
+    "ns",
+]
 
 
 def corpus_path(lines: int | None) -> Path:
@@ -72,8 +93,7 @@ def corpus_path(lines: int | None) -> Path:
     return part
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None,
-        watch_progress: bool = False) -> dict:
+def run(cmd: list[str], env: dict[str, str] | None = None, watch_progress: bool = False) -> dict:
     """Run ``cmd``; wall seconds, peak RSS (MiB) and, for the official binary, its loop span."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
@@ -100,8 +120,11 @@ def run(cmd: list[str], env: dict[str, str] | None = None,
     reader.join()
     if p.returncode != 0:
         raise RuntimeError(f"{cmd[0]} exited with {p.returncode}: {tail.decode(errors='replace')}")
-    out = {"wall_s": wall, "peak_rss_mib": usage.ru_maxrss / 1024,
-           "cpu_s": usage.ru_utime + usage.ru_stime}
+    out = {
+        "wall_s": wall,
+        "peak_rss_mib": usage.ru_maxrss / 1024,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+    }
     if watch_progress and "first" in marks and "last" in marks:
         out["loop_s"] = marks["last"] - marks["first"]
     return out
@@ -110,24 +133,58 @@ def run(cmd: list[str], env: dict[str, str] | None = None,
 def run_sentvec(path: Path, out_dir: Path, threads: int) -> dict:
     report = out_dir / "report.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    r = run([sys.executable, "-m", "sentvec", "train-sent2vec", "-input", str(path),
-             "-output", str(out_dir / "sentvec.bin"), *FLAGS, "-thread", str(threads),
-             "--report", str(report)], env=env)
+    r = run(
+        [
+            sys.executable,
+            "-m",
+            "sentvec",
+            "train-sent2vec",
+            "-input",
+            str(path),
+            "-output",
+            str(out_dir / "sentvec.bin"),
+            *FLAGS,
+            "-thread",
+            str(threads),
+            "--report",
+            str(report),
+        ],
+        env=env,
+    )
     rep = json.loads(report.read_text())
-    return r | {"loop_s": rep["train_seconds"], "vocab_s": rep["vocab_seconds"],
-                "convert_s": rep["convert_seconds"], "init_s": rep["init_seconds"]}
+    return r | {
+        "loop_s": rep["train_seconds"],
+        "vocab_s": rep["vocab_seconds"],
+        "convert_s": rep["convert_seconds"],
+        "init_s": rep["init_seconds"],
+    }
 
 
 def run_official(binary: Path, path: Path, out_dir: Path, threads: int) -> dict:
-    return run([str(binary), "sent2vec", "-input", str(path), "-output",
-                str(out_dir / "official"), *FLAGS, "-thread", str(threads)],
-               watch_progress=True)
+    return run(
+        [
+            str(binary),
+            "sent2vec",
+            "-input",
+            str(path),
+            "-output",
+            str(out_dir / "official"),
+            *FLAGS,
+            "-thread",
+            str(threads),
+        ],
+        watch_progress=True,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--official", type=Path, default=None,
-                    help="the official fasttext binary (bench/README.md says how to build it)")
+    ap.add_argument(
+        "--official",
+        type=Path,
+        default=None,
+        help="the official fasttext binary (bench/README.md says how to build it)",
+    )
     ap.add_argument("--lines", type=int, default=None, help="use the first N corpus lines")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3, help="runs of each tool, alternating")
@@ -141,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="s2v-bench-") as tmp:
         for rep in range(args.repeats):
-            for tool in (tools if rep % 2 == 0 else tools[::-1]):
+            for tool in tools if rep % 2 == 0 else tools[::-1]:
                 load = os.getloadavg()[0]
                 if tool == "official":
                     row = run_official(args.official, path, Path(tmp), args.threads)
@@ -151,27 +208,38 @@ def main(argv: list[str] | None = None) -> int:
                 if "loop_s" in row:
                     row["outside_s"] = row["wall_s"] - row["loop_s"]
                 rows.append(row)
-                print(json.dumps({k: round(v, 3) if isinstance(v, float) else v
-                                  for k, v in row.items()}), flush=True)
+                print(
+                    json.dumps(
+                        {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()}
+                    ),
+                    flush=True,
+                )
     print()
     med: dict[str, dict[str, float]] = {}
     keys = ("wall_s", "loop_s", "outside_s", "peak_rss_mib", "cpu_s", "load1")
     for tool in tools:
         mine = [r for r in rows if r["tool"] == tool]
-        med[tool] = {k: statistics.median(r[k] for r in mine) for k in keys
-                     if all(k in r for r in mine)}
+        med[tool] = {
+            k: statistics.median(r[k] for r in mine) for k in keys if all(k in r for r in mine)
+        }
     print(f"medians of {args.repeats} alternating runs, {args.threads} threads:")
-    print(f"{'tool':10s} {'whole s':>8s} {'loop s':>7s} {'outside s':>9s} {'RSS MiB':>8s} "
-          f"{'load':>5s}")
+    print(
+        f"{'tool':10s} {'whole s':>8s} {'loop s':>7s} {'outside s':>9s} {'RSS MiB':>8s} "
+        f"{'load':>5s}"
+    )
     for tool, m in med.items():
-        print(f"{tool:10s} {m['wall_s']:8.1f} {m.get('loop_s', float('nan')):7.1f} "
-              f"{m.get('outside_s', float('nan')):9.1f} {m['peak_rss_mib']:8.0f} "
-              f"{m['load1']:5.2f}")
+        print(
+            f"{tool:10s} {m['wall_s']:8.1f} {m.get('loop_s', float('nan')):7.1f} "
+            f"{m.get('outside_s', float('nan')):9.1f} {m['peak_rss_mib']:8.0f} "
+            f"{m['load1']:5.2f}"
+        )
     if "official" in med:
         o, s = med["official"], med["sentvec"]
-        print(f"ratio official/sentvec: whole command {o['wall_s'] / s['wall_s']:.2f}x, "
-              f"training loop {o.get('loop_s', float('nan')) / s['loop_s']:.2f}x; "
-              f"peak RSS sentvec/official {s['peak_rss_mib'] / o['peak_rss_mib']:.2f}")
+        print(
+            f"ratio official/sentvec: whole command {o['wall_s'] / s['wall_s']:.2f}x, "
+            f"training loop {o.get('loop_s', float('nan')) / s['loop_s']:.2f}x; "
+            f"peak RSS sentvec/official {s['peak_rss_mib'] / o['peak_rss_mib']:.2f}"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
     return 0

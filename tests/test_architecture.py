@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import ast
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -163,19 +164,27 @@ def _private_violations() -> list[str]:
                 continue
             base = node.value.func if isinstance(node.value, ast.Call) else node.value
             if isinstance(base, ast.Name) and base.id in foreign:
-                bad.append(f"{MODULES[name].relative_to(ROOT.parent)}:{node.lineno}: uses "
-                           f"private {base.id}(...).{node.attr} of another subpackage")
+                bad.append(
+                    f"{MODULES[name].relative_to(ROOT.parent)}:{node.lineno}: uses "
+                    f"private {base.id}(...).{node.attr} of another subpackage"
+                )
         for mod, attr, line in _imports(name):
             owner = _owner(mod)
             where = f"{MODULES[name].relative_to(ROOT.parent)}:{line}"
-            private_module = [p for p in mod.split(".")[1:] if p.startswith("_")
-                              and p != "__init__"]
+            private_module = [
+                p for p in mod.split(".")[1:] if p.startswith("_") and p != "__init__"
+            ]
             if owner != me and owner != "sentvec" and private_module:
                 bad.append(f"{where}: imports private module {mod} of {owner}")
             if _private(attr) and _owner(mod) != me:
                 bad.append(f"{where}: imports private name {attr} from {mod}")
-            if _private(attr) and owner == "sentvec" and me == "sentvec" \
-                    and mod != name and mod.split(".")[-1].startswith("_"):
+            if (
+                _private(attr)
+                and owner == "sentvec"
+                and me == "sentvec"
+                and mod != name
+                and mod.split(".")[-1].startswith("_")
+            ):
                 bad.append(f"{where}: imports private name {attr} from {mod}")
     return bad
 
@@ -204,8 +213,15 @@ def test_top_level_type_checking_block_mirrors_lazy_names():
     assert declared == sentvec._LAZY
 
 
+def _logical_lines(path: Path) -> int:
+    """Statements in a module (tokenize's NEWLINE tokens): independent of how the formatter wraps
+    a long call or signature over several physical lines."""
+    with path.open("rb") as f:
+        return sum(1 for tok in tokenize.tokenize(f.readline) if tok.type == tokenize.NEWLINE)
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_module_size(name):
-    lines = MODULES[name].read_text(encoding="utf-8").count("\n")
-    limit = 1000 if name == "sentvec.sent2vec.kernels" else 800
-    assert lines <= limit, f"{name} has {lines} lines (limit {limit})"
+    lines = _logical_lines(MODULES[name])
+    limit = 750 if name == "sentvec.sent2vec.kernels" else 450
+    assert lines <= limit, f"{name} has {lines} logical lines (limit {limit}): split it by concept"

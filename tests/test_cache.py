@@ -27,9 +27,17 @@ SENTS = ["a man is playing a guitar .", "a woman slices an onion .", "it 's rain
 
 def _key(**changes):
     digest, n = sentences_sha256(SENTS)
-    base = CacheKey(model="minilm", model_fingerprint="f" * 64, text_variant="senteval",
-                    pooling="mean", max_length=None, sentences_sha256=digest, n_sentences=n,
-                    kind="layers", config_sha256="c" * 64)
+    base = CacheKey(
+        model="minilm",
+        model_fingerprint="f" * 64,
+        text_variant="senteval",
+        pooling="mean",
+        max_length=None,
+        sentences_sha256=digest,
+        n_sentences=n,
+        kind="layers",
+        config_sha256="c" * 64,
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -70,20 +78,23 @@ def test_roundtrip_and_hit(tmp_path):
     assert npy.parent == tmp_path / "vectors"
 
 
-@pytest.mark.parametrize("change", [
-    {"model": "mpnet"},
-    {"model_fingerprint": "0" * 64},
-    {"text_variant": "raw"},
-    {"pooling": "cls"},
-    {"max_length": 128},
-    {"sentences_sha256": sentences_sha256(SENTS[::-1])[0]},
-    {"n_sentences": 4},
-    {"kind": "embeddings"},
-    {"config_sha256": "d" * 64},
-    {"code_sha256": "e" * 64},
-    {"sentvec_version": "0.0.0-other"},
-    {"format_version": 999},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "mpnet"},
+        {"model_fingerprint": "0" * 64},
+        {"text_variant": "raw"},
+        {"pooling": "cls"},
+        {"max_length": 128},
+        {"sentences_sha256": sentences_sha256(SENTS[::-1])[0]},
+        {"n_sentences": 4},
+        {"kind": "embeddings"},
+        {"config_sha256": "d" * 64},
+        {"code_sha256": "e" * 64},
+        {"sentvec_version": "0.0.0-other"},
+        {"format_version": 999},
+    ],
+)
 def test_any_changed_key_component_misses(tmp_path, change):
     cache = VectorCache(tmp_path)
     cache.save(_key(), _array())
@@ -111,8 +122,9 @@ def test_corrupt_array_is_recomputed_with_warning(tmp_path):
         np.testing.assert_array_equal(cache.load(key), _array(seed=2))
 
 
-@pytest.mark.parametrize("damage", ["json", "key_mismatch", "rows", "dtype", "nonfinite",
-                                    "missing_npy"])
+@pytest.mark.parametrize(
+    "damage", ["json", "key_mismatch", "rows", "dtype", "nonfinite", "missing_npy"]
+)
 def test_other_damage_warns_and_misses(tmp_path, damage):
     cache = VectorCache(tmp_path)
     key = _key()
@@ -197,8 +209,12 @@ class _FakeEncoder:
         self.pooling = pooling
 
     def config_dict(self):
-        return {"model": "fake", "model_path": self.model_path, "pooling": self.pooling,
-                "max_length": 64}
+        return {
+            "model": "fake",
+            "model_path": self.model_path,
+            "pooling": self.pooling,
+            "max_length": 64,
+        }
 
     def encode(self, sentences, **kwargs):  # pragma: no cover - protocol only
         raise NotImplementedError
@@ -258,10 +274,14 @@ def test_layers_key_ignores_encoders_own_layer_choice(tmp_path):
             return {**super().config_dict(), "layers": list(self.layers), "max_length": 64}
 
     a, b = Enc(tmp_path, (1, -1)), Enc(tmp_path, (-1,))
-    assert (encoder_cache_key(a, SENTS, pooling="cls").digest()
-            == encoder_cache_key(b, SENTS, pooling="cls").digest())
-    assert (encoder_cache_key(a, SENTS, kind="embeddings").digest()
-            != encoder_cache_key(b, SENTS, kind="embeddings").digest())
+    assert (
+        encoder_cache_key(a, SENTS, pooling="cls").digest()
+        == encoder_cache_key(b, SENTS, pooling="cls").digest()
+    )
+    assert (
+        encoder_cache_key(a, SENTS, kind="embeddings").digest()
+        != encoder_cache_key(b, SENTS, kind="embeddings").digest()
+    )
 
 
 def test_background_save_is_complete_after_wait(tmp_path):

@@ -20,5 +20,6 @@ def test_embed_to_a_text_only_stdout(monkeypatch):
     from sentvec.sent2vec.model import Sent2Vec
 
     vectors = Sent2Vec.load(ref / "tiny-bigram.bin").encode(["the city", "of london"])
-    assert out.getvalue() == "".join(" ".join(f"{v:.6g}" for v in row) + "\n"
-                                     for row in vectors.tolist())
+    assert out.getvalue() == "".join(
+        " ".join(f"{v:.6g}" for v in row) + "\n" for row in vectors.tolist()
+    )

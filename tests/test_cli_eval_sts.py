@@ -30,8 +30,12 @@ def small_data(tmp_path_factory):
     sick = (src / "SICK/SICK_test_annotated.txt").read_text(encoding="utf-8").splitlines(True)
     (root / "downstream/STS/STSBenchmark").mkdir(parents=True)
     (root / "downstream/SICK").mkdir(parents=True)
-    (root / "downstream/STS/STSBenchmark/sts-test.csv").write_text("".join(stsb[:N_PAIRS]), encoding="utf-8")
-    (root / "downstream/SICK/SICK_test_annotated.txt").write_text("".join(sick[:N_PAIRS + 1]), encoding="utf-8")
+    (root / "downstream/STS/STSBenchmark/sts-test.csv").write_text(
+        "".join(stsb[:N_PAIRS]), encoding="utf-8"
+    )
+    (root / "downstream/SICK/SICK_test_annotated.txt").write_text(
+        "".join(sick[: N_PAIRS + 1]), encoding="utf-8"
+    )
     return root
 
 
@@ -80,7 +84,7 @@ def _table_rows(out):
     header = lines[start].split()
     assert header == ["Model", "STSB", "SICK", "STS12", "STS13", "STS14", "STS15", "STS16", "Avg"]
     rows = {}
-    for ln in lines[start + 1:]:
+    for ln in lines[start + 1 :]:
         if not ln.strip():
             break
         cells = ln.split()
@@ -91,7 +95,9 @@ def _table_rows(out):
 @pytest.mark.filterwarnings("ignore:score_sts. year whitening")
 def test_table1_block(small_data, use_tiny, tiny_minilm, capsys, tmp_path):
     out_json = tmp_path / "t1.json"
-    code = main(["eval-sts", "--tasks", "STSB,SICK", "--data", str(small_data), "--json", str(out_json)])
+    code = main(
+        ["eval-sts", "--tasks", "STSB,SICK", "--data", str(small_data), "--json", str(out_json)]
+    )
     assert code == 0
     assert use_tiny == [("minilm", {})]  # default model, no configuration overrides
     out = capsys.readouterr().out
@@ -104,19 +110,29 @@ def test_table1_block(small_data, use_tiny, tiny_minilm, capsys, tmp_path):
     assert f"STSB {N_PAIRS}, SICK {N_PAIRS}" in out and "text: senteval" in out
     assert "aggregation: mean" in out and re.search(r"wall \d+\.\d s", out)
     # independent oracle for the unwhitened rows
-    for label, opts in [("CLS L2", dict(pooling="cls", layers=(-1,))), ("AVG L2", dict(layers=(-1,))),
-                        ("AVG L1", dict(layers=(1,))), ("AVG L1+L2", dict(layers=(1, -1)))]:
-        want = _oracle(tiny_minilm.with_options(**opts), small_data, ["STSBenchmark", "SICKRelatedness"])
+    for label, opts in [
+        ("CLS L2", dict(pooling="cls", layers=(-1,))),
+        ("AVG L2", dict(layers=(-1,))),
+        ("AVG L1", dict(layers=(1,))),
+        ("AVG L1+L2", dict(layers=(1, -1))),
+    ]:
+        want = _oracle(
+            tiny_minilm.with_options(**opts), small_data, ["STSBenchmark", "SICKRelatedness"]
+        )
         assert float(rows[label][0]) == pytest.approx(want["STSBenchmark"], abs=0.006)
         assert float(rows[label][1]) == pytest.approx(want["SICKRelatedness"], abs=0.006)
     data = json.loads(out_json.read_text())
     assert data["mode"] == "table1" and len(data["rows"]) == 5
     assert data["n_pairs"] == {"STSBenchmark": N_PAIRS, "SICKRelatedness": N_PAIRS}
     white = data["rows"][4]["result"]
-    assert white["whitening"]["mode"] == "year" and white["whitening"]["fit_sizes"]["STSBenchmark"] == 2 * N_PAIRS
+    assert (
+        white["whitening"]["mode"] == "year"
+        and white["whitening"]["fit_sizes"]["STSBenchmark"] == 2 * N_PAIRS
+    )
     assert data["rows"][0]["result"]["metadata"]["pooling"] == "cls"
     assert float(rows["AVG L1+L2 + whitening"][0]) == pytest.approx(
-        white["task_scores"]["STSBenchmark"], abs=0.006)
+        white["task_scores"]["STSBenchmark"], abs=0.006
+    )
 
 
 @pytest.mark.filterwarnings("ignore:score_sts. year whitening")
@@ -137,17 +153,26 @@ def test_single_configuration_matches_table_row(small_data, use_tiny, capsys, tm
     assert rows == {"AVG L1+L2 + whitening": table["AVG L1+L2 + whitening"]}
 
 
-def test_whiten_with_corpus_file_and_saved_whitening(small_data, use_tiny, tiny_minilm, capsys, tmp_path):
+def test_whiten_with_corpus_file_and_saved_whitening(
+    small_data, use_tiny, tiny_minilm, capsys, tmp_path
+):
     from sentvec.evaluation import load_sts, score_sts, unique_sentences
     from sentvec.whitening import Whitening
 
-    corpus = (PACKAGE_DATA_DIR / "corpus/enwiki-2015-sentences-sample10k.txt").read_text(
-        encoding="utf-8").splitlines()[:80]
+    corpus = (
+        (PACKAGE_DATA_DIR / "corpus/enwiki-2015-sentences-sample10k.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()[:80]
+    )
     path = tmp_path / "corpus.txt"
-    path.write_text("\n".join(corpus[:40]) + "\n\n" + "\n".join(corpus[40:]) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(corpus[:40]) + "\n\n" + "\n".join(corpus[40:]) + "\n", encoding="utf-8"
+    )
     out_json = tmp_path / "w.json"
     args = ["eval-sts", "--tasks", "STSB", "--data", str(small_data), "--layers", "1,-1"]
-    assert main(args + ["--whiten", str(path), "--n-components", "16", "--json", str(out_json)]) == 0
+    assert (
+        main(args + ["--whiten", str(path), "--n-components", "16", "--json", str(out_json)]) == 0
+    )
     rows = _table_rows(capsys.readouterr().out)
     assert list(rows) == ["AVG L1+L2 + whitening (k=16)"]
     res = json.loads(out_json.read_text())
@@ -195,8 +220,9 @@ def test_model_path_is_resolved_for_real(small_data, tiny_minilm_dir, tmp_path, 
     assert "(2 layers x 384)" in out
 
 
-def test_n_components_above_the_width_fails_before_encoding(small_data, use_tiny, tiny_minilm,
-                                                           monkeypatch, capsys):
+def test_n_components_above_the_width_fails_before_encoding(
+    small_data, use_tiny, tiny_minilm, monkeypatch, capsys
+):
     from sentvec.encoders.transformer import TransformerEncoder
     from sentvec.evaluation.layers import analyze_layers
 

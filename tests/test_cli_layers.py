@@ -12,10 +12,9 @@ import shlex
 from pathlib import Path
 
 import pytest
+from _helpers import small_sts_dir
 
 from sentvec.cli import main
-
-from _helpers import small_sts_dir
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # singular small fit sets
 
@@ -32,8 +31,7 @@ def _small_sts_dir(root: Path) -> Path:
 def data_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli-layers")
     data = _small_sts_dir(root / "data")
-    common = ["--data", str(data), "--tasks", TASKS, "--cache-dir", str(root / "cache"),
-              "--quiet"]
+    common = ["--data", str(data), "--tasks", TASKS, "--cache-dir", str(root / "cache"), "--quiet"]
     return {"root": root, "data": data, "common": common}
 
 
@@ -47,8 +45,7 @@ def layers_run(env):
     out = env["root"] / "layers-out"
     # k = 32: the slice has fewer fit rows per task (360 for STS13) than dimensions (384), and
     # whitening N <= d points makes all their cosines equal (undefined Spearman)
-    rc = main(["layers", "--model", env["model"], "--out", str(out), "--k", "32",
-               *env["common"]])
+    rc = main(["layers", "--model", env["model"], "--out", str(out), "--k", "32", *env["common"]])
     assert rc == 0
     return out
 
@@ -65,8 +62,12 @@ def test_layers_best_pair_scores_exactly_what_eval_sts_gives(env, layers_run, tm
 
     stem = "model-mean"
     files = sorted(p.name for p in layers_run.iterdir())
-    assert files == [f"{stem}-fig1-pairs.png", f"{stem}-fig2-sizes.png", f"{stem}-layers.json",
-                     f"{stem}-layers.md"]
+    assert files == [
+        f"{stem}-fig1-pairs.png",
+        f"{stem}-fig2-sizes.png",
+        f"{stem}-layers.json",
+        f"{stem}-layers.md",
+    ]
     data = json.loads((layers_run / f"{stem}-layers.json").read_text())
     assert data["timings"]["total_s"] > 0
     a = LayerAnalysis.from_dict(data)
@@ -75,10 +76,27 @@ def test_layers_best_pair_scores_exactly_what_eval_sts_gives(env, layers_run, tm
     # (without whitening the same holds bit for bit: tests/test_layers.py)
     best = a.best_pair("year")
     out = tmp_path / "eval.json"
-    rc = main(["eval-sts", "--model", env["model"], "--pooling", "mean",
-               "--layers", ",".join(map(str, best.layers)), "--whiten", "year",
-               "--n-components", "32", "--json", str(out), "--tasks", TASKS,
-               "--data", str(env["data"])])
+    rc = main(
+        [
+            "eval-sts",
+            "--model",
+            env["model"],
+            "--pooling",
+            "mean",
+            "--layers",
+            ",".join(map(str, best.layers)),
+            "--whiten",
+            "year",
+            "--n-components",
+            "32",
+            "--json",
+            str(out),
+            "--tasks",
+            TASKS,
+            "--data",
+            str(env["data"]),
+        ]
+    )
     assert rc == 0
     res = json.loads(out.read_text())
     assert res["average"] == best.average  # exactly the same number
@@ -87,11 +105,24 @@ def test_layers_best_pair_scores_exactly_what_eval_sts_gives(env, layers_run, tm
 
 
 @pytest.mark.slow
-def test_layers_second_run_hits_cache_and_no_cache_writes_nothing(env, layers_run, capsys,
-                                                                  tmp_path):
+def test_layers_second_run_hits_cache_and_no_cache_writes_nothing(
+    env, layers_run, capsys, tmp_path
+):
     capsys.readouterr()
-    rc = main(["layers", "--model", env["model"], "--out", str(tmp_path / "o2"),
-               "--max-combination", "0", "--k", "32", *env["common"]])
+    rc = main(
+        [
+            "layers",
+            "--model",
+            env["model"],
+            "--out",
+            str(tmp_path / "o2"),
+            "--max-combination",
+            "0",
+            "--k",
+            "32",
+            *env["common"],
+        ]
+    )
     assert rc == 0
     assert "cache hit" in capsys.readouterr().out
     again = json.loads((tmp_path / "o2" / "model-mean-layers.json").read_text())
@@ -100,8 +131,19 @@ def test_layers_second_run_hits_cache_and_no_cache_writes_nothing(env, layers_ru
     assert again["timings"]["cache_hit"] and not first["timings"]["cache_hit"]
     assert not (tmp_path / "o2" / "model-mean-fig2-sizes.png").exists()
     common = [a if a != env["common"][5] else str(tmp_path / "nocache") for a in env["common"]]
-    rc = main(["layers", "--model", env["model"], "--out", str(tmp_path / "o3"),
-               "--max-combination", "0", "--no-cache", *common])
+    rc = main(
+        [
+            "layers",
+            "--model",
+            env["model"],
+            "--out",
+            str(tmp_path / "o3"),
+            "--max-combination",
+            "0",
+            "--no-cache",
+            *common,
+        ]
+    )
     assert rc == 0 and not (tmp_path / "nocache").exists()
 
 
@@ -111,34 +153,55 @@ def test_whiten_sweep_matches_direct_scoring(env, tiny_minilm, tmp_path):
 
     tasks = _tasks(env)
     sts_sents = unique_sentences(tasks)
-    corpus_lines = (Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt"
-                    ).read_text(encoding="utf-8").splitlines()[:250]
+    corpus_lines = (
+        (Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()[:250]
+    )
     planted = sts_sents[:3]  # test sentences must never be fitted on
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(planted + corpus_lines) + "\n", encoding="utf-8")
     out = tmp_path / "sweep"
-    rc = main(["whiten-sweep", "--model", env["model"], "--k", "16,64,1000", "--corpus",
-               str(corpus), "--corpus-size", "200", "--corpus-preprocessing", "none",
-               "--out", str(out), *env["common"]])
+    rc = main(
+        [
+            "whiten-sweep",
+            "--model",
+            env["model"],
+            "--k",
+            "16,64,1000",
+            "--corpus",
+            str(corpus),
+            "--corpus-size",
+            "200",
+            "--corpus-preprocessing",
+            "none",
+            "--out",
+            str(out),
+            *env["common"],
+        ]
+    )
     assert rc == 0
     data = json.loads((out / "model-mean-whiten-sweep.json").read_text())
     assert data["layers"] == [1, 2] and data["dim"] == 384
     assert data["corpus"]["n_read"] == 200 and data["corpus"]["n_excluded"] == 3
     assert data["corpus"]["n_used"] == 197
     pts = {(p["fit"], p["k"]): p["average"] for p in data["points"]}
-    assert set(pts) == {("none", 384)} | {(f, k) for f in ("year", "corpus")
-                                          for k in (16, 64, 384)}  # 1000 > d skipped
+    assert set(pts) == {("none", 384)} | {
+        (f, k) for f in ("year", "corpus") for k in (16, 64, 384)
+    }  # 1000 > d skipped
     # oracle: the encoder's own encode() (not encode_layers), scored directly
     from sentvec.evaluation import score_sts
     from sentvec.whitening import Whitening
 
     emb = tiny_minilm.encode(sts_sents)
     assert score_sts(tasks, sts_sents, emb).average == pytest.approx(pts["none", 384], abs=1e-9)
-    assert score_sts(tasks, sts_sents, emb, whitening="year", n_components=16).average == \
-        pytest.approx(pts["year", 16], abs=1e-9)
+    assert score_sts(
+        tasks, sts_sents, emb, whitening="year", n_components=16
+    ).average == pytest.approx(pts["year", 16], abs=1e-9)
     fitted = Whitening(64).fit(tiny_minilm.encode(corpus_lines[:197]))
-    assert score_sts(tasks, sts_sents, emb, whitening=fitted).average == \
-        pytest.approx(pts["corpus", 64], abs=1e-9)
+    assert score_sts(tasks, sts_sents, emb, whitening=fitted).average == pytest.approx(
+        pts["corpus", 64], abs=1e-9
+    )
     assert (out / "model-mean-whiten-sweep.png").read_bytes()[:4] == b"\x89PNG"
     # 197 corpus sentences cannot fill 384 directions: the record says how many were kept
     with pytest.warns(UserWarning, match="singular"):
@@ -155,8 +218,18 @@ def test_report_rows_skips_and_sent2vec(env, layers_run, tmp_path):
     from sentvec.evaluation.layers import LayerAnalysis
 
     out = tmp_path / "REPORT.md"
-    rc = main(["report", "--models", f"{env['model']},mpnet", "--sent2vec", str(S2V_BIN),
-               "--out", str(out), *env["common"]])
+    rc = main(
+        [
+            "report",
+            "--models",
+            f"{env['model']},mpnet",
+            "--sent2vec",
+            str(S2V_BIN),
+            "--out",
+            str(out),
+            *env["common"],
+        ]
+    )
     assert rc == 0
     text = out.read_text()
     assert "## Skipped" in text and "**mpnet**" in text and "--no-deps" in text
@@ -164,8 +237,9 @@ def test_report_rows_skips_and_sent2vec(env, layers_run, tmp_path):
         assert f"## Aggregation {agg}" in text
     rows = [line for line in text.splitlines() if line.startswith("| model |")]
     assert len(rows) == 3 * 8 + 8  # 8 rows per aggregation table + side-by-side table
-    assert sum(line.startswith("| Sent2Vec (tiny-unigram.bin)") for line in text.splitlines()) \
-        == 4 * 2
+    assert (
+        sum(line.startswith("| Sent2Vec (tiny-unigram.bin)") for line in text.splitlines()) == 4 * 2
+    )
     # the AVG L1+L2 (no whitening) row agrees with the layer analysis of the same model
     a = LayerAnalysis.from_dict(json.loads((layers_run / "model-mean-layers.json").read_text()))
     pair = {(p.layers, p.whitening): p.average for p in a.pairs}
@@ -178,8 +252,9 @@ def test_report_rows_skips_and_sent2vec(env, layers_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_layers_abtt_reuses_the_cached_vectors_and_scores_what_score_sts_gives(env, layers_run,
-                                                                              capsys, tmp_path):
+def test_layers_abtt_reuses_the_cached_vectors_and_scores_what_score_sts_gives(
+    env, layers_run, capsys, tmp_path
+):
     # --postprocess abtt: all-but-the-top per year instead of the whitening, on the per-layer
     # vectors the first run cached (no forward pass here); the oracle scores those vectors
     from sentvec.cache import VectorCache, pooled_layer_vectors
@@ -190,46 +265,102 @@ def test_layers_abtt_reuses_the_cached_vectors_and_scores_what_score_sts_gives(e
 
     capsys.readouterr()
     out = tmp_path / "abtt"
-    rc = main(["layers", "--model", env["model"], "--out", str(out), "--max-combination", "0",
-               "--postprocess", "abtt", "--abtt-components", "4", *env["common"]])
+    rc = main(
+        [
+            "layers",
+            "--model",
+            env["model"],
+            "--out",
+            str(out),
+            "--max-combination",
+            "0",
+            "--postprocess",
+            "abtt",
+            "--abtt-components",
+            "4",
+            *env["common"],
+        ]
+    )
     assert rc == 0
     printed = capsys.readouterr().out
     assert "cache hit" in printed
     stem = "model-mean-abtt4"  # beside, not over, the whitening run's files
-    assert sorted(p.name for p in out.iterdir()) == [f"{stem}-fig1-pairs.png",
-                                                     f"{stem}-layers.json", f"{stem}-layers.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        f"{stem}-fig1-pairs.png",
+        f"{stem}-layers.json",
+        f"{stem}-layers.md",
+    ]
     data = json.loads((out / f"{stem}-layers.json").read_text())
     assert data["postprocessing"] == {"method": "AllButTheTop", "params": {"n_components": 4}}
     a = LayerAnalysis.from_dict(data)
-    first = LayerAnalysis.from_dict(json.loads((layers_run / "model-mean-layers.json")
-                                               .read_text()))
+    first = LayerAnalysis.from_dict(json.loads((layers_run / "model-mean-layers.json").read_text()))
     assert [p for p in a.pairs if p.whitening == "none"] == [
-        p for p in first.pairs if p.whitening == "none"]
+        p for p in first.pairs if p.whitening == "none"
+    ]
     assert "AllButTheTop(n_components=4) per year" in (out / f"{stem}-layers.md").read_text()
     tasks = _tasks(env)
     sents = unique_sentences(tasks)
-    vecs, hit, _ = pooled_layer_vectors(load_transformer(env["model"]), sents,
-                                        cache=VectorCache(env["common"][5]))
+    vecs, hit, _ = pooled_layer_vectors(
+        load_transformer(env["model"]), sents, cache=VectorCache(env["common"][5])
+    )
     assert hit
     year = [p for p in a.pairs if p.whitening == "year"]
     assert len(year) == 6
     for p in year:
-        want = score_sts(tasks, sents, combine_layers(vecs["mean"], p.layers), whitening="year",
-                         postprocessor=AllButTheTop(4))
+        want = score_sts(
+            tasks,
+            sents,
+            combine_layers(vecs["mean"], p.layers),
+            whitening="year",
+            postprocessor=AllButTheTop(4),
+        )
         assert p.average == want.average and dict(p.task_scores) == want.task_scores
     # the printed eval-sts command names the same post-processing
-    line = next(x for x in printed.splitlines()
-                if x.startswith("AllButTheTop(n_components=4) per year: best"))
+    line = next(
+        x
+        for x in printed.splitlines()
+        if x.startswith("AllButTheTop(n_components=4) per year: best")
+    )
     command = shlex.split(line.split("(the same score: ")[1].rstrip(")"))
     assert command[command.index("--whiten") + 1] == "year"
     assert command[command.index("--postprocess") + 1] == "abtt"
     assert command[command.index("--abtt-components") + 1] == "4"
     assert "--n-components" not in command
-    assert main(["layers", "--model", env["model"], "--out", str(tmp_path / "x"),
-                 "--postprocess", "abtt", "--k", "8", *env["common"]]) == 2
+    assert (
+        main(
+            [
+                "layers",
+                "--model",
+                env["model"],
+                "--out",
+                str(tmp_path / "x"),
+                "--postprocess",
+                "abtt",
+                "--k",
+                "8",
+                *env["common"],
+            ]
+        )
+        == 2
+    )
     assert "--k is the whitening dimension" in capsys.readouterr().err
-    assert main(["layers", "--model", env["model"], "--out", str(tmp_path / "x"),
-                 "--postprocess", "abtt", "--abtt-components", "385", *env["common"]]) == 2
+    assert (
+        main(
+            [
+                "layers",
+                "--model",
+                env["model"],
+                "--out",
+                str(tmp_path / "x"),
+                "--postprocess",
+                "abtt",
+                "--abtt-components",
+                "385",
+                *env["common"],
+            ]
+        )
+        == 2
+    )
     assert "--abtt-components=385 is invalid" in capsys.readouterr().err
 
 
@@ -237,11 +368,11 @@ def test_errors_are_reported_not_raised(data_env, capsys, tmp_path):
     env = data_env
     assert main(["layers", "--model", str(S2V_BIN), *env["common"]]) == 2
     assert "no hidden layers" in capsys.readouterr().err
-    assert main(["layers", "--model", "minilm", "--max-combination", "-1",
-                 *env["common"]]) == 2
+    assert main(["layers", "--model", "minilm", "--max-combination", "-1", *env["common"]]) == 2
     assert "max_combination=-1" in capsys.readouterr().err
-    assert main(["report", "--models", "mpnet", "--out", str(tmp_path / "x.md"),
-                 *env["common"]]) == 2
+    assert (
+        main(["report", "--models", "mpnet", "--out", str(tmp_path / "x.md"), *env["common"]]) == 2
+    )
     assert "no encoder could be evaluated" in capsys.readouterr().err
     assert not (tmp_path / "x.md").exists()
     assert main(["whiten-sweep", "--model", str(S2V_BIN), *env["common"]]) == 2
@@ -268,8 +399,20 @@ def test_unwritable_cache_warns_and_keeps_the_results(env, layers_run, capsys, t
     blocker.write_text("a file where the cache directory should be")
     common = [a if a != env["common"][5] else str(blocker / "cache") for a in env["common"]]
     out = tmp_path / "o"
-    rc = main(["layers", "--model", env["model"], "--out", str(out), "--max-combination", "0",
-               "--k", "32", *common])
+    rc = main(
+        [
+            "layers",
+            "--model",
+            env["model"],
+            "--out",
+            str(out),
+            "--max-combination",
+            "0",
+            "--k",
+            "32",
+            *common,
+        ]
+    )
     assert rc == 0
     captured = capsys.readouterr()
     assert "could not write the vector cache" in captured.err
@@ -284,7 +427,6 @@ def test_unwritable_cache_warns_and_keeps_the_results(env, layers_run, capsys, t
     first = json.loads((layers_run / "model-mean-layers.json").read_text())
     assert again["pairs"] == first["pairs"]  # computed, scored and written all the same
     assert "Not searched" in (out / "model-mean-layers.md").read_text()
-
 
 
 def _no_model_work(monkeypatch):
@@ -307,18 +449,43 @@ def test_bad_paths_fail_before_any_model_work(monkeypatch, capsys, tmp_path):
     existing.write_text("keep\n")
     for cmd in ("layers", "whiten-sweep"):
         assert main([cmd, "--model", "minilm", "--out", str(existing), "--quiet"]) == 2
-        assert f"--out {str(existing)!r} exists and is not a directory" in \
-            capsys.readouterr().err
-    assert main(["whiten-sweep", "--model", "minilm", "--out", str(tmp_path / "o"),
-                 "--corpus", str(tmp_path / "nope.txt")]) == 2
+        assert f"--out {str(existing)!r} exists and is not a directory" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "whiten-sweep",
+                "--model",
+                "minilm",
+                "--out",
+                str(tmp_path / "o"),
+                "--corpus",
+                str(tmp_path / "nope.txt"),
+            ]
+        )
+        == 2
+    )
     assert "corpus file not found" in capsys.readouterr().err
     out = tmp_path / "REPORT.md"
-    assert main(["report", "--models", "minilm", "--sent2vec", str(tmp_path / "nope.bin"),
-                 "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "report",
+                "--models",
+                "minilm",
+                "--sent2vec",
+                str(tmp_path / "nope.bin"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "Sent2Vec model not found" in err and "nope.bin" in err
-    assert main(["report", "--models", "minilm", "--sent2vec", str(S2V_BIN),
-                 "--out", str(tmp_path)]) == 2
+    assert (
+        main(["report", "--models", "minilm", "--sent2vec", str(S2V_BIN), "--out", str(tmp_path)])
+        == 2
+    )
     assert "is an existing directory" in capsys.readouterr().err
     assert existing.read_text() == "keep\n" and not out.exists()
 
@@ -344,8 +511,20 @@ def test_corpus_reader_names_file_and_line_and_drops_a_bom(tmp_path):
 def test_whiten_sweep_latin1_corpus_error_names_file_and_line(env, capsys, tmp_path):
     latin = tmp_path / "latin1.txt"
     latin.write_bytes(b"a fine line\nna\xefve\n")
-    rc = main(["whiten-sweep", "--model", env["model"], "--k", "16", "--corpus", str(latin),
-               "--out", str(tmp_path / "o"), *env["common"]])
+    rc = main(
+        [
+            "whiten-sweep",
+            "--model",
+            env["model"],
+            "--k",
+            "16",
+            "--corpus",
+            str(latin),
+            "--out",
+            str(tmp_path / "o"),
+            *env["common"],
+        ]
+    )
     assert rc == 2
     assert "latin1.txt' line 2 is not valid UTF-8" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()

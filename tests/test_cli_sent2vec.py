@@ -38,8 +38,10 @@ def test_embed_text_output_one_line_per_input_line(tmp_path, capsys):
 
     expect = Sent2Vec.load(MODEL).encode(["the city of london", "the city"])
     np.testing.assert_allclose(rows[[0, 3]], expect, rtol=1e-5, atol=1e-7)
-    assert "2 zero vectors (1 empty or whitespace-only lines, 1 with no known word)" in \
-        capsys.readouterr().err
+    assert (
+        "2 zero vectors (1 empty or whitespace-only lines, 1 with no known word)"
+        in capsys.readouterr().err
+    )
 
 
 def test_embed_reads_stdin_and_writes_stdout(monkeypatch, capsys):
@@ -62,8 +64,19 @@ def test_embed_invalid_utf8_policy(tmp_path, capsys):
 
 
 def test_embed_bad_model_is_a_clean_error(tmp_path, capsys):
-    assert main(["embed", str(REF / "sentences.txt"), "-i", str(REF / "sentences.txt"),
-                 "-o", str(tmp_path / "v.npy")]) == 2
+    assert (
+        main(
+            [
+                "embed",
+                str(REF / "sentences.txt"),
+                "-i",
+                str(REF / "sentences.txt"),
+                "-o",
+                str(tmp_path / "v.npy"),
+            ]
+        )
+        == 2
+    )
     assert "not a sent2vec" in capsys.readouterr().err
     assert main(["embed", str(tmp_path / "nope.bin")]) == 2
 
@@ -74,10 +87,17 @@ def test_tokenize_moses_lowercase_streams_every_line(tmp_path, capsys):
     out = tmp_path / "tok.txt"
     assert main(["tokenize", "-i", str(inp), "-o", str(out)]) == 0
     assert out.read_text(encoding="utf-8").split("\n") == [
-        "the cat 's hat , isn 't it ?", "", "tabs and spaces", ""]
+        "the cat 's hat , isn 't it ?",
+        "",
+        "tabs and spaces",
+        "",
+    ]
     assert main(["tokenize", "-i", str(inp), "--tokenizer", "whitespace", "--no-lowercase"]) == 0
-    assert capsys.readouterr().out.split("\n")[:3] == ["The Cat's HAT, isn't it?", "",
-                                                       "Tabs and spaces"]
+    assert capsys.readouterr().out.split("\n")[:3] == [
+        "The Cat's HAT, isn't it?",
+        "",
+        "Tabs and spaces",
+    ]
 
 
 def test_tokenize_then_embed_equals_model_preprocessing(tmp_path):
@@ -87,16 +107,23 @@ def test_tokenize_then_embed_equals_model_preprocessing(tmp_path):
     inp = tmp_path / "raw.txt"
     inp.write_text("\n".join(raw) + "\n", encoding="utf-8")
     assert main(["tokenize", "-i", str(inp), "-o", str(tmp_path / "tok.txt")]) == 0
-    assert main(["embed", MODEL, "-i", str(tmp_path / "tok.txt"), "-o",
-                 str(tmp_path / "v.npy")]) == 0
+    assert (
+        main(["embed", MODEL, "-i", str(tmp_path / "tok.txt"), "-o", str(tmp_path / "v.npy")]) == 0
+    )
     base = Sent2Vec.load(MODEL)
-    m = Sent2Vec(base.dictionary, base.input_matrix, base.output_matrix, args=base.args,
-                 preprocessing={"lowercase": True, "tokenizer": "moses"})
+    m = Sent2Vec(
+        base.dictionary,
+        base.input_matrix,
+        base.output_matrix,
+        args=base.args,
+        preprocessing={"lowercase": True, "tokenizer": "moses"},
+    )
     np.testing.assert_array_equal(np.load(tmp_path / "v.npy"), m.encode(raw))
 
 
-@pytest.mark.parametrize("argv", [["embed", MODEL, "--batch-size", "0"],
-                                  ["embed", MODEL, "--threads", "-1"]])
+@pytest.mark.parametrize(
+    "argv", [["embed", MODEL, "--batch-size", "0"], ["embed", MODEL, "--threads", "-1"]]
+)
 def test_embed_bad_numbers(argv, capsys):
     assert main(argv) == 2
     assert "is invalid" in capsys.readouterr().err
@@ -109,14 +136,37 @@ def test_utf8_bom_at_file_start_is_dropped_elsewhere_kept(tmp_path, capsys):
     plain.write_bytes(b"the city\nof london\n")
     bom.write_bytes(b"\xef\xbb\xbfthe city\nof london\n")
     for name in ("plain", "bom"):
-        assert main(["embed", MODEL, "-i", str(tmp_path / f"{name}.txt"), "-o",
-                     str(tmp_path / f"{name}.npy")]) == 0
+        assert (
+            main(
+                [
+                    "embed",
+                    MODEL,
+                    "-i",
+                    str(tmp_path / f"{name}.txt"),
+                    "-o",
+                    str(tmp_path / f"{name}.npy"),
+                ]
+            )
+            == 0
+        )
     a, b = np.load(tmp_path / "plain.npy"), np.load(tmp_path / "bom.npy")
     assert b[0].any()  # 'the' was not glued to the BOM (which gave a zero vector)
     np.testing.assert_array_equal(a, b)
     assert "0 zero vectors" in capsys.readouterr().err
-    assert main(["tokenize", "-i", str(bom), "-o", str(tmp_path / "tok.txt"),
-                 "--tokenizer", "whitespace"]) == 0
+    assert (
+        main(
+            [
+                "tokenize",
+                "-i",
+                str(bom),
+                "-o",
+                str(tmp_path / "tok.txt"),
+                "--tokenizer",
+                "whitespace",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "tok.txt").read_bytes() == b"the city\nof london\n"
     # a BOM inside the file is text like any other character
     mid = tmp_path / "mid.txt"
@@ -189,5 +239,6 @@ def test_unknown_option_is_reported_in_the_sub_commands_usage(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--bogus"])
     assert exc.value.code == 2
-    assert capsys.readouterr().err.rstrip().endswith(
-        "sentvec: error: unrecognized arguments: --bogus")
+    assert (
+        capsys.readouterr().err.rstrip().endswith("sentvec: error: unrecognized arguments: --bogus")
+    )

@@ -39,8 +39,10 @@ def _small_data(root: Path) -> Path:
     from sentvec._data import data_dir
 
     src = data_dir() / "downstream"
-    for task, files in {"TREC": {"train_5500.label": 300, "TREC_10.label": 100},
-                        "MRPC": {"msr_paraphrase_train.txt": 201, "msr_paraphrase_test.txt": 101}}.items():
+    for task, files in {
+        "TREC": {"train_5500.label": 300, "TREC_10.label": 100},
+        "MRPC": {"msr_paraphrase_train.txt": 201, "msr_paraphrase_test.txt": 101},
+    }.items():
         (root / "downstream" / task).mkdir(parents=True)
         for name, n in files.items():
             raw = (src / task / name).read_bytes().split(b"\n")[:n]
@@ -53,8 +55,21 @@ def test_eval_transfer_cli_matches_api(tmp_path, capsys, model):
 
     data = _small_data(tmp_path / "data")
     out = tmp_path / "res.json"
-    rc = main(["eval-transfer", "--model", BIGRAM, "--tasks", "trec,MSRP", "--data", str(data),
-               "--inner-kfold", "3", "--json", str(out)])
+    rc = main(
+        [
+            "eval-transfer",
+            "--model",
+            BIGRAM,
+            "--tasks",
+            "trec,MSRP",
+            "--data",
+            str(data),
+            "--inner-kfold",
+            "3",
+            "--json",
+            str(out),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "| Model | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |" in text
@@ -76,8 +91,22 @@ def test_eval_transfer_cli_matches_api(tmp_path, capsys, model):
 def test_search_cli_reuses_index_and_matches_oracle(tmp_path, capsys, corpus, model):
     path, lines = corpus
     index = tmp_path / "idx"
-    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "5",
-            "--query", lines[10], "--query", "the war ended in 1945 .", "--json"]
+    args = [
+        "search",
+        "--model",
+        BIGRAM,
+        "--corpus",
+        str(path),
+        "--index",
+        str(index),
+        "-k",
+        "5",
+        "--query",
+        lines[10],
+        "--query",
+        "the war ended in 1945 .",
+        "--json",
+    ]
     assert main(args) == 0
     first = capsys.readouterr()
     assert "built index of 400 lines" in first.err and "searched 2 queries in" in first.err
@@ -113,8 +142,9 @@ def test_search_cli_reuses_index_and_matches_oracle(tmp_path, capsys, corpus, mo
     other = tmp_path / "not-an-index"
     other.mkdir()
     (other / "keep.txt").write_text("x")
-    rc = main(["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(other),
-               "--query", "x"])
+    rc = main(
+        ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(other), "--query", "x"]
+    )
     assert rc == 2 and "not a sentvec search index" in capsys.readouterr().err
     assert (other / "keep.txt").exists()
 
@@ -125,8 +155,18 @@ def test_encode_cli_resume_whitening_and_refusal(tmp_path, capsys, corpus, model
 
     path, lines = corpus
     out = tmp_path / "out"
-    base = ["encode", "--model", BIGRAM, "--input", str(path), "--output", str(out),
-            "--shard-size", "150", "--quiet"]
+    base = [
+        "encode",
+        "--model",
+        BIGRAM,
+        "--input",
+        str(path),
+        "--output",
+        str(out),
+        "--shard-size",
+        "150",
+        "--quiet",
+    ]
     assert main(base) == 0
     assert "400 lines [0, 400) -> 3 shards of dim 16" in capsys.readouterr().out
     assert np.array_equal(load_embeddings(out), model.encode(lines))
@@ -141,16 +181,42 @@ def test_encode_cli_resume_whitening_and_refusal(tmp_path, capsys, corpus, model
     w = Whitening(n_components=4).fit(model.encode(lines))
     w.save(tmp_path / "w")
     wout = tmp_path / "wout"
-    assert main(base[:6] + [str(wout), "--whitening", str(tmp_path / "w"), "--start-line", "100",
-                            "--end-line", "250", "--quiet"]) == 0
+    assert (
+        main(
+            base[:6]
+            + [
+                str(wout),
+                "--whitening",
+                str(tmp_path / "w"),
+                "--start-line",
+                "100",
+                "--end-line",
+                "250",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     assert "150 lines [100, 250) -> 1 shards of dim 4" in capsys.readouterr().out
     assert np.allclose(load_embeddings(wout), w.transform(model.encode(lines[100:250])), atol=1e-5)
 
 
 def _first_search(capsys, path, index, query, k):
     """Run a JSON search that builds ``index``; return its arguments and its output."""
-    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k",
-            str(k), "--query", query, "--json"]
+    args = [
+        "search",
+        "--model",
+        BIGRAM,
+        "--corpus",
+        str(path),
+        "--index",
+        str(index),
+        "-k",
+        str(k),
+        "--query",
+        query,
+        "--json",
+    ]
     assert main(args) == 0
     return args, json.loads(capsys.readouterr().out)
 
@@ -186,8 +252,18 @@ def test_encode_cli_re_encodes_a_nan_shard_and_names_a_directory_input(tmp_path,
 
     path, _ = corpus
     out = tmp_path / "out"
-    base = ["encode", "--model", BIGRAM, "--input", str(path), "--output", str(out),
-            "--shard-size", "150", "--quiet"]
+    base = [
+        "encode",
+        "--model",
+        BIGRAM,
+        "--input",
+        str(path),
+        "--output",
+        str(out),
+        "--shard-size",
+        "150",
+        "--quiet",
+    ]
     assert main(base) == 0
     good = load_embeddings(out, mmap=False).copy()
     shard = out / read_manifest(out).shards[1].file
@@ -199,8 +275,21 @@ def test_encode_cli_re_encodes_a_nan_shard_and_names_a_directory_input(tmp_path,
         assert main(base) == 0
     assert "(1 encoded, 2 reused" in capsys.readouterr().out
     np.testing.assert_array_equal(load_embeddings(out), good)
-    assert main(["encode", "--model", BIGRAM, "--input", str(tmp_path), "--output",
-                 str(tmp_path / "o2"), "--quiet"]) == 2
+    assert (
+        main(
+            [
+                "encode",
+                "--model",
+                BIGRAM,
+                "--input",
+                str(tmp_path),
+                "--output",
+                str(tmp_path / "o2"),
+                "--quiet",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "is a directory; give a text file" in err and "not found" not in err
 
@@ -220,8 +309,20 @@ def test_search_cli_queries_file_bom_and_bad_bytes(tmp_path, capsys, corpus):
     index = tmp_path / "idx"
     q = tmp_path / "q.txt"
     q.write_bytes(b"\xef\xbb\xbf" + lines[10].encode("utf-8") + b"\n\n")
-    args = ["search", "--model", BIGRAM, "--corpus", str(path), "--index", str(index), "-k", "1",
-            "--queries", str(q), "--json"]
+    args = [
+        "search",
+        "--model",
+        BIGRAM,
+        "--corpus",
+        str(path),
+        "--index",
+        str(index),
+        "-k",
+        "1",
+        "--queries",
+        str(q),
+        "--json",
+    ]
     assert main(args) == 0
     (block,) = json.loads(capsys.readouterr().out)["queries"]
     assert block["query"] == lines[10] and block["results"][0]["line"] == 11
@@ -250,8 +351,9 @@ def test_search_cli_rebuilds_an_index_dir_missing_its_config(tmp_path, capsys, c
     assert (index / "notes.txt").read_text(encoding="utf-8") == "mine"
 
 
-def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(tmp_path, capsys, corpus,
-                                                                       monkeypatch):
+def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(
+    tmp_path, capsys, corpus, monkeypatch
+):
     # root ignores permission bits, so the unwritable folder is simulated at the write check
     import sentvec._io as io_mod
 
@@ -259,8 +361,18 @@ def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(tmp_path,
         raise PermissionError(f"cannot write index directory {str(path)!r}: not writable")
 
     path, lines = corpus
-    args = ["search", "--model", BIGRAM, "--corpus", str(path), "-k", "2", "--query", lines[3],
-            "--json"]
+    args = [
+        "search",
+        "--model",
+        BIGRAM,
+        "--corpus",
+        str(path),
+        "-k",
+        "2",
+        "--query",
+        lines[3],
+        "--json",
+    ]
     assert main(args) == 0  # the oracle run, index saved next to the corpus
     good = json.loads(capsys.readouterr().out)
     shutil.rmtree(path.with_name(path.name + ".sentvec-index"))

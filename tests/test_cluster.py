@@ -31,8 +31,11 @@ SHARD = 1000
 def _listening_hosts() -> list[str]:
     import psutil
 
-    return [c.laddr.ip for c in psutil.Process().net_connections(kind="inet")
-            if c.status == psutil.CONN_LISTEN]
+    return [
+        c.laddr.ip
+        for c in psutil.Process().net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +60,27 @@ def corpus(tmp_path_factory) -> Path:
 def reference(corpus, tmp_path_factory):
     """Single-process encode_file of the corpus: (output dir, manifest, vectors)."""
     out = tmp_path_factory.mktemp("single") / "out"
-    m = encode_file(sentvec.load_encoder(MODEL), corpus, out, shard_size=SHARD,
-                    show_progress_bar=False)
+    m = encode_file(
+        sentvec.load_encoder(MODEL), corpus, out, shard_size=SHARD, show_progress_bar=False
+    )
     return out, m, load_embeddings(out, mmap=False)
 
 
 def _layout(m):
-    return [(r.index, r.file, r.start_line, r.end_line, r.start_byte, r.end_byte, r.sha256,
-             r.n_empty, r.n_zero) for r in m.shards]
+    return [
+        (
+            r.index,
+            r.file,
+            r.start_line,
+            r.end_line,
+            r.start_byte,
+            r.end_byte,
+            r.sha256,
+            r.n_empty,
+            r.n_zero,
+        )
+        for r in m.shards
+    ]
 
 
 def _rel(a, b):
@@ -72,20 +88,33 @@ def _rel(a, b):
 
 
 def test_sent2vec_on_cluster_equals_single_process_with_whitening_statistics(
-        client, corpus, reference, tmp_path):
+    client, corpus, reference, tmp_path
+):
     ref_dir, ref_m, X = reference
     out = tmp_path / "cluster"
-    r = encode_file_distributed(str(MODEL), corpus, out, client, shard_size=SHARD,
-                                partition_lines=2 * SHARD, statistics=True)
+    r = encode_file_distributed(
+        str(MODEL),
+        corpus,
+        out,
+        client,
+        shard_size=SHARD,
+        partition_lines=2 * SHARD,
+        statistics=True,
+    )
     Y = load_embeddings(out, mmap=False)
     assert Y.shape == (20_000, 16) and np.array_equal(Y, X)
     m = read_manifest(out)
     assert m.complete and _layout(m) == _layout(ref_m)
-    assert (m.boundaries, m.encoder, m.probe, m.dim) == (ref_m.boundaries, ref_m.encoder,
-                                                         ref_m.probe, ref_m.dim)
+    assert (m.boundaries, m.encoder, m.probe, m.dim) == (
+        ref_m.boundaries,
+        ref_m.encoder,
+        ref_m.probe,
+        ref_m.dim,
+    )
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in ref_dir.iterdir())
     assert [(p.start_line, p.end_line) for p in r.partitions] == [
-        (a, a + 2 * SHARD) for a in range(0, 20_000, 2 * SHARD)]
+        (a, a + 2 * SHARD) for a in range(0, 20_000, 2 * SHARD)
+    ]
     assert len({p.pid for p in r.partitions}) == 2  # both worker processes took partitions
     # whitening statistics: per-partition float64 sums merged on the client
     X64 = X.astype(np.float64)
@@ -98,8 +127,9 @@ def test_sent2vec_on_cluster_equals_single_process_with_whitening_statistics(
     assert _rel(w_cluster.mean_, w_local.mean_) <= 1e-10
     assert _rel(w_cluster.statistics_.covariance, w_local.statistics_.covariance) <= 1e-10
     # the single-machine encode_file resumes the cluster's output: every shard is reused
-    again = encode_file(sentvec.load_encoder(MODEL), corpus, out, shard_size=SHARD,
-                        show_progress_bar=False)
+    again = encode_file(
+        sentvec.load_encoder(MODEL), corpus, out, shard_size=SHARD, show_progress_bar=False
+    )
     assert (again.runs[-1].n_shards_reused, again.runs[-1].n_shards_encoded) == (20, 0)
 
 
@@ -117,11 +147,19 @@ def test_killed_worker_loses_only_its_partition(client, corpus, reference, tmp_p
         killed.update(worker=victim, pid=pids[victim], keys=set(busy[victim]))
         os.kill(pids[victim], signal.SIGKILL)
 
-    r = encode_file_distributed(str(MODEL), corpus, tmp_path / "out", client, shard_size=SHARD,
-                                on_partition_done=kill_one_busy_worker)
+    r = encode_file_distributed(
+        str(MODEL),
+        corpus,
+        tmp_path / "out",
+        client,
+        shard_size=SHARD,
+        on_partition_done=kill_one_busy_worker,
+    )
     assert killed, "no partition finished"
-    lost = {tuple(map(int, re.match(r"sentvec-encode-(\d+)-(\d+)-", k).groups()))
-            for k in killed["keys"]}
+    lost = {
+        tuple(map(int, re.match(r"sentvec-encode-(\d+)-(\d+)-", k).groups()))
+        for k in killed["keys"]
+    }
     assert lost  # the victim was running a partition when it died
     by_range = {(p.start_line, p.end_line): p for p in r.partitions}
     assert len(by_range) == 20
@@ -141,8 +179,9 @@ def test_failing_partition_names_its_lines_and_rerun_resumes(client, tmp_path):
     path = tmp_path / "in.txt"
     path.write_bytes(b"".join(bad))
     out = tmp_path / "out"
-    with pytest.raises(PartitionError, match=r"lines \[1000, 1500\).*line 1235 is not valid utf-8"
-                       ) as info:
+    with pytest.raises(
+        PartitionError, match=r"lines \[1000, 1500\).*line 1235 is not valid utf-8"
+    ) as info:
         encode_file_distributed(str(MODEL), path, out, client, shard_size=500, retries=1)
     assert info.value.ranges == [(1000, 1500)]
     m = read_manifest(out)  # the three good shards are recorded and on disk
@@ -152,8 +191,13 @@ def test_failing_partition_names_its_lines_and_rerun_resumes(client, tmp_path):
     path.write_bytes(b"".join(bad))
     r = encode_file_distributed(str(MODEL), path, out, client, shard_size=500, retries=1)
     assert (r.manifest.runs[-1].n_shards_reused, r.manifest.runs[-1].n_shards_encoded) == (3, 1)
-    single = encode_file(sentvec.load_encoder(MODEL), path, tmp_path / "single", shard_size=500,
-                         show_progress_bar=False)
+    single = encode_file(
+        sentvec.load_encoder(MODEL),
+        path,
+        tmp_path / "single",
+        shard_size=500,
+        show_progress_bar=False,
+    )
     assert _layout(r.manifest) == _layout(single)
     assert np.array_equal(load_embeddings(out), load_embeddings(tmp_path / "single"))
 
@@ -171,8 +215,13 @@ def test_minilm_on_cluster_equals_single_process(client, tmp_path):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as on the one-thread workers
     try:
-        single = encode_file(sentvec.load_encoder("minilm"), path, tmp_path / "single",
-                             shard_size=100, show_progress_bar=False)
+        single = encode_file(
+            sentvec.load_encoder("minilm"),
+            path,
+            tmp_path / "single",
+            shard_size=100,
+            show_progress_bar=False,
+        )
     finally:
         torch.set_num_threads(threads)
     r = encode_file_distributed("minilm", path, tmp_path / "cluster", client, shard_size=100)
@@ -185,9 +234,24 @@ def test_minilm_on_cluster_equals_single_process(client, tmp_path):
 def test_cli_encode_on_scheduler_fits_whitening(client, corpus, reference, tmp_path, capsys):
     _, _, X = reference
     out, wdir = tmp_path / "out", tmp_path / "whitening"
-    rc = main(["encode", "--model", str(MODEL), "--input", str(corpus), "--output", str(out),
-               "--shard-size", "2500", "--dask-scheduler", client.scheduler.address,
-               "--fit-whitening", str(wdir), "--quiet"])
+    rc = main(
+        [
+            "encode",
+            "--model",
+            str(MODEL),
+            "--input",
+            str(corpus),
+            "--output",
+            str(out),
+            "--shard-size",
+            "2500",
+            "--dask-scheduler",
+            client.scheduler.address,
+            "--fit-whitening",
+            str(wdir),
+            "--quiet",
+        ]
+    )
     assert rc == 0
     err = capsys.readouterr().err
     assert re.search(r"dask: \d+ workers at tcp://127\.0\.0\.1:\d+; dashboard: ", err), err
@@ -201,36 +265,83 @@ def test_cli_encode_on_scheduler_fits_whitening(client, corpus, reference, tmp_p
 def test_cli_dask_workers_starts_and_stops_a_local_cluster(tmp_path, capsys):
     path = tmp_path / "in.txt"
     path.write_bytes(b"".join((REF / "train-sample.txt").read_bytes().splitlines(True)[:3000]))
-    rc = main(["encode", "--model", str(MODEL), "--input", str(path), "--output",
-               str(tmp_path / "out"), "--shard-size", "1000", "--dask-workers", "1", "--quiet"])
+    rc = main(
+        [
+            "encode",
+            "--model",
+            str(MODEL),
+            "--input",
+            str(path),
+            "--output",
+            str(tmp_path / "out"),
+            "--shard-size",
+            "1000",
+            "--dask-workers",
+            "1",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     captured = capsys.readouterr()
     assert re.search(r"dask: 1 workers at tcp://127\.0\.0\.1:\d+; dashboard: ", captured.err)
     assert "3000 lines [0, 3000) -> 3 shards of dim 16" in captured.out
-    single = encode_file(sentvec.load_encoder(MODEL), path, tmp_path / "single", shard_size=1000,
-                         show_progress_bar=False)
+    single = encode_file(
+        sentvec.load_encoder(MODEL),
+        path,
+        tmp_path / "single",
+        shard_size=1000,
+        show_progress_bar=False,
+    )
     assert _layout(read_manifest(tmp_path / "out")) == _layout(single)
     # without a cluster, --fit-whitening merges the statistics of the shards here
-    rc = main(["encode", "--model", str(MODEL), "--input", str(path), "--output",
-               str(tmp_path / "single"), "--shard-size", "1000", "--fit-whitening",
-               str(tmp_path / "w"), "--quiet"])
+    rc = main(
+        [
+            "encode",
+            "--model",
+            str(MODEL),
+            "--input",
+            str(path),
+            "--output",
+            str(tmp_path / "single"),
+            "--shard-size",
+            "1000",
+            "--fit-whitening",
+            str(tmp_path / "w"),
+            "--quiet",
+        ]
+    )
     assert rc == 0 and "(0 encoded, 3 reused" in capsys.readouterr().out
     Y = load_embeddings(tmp_path / "single").astype(np.float64)
     w = Whitening.load(tmp_path / "w")
     assert _rel(w.mean_, Y.mean(axis=0)) <= 1e-10
     assert _rel(w.statistics_.covariance, np.cov(Y.T, bias=True)) <= 1e-10
-    rc = main(["encode", "--model", str(MODEL), "--input", str(path), "--output",
-               str(tmp_path / "out2"), "--partition-lines", "1500", "--shard-size", "1000"])
+    rc = main(
+        [
+            "encode",
+            "--model",
+            str(MODEL),
+            "--input",
+            str(path),
+            "--output",
+            str(tmp_path / "out2"),
+            "--partition-lines",
+            "1500",
+            "--shard-size",
+            "1000",
+        ]
+    )
     assert rc == 2 and "need --dask-scheduler or --dask-workers" in capsys.readouterr().err
 
 
 def test_in_memory_encoder_object_travels_once_in_the_plugin(client, corpus, reference, tmp_path):
     _, _, X = reference
     encoder = sentvec.load_encoder(MODEL)  # an object, not a path: pickled into the plugin
-    r = encode_file_distributed(encoder, corpus, tmp_path / "out", client, shard_size=SHARD,
-                                end_line=3 * SHARD)
+    r = encode_file_distributed(
+        encoder, corpus, tmp_path / "out", client, shard_size=SHARD, end_line=3 * SHARD
+    )
     assert r.manifest.encoder == reference[1].encoder
-    assert np.array_equal(load_embeddings(tmp_path / "out"), X[:3 * SHARD])
+    assert np.array_equal(load_embeddings(tmp_path / "out"), X[: 3 * SHARD])
     with pytest.raises(ValueError, match="multiple of shard_size"):
-        encode_file_distributed(encoder, corpus, tmp_path / "bad", client, shard_size=SHARD,
-                                partition_lines=1500)
+        encode_file_distributed(
+            encoder, corpus, tmp_path / "bad", client, shard_size=SHARD, partition_lines=1500
+        )

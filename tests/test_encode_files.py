@@ -20,7 +20,6 @@ from sentvec.encode_files import (
 )
 from sentvec.line_ranges import iter_line_chunks, scan_lines
 
-
 pytestmark = pytest.mark.filterwarnings("ignore:.*all-zero vectors:UserWarning")
 
 
@@ -31,7 +30,9 @@ class Interrupted(RuntimeError):
 class ToyEncoder:
     """Deterministic hashed bag of words; ``fail_after`` shards raise ``Interrupted``."""
 
-    def __init__(self, dim: int = 8, seed: int = 0, fail_after: int | None = None, name: str = "toy"):
+    def __init__(
+        self, dim: int = 8, seed: int = 0, fail_after: int | None = None, name: str = "toy"
+    ):
         self.dim, self.seed, self.fail_after, self.name = dim, seed, fail_after, name
         self.n_calls = 0  # data calls (the resume probe is not counted)
 
@@ -47,7 +48,9 @@ class ToyEncoder:
         out = np.zeros((len(sentences), self.dim), np.float32)
         for i, s in enumerate(sentences):
             for w in s.split():
-                out[i] += np.random.default_rng(zlib.crc32(w.encode()) + self.seed).standard_normal(self.dim)
+                out[i] += np.random.default_rng(zlib.crc32(w.encode()) + self.seed).standard_normal(
+                    self.dim
+                )
         return out
 
 
@@ -62,7 +65,9 @@ def corpus(tmp_path):
 
 
 def test_equals_one_shot_encode_and_manifest(tmp_path, corpus):
-    with pytest.warns(UserWarning, match="44 of 1000 lines .* all-zero vectors \\(44 lines are empty\\)"):
+    with pytest.warns(
+        UserWarning, match="44 of 1000 lines .* all-zero vectors \\(44 lines are empty\\)"
+    ):
         m = encode_file(ToyEncoder(), corpus, tmp_path / "out", shard_size=128)
     expected = ToyEncoder().encode(LINES)
     got = load_embeddings(tmp_path / "out")
@@ -74,7 +79,7 @@ def test_equals_one_shot_encode_and_manifest(tmp_path, corpus):
     assert disk["encoder"] == {"encoder": "ToyEncoder", "name": "toy", "dim": 8}
     raw = corpus.read_bytes()
     s = m.shards[2]
-    assert raw[s.start_byte:s.end_byte].decode().split("\n")[:-1] == LINES[256:384]
+    assert raw[s.start_byte : s.end_byte].decode().split("\n")[:-1] == LINES[256:384]
     parts = load_embeddings(tmp_path / "out", concatenate=False, mmap=True)
     assert len(parts) == 8 and isinstance(parts[0], np.memmap)
 
@@ -103,7 +108,9 @@ def test_resume_after_interruption_skips_finished_shards(tmp_path, corpus):
     assert encode_file(again, corpus, out, shard_size=100).runs[-1].n_shards_reused == 10
     assert again.n_calls == 0
     redo = ToyEncoder()
-    assert encode_file(redo, corpus, out, shard_size=100, resume=False).runs[-1].n_shards_encoded == 10
+    assert (
+        encode_file(redo, corpus, out, shard_size=100, resume=False).runs[-1].n_shards_encoded == 10
+    )
     assert redo.n_calls == 10
 
 
@@ -133,7 +140,9 @@ def test_changed_input_or_encoder_refused(tmp_path, corpus):
 
 def test_line_range_partitions_and_dask(tmp_path, corpus):
     expected = ToyEncoder().encode(LINES)
-    m = encode_file(ToyEncoder(), corpus, tmp_path / "p", start_line=250, end_line=777, shard_size=100)
+    m = encode_file(
+        ToyEncoder(), corpus, tmp_path / "p", start_line=250, end_line=777, shard_size=100
+    )
     assert m.n_shards == 6 and m.shards[0].start_line == 250 and m.shards[-1].end_line == 777
     assert np.array_equal(load_embeddings(tmp_path / "p"), expected[250:777])
     with pytest.raises(ValueError, match="outside .* which has 1000 lines"):
@@ -141,10 +150,16 @@ def test_line_range_partitions_and_dask(tmp_path, corpus):
 
     import dask
 
-    tasks = encode_file_delayed(ToyEncoder(), corpus, tmp_path / "dask", partition_lines=300,
-                                shard_size=128)
+    tasks = encode_file_delayed(
+        ToyEncoder(), corpus, tmp_path / "dask", partition_lines=300, shard_size=128
+    )
     manifests = dask.compute(*tasks, scheduler="sync")
-    assert [(x.start_line, x.end_line) for x in manifests] == [(0, 300), (300, 600), (600, 900), (900, 1000)]
+    assert [(x.start_line, x.end_line) for x in manifests] == [
+        (0, 300),
+        (300, 600),
+        (600, 900),
+        (900, 1000),
+    ]
     assert np.array_equal(load_embeddings(tmp_path / "dask"), expected)
     import shutil
 
@@ -170,7 +185,9 @@ def test_whitening_applied_and_fingerprinted(tmp_path, corpus):
     assert not got[empty].any() and got[~empty].any(axis=1).all()
     assert m.n_zero == int(empty.sum()) > 0
     w.save(tmp_path / "wdir")
-    m2 = encode_file(ToyEncoder(), corpus, tmp_path / "w", whitening=tmp_path / "wdir", shard_size=400)
+    m2 = encode_file(
+        ToyEncoder(), corpus, tmp_path / "w", whitening=tmp_path / "wdir", shard_size=400
+    )
     assert m2.runs[-1].n_shards_reused == 3  # the saved copy has the same fitted arrays
     refit = Whitening(n_components=5).fit(X[:500])
     with pytest.raises(ValueError, match="different whitening"):
@@ -179,8 +196,14 @@ def test_whitening_applied_and_fingerprinted(tmp_path, corpus):
 
 def test_line_convention_and_decoding_errors(tmp_path, monkeypatch):
     monkeypatch.setattr("sentvec.line_ranges._SCAN_BLOCK", 7)  # many block boundaries
-    cases = {b"": [], b"a\n": ["a"], b"a": ["a"], b"a\r\nb\n\n": ["a", "b", ""],
-             b"x y\n\nlast no newline": ["x y", "", "last no newline"], b"\n\n": ["", ""]}
+    cases = {
+        b"": [],
+        b"a\n": ["a"],
+        b"a": ["a"],
+        b"a\r\nb\n\n": ["a", "b", ""],
+        b"x y\n\nlast no newline": ["x y", "", "last no newline"],
+        b"\n\n": ["", ""],
+    }
     for i, (raw, lines) in enumerate(cases.items()):
         p = tmp_path / f"c{i}.txt"
         p.write_bytes(raw)
@@ -309,6 +332,9 @@ def test_shard_of_another_dtype_is_refused_by_load(tmp_path, corpus, dtype):
     f = out / read_manifest(out).shards[0].file
     np.save(f, np.load(f).astype(dtype))
     for mmap in (True, False):
-        with pytest.raises(ValueError, match=rf"shard-000000000000-000000000300\.npy.* holds "
-                                             rf"{np.dtype(dtype)}, not float32"):
+        with pytest.raises(
+            ValueError,
+            match=rf"shard-000000000000-000000000300\.npy.* holds "
+            rf"{np.dtype(dtype)}, not float32",
+        ):
             load_embeddings(out, mmap=mmap)

@@ -121,8 +121,9 @@ def exports(minilm, corpus_layers, sentences, tmp_path_factory):
             raw = memo.cache[tuple(sentences)].astype(np.float64)
             exact = (raw - w.mean_) @ w.whitening_matrix_
             path = root / f"{pooling}-{'+'.join(map(str, layers))}-{k}"
-            export_sentence_transformers(sentvec.Pipeline(enc, w), path,
-                                         whitening_corpus="enwiki-2015 sample (2,000 lines)")
+            export_sentence_transformers(
+                sentvec.Pipeline(enc, w), path, whitening_corpus="enwiki-2015 sample (2,000 lines)"
+            )
             rec[k] = (path, ref, exact, float(w.explained_variance_.min()))
             rec["whitening", k] = w
         rec["st"] = _st_encode(rec[None][0], sentences)
@@ -144,9 +145,11 @@ def test_export_equals_pipeline(exports, layers, pooling):
         got = got_full if k is None else got_full[:, :128]
         assert got.shape == ref.shape and got.dtype == np.float32
         diff = float(np.abs(got - ref).max())
-        print(f"\n{layers} {pooling} k={ref.shape[1]}: max|ST - sentvec| = {diff:.2e}, "
-              f"sentvec f32 vs f64 = {float(np.abs(ref - exact).max()):.2e}, "
-              f"max|x| = {float(np.abs(ref).max()):.1f}, min eigenvalue {lam_min:.1e}")
+        print(
+            f"\n{layers} {pooling} k={ref.shape[1]}: max|ST - sentvec| = {diff:.2e}, "
+            f"sentvec f32 vs f64 = {float(np.abs(ref - exact).max()):.2e}, "
+            f"max|x| = {float(np.abs(ref).max()):.1f}, min eigenvalue {lam_min:.1e}"
+        )
         f32_error = float(np.abs(ref - exact).max())
         # k = 128: the 1e-5. k = d: float32 cannot reach it (smallest eigenvalue 1e-4,
         # so W has entries near 100 and |x| reaches 25): sentvec's own float32 pipeline is
@@ -157,8 +160,9 @@ def test_export_equals_pipeline(exports, layers, pooling):
     modules = json.loads((rec[None][0] / "modules.json").read_text())
     types = [m["type"].rsplit(".", 1)[1] for m in modules]
     combined = layers != (-1,)
-    assert types == ["Transformer"] + ["WeightedLayerPooling"] * combined + ["Pooling"] + \
-        ["Dense"] * 2
+    assert (
+        types == ["Transformer"] + ["WeightedLayerPooling"] * combined + ["Pooling"] + ["Dense"] * 2
+    )
     cfg = json.loads((rec[None][0] / "config.json").read_text())
     assert cfg.get("output_hidden_states", False) is combined
 
@@ -173,8 +177,12 @@ def test_k128_export_is_the_truncation_of_the_full_one(exports):
 
     for rec in exports.values():
         (c_full, w_full), (c_part, w_part) = (
-            [load_file(str(rec[k][0] / sub / "model.safetensors"))
-             for sub in _dense_paths(rec[k][0])] for k in (None, 128))
+            [
+                load_file(str(rec[k][0] / sub / "model.safetensors"))
+                for sub in _dense_paths(rec[k][0])
+            ]
+            for k in (None, 128)
+        )
         assert set(w_full) == set(w_part) == {"linear.weight"}  # the map has no bias
         np.testing.assert_array_equal(w_full["linear.weight"][:128], w_part["linear.weight"])
         for key in ("linear.weight", "linear.bias"):
@@ -182,8 +190,9 @@ def test_k128_export_is_the_truncation_of_the_full_one(exports):
         np.testing.assert_array_equal(c_full["linear.weight"], np.eye(384, dtype=np.float32))
     rec = exports[CONFIGS[1]]
     model = st.SentenceTransformer(str(rec[None][0]), device="cpu", truncate_dim=128)
-    dim = getattr(model, "get_embedding_dimension", None) or \
-        model.get_sentence_embedding_dimension  # renamed in sentence-transformers 6
+    dim = (
+        getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    )  # renamed in sentence-transformers 6
     assert dim() == 128
 
 
@@ -203,20 +212,28 @@ def test_serving_compatible_minilm_equals_pipeline(exports, sentences, tmp_path)
         export_sentence_transformers(sentvec.Pipeline(enc, w), path, serving_compatible=True)
         assert _dense_paths(path) == ["2_Dense"]
         dense = json.loads((path / "2_Dense" / "config.json").read_text())
-        assert dense == {"in_features": 384, "out_features": w.n_components_, "bias": False,
-                         "activation_function": "torch.nn.modules.linear.Identity"}
+        assert dense == {
+            "in_features": 384,
+            "out_features": w.n_components_,
+            "bias": False,
+            "activation_function": "torch.nn.modules.linear.Identity",
+        }
         tensors = load_file(str(path / "2_Dense" / "model.safetensors"))
-        np.testing.assert_array_equal(tensors["linear.weight"],
-                                      w.whitening_matrix_.T.astype(np.float32))
+        np.testing.assert_array_equal(
+            tensors["linear.weight"], w.whitening_matrix_.T.astype(np.float32)
+        )
         info = json.loads((path / EXPORT_MARKER).read_text())
-        assert info["post_processing"]["mean_folded_into"] == \
-            "encoder.layer.5.output.LayerNorm.bias"
+        assert (
+            info["post_processing"]["mean_folded_into"] == "encoder.layer.5.output.LayerNorm.bias"
+        )
         got = _st_encode(path, sub)
         diff = float(np.abs(got - ref).max())
         one = dense_whitening_parameters(w)
         folded = rec["raw"][::5] @ one[0].T + one[1]  # the one-Dense folding, float32
-        print(f"\nserving {pooling} L6 k={w.n_components_}: max|ST - sentvec| = {diff:.2e}; one folded "
-              f"Dense: {float(np.abs(folded - ref).max()):.2e}")
+        print(
+            f"\nserving {pooling} L6 k={w.n_components_}: max|ST - sentvec| = {diff:.2e}; one folded "
+            f"Dense: {float(np.abs(folded - ref).max()):.2e}"
+        )
         f32_error = float(np.abs(ref - rec[None][2][::5]).max())
         assert diff <= ATOL + 1.5 * f32_error, diff  # k = d: see test_export_equals_pipeline
 
@@ -238,13 +255,16 @@ def test_all_but_the_top_minilm_equals_pipeline(exports, corpus_layers, sentence
         memo.cache[tuple(sub)] = rec["raw"][::5]  # the encoder vectors of these sentences
         ref = sentvec.Pipeline(memo, abtt).encode(sub)
         path = tmp_path / f"abtt-{pooling}"
-        export_sentence_transformers(sentvec.Pipeline(enc, abtt), path,
-                                     serving_compatible=serving, whitening_corpus="enwiki")
+        export_sentence_transformers(
+            sentvec.Pipeline(enc, abtt), path, serving_compatible=serving, whitening_corpus="enwiki"
+        )
         assert len(_dense_paths(path)) == (1 if serving else 2)
         got = _st_encode(path, sub)
         diff = float(np.abs(got - ref).max())
-        print(f"\nABTT D=4 {layers} {pooling}{' serving' if serving else ''}: "
-              f"max|ST - sentvec| = {diff:.2e}, max|x| = {float(np.abs(ref).max()):.2f}")
+        print(
+            f"\nABTT D=4 {layers} {pooling}{' serving' if serving else ''}: "
+            f"max|ST - sentvec| = {diff:.2e}, max|x| = {float(np.abs(ref).max()):.2f}"
+        )
         assert got.shape == ref.shape == (100, 384) and diff <= ATOL, diff
         card = (path / "README.md").read_text()
         assert "all-but-the-top, the top D = 4 principal directions removed" in card
@@ -271,8 +291,10 @@ def test_affine_parameters_equal_the_papers_formulas():
     np.testing.assert_allclose((X - m) @ A, want, atol=1e-10)
     # SIF (weights 1) and uSIF (weights s_i^2 / sum s_j^2) on the uncentred matrix
     _, sv, Vt = np.linalg.svd(X, full_matrices=False)
-    for weighting, lam in (("full", np.ones(2)), ("singular-value-share",
-                                                  sv[:2] ** 2 / (sv[:2] ** 2).sum())):
+    for weighting, lam in (
+        ("full", np.ones(2)),
+        ("singular-value-share", sv[:2] ** 2 / (sv[:2] ** 2).sum()),
+    ):
         ccr = sentvec.CommonComponentRemoval(2, weighting=weighting).fit(X)
         m, A = affine_parameters(ccr)
         assert m is None
@@ -284,8 +306,9 @@ def test_affine_parameters_equal_the_papers_formulas():
     e, v = np.linalg.eigh(cov)
     order = np.argsort(e)[::-1][:6]
     m, A = affine_parameters(sentvec.Whitening(6).fit(X))
-    np.testing.assert_allclose(np.abs((X - m) @ A), np.abs(C @ (v[:, order] / np.sqrt(e[order]))),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        np.abs((X - m) @ A), np.abs(C @ (v[:, order] / np.sqrt(e[order]))), atol=1e-8
+    )
     with pytest.raises(ExportError, match="type StandardScaler has no sentence-transformers"):
         affine_parameters(StandardScaler().fit(X))
 
@@ -302,11 +325,18 @@ def _blocked_python(code: str, cwd: Path) -> subprocess.CompletedProcess:
         "        return None\n"
         "sys.meta_path.insert(0, _NoSentvec())\n"
         f"src = {str(Path(__file__).resolve().parents[1] / 'src')!r}\n"
-        "sys.path[:] = [p for p in sys.path if p != src]  # only the checkout's own sources\n")
+        "sys.path[:] = [p for p in sys.path if p != src]  # only the checkout's own sources\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    return subprocess.run([sys.executable, "-c", blocker + code], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", blocker + code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.mark.slow
@@ -320,7 +350,8 @@ def test_export_loads_without_sentvec(exports, sentences, tmp_path):
         "from sentence_transformers import SentenceTransformer\n"
         f"m = SentenceTransformer({str(path)!r}, device='cpu')\n"
         f"np.save({str(out)!r}, m.encode({sentences[:64]!r}))\n"
-        "import sys; assert not any(n.startswith('sentvec') for n in sys.modules)\n")
+        "import sys; assert not any(n.startswith('sentvec') for n in sys.modules)\n"
+    )
     proc = _blocked_python(code, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = np.load(out)  # the k = 128 export itself, encoded without sentvec
@@ -348,35 +379,61 @@ def test_serving_compatible_layout_and_refusals(tiny_minilm, tmp_path, monkeypat
 
     enc = tiny_minilm.with_options(layers=(-1,), pooling="mean")
     rng = np.random.default_rng(1)
-    w = sentvec.Whitening(16).fit(enc.encode([f"sentence number {i} {rng.integers(99)}"
-                                              for i in range(60)]))
-    out = export_sentence_transformers(sentvec.Pipeline(enc, w), tmp_path / "tei",
-                                       serving_compatible=True, whitening_corpus="numbers")
+    w = sentvec.Whitening(16).fit(
+        enc.encode([f"sentence number {i} {rng.integers(99)}" for i in range(60)])
+    )
+    out = export_sentence_transformers(
+        sentvec.Pipeline(enc, w),
+        tmp_path / "tei",
+        serving_compatible=True,
+        whitening_corpus="numbers",
+    )
     names = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-    assert {"config.json", "tokenizer.json", "model.safetensors", "sentence_bert_config.json",
-            "modules.json", "1_Pooling/config.json", "2_Dense/config.json",
-            "2_Dense/model.safetensors", "README.md", EXPORT_MARKER} <= names
+    assert {
+        "config.json",
+        "tokenizer.json",
+        "model.safetensors",
+        "sentence_bert_config.json",
+        "modules.json",
+        "1_Pooling/config.json",
+        "2_Dense/config.json",
+        "2_Dense/model.safetensors",
+        "README.md",
+        EXPORT_MARKER,
+    } <= names
     pool = json.loads((out / "1_Pooling" / "config.json").read_text())
-    assert pool == {"word_embedding_dimension": 384, "pooling_mode_cls_token": False,
-                    "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
-                    "pooling_mode_mean_sqrt_len_tokens": False}
+    assert pool == {
+        "word_embedding_dimension": 384,
+        "pooling_mode_cls_token": False,
+        "pooling_mode_mean_tokens": True,
+        "pooling_mode_max_tokens": False,
+        "pooling_mode_mean_sqrt_len_tokens": False,
+    }
     assert _dense_paths(out) == ["2_Dense"]  # TEI <= 1.8.0 reads this one folder only
     dense = json.loads((out / "2_Dense" / "config.json").read_text())
-    assert dense == {"in_features": 384, "out_features": 16, "bias": False,
-                     "activation_function": "torch.nn.modules.linear.Identity"}
+    assert dense == {
+        "in_features": 384,
+        "out_features": 16,
+        "bias": False,
+        "activation_function": "torch.nn.modules.linear.Identity",
+    }
     tensors = load_file(str(out / "2_Dense" / "model.safetensors"))
     assert set(tensors) == {"linear.weight"}
-    np.testing.assert_array_equal(tensors["linear.weight"],
-                                  w.whitening_matrix_.T.astype(np.float32))
+    np.testing.assert_array_equal(
+        tensors["linear.weight"], w.whitening_matrix_.T.astype(np.float32)
+    )
     # the centring is in the final LayerNorm's bias; every other weight is the model's own
     name = "encoder.layer.1.output.LayerNorm.bias"
     saved = load_file(str(out / "model.safetensors"))
     own = {k: v.numpy() for k, v in enc.model.state_dict().items()}
     np.testing.assert_array_equal(
-        saved[name], (own[name].astype(np.float64) - w.mean_).astype(np.float32))
+        saved[name], (own[name].astype(np.float64) - w.mean_).astype(np.float32)
+    )
     assert all(np.array_equal(saved[k], own[k]) for k in saved if k != name)
-    assert json.loads((out / "sentence_bert_config.json").read_text())["max_seq_length"] == \
-        enc.max_length
+    assert (
+        json.loads((out / "sentence_bert_config.json").read_text())["max_seq_length"]
+        == enc.max_length
+    )
     assert "architectures" in json.loads((out / "config.json").read_text())
     # the serving layout still loads in sentence-transformers and gives the pipeline's vectors
     sents = ["A man is playing a guitar.", "", "Three dogs are running on the beach."]
@@ -389,8 +446,9 @@ def test_serving_compatible_layout_and_refusals(tiny_minilm, tmp_path, monkeypat
 
     monkeypatch.setattr(ste, "FINAL_NORM_BIAS", {})
     with pytest.warns(UserWarning, match="ONE Dense layer"):
-        one = export_sentence_transformers(sentvec.Pipeline(enc, w), tmp_path / "tei1",
-                                           serving_compatible=True)
+        one = export_sentence_transformers(
+            sentvec.Pipeline(enc, w), tmp_path / "tei1", serving_compatible=True
+        )
     A, b = dense_whitening_parameters(w)
     tensors = load_file(str(one / "2_Dense" / "model.safetensors"))
     np.testing.assert_array_equal(tensors["linear.weight"], A)
@@ -401,8 +459,9 @@ def test_serving_compatible_layout_and_refusals(tiny_minilm, tmp_path, monkeypat
     with pytest.raises(ExportError, match="text-embeddings-inference pools the last layer"):
         export_sentence_transformers(tiny_minilm, tmp_path / "x", serving_compatible=True)
     with pytest.raises(ExportError, match="cls or mean only"):
-        export_sentence_transformers(enc.with_options(pooling="max"), tmp_path / "x",
-                                     serving_compatible=True)
+        export_sentence_transformers(
+            enc.with_options(pooling="max"), tmp_path / "x", serving_compatible=True
+        )
     assert not (tmp_path / "x").exists()
 
 
@@ -427,7 +486,8 @@ def test_refusals_and_replacement(tiny_minilm, minilm_path, tmp_path):
     import torch
 
     half = sentvec.TransformerEncoder.from_pretrained(
-        minilm_path, num_hidden_layers=1, layers=(-1,), dtype=torch.float16, device="cpu")
+        minilm_path, num_hidden_layers=1, layers=(-1,), dtype=torch.float16, device="cpu"
+    )
     with pytest.raises(ExportError, match="float32 model"):
         export_sentence_transformers(half, tmp_path / "a")
     wrong = sentvec.Whitening(4).fit(np.random.default_rng(0).normal(size=(50, 10)))
@@ -463,19 +523,32 @@ def test_model_card(tiny_minilm, tmp_path):
 
     tasks = sentvec.load_sts("STSBenchmark")
     sub = tasks[0].subsets[0]
-    small = type(tasks[0])("STSBenchmark", (type(sub)("test", sub.sent1[:40], sub.sent2[:40],
-                                                     sub.gold[:40]),), "senteval", "test")
+    small = type(tasks[0])(
+        "STSBenchmark",
+        (type(sub)("test", sub.sent1[:40], sub.sent2[:40], sub.gold[:40]),),
+        "senteval",
+        "test",
+    )
     w = sentvec.Whitening(8).fit(tiny_minilm.encode(list(sub.sent1[:50])))
     pipe = sentvec.Pipeline(tiny_minilm, w)
     result = sentvec.evaluate_sts(pipe, [small], aggregation="all")
     assert isinstance(result, STSResult)
-    out = export_sentence_transformers(pipe, tmp_path / "card", sts=result,
-                                       whitening_corpus="50 STS-B sentences")
+    out = export_sentence_transformers(
+        pipe, tmp_path / "card", sts=result, whitening_corpus="50 STS-B sentences"
+    )
     card = (out / "README.md").read_text()
-    for needle in ("library_name: sentence-transformers", "pooling | mean",
-                   "hidden states [1, 2]", "k = 8 of 384 components", "50 STS-B sentences",
-                   "(50 sentences)", "## STS evaluation", "| STSB |",
-                   f"{result.task_scores['STSBenchmark']:.2f}", "aggregation over subsets: all"):
+    for needle in (
+        "library_name: sentence-transformers",
+        "pooling | mean",
+        "hidden states [1, 2]",
+        "k = 8 of 384 components",
+        "50 STS-B sentences",
+        "(50 sentences)",
+        "## STS evaluation",
+        "| STSB |",
+        f"{result.task_scores['STSBenchmark']:.2f}",
+        "aggregation over subsets: all",
+    ):
         assert needle in card, needle
     info = json.loads((out / EXPORT_MARKER).read_text())
     assert info["layers"] == {"given": [1, -1], "indices": [1, 2]}
@@ -490,10 +563,27 @@ def test_cli_export(tiny_minilm_dir, tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(f"Sentence {i} is about topic {i % 7}." for i in range(80)) + "\n")
     out = tmp_path / "cli-export"
-    rc = main(["export", "--model", str(tiny_minilm_dir), "--layers", "1,-1", "--pooling", "cls",
-               "--whiten", str(corpus), "--n-components", "12", "--output", str(out),
-               "--sts", "stsb", "--data", str(small_sts_dir(tmp_path / "data", sts13_lines=5,
-                                                              stsb_lines=60))])
+    rc = main(
+        [
+            "export",
+            "--model",
+            str(tiny_minilm_dir),
+            "--layers",
+            "1,-1",
+            "--pooling",
+            "cls",
+            "--whiten",
+            str(corpus),
+            "--n-components",
+            "12",
+            "--output",
+            str(out),
+            "--sts",
+            "stsb",
+            "--data",
+            str(small_sts_dir(tmp_path / "data", sts13_lines=5, stsb_lines=60)),
+        ]
+    )
     assert rc == 0
     text = capsys.readouterr().out
     assert "whitening k=12" in text and "STS (Spearman x 100): STSBenchmark" in text
@@ -509,19 +599,47 @@ def test_cli_export(tiny_minilm_dir, tmp_path, capsys):
     # a saved all-but-the-top as --whiten DIR
     abtt_dir = tmp_path / "abtt"
     sentvec.AllButTheTop(2).fit(enc.encode(lines)).save(abtt_dir)
-    rc = main(["export", "--model", str(tiny_minilm_dir), "--layers", "1,-1", "--pooling", "cls",
-               "--whiten", str(abtt_dir), "--output", str(tmp_path / "cli-abtt")])
+    rc = main(
+        [
+            "export",
+            "--model",
+            str(tiny_minilm_dir),
+            "--layers",
+            "1,-1",
+            "--pooling",
+            "cls",
+            "--whiten",
+            str(abtt_dir),
+            "--output",
+            str(tmp_path / "cli-abtt"),
+        ]
+    )
     assert rc == 0 and "all-but-the-top D=2" in capsys.readouterr().out
     ref = sentvec.Pipeline(enc, sentvec.AllButTheTop.load(abtt_dir)).encode(sents)
     got = _st_encode(tmp_path / "cli-abtt", sents)
     assert np.abs(got - ref).max() <= ATOL  # |ref| ~ 3e-3 here: 80 near-identical lines
     # refusals print one error line and write nothing
     bad = tmp_path / "bad"
-    assert main(["export", "--model", str(tiny_minilm_dir), "--output", str(bad),
-                 "--serving-compatible"]) == 2
+    assert (
+        main(
+            [
+                "export",
+                "--model",
+                str(tiny_minilm_dir),
+                "--output",
+                str(bad),
+                "--serving-compatible",
+            ]
+        )
+        == 2
+    )
     assert "text-embeddings-inference" in capsys.readouterr().err and not bad.exists()
-    assert main(["export", "--model", str(tiny_minilm_dir), "--output", str(bad),
-                 "--n-components", "4"]) == 2
+    assert (
+        main(
+            ["export", "--model", str(tiny_minilm_dir), "--output", str(bad), "--n-components", "4"]
+        )
+        == 2
+    )
     assert "--n-components needs --whiten" in capsys.readouterr().err
     (bad / "x").mkdir(parents=True)
     assert main(["export", "--model", str(tiny_minilm_dir), "--output", str(bad)]) == 2

@@ -40,27 +40,42 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 settings.register_profile(
-    "ci", max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "60")), deadline=None,
-    derandomize=True, suppress_health_check=[HealthCheck.too_slow], database=None)
+    "ci",
+    max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "60")),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+    database=None,
+)
 # Long runs: no example database (nothing to replay), every health check off (they judge data
 # generation speed and size, not the readers), only the generate phase (shrinking a failure
 # would re-run the reader hundreds of times and count those runs as examples).
 settings.register_profile(
-    "long", max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "100000")), deadline=None,
-    suppress_health_check=list(HealthCheck), database=None, phases=[Phase.generate],
-    report_multiple_bugs=False, print_blob=True)
+    "long",
+    max_examples=int(os.environ.get("SENTVEC_FUZZ_EXAMPLES", "100000")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    database=None,
+    phases=[Phase.generate],
+    report_multiple_bugs=False,
+    print_blob=True,
+)
 settings.load_profile(os.environ.get("SENTVEC_FUZZ_PROFILE", "ci"))
 
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
 MODELS = ("tiny-bigram.bin", "tiny-unigram.bin", "tiny-maxvocab.bin")
-SENTENCES = [x for x in (REF / "sentences.txt").read_text(encoding="utf-8").splitlines()[:40]
-             if x.strip()]
+SENTENCES = [
+    x for x in (REF / "sentences.txt").read_text(encoding="utf-8").splitlines()[:40] if x.strip()
+]
 #: What the readers document (``ModelFormatError`` and ``UnicodeDecodeError`` are ValueErrors).
 DOCUMENTED = (ValueError, FileNotFoundError)
 
 _SHM = Path("/dev/shm")
-_WORK = Path(tempfile.mkdtemp(prefix="sentvec-fuzz-", dir=_SHM if _SHM.is_dir()
-                              and os.access(_SHM, os.W_OK) else None))
+_WORK = Path(
+    tempfile.mkdtemp(
+        prefix="sentvec-fuzz-", dir=_SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else None
+    )
+)
 
 #: Long runs: ``SENTVEC_FUZZ_REPORT=DIR`` records, per reader, the examples run, the time and
 #: every undocumented exception as it happens (so a run stopped by a timeout still reports).
@@ -72,10 +87,19 @@ _SEEDS: dict[str, int] = {}
 
 def _write_report(reader: str) -> None:
     n, t0, bad, last = _COUNTS[reader]
-    (Path(_REPORT) / f"{reader}.json").write_text(json.dumps(
-        {"reader": reader, "examples": n, "seconds": round(last - t0, 1),
-         "undocumented_exceptions": bad, "loadavg": [round(x, 2) for x in os.getloadavg()],
-         "stopped_by_budget": reader in _STOPPED, "byte_driver_seed": _SEEDS.get(reader)}))
+    (Path(_REPORT) / f"{reader}.json").write_text(
+        json.dumps(
+            {
+                "reader": reader,
+                "examples": n,
+                "seconds": round(last - t0, 1),
+                "undocumented_exceptions": bad,
+                "loadavg": [round(x, 2) for x in os.getloadavg()],
+                "stopped_by_budget": reader in _STOPPED,
+                "byte_driver_seed": _SEEDS.get(reader),
+            }
+        )
+    )
 
 
 def _tick(reader: str, exc: BaseException | None = None) -> None:
@@ -169,8 +193,9 @@ def _drive_with_bytes(run, reader: str, total: int) -> None:
                 break
         idle = idle + 1 if _COUNTS.get(reader, [0])[0] == before else 0
     if failures:
-        raise AssertionError(f"{reader}: {len(failures)} failing inputs (seed {seed}); first: "
-                             f"{failures[0]}")
+        raise AssertionError(
+            f"{reader}: {len(failures)} failing inputs (seed {seed}); first: {failures[0]}"
+        )
 
 
 class _Counted:
@@ -268,7 +293,7 @@ def bin_excerpt(data: bytes, nwords: int, bucket: int) -> bytes:
     head = bytearray(data[:92])
     struct.pack_into("<i", head, 40, bucket)
     struct.pack_into("<ii", head, 64, nwords + nlabels, nwords)
-    words = data[92:ends[nwords - 1]] + data[ends[nw - 1] if nw else 92:ends[-1]]
+    words = data[92 : ends[nwords - 1]] + data[ends[nw - 1] if nw else 92 : ends[-1]]
     out = [bytes(head), words, data[slice(*sec["prune"])], data[slice(*sec["quant"])]]
     for name, shape in (("input", "input_shape"), ("output", "output_shape")):
         rows, cols = struct.unpack_from("<qq", data, sec[shape][0])
@@ -280,7 +305,7 @@ def bin_excerpt(data: bytes, nwords: int, bucket: int) -> bytes:
         else:
             out.append(data[slice(*sec["qout"])])
         out.append(struct.pack("<qq", sum(b - a for a, b in keep), cols))
-        out += [data[start + 4 * cols * a:start + 4 * cols * b] for a, b in keep]
+        out += [data[start + 4 * cols * a : start + 4 * cols * b] for a, b in keep]
     return b"".join(out)
 
 
@@ -293,8 +318,11 @@ _SECTIONS = {name: bin_sections(data) for name, data in _BIN.items()}
 _BASE_VECTORS: dict[str, np.ndarray] = {}
 #: The models a .bin example mutates: the CI profile draws the whole reference files half of
 #: the time, the long profile one time in 20 (the excerpts make 10^5 examples affordable).
-_BIN_CHOICES = (MODELS + EXCERPTS * 19 if os.environ.get("SENTVEC_FUZZ_PROFILE") == "long"
-                else MODELS + EXCERPTS)
+_BIN_CHOICES = (
+    MODELS + EXCERPTS * 19
+    if os.environ.get("SENTVEC_FUZZ_PROFILE") == "long"
+    else MODELS + EXCERPTS
+)
 
 
 def _base_vectors(name: str) -> np.ndarray:
@@ -337,9 +365,14 @@ def bin_mutation(draw):
             a, n = a + 8 * draw(st.integers(0, 1)), 8
         if n in (4, 8):
             fmt = "<i" if n == 4 else "<q"
-            lo, hi = (-2**31, 2**31 - 1) if n == 4 else (-2**63, 2**63 - 1)
-            value = draw(st.one_of(st.integers(lo, hi), st.integers(-3, 3),
-                                   st.sampled_from([0, 1, 2, 100, 2**31 - 1])))
+            lo, hi = (-(2**31), 2**31 - 1) if n == 4 else (-(2**63), 2**63 - 1)
+            value = draw(
+                st.one_of(
+                    st.integers(lo, hi),
+                    st.integers(-3, 3),
+                    st.sampled_from([0, 1, 2, 100, 2**31 - 1]),
+                )
+            )
             struct.pack_into(fmt, data, a, value)
         else:
             data[a] = draw(st.integers(0, 255))
@@ -363,12 +396,13 @@ def test_bin_excerpts_are_models():
         full = Sent2Vec.load(REF / name, mmap=None)
         part = _load_bin_bytes(_BIN[f"{name}[:500]"], None)
         assert part.nwords == min(500, full.nwords) and part.dictionary.bucket == 500
-        assert part.words == full.words[:part.nwords]
-        np.testing.assert_array_equal(part.input_matrix[:part.nwords],
-                                      full.input_matrix[:part.nwords])
-        np.testing.assert_array_equal(part.output_matrix, full.output_matrix[:part.nwords])
+        assert part.words == full.words[: part.nwords]
+        np.testing.assert_array_equal(
+            part.input_matrix[: part.nwords], full.input_matrix[: part.nwords]
+        )
+        np.testing.assert_array_equal(part.output_matrix, full.output_matrix[: part.nwords])
         if full.dictionary.word_ngrams == 1:  # no n-gram buckets: the same sentence vectors
-            text = [" ".join(part.words[i:i + 7]) for i in range(1, 71, 7)]  # not </s>
+            text = [" ".join(part.words[i : i + 7]) for i in range(1, 71, 7)]  # not </s>
             np.testing.assert_array_equal(part.encode(text), full.encode(text))
 
 
@@ -391,15 +425,17 @@ def _check_bin_case(name, data, touched, kind, mmap):
     assert vectors.shape[0] == len(SENTENCES)
     if data == _BIN[name]:
         return
-    structural = [r for r in _structural_ranges(_SECTIONS[name])
-                  if any(r[0] <= t < r[1] for t in touched)]
+    structural = [
+        r for r in _structural_ranges(_SECTIONS[name]) if any(r[0] <= t < r[1] for t in touched)
+    ]
     a, b = _SECTIONS[name]["entries"]
     inside_words = kind == "bytes" and a < touched[0] < b  # a longer word: a valid vocabulary
     if kind == "truncate" or structural or (kind == "bytes" and not inside_words):
         # a changed header or count, or bytes removed / added: loading is allowed only if the
         # model's vectors are unchanged (e.g. a flipped sign bit of a count that stays valid)
-        np.testing.assert_array_equal(vectors, _vectors_without_header_flips(
-            name, data, touched, kind, structural))
+        np.testing.assert_array_equal(
+            vectors, _vectors_without_header_flips(name, data, touched, kind, structural)
+        )
     del model
 
 
@@ -465,9 +501,11 @@ def test_bin_long_run_failure_replayed(header):
     base = _base_vectors(name)
     rows, cols = np.nonzero(v != base)
     assert len(rows) == 7 and set(cols) == {10}  # the report's signature
-    for (r, c), (actual, desired) in {(1, 10): (1.3738795518875122, 1.3738789558410645),
-                                      (2, 10): (-0.4932554066181183, -0.49325594305992126),
-                                      (18, 10): (1.193434476852417, 1.1934340000152588)}.items():
+    for (r, c), (actual, desired) in {
+        (1, 10): (1.3738795518875122, 1.3738789558410645),
+        (2, 10): (-0.4932554066181183, -0.49325594305992126),
+        (18, 10): (1.193434476852417, 1.1934340000152588),
+    }.items():
         assert (float(v[r, c]), float(base[r, c])) == (actual, desired)
     _check_bin_case(name, bytes(data), [i, h], "flip", None)  # the corrected oracle passes
     data[8] ^= 1  # with dim 12 -> 13 as well, the file must not load
@@ -486,12 +524,18 @@ def test_bin_sections_cover_the_file():
 #: Small integers and the words of sentvec's configs are drawn on purpose, not left to the
 #: engine's bias (the byte-driven part of a long run draws uniformly).
 _JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.integers(-2**70, 2**70)
-    | st.floats(allow_nan=True) | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8)
     | st.sampled_from(["whitening", "sent2vec", "transformer", "float32", "cosine", "r", ""]),
-    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids,
-                                                               max_size=3),
-    max_leaves=6)
+    lambda kids: (
+        st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def _json_values():
@@ -547,8 +591,11 @@ def json_mutation(draw, obj):
 def _folder_files(folder: Path) -> dict[str, bytes]:
     """The files of ``folder`` (relative name -> bytes), read once per session."""
     if folder not in _FILES:
-        _FILES[folder] = {str(p.relative_to(folder)): p.read_bytes()
-                          for p in sorted(folder.rglob("*")) if p.is_file()}
+        _FILES[folder] = {
+            str(p.relative_to(folder)): p.read_bytes()
+            for p in sorted(folder.rglob("*"))
+            if p.is_file()
+        }
     return _FILES[folder]
 
 
@@ -566,7 +613,7 @@ def folder_mutation(draw, folder: Path):
         return name, draw(json_mutation(json.loads(raw)))
     data = bytearray(raw)
     if draw(st.booleans()):
-        del data[draw(st.integers(0, len(data))):]
+        del data[draw(st.integers(0, len(data))) :]
     else:
         for _ in range(draw(st.integers(1, 4))):
             i = draw(st.integers(0, max(len(data) - 1, 0)))
@@ -650,8 +697,9 @@ def _saved(kind: str) -> Path:
 
         text = _WORK / "lines.txt"
         text.write_text("\n".join(SENTENCES[:30]) + "\n", encoding="utf-8")
-        encode_file(Sent2Vec.load(REF / "tiny-bigram.bin"), text, d, shard_size=10,
-                    show_progress_bar=False)
+        encode_file(
+            Sent2Vec.load(REF / "tiny-bigram.bin"), text, d, shard_size=10, show_progress_bar=False
+        )
     return d
 
 
@@ -698,9 +746,13 @@ def _read_encode_output(d):
     assert X.shape == (m.n_lines, m.dim)  # a manifest that loads describes its vectors
 
 
-_FOLDER_READERS = {"whitening": _read_whitening, "sent2vec-dir": _read_sent2vec_dir,
-                   "pipeline": _read_pipeline, "search-index": _read_search_index,
-                   "encode": _read_encode_output}
+_FOLDER_READERS = {
+    "whitening": _read_whitening,
+    "sent2vec-dir": _read_sent2vec_dir,
+    "pipeline": _read_pipeline,
+    "search-index": _read_search_index,
+    "encode": _read_encode_output,
+}
 
 
 @pytest.mark.parametrize("kind", sorted(_FOLDER_READERS))
@@ -766,7 +818,7 @@ def _partner(name: str) -> str | None:
     """The SemEval file with as many lines as ``name`` (input <-> gold standard), if any."""
     for a, b in (("STS.input.", "STS.gs."), ("STS.gs.", "STS.input.")):
         if name.startswith(a):
-            return b + name[len(a):]
+            return b + name[len(a) :]
     return None
 
 
@@ -775,7 +827,7 @@ def text_file_mutation(draw, lines: list[bytes]):
     """A window of 1-30 lines of a real data file (from its first line, or from anywhere in the
     excerpt), with bytes / lines changed. Returns (first line, lines in the window, bytes)."""
     start = draw(st.one_of(st.just(0), st.integers(0, len(lines) - 1)))
-    lines = lines[start:start + draw(st.integers(1, 30))]
+    lines = lines[start : start + draw(st.integers(1, 30))]
     n = len(lines)
     for _ in range(draw(st.integers(0, 4))):
         i = draw(st.integers(0, len(lines) - 1))
@@ -804,7 +856,7 @@ def _write_mutation(root: Path, rel: str, lines: dict[str, list[bytes]], case) -
     (root / rel).write_bytes(data)
     partner = _partner(Path(rel).name)
     if partner is not None:
-        (root / rel).with_name(partner).write_bytes(b"\n".join(lines[partner][start:start + n]))
+        (root / rel).with_name(partner).write_bytes(b"\n".join(lines[partner][start : start + n]))
 
 
 @pytest.mark.parametrize("key", sorted(_STS_FILES))
@@ -830,8 +882,12 @@ def test_fuzz_sts_reader(key):
     _run_within_budget(run, f"sts-{key}")
 
 
-_TRANSFER_FILES = {"TREC": "TREC/TREC_10.label", "MRPC": "MRPC/msr_paraphrase_test.txt",
-                   "SST2": "SST/binary/sentiment-dev", "MR": "MR/rt-polarity.pos"}
+_TRANSFER_FILES = {
+    "TREC": "TREC/TREC_10.label",
+    "MRPC": "MRPC/msr_paraphrase_test.txt",
+    "SST2": "SST/binary/sentiment-dev",
+    "MR": "MR/rt-polarity.pos",
+}
 
 
 @pytest.mark.parametrize("task", sorted(_TRANSFER_FILES))

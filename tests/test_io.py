@@ -60,8 +60,10 @@ def test_atomic_directory_replaces_whole_directory_or_nothing(tmp_path):
 
 def _tree(root):
     """Every path under ``root`` with its file bytes (None for directories)."""
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    }
 
 
 def test_atomic_directory_refuses_files_and_foreign_directories(tmp_path):
@@ -72,12 +74,17 @@ def test_atomic_directory_refuses_files_and_foreign_directories(tmp_path):
     (tmp_path / "hf" / "config.json").write_text('{"format": "other"}', encoding="utf-8")
     (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
     before = _tree(tmp_path)
-    cases = [("notes.txt", {}, "is not a directory"),
-             ("dir", {}, "non-empty directory"),
-             ("dir", {"marker": "kind.json"}, "no kind.json"),
-             ("hf", {"marker": "config.json", "marker_format": "mine"},
-              "no config.json of format 'mine'"),
-             ("dangling", {}, "broken symbolic link")]
+    cases = [
+        ("notes.txt", {}, "is not a directory"),
+        ("dir", {}, "non-empty directory"),
+        ("dir", {"marker": "kind.json"}, "no kind.json"),
+        (
+            "hf",
+            {"marker": "config.json", "marker_format": "mine"},
+            "no config.json of format 'mine'",
+        ),
+        ("dangling", {}, "broken symbolic link"),
+    ]
     for name, kw, match in cases:
         with pytest.raises(FileExistsError, match=match) as exc:
             with atomic_directory(tmp_path / name, kind="a thing", **kw) as d:
@@ -154,9 +161,11 @@ def test_read_json_object_errors_name_the_file(tmp_path):
     assert read_json_object(good) == {"format": "x", "version": 1}
     with pytest.raises(FileNotFoundError):
         read_json_object(tmp_path / "missing.json")
-    for name, raw, match in [("list.json", b"[1, 2]", "holds a JSON list, expected an object"),
-                             ("bad.json", b"{not json", "is not valid JSON"),
-                             ("latin1.json", b'{"a": "\xe9"}', "is not valid JSON")]:
+    for name, raw, match in [
+        ("list.json", b"[1, 2]", "holds a JSON list, expected an object"),
+        ("bad.json", b"{not json", "is not valid JSON"),
+        ("latin1.json", b'{"a": "\xe9"}', "is not valid JSON"),
+    ]:
         p = tmp_path / name
         p.write_bytes(raw)
         with pytest.raises(ValueError, match=match) as exc:
@@ -179,7 +188,6 @@ def test_configs_holding_a_json_list_are_clear_value_errors(tmp_path):
     config.write_text("[]", encoding="utf-8")
     with pytest.raises(ValueError, match="expected an object"):
         SemanticSearch.load(index_dir)
-
 
 
 @pytest.mark.skipif(not os.path.ismount("/proc"), reason="needs a mount point at /proc")

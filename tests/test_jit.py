@@ -22,9 +22,13 @@ def _module(tmp_path, name: str, source: str):
 
 
 def test_is_cached_reads_numbas_index_per_signature(tmp_path):
-    mod = _module(tmp_path, "jit_probe_mod", "from numba import njit\n\n"
-                  "@njit(cache=True)\ndef f(x):\n    return x + 1\n\n"
-                  "@njit\ndef g(x):\n    return x + 1\n")
+    mod = _module(
+        tmp_path,
+        "jit_probe_mod",
+        "from numba import njit\n\n"
+        "@njit(cache=True)\ndef f(x):\n    return x + 1\n\n"
+        "@njit\ndef g(x):\n    return x + 1\n",
+    )
     assert not _jit.is_cached(mod.f, (1,))  # a new module: nothing on disk yet
     assert mod.f(1) == 2
     assert _jit.is_cached(mod.f, (1,))  # compiled and saved by numba
@@ -55,7 +59,8 @@ def test_spare_core_guess_needs_two_cpus_and_a_free_one(monkeypatch):
 def test_compile_child_runs_code_with_this_sentvec_and_can_be_stopped(tmp_path):
     out = tmp_path / "where.txt"
     child = _jit.compile_in_child(
-        f"import sentvec, pathlib; pathlib.Path({str(out)!r}).write_text(sentvec.__file__)")
+        f"import sentvec, pathlib; pathlib.Path({str(out)!r}).write_text(sentvec.__file__)"
+    )
     _jit.finish_child(child)
     assert child.returncode == 0
     import sentvec

@@ -58,9 +58,14 @@ def test_solve_is_the_inverse_oracle():
     np.testing.assert_allclose(np.tril(L) @ Z, B, atol=1e-10)
 
 
-@pytest.mark.parametrize("bad", [
-    np.zeros((3, 4)), np.zeros((3, 3), dtype=np.float32), np.zeros((3, 3), order="C")[:, :2],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.zeros((3, 4)),
+        np.zeros((3, 3), dtype=np.float32),
+        np.zeros((3, 3), order="C")[:, :2],
+    ],
+)
 def test_bad_matrices_are_rejected(bad):
     with pytest.raises(ValueError):
         cholesky_lower_inplace(bad)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from _helpers import small_sts_dir
 
+from sentvec.evaluation import STSSubset, STSTask
 from sentvec.evaluation.layers import (
     CombinationScorer,
     LayerAnalysis,
@@ -23,7 +24,6 @@ from sentvec.evaluation.layers import (
     search_combinations,
 )
 from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve
-from sentvec.evaluation import STSSubset, STSTask
 
 
 def _per_layer(n=6, K=5, d=4, seed=0):
@@ -31,6 +31,7 @@ def _per_layer(n=6, K=5, d=4, seed=0):
 
 
 # ---------------------------------------------------------------- combination math
+
 
 def test_combine_layers_is_mean_of_chosen_layers():
     P = _per_layer()
@@ -46,8 +47,9 @@ def test_combine_layers_is_mean_of_chosen_layers():
     np.testing.assert_array_equal(combine_layers(P, (1, -1)), combine_layers(P, (4, 1)))
     # float16 vectors are widened to float32 exactly; integers are refused
     half = P.astype(np.float16)
-    np.testing.assert_array_equal(combine_layers(half, (1, 4)),
-                                  combine_layers(half.astype(np.float32), (1, 4)))
+    np.testing.assert_array_equal(
+        combine_layers(half, (1, 4)), combine_layers(half.astype(np.float32), (1, 4))
+    )
     with pytest.raises(TypeError, match="float16, float32 or float64"):
         combine_layers(P.astype(np.int64), (1, 4))
 
@@ -85,9 +87,16 @@ def test_pooling_then_averaging_vs_averaging_then_pooling(pooling):
         np.testing.assert_allclose(ours, token_avg_then_pool, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("bad, match", [((), "at least one"), ((1, 1), "more than once"),
-                                        ((5,), "out of range"), ((-6,), "out of range"),
-                                        ((1.5,), "not an integer")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ((), "at least one"),
+        ((1, 1), "more than once"),
+        ((5,), "out of range"),
+        ((-6,), "out of range"),
+        ((1.5,), "not an integer"),
+    ],
+)
 def test_normalize_combination_errors(bad, match):
     with pytest.raises(ValueError, match=match):
         normalize_combination(bad, 5)
@@ -101,6 +110,7 @@ def test_normalize_and_label():
 
 
 # ---------------------------------------------------------------- search (synthetic scores)
+
 
 class _SyntheticScorer(CombinationScorer):
     """Score = a fixed, known function of the layer set (no STS data needed)."""
@@ -131,8 +141,12 @@ def test_pairs_cover_upper_triangle_once():
     pairs = evaluate_pairs(s, whitening=("none", "year"))
     assert len(pairs) == 2 * 28
     got = {(p.layers, p.whitening) for p in pairs}
-    want = {((i,) if i == j else (i, j), w) for w in ("none", "year")
-            for i in range(7) for j in range(i, 7)}
+    want = {
+        ((i,) if i == j else (i, j), w)
+        for w in ("none", "year")
+        for i in range(7)
+        for j in range(i, 7)
+    }
     assert got == want
     assert s.calls == 56
     evaluate_pairs(s)  # memoised: no new scoring
@@ -164,15 +178,20 @@ def test_threaded_year_scoring_never_touches_the_global_warning_filters(monkeypa
     real = warnings.catch_warnings
 
     def main_thread_only(*args, **kwargs):
-        assert threading.current_thread() is threading.main_thread(), \
+        assert threading.current_thread() is threading.main_thread(), (
             "warnings.catch_warnings used in a scoring thread"
+        )
         return real(*args, **kwargs)
 
     monkeypatch.setattr(warnings, "catch_warnings", main_thread_only)
     rng = np.random.default_rng(0)
     sents = [f"s{i}" for i in range(12)]
-    task = STSTask("T", (STSSubset("a", tuple(sents[:6]), tuple(sents[6:]),
-                                   rng.uniform(0, 5, 6)),), "raw", "test")
+    task = STSTask(
+        "T",
+        (STSSubset("a", tuple(sents[:6]), tuple(sents[6:]), rng.uniform(0, 5, 6)),),
+        "raw",
+        "test",
+    )
     P = rng.standard_normal((12, 4, 16)).astype(np.float32)  # 12 rows < 16 dims: singular
     scorer = CombinationScorer(P, [task], sents, n_jobs=3)
     with real(record=True) as rec:
@@ -194,16 +213,16 @@ def test_exhaustive_search_matches_brute_force_for_7_states():
     for sb in res:
         assert sb.method == "exhaustive" and sb.n_possible == math.comb(7, sb.n_layers)
         assert sb.n_evaluated == sb.n_possible
-        brute = max(itertools.combinations(range(7), sb.n_layers),
-                    key=lambda c: s.truth(c, sb.whitening))
+        brute = max(
+            itertools.combinations(range(7), sb.n_layers), key=lambda c: s.truth(c, sb.whitening)
+        )
         assert sb.best.layers == brute
         assert sb.best.average == pytest.approx(s.truth(brute, sb.whitening))
 
 
 def test_search_without_embedding_layer_and_max_layers():
     s = _SyntheticScorer(7, seed=2)
-    res = search_combinations(s, whitening=("none",), include_embedding_layer=False,
-                              max_layers=3)
+    res = search_combinations(s, whitening=("none",), include_embedding_layer=False, max_layers=3)
     assert [r.n_layers for r in res] == [1, 2, 3]
     assert all(0 not in r.best.layers for r in res)
     assert [r.n_possible for r in res] == [6, 15, 20]
@@ -220,7 +239,7 @@ def test_beam_search_budget_for_13_states():
             assert r.n_evaluated <= 4 * (13 - r.n_layers + 1) < r.n_possible
         # the reported best is the true score of that combination
         assert r.best.average == pytest.approx(s.truth(r.best.layers, "none"))
-    assert s.n_scored < 1000 < 2 ** 13 - 1
+    assert s.n_scored < 1000 < 2**13 - 1
     # beam never reports more than the exhaustive optimum
     for r in res:
         opt = max(s.truth(c, "none") for c in itertools.combinations(range(13), r.n_layers))
@@ -229,15 +248,28 @@ def test_beam_search_budget_for_13_states():
 
 # ---------------------------------------------------------------- results and plots
 
+
 def _analysis(K=4):
     s = _SyntheticScorer(K, seed=4)
     pairs = evaluate_pairs(s)
     sizes = search_combinations(s)
-    return LayerAnalysis(model="synthetic", encoder={"model": "synthetic"}, pooling="mean",
-                         text_variant="senteval", aggregation="mean", n_components=None,
-                         n_hidden_states=K, n_sentences=1, tasks=("T",), pairs=pairs,
-                         by_size=sizes, include_embedding_layer=True, exhaustive_limit=128,
-                         beam_width=8, timings=LayerTimings(1.0, False, 0.5, 0.25, s.n_scored))
+    return LayerAnalysis(
+        model="synthetic",
+        encoder={"model": "synthetic"},
+        pooling="mean",
+        text_variant="senteval",
+        aggregation="mean",
+        n_components=None,
+        n_hidden_states=K,
+        n_sentences=1,
+        tasks=("T",),
+        pairs=pairs,
+        by_size=sizes,
+        include_embedding_layer=True,
+        exhaustive_limit=128,
+        beam_width=8,
+        timings=LayerTimings(1.0, False, 0.5, 0.25, s.n_scored),
+    )
 
 
 def test_analysis_matrix_best_and_json_roundtrip():
@@ -264,18 +296,31 @@ def test_undefined_scores_rank_last_and_serialise_as_null():
     pairs = evaluate_pairs(s, whitening=("none",))
     sizes = search_combinations(s, whitening=("none",), max_layers=4)
     assert all(0 not in r.best.layers and math.isfinite(r.best.average) for r in sizes)
-    a = LayerAnalysis(model="m", encoder={}, pooling="mean", text_variant="senteval",
-                      aggregation="mean", n_components=None, n_hidden_states=5, n_sentences=1,
-                      tasks=("T",), pairs=pairs, by_size=sizes, include_embedding_layer=True,
-                      exhaustive_limit=128, beam_width=8,
-                      timings=LayerTimings(0.0, True, 0.0, 0.0, s.n_scored))
+    a = LayerAnalysis(
+        model="m",
+        encoder={},
+        pooling="mean",
+        text_variant="senteval",
+        aggregation="mean",
+        n_components=None,
+        n_hidden_states=5,
+        n_sentences=1,
+        tasks=("T",),
+        pairs=pairs,
+        by_size=sizes,
+        include_embedding_layer=True,
+        exhaustive_limit=128,
+        beam_width=8,
+        timings=LayerTimings(0.0, True, 0.0, 0.0, s.n_scored),
+    )
     assert 0 not in a.best_pair("none").layers
     text = a.to_json()
     assert "NaN" not in text  # standard JSON
     back = LayerAnalysis.from_dict(json.loads(text))
     assert math.isnan(back.pair_matrix("none")[0, 1])
-    np.testing.assert_array_equal(np.isnan(back.pair_matrix("none")),
-                                  np.isnan(a.pair_matrix("none")))
+    np.testing.assert_array_equal(
+        np.isnan(back.pair_matrix("none")), np.isnan(a.pair_matrix("none"))
+    )
 
 
 def test_plots_write_png(tmp_path):
@@ -288,6 +333,7 @@ def test_plots_write_png(tmp_path):
 
 
 # ---------------------------------------------------------------- with a real (2-layer) model
+
 
 def _small_sts_dir(root: Path) -> Path:
     """The first 70 lines of STS13's 3 subsets and 200 STS-B test pairs."""
@@ -304,21 +350,18 @@ def small_sts(tmp_path_factory):
 
 @pytest.mark.slow
 def test_search_best_pair_equals_encoder_with_that_pair(tiny_minilm, small_sts, tmp_path):
-    from sentvec.cache import VectorCache
-    from sentvec.cache import pooled_layer_vectors
-    from sentvec.evaluation.layers import analyze_layers
+    from sentvec.cache import VectorCache, pooled_layer_vectors
     from sentvec.evaluation import score_sts, unique_sentences
+    from sentvec.evaluation.layers import analyze_layers
 
     _, tasks = small_sts
     sents = unique_sentences(tasks)
     cache = VectorCache(tmp_path)
     # k = 32: the small slice has about as many fit rows as dimensions (see test_cli_layers)
-    a = analyze_layers(tiny_minilm, tasks, cache=cache, n_components=32,
-                       show_progress_bar=False)
+    a = analyze_layers(tiny_minilm, tasks, cache=cache, n_components=32, show_progress_bar=False)
     assert a.n_hidden_states == 3 and not a.timings.cache_hit
     assert len(a.pairs) == 2 * 6 and a.timings.n_scored == 2 * 7
-    vecs, hit, _ = pooled_layer_vectors(tiny_minilm, sents, cache=cache,
-                                        text_variant="senteval")
+    vecs, hit, _ = pooled_layer_vectors(tiny_minilm, sents, cache=cache, text_variant="senteval")
     assert hit
     best = a.best_pair("none")
     # the encoder configured with that pair gives bit-identical vectors ...
@@ -331,8 +374,7 @@ def test_search_best_pair_equals_encoder_with_that_pair(tiny_minilm, small_sts, 
         assert res.average == score.average
         assert tuple(res.task_scores.items()) == score.task_scores
     # second run: per-layer vectors from the disk cache, identical results
-    b = analyze_layers(tiny_minilm, tasks, cache=cache, n_components=32,
-                       show_progress_bar=False)
+    b = analyze_layers(tiny_minilm, tasks, cache=cache, n_components=32, show_progress_bar=False)
     assert b.timings.cache_hit
     assert b.pairs == a.pairs and b.by_size == a.by_size
 
@@ -349,12 +391,16 @@ def test_pooled_layer_vectors_names_an_encoder_missing_a_pooling():
 
     vecs, hit, _ = pooled_layer_vectors(MeanOnly(), ["a", "b"], pooling="mean")
     assert vecs["mean"].shape == (2, 3, 4) and not hit
-    with pytest.raises(ValueError, match=r"returned \['mean'\], not a dict holding every "
-                                         r"requested pooling"):
+    with pytest.raises(
+        ValueError,
+        match=r"returned \['mean'\], not a dict holding every "
+        r"requested pooling",
+    ):
         pooled_layer_vectors(MeanOnly(), ["a", "b"], pooling=("cls", "mean"))
 
 
 # ---------------------------------------------------------------- scorer = score_sts oracle
+
 
 def _layer_vectors(tasks, seed=0, d=12, K=5):
     from sentvec.evaluation import unique_sentences
@@ -387,10 +433,12 @@ def test_scorer_equals_score_sts_of_combined_vectors_exactly(small_sts, n_jobs):
             assert sc.average == want.average
             assert dict(sc.task_scores) == want.task_scores
         full = scorer.result((1, 4), "year")
-    assert full.average == score_sts(tasks, sents, combine_layers(P, (1, 4)),
-                                     whitening="year").average
+    assert (
+        full.average == score_sts(tasks, sents, combine_layers(P, (1, 4)), whitening="year").average
+    )
     assert full.whitening.mode == "year" and full.whitening.fit_size == sum(
-        2 * sub.n_pairs for t in tasks for sub in t.subsets)
+        2 * sub.n_pairs for t in tasks for sub in t.subsets
+    )
 
 
 def test_scorer_refuses_non_finite_per_layer_vectors(small_sts):
@@ -399,8 +447,11 @@ def test_scorer_refuses_non_finite_per_layer_vectors(small_sts):
     P[3, 2, 5] = np.nan
     scorer = CombinationScorer(P, tasks, sents, n_jobs=1)
     assert scorer.score((0, 1)).average == scorer.score((0, 1)).average  # NaN-free layers fine
-    with pytest.raises(ValueError, match=r"L1\+L2 has 1 non-finite values: per_layer holds "
-                                         r"NaN or inf in L2$"):
+    with pytest.raises(
+        ValueError,
+        match=r"L1\+L2 has 1 non-finite values: per_layer holds "
+        r"NaN or inf in L2$",
+    ):
         scorer.score((1, 2))
 
 
@@ -426,4 +477,5 @@ def test_scorer_shapes_and_byte_order(small_sts):
             CombinationScorer(np.zeros(shape, np.float32), tasks, sents)
     big = CombinationScorer(P.astype(">f4"), tasks, sents, n_jobs=1)  # big-endian float32
     assert big.score((1, 4), "year") == CombinationScorer(P, tasks, sents, n_jobs=1).score(
-        (1, 4), "year")
+        (1, 4), "year"
+    )

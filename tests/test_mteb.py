@@ -46,19 +46,36 @@ def _stsb_task(sts_task):
     from mteb.abstasks.task_metadata import TaskMetadata
 
     sub = sts_task.subsets[0]
-    data = datasets.Dataset.from_dict({"sentence1": list(sub.sent1), "sentence2": list(sub.sent2),
-                                       "score": [float(g) for g in sub.gold]})
+    data = datasets.Dataset.from_dict(
+        {
+            "sentence1": list(sub.sent1),
+            "sentence2": list(sub.sent2),
+            "score": [float(g) for g in sub.gold],
+        }
+    )
 
     class LocalSTSB(AbsTaskSTS):
         min_score, max_score = 0, 5
         metadata = TaskMetadata(
-            name="SentvecLocalSTSB", description="STS-B test split shipped with sentvec",
+            name="SentvecLocalSTSB",
+            description="STS-B test split shipped with sentvec",
             dataset={"path": "sentvec/local-stsb", "revision": "local"},
-            reference=None, type="STS", category="t2t", modalities=["text"],
-            eval_splits=["test"], eval_langs=["eng-Latn"], main_score="cosine_spearman",
-            date=None, domains=None, task_subtypes=None, license=None,
-            annotations_creators=None, dialect=None, sample_creation=None,
-            bibtex_citation="")
+            reference=None,
+            type="STS",
+            category="t2t",
+            modalities=["text"],
+            eval_splits=["test"],
+            eval_langs=["eng-Latn"],
+            main_score="cosine_spearman",
+            date=None,
+            domains=None,
+            task_subtypes=None,
+            license=None,
+            annotations_creators=None,
+            dialect=None,
+            sample_creation=None,
+            bibtex_citation="",
+        )
 
         def load_data(self, **kwargs):
             self.dataset = {"default": datasets.DatasetDict({"test": data})}
@@ -90,17 +107,27 @@ def test_mteb_evaluate_matches_evaluate_sts(whitened_pipeline):
     assert isinstance(model, mteb.models.EncoderProtocol)
     meta = MTEBEncoder(whitened_pipeline).mteb_model_meta
     assert (meta.embed_dim, meta.name, meta.similarity_fn_name) == (
-        64, "sentvec/model-mean-L1+L2-whiten64", "cosine")  # last path component
-    res = mteb.evaluate(model, _stsb_task(task), cache=None, show_progress_bar=False,
-                        encode_kwargs={"batch_size": 16})
+        64,
+        "sentvec/model-mean-L1+L2-whiten64",
+        "cosine",
+    )  # last path component
+    res = mteb.evaluate(
+        model,
+        _stsb_task(task),
+        cache=None,
+        show_progress_bar=False,
+        encode_kwargs={"batch_size": 16},
+    )
     (task_result,) = res.task_results
     main = task_result.get_score()  # main_score averaged over splits and subsets (one each)
     assert memo.calls == 3  # evaluate_sts once, MTEB once per side: the adapter was used
     # MTEB's cosine is sklearn's paired_cosine_distances on float32 vectors, sentvec's is
     # float64: the rounding differs by ~1e-7, far below the gap between neighbouring cosines,
     # so the ranks (and Spearman) agree to ~1e-9 x 100
-    print(f"\nMTEB main_score x 100 = {100 * main:.10f}, evaluate_sts(all) = "
-          f"{ours.task_scores['STSBenchmark']:.10f}")
+    print(
+        f"\nMTEB main_score x 100 = {100 * main:.10f}, evaluate_sts(all) = "
+        f"{ours.task_scores['STSBenchmark']:.10f}"
+    )
     assert abs(100 * main - ours.task_scores["STSBenchmark"]) <= 1e-6 * 100
     assert 40 < ours.task_scores["STSBenchmark"] < 95  # measured 50.62: a real model
 
@@ -118,8 +145,9 @@ def test_encode_1x_signature_and_dataloader(tiny_minilm):
     np.testing.assert_array_equal(got, ref)
     # mteb 2.x: a DataLoader of {"text": [...]} batches
     loader = torch.utils.data.DataLoader([{"text": s} for s in sents], batch_size=2)
-    np.testing.assert_array_equal(model.encode(loader, task_metadata=None, hf_split="test",
-                                               hf_subset="default"), ref)
+    np.testing.assert_array_equal(
+        model.encode(loader, task_metadata=None, hf_split="test", hf_subset="default"), ref
+    )
     unit = MTEBEncoder(tiny_minilm, normalize=True).encode(sents)
     np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-6)
     cos = model.similarity_pairwise(ref[:2], ref[1:])
@@ -136,8 +164,10 @@ def test_not_imported_by_sentvec():
     import subprocess
     import sys
 
-    code = ("import sys, sentvec; sentvec.Pipeline; "
-            "assert 'mteb' not in sys.modules and 'sentence_transformers' not in sys.modules; "
-            "assert 'sentvec.integrations.mteb' not in sys.modules; "
-            "from sentvec.integrations import MTEBEncoder; assert 'mteb' not in sys.modules")
+    code = (
+        "import sys, sentvec; sentvec.Pipeline; "
+        "assert 'mteb' not in sys.modules and 'sentence_transformers' not in sys.modules; "
+        "assert 'sentvec.integrations.mteb' not in sys.modules; "
+        "from sentvec.integrations import MTEBEncoder; assert 'mteb' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -18,10 +18,14 @@ pytest.importorskip("torch")
 
 TOL = 1e-5
 
-SENTENCES = (
-    ["", "   ", "a", "The cat sat on the mat.", "naïve café — ünïcödé ✓ 文字", "word " * 300]
-    + [f"sentence {i} " + "more words " * (i % 23) for i in range(40)]
-)
+SENTENCES = [
+    "",
+    "   ",
+    "a",
+    "The cat sat on the mat.",
+    "naïve café — ünïcödé ✓ 文字",
+    "word " * 300,
+] + [f"sentence {i} " + "more words " * (i % 23) for i in range(40)]
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +39,9 @@ def minilm_pair(minilm_path, onnx_cache):
     from sentvec.encoders.transformer import TransformerEncoder
 
     torch_enc = TransformerEncoder.from_pretrained(minilm_path, device="cpu")
-    onnx_enc = TransformerEncoder.from_pretrained(minilm_path, backend="onnx",
-                                                  onnx_cache_dir=onnx_cache)
+    onnx_enc = TransformerEncoder.from_pretrained(
+        minilm_path, backend="onnx", onnx_cache_dir=onnx_cache
+    )
     return torch_enc, onnx_enc
 
 
@@ -44,12 +49,13 @@ def minilm_pair(minilm_path, onnx_cache):
 def test_onnx_vectors_match_torch_for_every_pooling(minilm_pair, pooling):
     torch_enc, onnx_enc = minilm_pair
     with pytest.warns(UserWarning, match="truncated"):
-        ref = torch_enc.with_options(pooling=pooling, layers=(1, -1)).encode(SENTENCES, batch_size=8)
+        ref = torch_enc.with_options(pooling=pooling, layers=(1, -1)).encode(
+            SENTENCES, batch_size=8
+        )
     with pytest.warns(UserWarning, match="truncated"):
         got = onnx_enc.with_options(pooling=pooling, layers=(1, -1)).encode(SENTENCES, batch_size=8)
     assert got.dtype == np.float32 and got.shape == ref.shape == (len(SENTENCES), 384)
     assert float(np.abs(got - ref).max()) <= TOL
-
 
 
 def test_onnx_last_layer_alone_matches_torch(minilm_pair):
@@ -97,9 +103,14 @@ def test_a_corrupt_cached_graph_is_exported_again(tiny_minilm, tmp_path):
     ref = enc.encode(SENTENCES[:20])
     from sentvec.encoders.transformer import TransformerEncoder
 
-    onnx_enc = TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="onnx",
-                                  onnx_cache_dir=tmp_path, layers=(1, -1),
-                                  max_length=tiny_minilm.max_length)
+    onnx_enc = TransformerEncoder(
+        tiny_minilm.model,
+        tiny_minilm.tokenizer,
+        backend="onnx",
+        onnx_cache_dir=tmp_path,
+        layers=(1, -1),
+        max_length=tiny_minilm.max_length,
+    )
     assert float(np.abs(onnx_enc.encode(SENTENCES[:20]) - ref).max()) <= TOL
 
 
@@ -107,8 +118,13 @@ def test_onnx_backend_refuses_bad_options(tiny_minilm, tmp_path):
     from sentvec.encoders.transformer import TransformerEncoder
 
     with pytest.raises(ValueError, match="CPU only"):
-        TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="onnx",
-                           device="cuda", onnx_cache_dir=tmp_path)
+        TransformerEncoder(
+            tiny_minilm.model,
+            tiny_minilm.tokenizer,
+            backend="onnx",
+            device="cuda",
+            onnx_cache_dir=tmp_path,
+        )
     with pytest.raises(ValueError, match="backend"):
         TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="tensorrt")
 
@@ -123,8 +139,23 @@ def test_cli_model_backend_onnx_matches_torch(tiny_minilm_dir, tmp_path, monkeyp
     outs = {}
     for backend in ("torch", "onnx"):
         out = tmp_path / f"vec-{backend}"
-        assert main(["encode", "--model", str(tiny_minilm_dir), "--input", str(corpus),
-                     "--output", str(out), "--model-backend", backend, "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "encode",
+                    "--model",
+                    str(tiny_minilm_dir),
+                    "--input",
+                    str(corpus),
+                    "--output",
+                    str(out),
+                    "--model-backend",
+                    backend,
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         outs[backend] = load_embeddings(out)
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["encoder"].get("backend", "torch") == backend
@@ -139,8 +170,20 @@ def test_cli_model_backend_is_refused_for_sent2vec(tmp_path, capsys):
     model = "tests/data/sent2vec-reference/tiny-bigram.bin"
     corpus = tmp_path / "c.txt"
     corpus.write_text("a b c\n", encoding="utf-8")
-    rc = main(["encode", "--model", model, "--input", str(corpus), "--output",
-               str(tmp_path / "o"), "--model-backend", "onnx", "--no-progress"])
+    rc = main(
+        [
+            "encode",
+            "--model",
+            model,
+            "--input",
+            str(corpus),
+            "--output",
+            str(tmp_path / "o"),
+            "--model-backend",
+            "onnx",
+            "--no-progress",
+        ]
+    )
     assert rc == 2
     assert "backend" in capsys.readouterr().err
 
@@ -168,9 +211,15 @@ def test_a_cached_graph_with_damaged_weights_is_caught_and_exported_again(tiny_m
     from sentvec.encoders.transformer import TransformerEncoder
 
     ref = tiny_minilm.encode(SENTENCES[6:30])
-    got = TransformerEncoder(tiny_minilm.model, tiny_minilm.tokenizer, backend="onnx",
-                             onnx_cache_dir=tmp_path, layers=(1, -1),
-                             max_length=tiny_minilm.max_length, _onnx=second).encode(SENTENCES[6:30])
+    got = TransformerEncoder(
+        tiny_minilm.model,
+        tiny_minilm.tokenizer,
+        backend="onnx",
+        onnx_cache_dir=tmp_path,
+        layers=(1, -1),
+        max_length=tiny_minilm.max_length,
+        _onnx=second,
+    ).encode(SENTENCES[6:30])
     assert float(np.abs(got - ref).max()) <= TOL
 
 

@@ -112,12 +112,15 @@ def test_load_encoder_missing_bin_is_a_clear_error_not_a_hub_lookup():
 
 
 def _tree(root):
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    }
 
 
-def test_pipeline_save_refuses_to_replace_foreign_files_and_directories(s2v, sentences, tmp_path,
-                                                                        monkeypatch):
+def test_pipeline_save_refuses_to_replace_foreign_files_and_directories(
+    s2v, sentences, tmp_path, monkeypatch
+):
     w = Whitening(n_components=4).fit(s2v.encode(sentences))
     pipe = Pipeline(s2v, w)
     (tmp_path / "dir").mkdir()
@@ -139,8 +142,9 @@ def test_pipeline_save_refuses_to_replace_foreign_files_and_directories(s2v, sen
     (tmp_path / "empty").mkdir()
     for name in ("new", "empty", "new"):
         pipe.save(tmp_path / name)
-        np.testing.assert_array_equal(Pipeline.load(tmp_path / name).encode(sentences[:3]),
-                                      pipe.encode(sentences[:3]))
+        np.testing.assert_array_equal(
+            Pipeline.load(tmp_path / name).encode(sentences[:3]), pipe.encode(sentences[:3])
+        )
 
 
 def test_whitening_save_refuses_foreign_directories(s2v, sentences, tmp_path):
@@ -157,7 +161,8 @@ def test_whitening_save_refuses_foreign_directories(s2v, sentences, tmp_path):
     w2 = Whitening(n_components=2).fit(s2v.encode(sentences))
     w2.save(tmp_path / "w")  # a saved Whitening is replaced as a whole
     assert sorted(p.name for p in (tmp_path / "w").iterdir()) == sorted(
-        ["whitening.json", "mean.npy", "components.npy", "explained_variance.npy", "scatter.npy"])
+        ["whitening.json", "mean.npy", "components.npy", "explained_variance.npy", "scatter.npy"]
+    )
     assert Whitening.load(tmp_path / "w").n_components_ == 2
 
 
@@ -209,8 +214,11 @@ def test_whitening_of_another_width_is_refused_before_any_encoding(s2v, tmp_path
     from sentvec.encode_files import encode_file
 
     w = Whitening().fit(np.random.default_rng(0).normal(size=(60, s2v.dim + 1)))
-    with pytest.raises(ValueError, match=rf"fitted on {s2v.dim + 1}-dimensional vectors, but "
-                                         rf"the encoder gives {s2v.dim}-dimensional"):
+    with pytest.raises(
+        ValueError,
+        match=rf"fitted on {s2v.dim + 1}-dimensional vectors, but "
+        rf"the encoder gives {s2v.dim}-dimensional",
+    ):
         Pipeline(s2v, w)
     # a saved pipeline edited to hold such a whitening does not load either
     good = Whitening().fit(np.random.default_rng(0).normal(size=(60, s2v.dim)))
@@ -236,11 +244,13 @@ def test_edited_pipeline_json_is_a_clear_error(s2v, tmp_path):
     Pipeline(s2v, w).save(tmp_path / "p")
     cfg_path = tmp_path / "p" / "pipeline.json"
     good = json.loads(cfg_path.read_text())
-    for change, match in [({"encoder": "x"}, "'encoder' must be an object"),
-                          ({"whitening": "x"}, "'whitening' must be an object"),
-                          ({"whitening": {"path": "../elsewhere"}}, "not a sub-directory name"),
-                          ({"encoder": {**good["encoder"], "path": "/etc"}}, "not a sub-directory"),
-                          ({"version": True}, "unsupported pipeline version True")]:
+    for change, match in [
+        ({"encoder": "x"}, "'encoder' must be an object"),
+        ({"whitening": "x"}, "'whitening' must be an object"),
+        ({"whitening": {"path": "../elsewhere"}}, "not a sub-directory name"),
+        ({"encoder": {**good["encoder"], "path": "/etc"}}, "not a sub-directory"),
+        ({"version": True}, "unsupported pipeline version True"),
+    ]:
         cfg_path.write_text(json.dumps({**good, **change}))
         with pytest.raises(ValueError, match=match):
             Pipeline.load(tmp_path / "p")
@@ -280,7 +290,8 @@ def test_sent2vec_pipeline_saves_and_loads_without_torch(tmp_path):
         assert "torch" not in sys.modules and "transformers" not in sys.modules
         print("ok")
     """)
-    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"

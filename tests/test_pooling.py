@@ -27,7 +27,7 @@ def _batch(seed=0, B=4, T=7, d=5, left=False):
     mask = np.zeros((B, T), dtype=np.int64)
     for b, n in enumerate(lengths):
         if left:
-            mask[b, T - n:] = 1
+            mask[b, T - n :] = 1
         else:
             mask[b, :n] = 1
     hidden = rng.standard_normal((B, T, d)).astype(np.float32)
@@ -104,7 +104,9 @@ def test_pooling_does_not_modify_inputs(mode):
 
 def test_unknown_pooling_lists_options():
     hidden, mask = _batch()
-    with pytest.raises(ValueError, match=r"pooling='avg' is invalid; expected one of \['cls', 'max', 'mean'\]"):
+    with pytest.raises(
+        ValueError, match=r"pooling='avg' is invalid; expected one of \['cls', 'max', 'mean'\]"
+    ):
         pool(_t(hidden), _t(mask), "avg")
     with pytest.raises(ValueError, match="mean_mode"):
         mean_pool(_t(hidden), _t(mask), mean_mode="approx")
@@ -145,8 +147,12 @@ def test_average_layers_and_pool_layers():
         b = pool_layers(layers, _t(mask), mode, (1, 3)).numpy()
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     # mean of L1 and L_last equals a numpy masked mean of the averaged layers
-    np.testing.assert_allclose(pool_layers(layers, _t(mask), "mean", (1, 3)).numpy(),
-                               _np_mean((raw[1] + raw[3]) / 2, mask), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        pool_layers(layers, _t(mask), "mean", (1, 3)).numpy(),
+        _np_mean((raw[1] + raw[3]) / 2, mask),
+        rtol=1e-5,
+        atol=1e-6,
+    )
 
 
 def test_normalize_layers():

@@ -37,8 +37,11 @@ def _vocabulary(model):
     """word -> (row, count), without </s> and <PLACEHOLDER>, read straight from the model."""
     d = model.dictionary
     M = np.asarray(model.input_matrix, dtype=np.float64)
-    return {w: (M[i], int(c)) for i, (w, c) in enumerate(zip(d.words, d.counts))
-            if w not in ("</s>", "<PLACEHOLDER>")}
+    return {
+        w: (M[i], int(c))
+        for i, (w, c) in enumerate(zip(d.words, d.counts))
+        if w not in ("</s>", "<PLACEHOLDER>")
+    }
 
 
 def _tokens(line):
@@ -77,7 +80,7 @@ def _usif_oracle(vocab, n=11, m=5):
     _, s, vt = np.linalg.svd(X, full_matrices=False)
     s = s[:m]
     for i in range(m):
-        lam = s[i] ** 2 / np.sum(s ** 2)
+        lam = s[i] ** 2 / np.sum(s**2)
         X = X - lam * np.outer(X @ vt[i], vt[i])
     return X, a
 
@@ -125,24 +128,28 @@ def test_abtt_equals_paper_transcription_on_word_vectors(model, D):
     np.testing.assert_allclose(got, want, rtol=0, atol=TOL)
     # mergeable: statistics of two halves give the same fit
     stats = WhiteningStatistics.from_array(W[:5000]).merge(WhiteningStatistics.from_array(W[5000:]))
-    np.testing.assert_allclose(AllButTheTop(D).fit_statistics(stats).transform(W), want,
-                               rtol=0, atol=TOL)
+    np.testing.assert_allclose(
+        AllButTheTop(D).fit_statistics(stats).transform(W), want, rtol=0, atol=TOL
+    )
 
 
 def test_abtt_equals_transcription_on_sentence_vectors(model):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         E = model.encode(LINES[:480])
-    np.testing.assert_allclose(AllButTheTop(1).fit_transform(E),
-                               _abtt_oracle(E.astype(np.float64), 1), rtol=0, atol=TOL)
+    np.testing.assert_allclose(
+        AllButTheTop(1).fit_transform(E), _abtt_oracle(E.astype(np.float64), 1), rtol=0, atol=TOL
+    )
 
 
 def test_postprocessors_save_load_and_pipeline(model, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         E = model.encode(LINES[:480])
-    for est in (AllButTheTop(2).fit(E),
-                CommonComponentRemoval(3, weighting="singular-value-share").fit(E)):
+    for est in (
+        AllButTheTop(2).fit(E),
+        CommonComponentRemoval(3, weighting="singular-value-share").fit(E),
+    ):
         est.save(tmp_path / type(est).__name__)
         back = load_postprocessor(tmp_path / type(est).__name__)
         assert type(back) is type(est)
@@ -210,8 +217,9 @@ def test_sif_from_transformer_counts_tokens(tiny_minilm, tmp_path):
     enc.save(tmp_path / "sif")
     from sentvec.encoders.sif import load_sif_encoder
 
-    np.testing.assert_array_equal(load_sif_encoder(tmp_path / "sif").encode(["the dog"]),
-                                  enc.encode(["the dog"]))
+    np.testing.assert_array_equal(
+        load_sif_encoder(tmp_path / "sif").encode(["the dog"]), enc.encode(["the dog"])
+    )
 
 
 def test_eval_sts_whiten_accepts_a_saved_abtt_directory(model, tmp_path, capsys):
@@ -229,10 +237,25 @@ def test_eval_sts_whiten_accepts_a_saved_abtt_directory(model, tmp_path, capsys)
         want = score_sts(tasks, sents, E, whitening=abtt)
     abtt.save(tmp_path / "abtt")
     out = tmp_path / "r.json"
-    assert main(["eval-sts", "--model", str(REF / "tiny-unigram.bin"), "--tasks", "STSB",
-                 "--whiten", str(tmp_path / "abtt"), "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval-sts",
+                "--model",
+                str(REF / "tiny-unigram.bin"),
+                "--tasks",
+                "STSB",
+                "--whiten",
+                str(tmp_path / "abtt"),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
-    assert res["task_scores"]["STSBenchmark"] == pytest.approx(want.task_scores["STSBenchmark"],
-                                                               abs=1e-9)
+    assert res["task_scores"]["STSBenchmark"] == pytest.approx(
+        want.task_scores["STSBenchmark"], abs=1e-9
+    )
     assert res["metadata"]["postprocessing"]["method"] == "AllButTheTop"
     assert "AllButTheTop" in capsys.readouterr().out + res["metadata"]["whitening_source"]

@@ -34,16 +34,29 @@ def test_embed_reads_dev_null_as_empty_input(tmp_path, capsys):
 
 
 def test_embed_reads_a_pipe(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "sentvec", "embed", MODEL, "-i", "/dev/stdin",
-                        "-o", str(tmp_path / "v.npy")], input=b"the city\nof london\n",
-                       capture_output=True, env=_env(), timeout=120)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sentvec",
+            "embed",
+            MODEL,
+            "-i",
+            "/dev/stdin",
+            "-o",
+            str(tmp_path / "v.npy"),
+        ],
+        input=b"the city\nof london\n",
+        capture_output=True,
+        env=_env(),
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     assert np.load(tmp_path / "v.npy").shape == (2, 16)
 
 
 def test_encode_refuses_a_pipe_with_a_reason(tmp_path, capsys):
-    rc = main(["encode", "--model", MODEL, "--input", os.devnull, "--output",
-               str(tmp_path / "o")])
+    rc = main(["encode", "--model", MODEL, "--input", os.devnull, "--output", str(tmp_path / "o")])
     err = capsys.readouterr().err
     assert rc == 2 and "not a regular file" in err and "not found" not in err
     assert not (tmp_path / "o").exists()
@@ -54,10 +67,11 @@ def test_symlink_loop_is_a_clear_error(tmp_path, capsys, command):
     a, b = tmp_path / "a", tmp_path / "b"
     a.symlink_to(b)
     b.symlink_to(a)
-    argv = {"embed": ["embed", MODEL, "-i", str(a), "-o", str(tmp_path / "v.npy")],
-            "encode": ["encode", "--model", MODEL, "--input", str(a), "--output",
-                       str(tmp_path / "o")],
-            "tokenize": ["tokenize", "-i", str(a), "-o", str(tmp_path / "t.txt")]}[command]
+    argv = {
+        "embed": ["embed", MODEL, "-i", str(a), "-o", str(tmp_path / "v.npy")],
+        "encode": ["encode", "--model", MODEL, "--input", str(a), "--output", str(tmp_path / "o")],
+        "tokenize": ["tokenize", "-i", str(a), "-o", str(tmp_path / "t.txt")],
+    }[command]
     assert main(argv) == 2
     assert "symbolic-link loop" in capsys.readouterr().err
 
@@ -65,16 +79,27 @@ def test_symlink_loop_is_a_clear_error(tmp_path, capsys, command):
 def test_tokenize_into_closed_pipe_exits_quietly(tmp_path):
     text = tmp_path / "in.txt"
     text.write_text("Hello, World!\n" * 200_000, encoding="utf-8")
-    p = subprocess.Popen(f"{sys.executable} -m sentvec tokenize -i {text} | head -1",
-                         shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-                         executable="/bin/bash")
+    p = subprocess.Popen(
+        f"{sys.executable} -m sentvec tokenize -i {text} | head -1",
+        shell=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(),
+        executable="/bin/bash",
+    )
     out, err = p.communicate(timeout=120)
     assert out == b"hello , world !\n"
     assert b"error" not in err.lower() and b"Traceback" not in err
     # the exit status of sentvec itself, not of head
-    r = subprocess.run(f"{sys.executable} -m sentvec tokenize -i {text} | head -1 >/dev/null; "
-                       "echo ${PIPESTATUS[0]}", shell=True, capture_output=True, env=_env(),
-                       executable="/bin/bash", timeout=120)
+    r = subprocess.run(
+        f"{sys.executable} -m sentvec tokenize -i {text} | head -1 >/dev/null; "
+        "echo ${PIPESTATUS[0]}",
+        shell=True,
+        capture_output=True,
+        env=_env(),
+        executable="/bin/bash",
+        timeout=120,
+    )
     assert r.stdout.strip() in (b"0", b"141")
 
 
@@ -84,8 +109,9 @@ def test_embed_npz_is_an_array_and_binary_suffixes_refused(tmp_path, capsys):
     with np.load(out) as z:
         emb = z["embeddings"]
     np.testing.assert_allclose(emb, np.load(REF / "tiny-bigram.vectors.npy"), atol=1e-5)
-    assert main(["embed", MODEL, "-i", str(REF / "sentences.txt"),
-                 "-o", str(tmp_path / "v.pt")]) == 2
+    assert (
+        main(["embed", MODEL, "-i", str(REF / "sentences.txt"), "-o", str(tmp_path / "v.pt")]) == 2
+    )
     assert "not .pt" in capsys.readouterr().err and not (tmp_path / "v.pt").exists()
 
 
@@ -96,8 +122,20 @@ def test_edited_index_vectors_are_rebuilt_not_reused(tmp_path, capsys):
     lines = [x for x in lines if x.strip()]
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
     index = tmp_path / "idx"
-    args = ["search", "--model", MODEL, "--corpus", str(corpus), "--index", str(index),
-            "-k", "1", "--query", lines[5], "--json"]
+    args = [
+        "search",
+        "--model",
+        MODEL,
+        "--corpus",
+        str(corpus),
+        "--index",
+        str(index),
+        "-k",
+        "1",
+        "--query",
+        lines[5],
+        "--json",
+    ]
     assert main(args) == 0
     import json
 
@@ -131,25 +169,45 @@ def test_eval_sts_json_path_checked_before_any_work(tmp_path, capsys, monkeypatc
     target = tmp_path / where / "r.json"
     assert main(["eval-sts", "--model", MODEL, "--json", str(target)]) == 2
     err = capsys.readouterr().err
-    assert ("does not exist; create it first" if where == "missing"
-            else "is not a directory") in err
+    assert (
+        "does not exist; create it first" if where == "missing" else "is not a directory"
+    ) in err
     assert not (tmp_path / "missing").exists()
 
 
-@pytest.mark.parametrize("argv", [
-    ["tokenize", "-i", os.devnull, "-o", "{m}/t.txt"],
-    ["embed", MODEL, "-i", os.devnull, "-o", "{m}/v.npy"],
-    ["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output", "{m}/x.bin"],
-    ["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output", "x.bin",
-     "--report", "{m}/r.json"],
-    ["convert", MODEL, "{m}/m.bin"],
-    ["encode", "--model", MODEL, "--input", str(REF / "sentences.txt"), "--output", "{m}/o"],
-    ["search", "--model", MODEL, "--corpus", str(REF / "sentences.txt"), "--index", "{m}/i",
-     "--query", "the city"],
-    ["report", "--out", "{m}/R.md"],
-    ["layers", "--model", "minilm", "--out", "{m}/sub"],
-    ["whiten-sweep", "--model", "minilm", "--out", "{m}/sub"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tokenize", "-i", os.devnull, "-o", "{m}/t.txt"],
+        ["embed", MODEL, "-i", os.devnull, "-o", "{m}/v.npy"],
+        ["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output", "{m}/x.bin"],
+        [
+            "train-sent2vec",
+            "-input",
+            str(REF / "train-sample.txt"),
+            "-output",
+            "x.bin",
+            "--report",
+            "{m}/r.json",
+        ],
+        ["convert", MODEL, "{m}/m.bin"],
+        ["encode", "--model", MODEL, "--input", str(REF / "sentences.txt"), "--output", "{m}/o"],
+        [
+            "search",
+            "--model",
+            MODEL,
+            "--corpus",
+            str(REF / "sentences.txt"),
+            "--index",
+            "{m}/i",
+            "--query",
+            "the city",
+        ],
+        ["report", "--out", "{m}/R.md"],
+        ["layers", "--model", "minilm", "--out", "{m}/sub"],
+        ["whiten-sweep", "--model", "minilm", "--out", "{m}/sub"],
+    ],
+)
 def test_every_command_refuses_missing_output_folders(tmp_path, capsys, monkeypatch, argv):
     monkeypatch.chdir(tmp_path)
     m = tmp_path / "missing" / "deeper"
@@ -160,13 +218,16 @@ def test_every_command_refuses_missing_output_folders(tmp_path, capsys, monkeypa
     assert not (tmp_path / "missing").exists() and not (tmp_path / "x.bin").exists()
 
 
-_HOLD = ("import sys, time; from sentvec._io import DirectoryLock; "
-         "l = DirectoryLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(60)")
+_HOLD = (
+    "import sys, time; from sentvec._io import DirectoryLock; "
+    "l = DirectoryLock(sys.argv[1]).acquire(); print('locked', flush=True); time.sleep(60)"
+)
 
 
 def _holder(directory):
-    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(directory)], stdout=subprocess.PIPE,
-                         env=_env())
+    p = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(directory)], stdout=subprocess.PIPE, env=_env()
+    )
     assert p.stdout.readline().strip() == b"locked"
     return p
 
@@ -179,8 +240,16 @@ def test_second_encode_writer_is_refused_naming_the_holder(tmp_path, capsys):
 
     out = tmp_path / "out"
     out.mkdir()
-    base = ["encode", "--model", MODEL, "--input", str(REF / "sentences.txt"), "--output",
-            str(out), "--quiet"]
+    base = [
+        "encode",
+        "--model",
+        MODEL,
+        "--input",
+        str(REF / "sentences.txt"),
+        "--output",
+        str(out),
+        "--quiet",
+    ]
     p = _holder(out)
     try:
         assert main(base + ["--overwrite"]) == 2
@@ -210,13 +279,35 @@ def test_lock_is_exclusive_in_one_process_too(tmp_path):
 def test_progress_records_off_a_terminal(tmp_path, capsys, monkeypatch, command):
     """Issue 18 point 6: with stderr redirected, long commands printed nothing for minutes."""
     text = str(REF / "sentences.txt")
-    argv = {"encode": ["encode", "--model", MODEL, "--input", text, "--output",
-                       str(tmp_path / "o"), "--shard-size", "100"],
-            "embed": ["embed", MODEL, "-i", text, "-o", str(tmp_path / "v.npy"),
-                      "--batch-size", "100"],
-            "train-sent2vec": ["train-sent2vec", "-input", str(REF / "train-sample.txt"),
-                               "-output", str(tmp_path / "m.bin"), "-dim", "8", "-epoch", "1",
-                               "-bucket", "1000", "-thread", "1"]}[command]
+    argv = {
+        "encode": [
+            "encode",
+            "--model",
+            MODEL,
+            "--input",
+            text,
+            "--output",
+            str(tmp_path / "o"),
+            "--shard-size",
+            "100",
+        ],
+        "embed": ["embed", MODEL, "-i", text, "-o", str(tmp_path / "v.npy"), "--batch-size", "100"],
+        "train-sent2vec": [
+            "train-sent2vec",
+            "-input",
+            str(REF / "train-sample.txt"),
+            "-output",
+            str(tmp_path / "m.bin"),
+            "-dim",
+            "8",
+            "-epoch",
+            "1",
+            "-bucket",
+            "1000",
+            "-thread",
+            "1",
+        ],
+    }[command]
     unit = {"encode": "line/s", "embed": "line/s", "train-sent2vec": "tok/s"}[command]
     monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "0")
     assert main(argv) == 0
@@ -239,10 +330,29 @@ def test_sigterm_cleans_the_trainer_temp_folder(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**_env(), "TMPDIR": str(tmp)}
-    p = subprocess.Popen([sys.executable, "-m", "sentvec", "train-sent2vec", "-input",
-                          str(REF / "train-sample.txt"), "-output", str(tmp_path / "m.bin"),
-                          "-dim", "50", "-epoch", "1000", "-bucket", "1000", "-thread", "1",
-                          "--no-progress"], env=env, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sentvec",
+            "train-sent2vec",
+            "-input",
+            str(REF / "train-sample.txt"),
+            "-output",
+            str(tmp_path / "m.bin"),
+            "-dim",
+            "50",
+            "-epoch",
+            "1000",
+            "-bucket",
+            "1000",
+            "-thread",
+            "1",
+            "--no-progress",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 120
     while not list(tmp.glob("sentvec-s2v-*/tokens.int32")) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -269,8 +379,9 @@ def test_stale_temp_folders_of_dead_runs_are_removed(tmp_path):
         for d in (stale, busy, other):
             d.mkdir()
             (d / "tokens.int32").write_bytes(b"\0" * 16)
-        with convert_corpus(["a b c", "b c d"], ["a", "b", "c", "d"], -1,
-                            directory=tmp_path) as ids:
+        with convert_corpus(
+            ["a b c", "b c d"], ["a", "b", "c", "d"], -1, directory=tmp_path
+        ) as ids:
             assert ids.n_sentences == 2
             assert ids.directory.name.startswith(f"sentvec-s2v-{os.getpid()}-")
         assert not stale.exists() and busy.exists() and other.exists()
@@ -279,8 +390,9 @@ def test_stale_temp_folders_of_dead_runs_are_removed(tmp_path):
         live.wait()
 
 
-def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(tmp_path, capsys,
-                                                                      monkeypatch):
+def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(
+    tmp_path, capsys, monkeypatch
+):
     """Issue 18 point 1: -dim 700 -bucket 2e9 read the corpus, then died with numpy's
     '_ArrayMemoryError: Unable to allocate 5.09 TiB' and a traceback."""
     from sentvec.sent2vec.dictionary import Dictionary
@@ -291,9 +403,24 @@ def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(tmp_path,
     monkeypatch.delenv("SENTVEC_MAX_MEMORY", raising=False)
     with monkeypatch.context() as m:
         m.setattr(Dictionary, "from_corpus", no_read)
-        assert main(["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output",
-                     str(tmp_path / "x.bin"), "-dim", "700", "-bucket", "2000000000",
-                     "-epoch", "1"]) == 2
+        assert (
+            main(
+                [
+                    "train-sent2vec",
+                    "-input",
+                    str(REF / "train-sample.txt"),
+                    "-output",
+                    str(tmp_path / "x.bin"),
+                    "-dim",
+                    "700",
+                    "-bucket",
+                    "2000000000",
+                    "-epoch",
+                    "1",
+                ]
+            )
+            == 2
+        )
     err = capsys.readouterr().err
     assert "5.09 TiB" in err and "bucket 2,000,000,000" in err and "dim 700" in err
     assert "Traceback" not in err and not (tmp_path / "x.bin").exists()

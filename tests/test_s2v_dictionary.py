@@ -17,8 +17,14 @@ import numpy as np
 import pytest
 
 from sentvec.sent2vec._stdsort import std_sort_order
-from sentvec.sent2vec.dictionary import (EOS, PLACEHOLDER, Dictionary, bigram_rows, ngram_rows,
-                                         split_tokens)
+from sentvec.sent2vec.dictionary import (
+    EOS,
+    PLACEHOLDER,
+    Dictionary,
+    bigram_rows,
+    ngram_rows,
+    split_tokens,
+)
 
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
 CORPUS = REF / "train-sample.txt"
@@ -113,8 +119,9 @@ def test_streams_compressed_file(tmp_path):
     assert a.words == b.words and np.array_equal(a.counts, b.counts)
 
 
-@pytest.mark.parametrize("kwargs", [{"min_count": -1}, {"min_count": 1.5},
-                                    {"word_ngrams": 0}, {"max_vocab_size": 0}])
+@pytest.mark.parametrize(
+    "kwargs", [{"min_count": -1}, {"min_count": 1.5}, {"word_ngrams": 0}, {"max_vocab_size": 0}]
+)
 def test_bad_arguments(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         Dictionary.from_corpus(["a"], **kwargs)
@@ -155,8 +162,9 @@ def test_feature_rows_unigrams_then_bigrams(dict_min2):
     ids = dict_min2.ids("the city of london".split())
     rows = dict_min2.feature_rows(ids)
     assert rows[:4].tolist() == ids.tolist()
-    assert rows[4:].tolist() == [dict_min2.nwords + (int(a) * 116049371 + int(b)) % 2_000_000
-                                 for a, b in zip(ids, ids[1:])]
+    assert rows[4:].tolist() == [
+        dict_min2.nwords + (int(a) * 116049371 + int(b)) % 2_000_000 for a, b in zip(ids, ids[1:])
+    ]
 
 
 def test_keep_probabilities(dict_min2):
@@ -217,19 +225,30 @@ int main(int argc, char** argv) { int n = std::atoi(argv[1]); gas = n; val.assig
 def test_std_sort_emulation_matches_libstdcxx(tmp_path):
     for name, src in (("sort", _CPP_SORT), ("adv", _CPP_ADVERSARY)):
         (tmp_path / f"{name}.cc").write_text(src)
-        subprocess.run(["g++", "-O1", "-o", str(tmp_path / name), str(tmp_path / f"{name}.cc")],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["g++", "-O1", "-o", str(tmp_path / name), str(tmp_path / f"{name}.cc")],
+            check=True,
+            capture_output=True,
+        )
     rng = np.random.default_rng(7)
-    cases = [rng.integers(0, hi, n) for n in (0, 1, 2, 3, 16, 17, 40, 1000, 6000)
-             for hi in (1, 3, 50, 10**9)]
+    cases = [
+        rng.integers(0, hi, n)
+        for n in (0, 1, 2, 3, 16, 17, 40, 1000, 6000)
+        for hi in (1, 3, 50, 10**9)
+    ]
     cases += [np.arange(300) % 5, np.arange(300)[::-1] // 4]
     for n in (200, 3000):
-        adv = np.array(subprocess.run([str(tmp_path / "adv"), str(n)], capture_output=True,
-                                      text=True, check=True).stdout.split(), dtype=np.int64)
+        adv = np.array(
+            subprocess.run(
+                [str(tmp_path / "adv"), str(n)], capture_output=True, text=True, check=True
+            ).stdout.split(),
+            dtype=np.int64,
+        )
         cases += [adv, adv // 3]
     stdin = "".join(f"{len(c)} {' '.join(map(str, c))}\n" for c in cases)
-    out = subprocess.run([str(tmp_path / "sort")], input=stdin, capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+    out = subprocess.run(
+        [str(tmp_path / "sort")], input=stdin, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert len(out) == len(cases)
     for keys, line in zip(cases, out):
         assert std_sort_order(keys).tolist() == [int(x) for x in line.split()]

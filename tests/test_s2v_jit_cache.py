@@ -38,19 +38,29 @@ print(json.dumps({"digest": hashlib.sha256(m.input_matrix.tobytes()
 
 
 def _train(corpus: Path, cache: Path, child: str) -> dict:
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
-           "SENTVEC_COMPILE_CHILD": "0" if child == "none" else "1",
-           "PYTHONPATH": os.pathsep.join([str(Path(sentvec.__file__).parents[1]),
-                                          os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", _CHILD, str(corpus), child], env=env, check=True,
-                         capture_output=True, text=True).stdout
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(cache),
+        "SENTVEC_COMPILE_CHILD": "0" if child == "none" else "1",
+        "PYTHONPATH": os.pathsep.join(
+            [str(Path(sentvec.__file__).parents[1]), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(corpus), child],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def test_compiled_and_cache_loaded_kernels_train_the_same_bits(tmp_path):
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(SAMPLE.read_text(encoding="utf-8").splitlines()[:800]) + "\n",
-                      encoding="utf-8")
+    corpus.write_text(
+        "\n".join(SAMPLE.read_text(encoding="utf-8").splitlines()[:800]) + "\n", encoding="utf-8"
+    )
     # empty cache, the compile child fails: this process compiles the kernels itself
     here = _train(corpus, tmp_path / "cache-a", "broken-child")
     # empty cache, a working child compiles the training loop; this process loads it

@@ -88,13 +88,36 @@ def context(w, t, disc, P, n, nwords, bucket, exclude):
             for j in range(i + 1, min(L, i + n)):
                 if disc[j] or (exclude and j == t):
                     break
-                rows.append(ngram_row(line[i:j + 1], nwords, bucket))
+                rows.append(ngram_row(line[i : j + 1], nwords, bucket))
                 keys.append(("pb", t, i) if t in (i, i + 1) else ("b", i))
     return rows, keys
 
 
-def reference_train(tokens, offsets, wi, wo, keep, ok, table, state, *, nwords, bucket, n, k,
-                    neg, P, lr0, rate, before, total, mode, exclude, exact, l1):
+def reference_train(
+    tokens,
+    offsets,
+    wi,
+    wo,
+    keep,
+    ok,
+    table,
+    state,
+    *,
+    nwords,
+    bucket,
+    n,
+    k,
+    neg,
+    P,
+    lr0,
+    rate,
+    before,
+    total,
+    mode,
+    exclude,
+    exact,
+    l1,
+):
     rng = SplitMix64(state)
     pos = 0
     loss, ntargets = 0.0, 0
@@ -103,7 +126,7 @@ def reference_train(tokens, offsets, wi, wo, keep, ok, table, state, *, nwords, 
         if before + flushed + unflushed >= total:
             break
         lr = np.float32(max(lr0 * (1.0 - (before + flushed) / total), 0.0))
-        w = [int(x) for x in tokens[offsets[s]:offsets[s + 1]]]
+        w = [int(x) for x in tokens[offsets[s] : offsets[s + 1]]]
         L = len(w)
         if L > 1:
             frozen = wi.copy() if mode == "sentence" else wi
@@ -187,16 +210,35 @@ def small_corpus():
     reps = np.floor(w / w.sum() * 5000).astype(np.int64)
     table = np.repeat(np.arange(len(words), dtype=np.int32), reps)
     np.random.default_rng(3).shuffle(table)
-    return dict(tokens=np.array(ids, dtype=np.int32), offsets=np.array(offs, dtype=np.int64),
-                nwords=len(words), keep=keep, ok=ok, table=table)
+    return dict(
+        tokens=np.array(ids, dtype=np.int32),
+        offsets=np.array(offs, dtype=np.int64),
+        nwords=len(words),
+        keep=keep,
+        ok=ok,
+        table=table,
+    )
 
 
-KERNEL_MODES = {"target": K.MODE_TARGET, "sentence": K.MODE_SENTENCE,
-                "naive": K.MODE_TARGET_NAIVE}
+KERNEL_MODES = {"target": K.MODE_TARGET, "sentence": K.MODE_SENTENCE, "naive": K.MODE_TARGET_NAIVE}
 
 
-def run_both(c, *, mode, n=2, k=2, exclude=False, exact=True, l1=0.0, dim=12, bucket=997,
-             neg=4, lr0=0.2, rate=100, seed=5):
+def run_both(
+    c,
+    *,
+    mode,
+    n=2,
+    k=2,
+    exclude=False,
+    exact=True,
+    l1=0.0,
+    dim=12,
+    bucket=997,
+    neg=4,
+    lr0=0.2,
+    rate=100,
+    seed=5,
+):
     rng = np.random.default_rng(seed)
     wi0 = ((rng.random((c["nwords"] + bucket, dim)) * 2 - 1) / dim).astype(np.float32)
     wo0 = ((rng.random((c["nwords"], dim)) * 2 - 1) / dim).astype(np.float32)
@@ -207,16 +249,61 @@ def run_both(c, *, mode, n=2, k=2, exclude=False, exact=True, l1=0.0, dim=12, bu
     stats = np.zeros(K.N_STATS)
     pos = np.zeros(1, np.int64)
     st = state.copy()
-    K.train_job(c["tokens"], c["offsets"], 0, len(c["offsets"]) - 1, wi_k, wo_k, c["keep"],
-                c["ok"], c["table"], pos, st, K.sigmoid_table(), K.log_table(), c["nwords"],
-                bucket, n, k, neg, 0, lr0, rate, before, total,
-                KERNEL_MODES[mode], exclude, exact, l1, stats)
+    K.train_job(
+        c["tokens"],
+        c["offsets"],
+        0,
+        len(c["offsets"]) - 1,
+        wi_k,
+        wo_k,
+        c["keep"],
+        c["ok"],
+        c["table"],
+        pos,
+        st,
+        K.sigmoid_table(),
+        K.log_table(),
+        c["nwords"],
+        bucket,
+        n,
+        k,
+        neg,
+        0,
+        lr0,
+        rate,
+        before,
+        total,
+        KERNEL_MODES[mode],
+        exclude,
+        exact,
+        l1,
+        stats,
+    )
     wi_r, wo_r = wi0.copy(), wo0.copy()
-    ref = reference_train(c["tokens"], c["offsets"], wi_r, wo_r, c["keep"], c["ok"], c["table"],
-                          int(state[0]), nwords=c["nwords"], bucket=bucket, n=n, k=k, neg=neg,
-                          P=0, lr0=lr0, rate=rate, before=before, total=total,
-                          mode="sentence" if mode == "sentence" else "target",
-                          exclude=exclude, exact=exact, l1=l1)
+    ref = reference_train(
+        c["tokens"],
+        c["offsets"],
+        wi_r,
+        wo_r,
+        c["keep"],
+        c["ok"],
+        c["table"],
+        int(state[0]),
+        nwords=c["nwords"],
+        bucket=bucket,
+        n=n,
+        k=k,
+        neg=neg,
+        P=0,
+        lr0=lr0,
+        rate=rate,
+        before=before,
+        total=total,
+        mode="sentence" if mode == "sentence" else "target",
+        exclude=exclude,
+        exact=exact,
+        l1=l1,
+    )
     return (wi0, wo0), (wi_k, wo_k, stats, int(st[0]), int(pos[0])), (wi_r, wo_r) + ref
 
 
@@ -286,10 +373,36 @@ def test_rng_replays_splitmix64():
     offsets = np.arange(0, 11, 2, dtype=np.int64)
     wi = np.zeros((3, 4), np.float32)
     wo = np.zeros((3, 4), np.float32)
-    K.train_job(tokens, offsets, 0, 5, wi, wo, np.ones(3, np.float32), np.zeros(3, np.uint8),
-                np.array([1, 2], np.int32), np.zeros(1, np.int64), st, K.sigmoid_table(),
-                K.log_table(), 3, 0, 1, 0, 2, 0, 0.1, 100, 0, 10, K.MODE_SENTENCE, False, False,
-                0.0, np.zeros(K.N_STATS))
+    K.train_job(
+        tokens,
+        offsets,
+        0,
+        5,
+        wi,
+        wo,
+        np.ones(3, np.float32),
+        np.zeros(3, np.uint8),
+        np.array([1, 2], np.int32),
+        np.zeros(1, np.int64),
+        st,
+        K.sigmoid_table(),
+        K.log_table(),
+        3,
+        0,
+        1,
+        0,
+        2,
+        0,
+        0.1,
+        100,
+        0,
+        10,
+        K.MODE_SENTENCE,
+        False,
+        False,
+        0.0,
+        np.zeros(K.N_STATS),
+    )
     for _ in range(10):
         ref.next()
     assert int(st[0]) == ref.state
@@ -304,4 +417,4 @@ def test_fast_target_mode_handles_repeated_words_and_bucket_collisions(small_cor
     wi_r, wo_r = ref[:2]
     np.testing.assert_allclose(wi_k, wi_r, rtol=0, atol=2e-5)
     np.testing.assert_allclose(wo_k, wo_r, rtol=0, atol=2e-5)
-    assert np.abs(wi_k[c["nwords"]:] - wi0[c["nwords"]:]).max() > 1e-2
+    assert np.abs(wi_k[c["nwords"] :] - wi0[c["nwords"] :]).max() > 1e-2

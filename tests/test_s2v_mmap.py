@@ -87,8 +87,22 @@ def test_embed_cli_mmap_and_no_mmap_agree(tmp_path, capsys):
     outs = []
     for flag in ("--mmap", "--no-mmap"):
         out = tmp_path / f"v{flag}.npy"
-        assert main(["embed", str(REF / "tiny-bigram.bin"), "-i", str(REF / "sentences.txt"),
-                     "-o", str(out), flag, "--threads", "2"]) == 0
+        assert (
+            main(
+                [
+                    "embed",
+                    str(REF / "tiny-bigram.bin"),
+                    "-i",
+                    str(REF / "sentences.txt"),
+                    "-o",
+                    str(out),
+                    flag,
+                    "--threads",
+                    "2",
+                ]
+            )
+            == 0
+        )
         outs.append(np.load(out))
     assert outs[0].tobytes() == outs[1].tobytes() and outs[0].shape == (490, 16)
 
@@ -98,8 +112,7 @@ def test_truncated_matrix_is_a_model_format_error(tmp_path, mode):
     src = _copy("tiny-bigram", tmp_path)
     raw = src.read_bytes()
     in_data, out_data = _matrix_offsets(src)
-    for cut in (in_data + 4, (in_data + out_data) // 2, out_data - 17, out_data + 40,
-                len(raw) - 1):
+    for cut in (in_data + 4, (in_data + out_data) // 2, out_data - 17, out_data + 40, len(raw) - 1):
         bad = tmp_path / f"cut{cut}.bin"
         bad.write_bytes(raw[:cut])
         for inference_only in (False, True):  # the skipped output matrix is checked too
@@ -119,8 +132,11 @@ def test_file_shrunk_after_mapping_raises_instead_of_sigbus(tmp_path, in_memory)
     with pytest.raises(ModelFormatError, match="truncated to"):
         full.encode(LINES)
     os.truncate(path, in_data + 1000)  # inside the input matrix
-    for call in (lambda m: m.encode(LINES), lambda m: m.get_word_vector("the"),
-                 lambda m: m.save(tmp_path / "d")):
+    for call in (
+        lambda m: m.encode(LINES),
+        lambda m: m.get_word_vector("the"),
+        lambda m: m.save(tmp_path / "d"),
+    ):
         with pytest.raises(ModelFormatError, match="truncated to .* after it was memory-mapped"):
             call(lean)
     with pytest.raises(ModelFormatError, match="truncated"):
@@ -140,8 +156,7 @@ def test_no_mmap_support_falls_back_to_reading(tmp_path, monkeypatch, in_memory)
     def refuse(*args, **kwargs):
         raise OSError(errno.ENODEV, "No such device")
 
-    monkeypatch.setattr(binfile, "mmap_module",
-                        types.SimpleNamespace(mmap=refuse, ACCESS_READ=1))
+    monkeypatch.setattr(binfile, "mmap_module", types.SimpleNamespace(mmap=refuse, ACCESS_READ=1))
     with pytest.warns(UserWarning, match="cannot be memory-mapped .*No such device.*reading"):
         m = Sent2Vec.load(REF / "tiny-maxvocab.bin", mmap="r")
     assert not isinstance(m.input_matrix, np.memmap) and m.input_matrix.flags.writeable
@@ -167,8 +182,12 @@ def test_inference_only_refuses_save_bin_and_saves_a_lean_directory(tmp_path, in
     with pytest.raises(InferenceOnlyError):
         again.save_bin(tmp_path / "m.bin")
     with pytest.raises(ValueError, match="output_matrix=None"):
-        Sent2Vec(m.dictionary, m.input_matrix, np.zeros((m.nwords, m.dim), np.float32),
-                 inference_only=True)
+        Sent2Vec(
+            m.dictionary,
+            m.input_matrix,
+            np.zeros((m.nwords, m.dim), np.float32),
+            inference_only=True,
+        )
 
 
 def test_directory_inference_only_skips_but_checks_the_output_matrix(tmp_path, in_memory):
@@ -207,16 +226,30 @@ def _python_dictionary(path: Path) -> tuple[list[bytes], list[int], list[int]]:
 def test_vectorised_dictionary_equals_entry_by_entry_reading(tmp_path):
     rng = np.random.default_rng(7)
     # words of arbitrary non-NUL bytes: invalid UTF-8, truncated sequences, 0xFF, long ones
-    odd = [bytes(rng.integers(1, 256, size=int(rng.integers(1, 40)), dtype=np.uint8))
-           for _ in range(3000)]
+    odd = [
+        bytes(rng.integers(1, 256, size=int(rng.integers(1, 40)), dtype=np.uint8))
+        for _ in range(3000)
+    ]
     odd += [b"\xe2\x82", b"caf\xc3", b"\xf0\x9f\x98", "é".encode(), b"x" * 5000, b"\xff\xfe"]
     words = ["<PLACEHOLDER>", "</s>"] + [w.decode("utf-8", "surrogateescape") for w in odd]
     counts = np.concatenate([[0, 2**40], rng.integers(0, 2**33, size=len(odd))])
-    d = Dictionary(words, counts, ntokens=123456789, bucket=50, word_ngrams=2,
-                   labels=["__label__a", "__label__\udcff"], label_counts=[2**62, 256])
+    d = Dictionary(
+        words,
+        counts,
+        ntokens=123456789,
+        bucket=50,
+        word_ngrams=2,
+        labels=["__label__a", "__label__\udcff"],
+        label_counts=[2**62, 256],
+    )
     path = tmp_path / "odd.bin"
-    write_bin(path, args={}, dictionary=d, input_matrix=np.ones((len(words) + 50, 3), np.float32),
-              output_matrix=np.zeros((len(words), 3), np.float32))
+    write_bin(
+        path,
+        args={},
+        dictionary=d,
+        input_matrix=np.ones((len(words) + 50, 3), np.float32),
+        output_matrix=np.zeros((len(words), 3), np.float32),
+    )
     for p in (path, REF / "tiny-bigram.bin", REF / "tiny-maxvocab.bin"):
         o_words, o_counts, o_types = _python_dictionary(p)
         for mode in ("r", None):
@@ -226,12 +259,17 @@ def test_vectorised_dictionary_equals_entry_by_entry_reading(tmp_path):
             assert got.counts.tolist() + got.label_counts.tolist() == o_counts
             assert o_types == [0] * got.nwords + [1] * got.nlabels
             wbytes, offsets = got.word_bytes()
-            assert wbytes.tobytes() == b"".join(o_words[:got.nwords])
-            assert np.diff(offsets).tolist() == [len(w) for w in o_words[:got.nwords]]
+            assert wbytes.tobytes() == b"".join(o_words[: got.nwords])
+            assert np.diff(offsets).tolist() == [len(w) for w in o_words[: got.nwords]]
             assert got.eos_id == got.words.index("</s>") == got.word2id["</s>"]
     m = read_bin(path, mmap="r")
-    write_bin(tmp_path / "again.bin", args=m.args, dictionary=m.dictionary,
-              input_matrix=m.input_matrix, output_matrix=m.output_matrix)
+    write_bin(
+        tmp_path / "again.bin",
+        args=m.args,
+        dictionary=m.dictionary,
+        input_matrix=m.input_matrix,
+        output_matrix=m.output_matrix,
+    )
     assert (tmp_path / "again.bin").read_bytes() == path.read_bytes()
 
 

@@ -91,8 +91,12 @@ def test_equality_survives_save_bin_and_save_dir(models, name, tmp_path):
 
 def test_matches_independent_oracle(models):
     m = models["tiny-bigram"]
-    sents = LINES[:60] + ["the the the city city", "xyzzy the xyzzy city of xyzzy london",
-                          "the </s> city", "\t the \x0b city \r"]
+    sents = LINES[:60] + [
+        "the the the city city",
+        "xyzzy the xyzzy city of xyzzy london",
+        "the </s> city",
+        "\t the \x0b city \r",
+    ]
     emb = encode_quiet(m, sents)
     for s, e in zip(sents, emb):
         np.testing.assert_allclose(e, oracle(m, s), atol=1e-6)
@@ -149,10 +153,16 @@ def test_non_str_raises_type_error(models, bad):
 
 def test_preprocessing_applies_moses_and_lowercase(models):
     ref = models["tiny-bigram"]
-    m = Sent2Vec(ref.dictionary, ref.input_matrix, ref.output_matrix, args=ref.args,
-                 preprocessing={"lowercase": True, "tokenizer": "moses"})
-    np.testing.assert_array_equal(m.encode("The City, of London's."),
-                                  ref.encode("the city , of london 's ."))
+    m = Sent2Vec(
+        ref.dictionary,
+        ref.input_matrix,
+        ref.output_matrix,
+        args=ref.args,
+        preprocessing={"lowercase": True, "tokenizer": "moses"},
+    )
+    np.testing.assert_array_equal(
+        m.encode("The City, of London's."), ref.encode("the city , of london 's .")
+    )
     assert Preprocessing(True, "moses").prepare("It's   FINE.") == "it 's fine ."
     with pytest.raises(ValueError, match="tokenizer='spacy' is invalid"):
         Preprocessing(tokenizer="spacy")
@@ -163,8 +173,13 @@ def test_model_from_a_new_dictionary_round_trips(tmp_path):
     rng = np.random.default_rng(0)
     inp = rng.standard_normal((d.nwords + 7 + 1, 4)).astype(np.float32)
     out = rng.standard_normal((d.nwords, 4)).astype(np.float32)
-    m = Sent2Vec(d, inp, out, args={"lr": 0.2, "epoch": 1, "dropoutK": 2},
-                 preprocessing=Preprocessing(lowercase=True))
+    m = Sent2Vec(
+        d,
+        inp,
+        out,
+        args={"lr": 0.2, "epoch": 1, "dropoutK": 2},
+        preprocessing=Preprocessing(lowercase=True),
+    )
     v = m.encode("A b D")
     m.save(tmp_path / "m")
     m.save(tmp_path / "m")  # replacing an existing model directory works
@@ -199,9 +214,11 @@ def test_directory_config_without_its_fields_is_a_model_format_error(tmp_path):
     m.save(tmp_path / "m")
     cfg_path = tmp_path / "m" / "config.json"
     good = json.loads(cfg_path.read_text())
-    for edit, match in [(lambda c: c.pop("dictionary"), "missing field 'dictionary'"),
-                        (lambda c: c.__setitem__("dictionary", [1]), "inconsistent model files"),
-                        (lambda c: c["dictionary"].pop("bucket"), "missing field 'bucket'")]:
+    for edit, match in [
+        (lambda c: c.pop("dictionary"), "missing field 'dictionary'"),
+        (lambda c: c.__setitem__("dictionary", [1]), "inconsistent model files"),
+        (lambda c: c["dictionary"].pop("bucket"), "missing field 'bucket'"),
+    ]:
         cfg = json.loads(json.dumps(good))
         edit(cfg)
         cfg_path.write_text(json.dumps(cfg))
@@ -209,9 +226,16 @@ def test_directory_config_without_its_fields_is_a_model_format_error(tmp_path):
             Sent2Vec.load(tmp_path / "m")
 
 
-@pytest.mark.parametrize("field, value", [("word_ngrams", 54026073089044602580),
-                                          ("word_ngrams", 2**31), ("bucket", 2**31),
-                                          ("ntokens", 2**63), ("pruneidx_size", -2)])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("word_ngrams", 54026073089044602580),
+        ("word_ngrams", 2**31),
+        ("bucket", 2**31),
+        ("ntokens", 2**63),
+        ("pruneidx_size", -2),
+    ],
+)
 def test_directory_header_value_out_of_the_bin_range_is_refused_at_load(tmp_path, field, value):
     # found by the long fuzzing run (issue 18): word_ngrams past int64 loaded, and the first
     # encode then died in the kernel call with "OverflowError: int too big to convert"

@@ -37,12 +37,17 @@ def assert_same(d_ref, ids_ref, d, ids):
     assert np.array_equal(np.asarray(ids.tokens), np.asarray(ids_ref.tokens))
     assert np.array_equal(ids.offsets, ids_ref.offsets)
     assert (ids.raw_tokens, ids.n_lines, ids.short_sentences) == (
-        ids_ref.raw_tokens, ids_ref.n_lines, ids_ref.short_sentences)
+        ids_ref.raw_tokens,
+        ids_ref.n_lines,
+        ids_ref.short_sentences,
+    )
 
 
-EDGE = (b"\xef\xbb\xbfa b c a\n\nb \x00 c\r\nd </s> a b a\n__label__x a b __label__x\n"
-        b"<PLACEHOLDER> a b\n\xc3\xa9t\xe9 a \xc3\xa9t\xe9 b\x0b\x0ca\tb\n  \n"
-        b"e e\n__label__y e e\n</s> a b c\nlast a b")
+EDGE = (
+    b"\xef\xbb\xbfa b c a\n\nb \x00 c\r\nd </s> a b a\n__label__x a b __label__x\n"
+    b"<PLACEHOLDER> a b\n\xc3\xa9t\xe9 a \xc3\xa9t\xe9 b\x0b\x0ca\tb\n  \n"
+    b"e e\n__label__y e e\n</s> a b c\nlast a b"
+)
 
 
 @pytest.mark.parametrize("min_count", [1, 2, 3])
@@ -67,9 +72,8 @@ def test_literal_placeholder_below_min_count_maps_to_id_0(tmp_path):
 def test_growth_of_tables_and_arena_and_max_vocab(tmp_path):
     rng = random.Random(0)
     words = [f"w{i}" for i in range(90_000)] + ["x" * 70_000, "y" * 300]
-    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
-             for _ in range(30_000)]
-    lines += [" ".join(words[i:i + 50]) for i in range(0, len(words), 50)]
+    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 12))) for _ in range(30_000)]
+    lines += [" ".join(words[i : i + 50]) for i in range(0, len(words), 50)]
     p = tmp_path / "big.txt"
     p.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert_same(*both(p, tmp_path, min_count=1))

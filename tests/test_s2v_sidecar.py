@@ -62,6 +62,7 @@ def _index(path: Path) -> Path:
 
 def _no_parse(monkeypatch):
     """Make reading the .bin's entries fail, so a load must come from the index."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("the dictionary entries were read")
 
@@ -87,8 +88,11 @@ def test_index_load_is_bit_identical(tmp_path, monkeypatch, reference, name):
             assert quiet(m).tobytes() == reference[name].tobytes()
             assert m.words == first.words
             d, f = m.dictionary, first.dictionary
-            assert (d.eos_id, d.placeholder_id, d.ntokens) == (f.eos_id, f.placeholder_id,
-                                                               f.ntokens)
+            assert (d.eos_id, d.placeholder_id, d.ntokens) == (
+                f.eos_id,
+                f.placeholder_id,
+                f.ntokens,
+            )
             np.testing.assert_array_equal(d.counts, f.counts)
             np.testing.assert_array_equal(d.prune_pairs, f.prune_pairs)
             np.testing.assert_array_equal(d.word_table(), f.word_table())
@@ -122,7 +126,7 @@ def test_stale_index_is_never_used(tmp_path, reference):
     # same size and modification time, another word in the dictionary: the CRC tells
     raw = bytearray(path.read_bytes())
     at = raw.index(b"\x00the\x00") + 1
-    raw[at:at + 3] = b"thf"
+    raw[at : at + 3] = b"thf"
     st = path.stat()
     path.write_bytes(bytes(raw))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -148,7 +152,7 @@ def test_damaged_index_falls_back_and_is_rewritten(tmp_path, reference, damage):
     if damage == "flip":
         raw[-100] ^= 0x10  # inside the hash table: only the checksum can tell
     elif damage == "truncate":
-        raw = raw[:len(raw) // 2]
+        raw = raw[: len(raw) // 2]
     elif damage == "empty":
         raw = bytearray()
     elif damage == "garbage":
@@ -199,7 +203,6 @@ def test_dictionary_from_word_bytes_equals_the_str_dictionary():
     assert b.words == words and b.word2id == a.word2id
     no_eos = Dictionary.from_word_bytes(wbytes[:1], np.array([0, 1], np.int64), [3], **kw)
     assert (no_eos.eos_id, no_eos.placeholder_id, no_eos.words) == (-1, -1, ["<"])
-    for bad in (np.array([0, 2], np.int64), np.array([1, 1], np.int64),
-                np.array([0], np.int32)):
+    for bad in (np.array([0, 2], np.int64), np.array([1, 1], np.int64), np.array([0], np.int32)):
         with pytest.raises(ValueError, match="offsets"):
-            Dictionary.from_word_bytes(wbytes[:1], bad, [3][:len(bad) - 1], **kw)
+            Dictionary.from_word_bytes(wbytes[:1], bad, [3][: len(bad) - 1], **kw)

@@ -11,8 +11,16 @@ import pytest
 from sentvec.sent2vec.trainer import Sent2VecTrainer, train_sent2vec
 
 SAMPLE = Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt"
-SMALL = dict(dim=16, bucket=5000, min_count=2, min_count_label=2, neg=5, dropout_k=2,
-             epoch=2, show_progress_bar=False)
+SMALL = dict(
+    dim=16,
+    bucket=5000,
+    min_count=2,
+    min_count_label=2,
+    neg=5,
+    dropout_k=2,
+    epoch=2,
+    show_progress_bar=False,
+)
 M64 = (1 << 64) - 1
 
 
@@ -107,14 +115,20 @@ def test_encode_is_mean_of_input_rows(corpus, n):
     model, _ = fit(corpus, thread=1, word_ngrams=n)
     d = model.dictionary
     index = {w: i for i, w in enumerate(d.words)}
-    sents = ["the city is located in the north of the country .",
-             "anarchism is a political philosophy", "zzqx unknown the"]
+    sents = [
+        "the city is located in the north of the country .",
+        "anarchism is a political philosophy",
+        "zzqx unknown the",
+    ]
     got = model.encode(sents)
     for s, v in zip(sents, got):
         ids = [index[w] for w in s.split() if w in index]
-        rows = list(ids) + [ngram_row(ids[i:i + k], d.nwords, d.bucket)
-                            for i in range(len(ids)) for k in range(2, n + 1)
-                            if i + k <= len(ids)]
+        rows = list(ids) + [
+            ngram_row(ids[i : i + k], d.nwords, d.bucket)
+            for i in range(len(ids))
+            for k in range(2, n + 1)
+            if i + k <= len(ids)
+        ]
         ref = np.asarray(model.input_matrix, dtype=np.float64)[rows].mean(0)
         np.testing.assert_allclose(v, ref, rtol=1e-5, atol=1e-6)
     assert model.input_matrix.shape == (d.nwords + 5000, 16)
@@ -169,6 +183,7 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
     assert rep.words_per_sec_per_thread == pytest.approx(expect)
     # the checkpoint is a loadable model directory
     from sentvec.sent2vec.model import Sent2Vec
+
     assert Sent2Vec.load(cks[0] / "model").dim == 16
     with pytest.raises(ValueError, match="dim"):
         fit(corpus, **{**kw, "dim": 8}, resume_from=ck)
@@ -182,18 +197,31 @@ def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys, monkeypatch):
     assert "words/s/thread" in err and "lr=" in err and "loss=" in err
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(dim=0), "dim=0"), (dict(lr=0.0), "lr=0.0"), (dict(lr=-1), "lr=-1"),
-    (dict(bucket=0), "bucket=0"), (dict(epoch=0), "epoch=0"), (dict(neg=0), "neg=0"),
-    (dict(t=0), "t=0"), (dict(loss="hs"), "loss='hs'"), (dict(update="fast"), "update='fast'"),
-    (dict(word_ngrams=3, update="sentence"), "word_ngrams"), (dict(thread=0), "thread=0"),
-    (dict(checkpoint_every=5.0), "checkpoint_dir"), (dict(sigmoid="tanh"), "sigmoid"),
-    (dict(l1=-1.0), "l1=-1.0"), (dict(min_count_label=-1), "min_count_label=-1"),
-    (dict(epoch_tokens="some"), "epoch_tokens='some'"),
-    # what the .bin writer or reader cannot hold: refused before training, not after it
-    (dict(dim=2**20 + 1), r"dim=1048577 is invalid; expected at most 1048576"),
-    (dict(bucket=2**31), r"bucket=2147483648 .* int32"), (dict(epoch=2**31), r"epoch=2147483648"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(dim=0), "dim=0"),
+        (dict(lr=0.0), "lr=0.0"),
+        (dict(lr=-1), "lr=-1"),
+        (dict(bucket=0), "bucket=0"),
+        (dict(epoch=0), "epoch=0"),
+        (dict(neg=0), "neg=0"),
+        (dict(t=0), "t=0"),
+        (dict(loss="hs"), "loss='hs'"),
+        (dict(update="fast"), "update='fast'"),
+        (dict(word_ngrams=3, update="sentence"), "word_ngrams"),
+        (dict(thread=0), "thread=0"),
+        (dict(checkpoint_every=5.0), "checkpoint_dir"),
+        (dict(sigmoid="tanh"), "sigmoid"),
+        (dict(l1=-1.0), "l1=-1.0"),
+        (dict(min_count_label=-1), "min_count_label=-1"),
+        (dict(epoch_tokens="some"), "epoch_tokens='some'"),
+        # what the .bin writer or reader cannot hold: refused before training, not after it
+        (dict(dim=2**20 + 1), r"dim=1048577 is invalid; expected at most 1048576"),
+        (dict(bucket=2**31), r"bucket=2147483648 .* int32"),
+        (dict(epoch=2**31), r"epoch=2147483648"),
+    ],
+)
 def test_bad_arguments_are_rejected_up_front(kw, match, tmp_path):
     with pytest.raises(ValueError, match=match):
         train_sent2vec(tmp_path / "does-not-matter.txt", **{**SMALL, **kw})
@@ -231,31 +259,47 @@ def test_non_utf8_bytes_are_kept_with_a_warning(tmp_path):
 def test_diverged_training_raises_instead_of_returning_nan_model(tmp_path):
     from sentvec.sent2vec.trainer import TrainingDivergedError
 
-    lines = (Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt").read_text(
-        encoding="utf-8").splitlines()[:300]
+    lines = (
+        (Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()[:300]
+    )
     with pytest.raises(TrainingDivergedError, match="diverged"):
-        train_sent2vec(lines, dim=4, epoch=1, lr=1e6, min_count=1, min_count_label=1,
-                       bucket=100, thread=1, seed=1)
+        train_sent2vec(
+            lines,
+            dim=4,
+            epoch=1,
+            lr=1e6,
+            min_count=1,
+            min_count_label=1,
+            bucket=100,
+            thread=1,
+            seed=1,
+        )
 
 
 def test_warm_up_compiles_the_signatures_training_uses(corpus):
     # the kernels compiled before the clocks start (behind "compiling kernels (first run
     # only)") must be the ones the run calls: no second specialisation inside the loop
-    from sentvec.sent2vec import _scan, kernels as K
+    from sentvec.sent2vec import _scan
+    from sentvec.sent2vec import kernels as K
 
     K.compile_job(K.MODE_TARGET)
     _scan.compile_kernels()
     jobs = set(K._JOBS["fast"].signatures)
-    scans = {f: set(f.signatures) for f in (_scan._scan, _scan.remap_segment, _scan._find,
-                                            _scan._has_prefix, K.shuffle_table)}
+    scans = {
+        f: set(f.signatures)
+        for f in (_scan._scan, _scan.remap_segment, _scan._find, _scan._has_prefix, K.shuffle_table)
+    }
     fit(corpus, thread=2, update="target")
     assert set(K._JOBS["fast"].signatures) == jobs and len(jobs) == 1
     assert {f: set(f.signatures) for f in scans} == scans
 
 
 @pytest.mark.parametrize("update", ["sentence", "target"])
-def test_one_pass_reader_trains_the_same_bits_as_the_two_pass_reader(corpus, update, tmp_path,
-                                                                    monkeypatch):
+def test_one_pass_reader_trains_the_same_bits_as_the_two_pass_reader(
+    corpus, update, tmp_path, monkeypatch
+):
     # the two-pass path (Python Counter reader, then the text conversion) is what training
     # ran before the compiled one-pass read; forcing its fallback must change no bit of the
     # model, the written .bin included
@@ -297,8 +341,7 @@ def test_input_matrix_init_is_one_uniform_stream_whatever_the_chunks():
     assert got.min() >= -1.0 / dim and got.max() < 1.0 / dim
 
 
-def test_compile_child_is_waited_for_then_stopped_when_a_run_fails(corpus, tmp_path,
-                                                                  monkeypatch):
+def test_compile_child_is_waited_for_then_stopped_when_a_run_fails(corpus, tmp_path, monkeypatch):
     # a first run hands the training loop to a child process (issue 21); a run must wait for
     # it before training, and one that fails before training must not leave it running
     import subprocess

@@ -26,15 +26,17 @@ def oracle(X, Q, k, metric):
     order = np.argsort(-S, axis=1, kind="stable")[:, :k]
     ids = np.full((len(Q), k), -1)
     scores = np.full((len(Q), k), -np.inf)
-    ids[:, :order.shape[1]] = order
-    scores[:, :order.shape[1]] = np.take_along_axis(S, order, axis=1)
+    ids[:, : order.shape[1]] = order
+    scores[:, : order.shape[1]] = np.take_along_axis(S, order, axis=1)
     return scores, ids
 
 
 @pytest.fixture(scope="module")
 def data():
     rng = np.random.default_rng(0)
-    return rng.standard_normal((700, 24)).astype(np.float32), rng.standard_normal((40, 24)).astype(np.float32)
+    return rng.standard_normal((700, 24)).astype(np.float32), rng.standard_normal((40, 24)).astype(
+        np.float32
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -62,7 +64,9 @@ def test_backends_agree_on_ties_and_near_ties(metric):
     the same ids as the float64 oracle, whatever the float32 rounding of either scan."""
     rng = np.random.default_rng(7)
     base = rng.integers(-2, 3, (300, 6)).astype(np.float32)
-    near = base[:200] * np.float32(1 + 1e-7) + rng.standard_normal((200, 6)).astype(np.float32) * 1e-7
+    near = (
+        base[:200] * np.float32(1 + 1e-7) + rng.standard_normal((200, 6)).astype(np.float32) * 1e-7
+    )
     X = np.concatenate([base, near])
     Q = rng.integers(-2, 3, (60, 6)).astype(np.float32)
     with warnings.catch_warnings():
@@ -107,7 +111,8 @@ def test_save_load_roundtrip(tmp_path, data, backend):
     assert cfg["backend"] == backend and cfg["ntotal"] == 700 and cfg["dim"] == 24
     expected_file = "index.faiss" if backend == "faiss" else "embeddings.npy"
     assert sorted(p.name for p in (tmp_path / "idx").iterdir()) == sorted(
-        ["search_index.json", expected_file])
+        ["search_index.json", expected_file]
+    )
     loaded = SemanticSearch.load(tmp_path / "idx")
     after = loaded.search(Q, 5)
     assert np.array_equal(before[1], after[1]) and np.array_equal(before[0], after[0])
@@ -194,7 +199,7 @@ def test_texts_with_attached_encoder(backend):
     assert index.add_texts(docs).tolist() == [0, 1, 2, 3]
     scores, ids = index.search_texts(["fish", "cat"], 2)
     assert ids[0, 0] == 2 and ids[1].tolist() == [0, 3]
-    assert scores[1, 0] == pytest.approx(1.0) and scores[1, 1] == pytest.approx(2 ** -0.5)
+    assert scores[1, 0] == pytest.approx(1.0) and scores[1, 1] == pytest.approx(2**-0.5)
     with pytest.raises(TypeError, match="single str"):
         index.search_texts("cat", 1)
 
@@ -225,8 +230,9 @@ def test_ordinary_vectors_are_stored_and_ranked_bit_identically(data, backend, s
 def _cosine_oracle64(X, Q, k):
     """Float64 cosines (pure numpy, float64 input assumed in range) -> (scores, ids)."""
     X, Q = np.asarray(X, np.float64), np.asarray(Q, np.float64)
-    S = (Q / np.linalg.norm(Q, axis=1, keepdims=True)) @ (X / np.linalg.norm(X, axis=1,
-                                                                            keepdims=True)).T
+    S = (Q / np.linalg.norm(Q, axis=1, keepdims=True)) @ (
+        X / np.linalg.norm(X, axis=1, keepdims=True)
+    ).T
     order = np.argsort(-S, axis=1, kind="stable")[:, :k]
     return np.take_along_axis(S, order, axis=1), order
 
@@ -246,8 +252,9 @@ def test_cosine_of_huge_or_tiny_vectors_is_correct(data, backend, scale):
         scores, ids = index.search(Qs, 5)
     assert np.array_equal(ids, ref_i)
     np.testing.assert_allclose(scores, ref_s, rtol=0, atol=1e-6)
-    np.testing.assert_allclose(np.linalg.norm(index._vectors().astype(np.float64), axis=1), 1.0,
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        np.linalg.norm(index._vectors().astype(np.float64), axis=1), 1.0, atol=1e-6
+    )
 
 
 def test_cosine_power_of_two_scaling_is_exact(data):
@@ -268,7 +275,7 @@ def test_cosine_mixed_rows_and_zero_rows():
     with pytest.warns(UserWarning, match="1 of 4 embeddings are all-zero"):
         index.add(X)
     V = index._vectors()
-    expected = np.array([[2**-0.5, -2**-0.5, 0], [0, 0, 0], [0.6, 0.8, 0], [1, 0, 0]])
+    expected = np.array([[2**-0.5, -(2**-0.5), 0], [0, 0, 0], [0.6, 0.8, 0], [1, 0, 0]])
     np.testing.assert_allclose(V, expected, rtol=0, atol=1e-7)
     assert (V[1] == 0).all()
 
@@ -277,9 +284,11 @@ def test_cosine_mixed_rows_and_zero_rows():
 def test_dot_out_of_float32_range_is_a_clear_error(data, backend):
     X, Q = data
     index = SemanticSearch(metric="dot", backend=backend)
-    for bad, match in [(X * np.float32(1e30), "exceed the float32 range"),
-                       (X.astype(np.float64) * 1e200, "beyond the float32 range"),
-                       (X * np.float32(4e18), "exceed the float32 range")]:  # norms ~2e19
+    for bad, match in [
+        (X * np.float32(1e30), "exceed the float32 range"),
+        (X.astype(np.float64) * 1e200, "beyond the float32 range"),
+        (X * np.float32(4e18), "exceed the float32 range"),
+    ]:  # norms ~2e19
         with pytest.raises(ValueError, match=match):
             index.add(bad)
         assert index.ntotal == 0  # nothing stored
@@ -337,13 +346,16 @@ def test_load_keeps_the_error_bound_valid_for_a_stale_max_norm(tmp_path, data):
 
 
 def _tree(root):
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    }
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_save_refuses_to_replace_foreign_files_and_directories(tmp_path, data, backend,
-                                                               monkeypatch):
+def test_save_refuses_to_replace_foreign_files_and_directories(
+    tmp_path, data, backend, monkeypatch
+):
     X, _ = data
     index = SemanticSearch(backend=backend)
     index.add(X[:10])

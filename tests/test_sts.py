@@ -8,8 +8,15 @@ import pytest
 from sentvec._data import PACKAGE_DATA_DIR
 from sentvec.evaluation import STS_SUBSETS, STS_TASKS, STSSubset, STSTask, load_sts
 
-EXPECTED_PAIRS = {"STS12": 3108, "STS13": 1500, "STS14": 3750, "STS15": 3000, "STS16": 1186,
-                  "STSBenchmark": 1379, "SICKRelatedness": 4927}
+EXPECTED_PAIRS = {
+    "STS12": 3108,
+    "STS13": 1500,
+    "STS14": 3750,
+    "STS15": 3000,
+    "STS16": 1186,
+    "STSBenchmark": 1379,
+    "SICKRelatedness": 4927,
+}
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +112,12 @@ def _write(path, text, *, bom=False, crlf=False):
 def _tiny_sts13(root, *, bom=False, crlf=False):
     d = root / "STS" / "STS13-en-test"
     for name in STS_SUBSETS["STS13"]:
-        _write(d / f"STS.input.{name}.txt",
-               f"{name} one\tthe “quoted” two\textra\tcols\n\"a\" b\tc 'd'\nx\ty\n", bom=bom,
-               crlf=crlf)
+        _write(
+            d / f"STS.input.{name}.txt",
+            f"{name} one\tthe “quoted” two\textra\tcols\n\"a\" b\tc 'd'\nx\ty\n",
+            bom=bom,
+            crlf=crlf,
+        )
         _write(d / f"STS.gs.{name}.txt", "4.5\n\n0\n", bom=bom, crlf=crlf)
 
 
@@ -152,8 +162,11 @@ def test_malformed_files_raise(tmp_path):
     # gold scores outside the STS scale, or not finite, name the file and line
     for bad in ("nan", "inf", "77", "-0.5"):
         _write(d / "STS.gs.FNWN.txt", f"4.5\n\n{bad}\n")
-        with pytest.raises(ValueError, match=rf"STS\.gs\.FNWN\.txt' line 3: gold score '{bad}' "
-                                             r"is outside \[0, 5\]"):
+        with pytest.raises(
+            ValueError,
+            match=rf"STS\.gs\.FNWN\.txt' line 3: gold score '{bad}' "
+            r"is outside \[0, 5\]",
+        ):
             load_sts(["STS13"], data_dir=tmp_path)
     # a subset whose gold lines are all blank has no scored pair: an error, not a NaN score
     _write(d / "STS.gs.FNWN.txt", "\n\n\n")

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import json
-import warnings
 import math
+import warnings
 import zlib
 
 import numpy as np
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from sentvec.evaluation.results import (
-    STSResult,
-    aggregate_scores,
-    correlations,
-    results_table_markdown,
-    results_table_text,
-)
 from sentvec.evaluation import (
     STSScorer,
     STSSubset,
@@ -26,6 +19,13 @@ from sentvec.evaluation import (
     load_sts,
     score_sts,
     unique_sentences,
+)
+from sentvec.evaluation.results import (
+    STSResult,
+    aggregate_scores,
+    correlations,
+    results_table_markdown,
+    results_table_text,
 )
 from sentvec.whitening import Whitening
 
@@ -48,8 +48,14 @@ def _toy_task_from_cosines(preds_by_subset, golds_by_subset, name="T"):
             s2.append(s)
             sentences.append(s)
             vectors.append([c, math.sqrt(1.0 - c * c)])
-        subsets.append(STSSubset(sname, ("anchor",) * len(preds), tuple(s2),
-                                 np.array(golds_by_subset[sname], dtype=float)))
+        subsets.append(
+            STSSubset(
+                sname,
+                ("anchor",) * len(preds),
+                tuple(s2),
+                np.array(golds_by_subset[sname], dtype=float),
+            )
+        )
     return STSTask(name, tuple(subsets), "senteval", "test"), sentences, np.array(vectors)
 
 
@@ -92,9 +98,11 @@ TOY_GOLDS = {"A": [0, 1, 2], "B": [3, 4, 5]}
 
 
 def test_aggregation_toy_direct():
-    scores = aggregate_scores({"T": [np.array(TOY_PREDS["A"]), np.array(TOY_PREDS["B"])]},
-                              {"T": [np.array(TOY_GOLDS["A"], float),
-                                     np.array(TOY_GOLDS["B"], float)]}, {"T": ["A", "B"]})
+    scores = aggregate_scores(
+        {"T": [np.array(TOY_PREDS["A"]), np.array(TOY_PREDS["B"])]},
+        {"T": [np.array(TOY_GOLDS["A"], float), np.array(TOY_GOLDS["B"], float)]},
+        {"T": ["A", "B"]},
+    )
     assert scores.subset_spearman["T"] == pytest.approx({"A": 100.0, "B": 100.0})
     assert scores.spearman["mean"]["T"] == pytest.approx(100.0)
     assert scores.spearman["wmean"]["T"] == pytest.approx(100.0)
@@ -111,7 +119,8 @@ def test_aggregation_toy_through_score_sts():
     assert res.task_scores_for("wmean")["T"] == pytest.approx(100.0)
     assert res.task_scores_for("all")["T"] == pytest.approx(-40.58, abs=0.005)
     assert score_sts([task], sentences, emb, aggregation="all").average == pytest.approx(
-        -40.58, abs=0.005)
+        -40.58, abs=0.005
+    )
     assert res.n_pairs == {"T": 6} and res.subset_n_pairs == {"T": {"A": 3, "B": 3}}
 
 
@@ -124,7 +133,8 @@ def test_wmean_weights_by_pair_count():
     assert s.spearman["mean"]["T"] == pytest.approx((r0 + r1) / 2)
     assert s.spearman["wmean"]["T"] == pytest.approx((5 * r0 + 20 * r1) / 25)
     assert s.pearson["wmean"]["T"] == pytest.approx(
-        (5 * 100 * pearsonr(p[0], g[0])[0] + 20 * 100 * pearsonr(p[1], g[1])[0]) / 25)
+        (5 * 100 * pearsonr(p[0], g[0])[0] + 20 * 100 * pearsonr(p[1], g[1])[0]) / 25
+    )
 
 
 # ----------------------------------------------------------------------------- cosine/Spearman
@@ -141,9 +151,11 @@ def test_cosine_spearman_pearson_match_scipy():
         cos = np.array([x @ y / np.linalg.norm(x) / np.linalg.norm(y) for x, y in zip(a, b)])
         assert np.diff(np.sort(cos)).min() > 1e-9  # no (near-)ties: rounding cannot reorder
         assert res.subset_scores["R"][sub.name] == pytest.approx(
-            100 * spearmanr(cos, sub.gold)[0], abs=1e-9)
+            100 * spearmanr(cos, sub.gold)[0], abs=1e-9
+        )
         assert res.subset_pearson["R"][sub.name] == pytest.approx(
-            100 * pearsonr(cos, sub.gold)[0], abs=1e-9)
+            100 * pearsonr(cos, sub.gold)[0], abs=1e-9
+        )
     rho, r = correlations([1.0, 2.0, 2.0, 5.0], [3.0, 1.0, 2.0, 4.0])
     assert rho == pytest.approx(spearmanr([1, 2, 2, 5], [3, 1, 2, 4])[0])
     assert r == pytest.approx(pearsonr([1, 2, 2, 5], [3, 1, 2, 4])[0])
@@ -166,8 +178,9 @@ def test_hand_computed_case():
 # ----------------------------------------------------------------------------- whitening
 def _manual_year_scores(task, sentences, emb, k=None):
     row = {s: i for i, s in enumerate(sentences)}
-    fit = np.concatenate([emb[[row[s] for s in chain]] for sub in task.subsets
-                          for chain in (sub.sent1, sub.sent2)])
+    fit = np.concatenate(
+        [emb[[row[s] for s in chain]] for sub in task.subsets for chain in (sub.sent1, sub.sent2)]
+    )
     mu = fit.mean(axis=0)
     evals, evecs = np.linalg.eigh((fit - mu).T @ (fit - mu) / len(fit))
     order = np.argsort(evals)[::-1][: k or len(evals)]
@@ -184,8 +197,10 @@ def _manual_year_scores(task, sentences, emb, k=None):
 @pytest.mark.parametrize("k", [None, 3])  # None: Cholesky shortcut; 3: eigen path
 def test_year_whitening_fits_on_all_pairs_of_the_year(k):
     rng = np.random.default_rng(2)
-    tasks = [_random_task(rng, "Y1", n_subsets=3, n_pairs=30, vocab=40, prefix="a"),
-             _random_task(rng, "Y2", n_subsets=2, n_pairs=25, vocab=40, prefix="b")]
+    tasks = [
+        _random_task(rng, "Y1", n_subsets=3, n_pairs=30, vocab=40, prefix="a"),
+        _random_task(rng, "Y2", n_subsets=2, n_pairs=25, vocab=40, prefix="b"),
+    ]
     sentences = unique_sentences(tasks)
     emb = rng.normal(size=(len(sentences), 5)) @ rng.normal(size=(5, 5)) + 3.0
     res = score_sts(tasks, sentences, emb, whitening="year", n_components=k)
@@ -193,10 +208,12 @@ def test_year_whitening_fits_on_all_pairs_of_the_year(k):
         expected = _manual_year_scores(task, sentences, emb, k)
         assert res.subset_scores[task.name] == pytest.approx(expected, abs=1e-7)
         # and NOT the subset-only fit
-        alone = _manual_year_scores(STSTask("x", task.subsets[:1], "raw", "test"), sentences,
-                                    emb, k)
+        alone = _manual_year_scores(
+            STSTask("x", task.subsets[:1], "raw", "test"), sentences, emb, k
+        )
         assert alone[task.subsets[0].name] != pytest.approx(
-            res.subset_scores[task.name][task.subsets[0].name], abs=1e-3)
+            res.subset_scores[task.name][task.subsets[0].name], abs=1e-3
+        )
     assert res.whitening.mode == "year" and res.whitening.n_components == k
     assert res.whitening.fit_sizes == {t.name: 2 * t.n_pairs for t in tasks}
 
@@ -236,8 +253,10 @@ def test_zero_vector_warned_counted_and_cosine_zero():
     with pytest.warns(UserWarning, match=r"1 sentence vector\(s\) are zero.*1 pair\(s\).*set to 0"):
         res = score_sts([task], sentences, emb)
     assert res.n_zero_vectors == 1 and res.n_zero_cosine_pairs == 1
-    cos = [0.0] + [float(emb[i] @ emb[j] / np.linalg.norm(emb[i]) / np.linalg.norm(emb[j]))
-                   for i, j in [(1, 2), (2, 0), (3, 1)]]
+    cos = [0.0] + [
+        float(emb[i] @ emb[j] / np.linalg.norm(emb[i]) / np.linalg.norm(emb[j]))
+        for i, j in [(1, 2), (2, 0), (3, 1)]
+    ]
     assert res.subset_scores["Z"]["s"] == pytest.approx(100 * spearmanr(cos, sub.gold)[0])
 
 
@@ -332,8 +351,17 @@ def test_json_round_trip_and_tables(tmp_path):
     assert lines[2] == "| toy | - | - | 100.00 | - | - | - | - | 100.00 |"
     assert lines[3] == "| toy-all | - | - | -40.58 | - | - | - | - | -40.58 |"
     txt = results_table_text({"toy": res}).splitlines()
-    assert txt[0].split() == ["Model", "STSB", "SICK", "STS12", "STS13", "STS14", "STS15",
-                              "STS16", "Avg"]
+    assert txt[0].split() == [
+        "Model",
+        "STSB",
+        "SICK",
+        "STS12",
+        "STS13",
+        "STS14",
+        "STS15",
+        "STS16",
+        "Avg",
+    ]
     assert txt[1].split()[3] == "100.00"
 
 
@@ -360,16 +388,23 @@ def test_identical_vectors_tie_exactly_at_one():
 
 def test_prepared_scorer_is_score_sts_for_many_embeddings():
     rng = np.random.default_rng(11)
-    tasks = [_random_task(rng, "Y1", n_subsets=3, n_pairs=30, vocab=40, prefix="a"),
-             _random_task(rng, "Y2", n_subsets=2, n_pairs=25, vocab=40, prefix="b")]
+    tasks = [
+        _random_task(rng, "Y1", n_subsets=3, n_pairs=30, vocab=40, prefix="a"),
+        _random_task(rng, "Y2", n_subsets=2, n_pairs=25, vocab=40, prefix="b"),
+    ]
     sentences = unique_sentences(tasks) + ["an extra sentence"]
     scorer = STSScorer(tasks, sentences)
     assert scorer.n_sentences == len(sentences)
     for seed in range(3):  # one prepared scorer, several embeddings of the same sentences
         emb = np.random.default_rng(seed).normal(size=(len(sentences), 6)).astype(np.float32)
         fitted = Whitening().fit(emb)
-        for kw in ({}, {"whitening": "year"}, {"whitening": "year", "n_components": 4},
-                   {"whitening": fitted}, {"aggregation": "all"}):
+        for kw in (
+            {},
+            {"whitening": "year"},
+            {"whitening": "year", "n_components": 4},
+            {"whitening": fitted},
+            {"aggregation": "all"},
+        ):
             got = scorer.score(emb, **kw)
             want = score_sts(tasks, sentences, emb, **kw)
             assert got.subset_scores == want.subset_scores
@@ -408,8 +443,10 @@ def test_precomputed_gold_ranks_give_identical_scores():
     from sentvec.evaluation.results import aggregate_scores, rank_golds
 
     rng = np.random.default_rng(3)
-    golds = {"A": [rng.integers(0, 5, 30).astype(float), rng.normal(size=20)],
-             "B": [rng.normal(size=15)]}
+    golds = {
+        "A": [rng.integers(0, 5, 30).astype(float), rng.normal(size=20)],
+        "B": [rng.normal(size=15)],
+    }
     preds = {t: [rng.normal(size=len(g)) for g in gs] for t, gs in golds.items()}
     plain = aggregate_scores(preds, golds)
     ranked = aggregate_scores(preds, golds, gold_ranks=rank_golds(golds))
@@ -433,8 +470,15 @@ def test_gold_ranks_must_match_the_subsets():
         correlations(preds["T"][0], golds["T"][0], gold_ranks=ranks["T"][0][1])
 
 
-@pytest.mark.parametrize("row", [np.arange(1.0, 9.0), 0.1 * np.arange(1.0, 9.0),
-                                 np.array([0.3]), np.random.default_rng(1).random(8)])
+@pytest.mark.parametrize(
+    "row",
+    [
+        np.arange(1.0, 9.0),
+        0.1 * np.arange(1.0, 9.0),
+        np.array([0.3]),
+        np.random.default_rng(1).random(8),
+    ],
+)
 def test_identical_rows_cannot_be_year_whitened(row):
     # the mean of identical rows is off by rounding: that noise must not be whitened
     task, sentences, _ = _toy_task_from_cosines(TOY_PREDS, TOY_GOLDS)
@@ -464,7 +508,7 @@ def test_cosine_similarity_rows_rejects_non_finite_and_complex():
         cosine_similarity_rows(A + 1j, A)
 
 
-@pytest.mark.parametrize("scale", [1e200, 1e-200, 2.0 ** 600, 2.0 ** -600])
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 2.0**600, 2.0**-600])
 def test_cosines_of_extreme_float64_rows_equal_those_of_ordinary_rows(scale):
     # squared norms of such rows overflow to inf (NaN cosines) or underflow to 0 (flagged as
     # zero vectors); a power-of-two rescaling of those rows must give the ordinary cosines
@@ -514,7 +558,7 @@ def test_a_single_string_as_sentences_is_a_type_error():
 
 
 def _pair_cosines(Z, n_pairs):
-    a, b = Z[:n_pairs], Z[n_pairs:2 * n_pairs]
+    a, b = Z[:n_pairs], Z[n_pairs : 2 * n_pairs]
     return np.sum(a * b, 1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
 
 
@@ -531,8 +575,12 @@ def test_year_whitening_of_a_layernorm_hyperplane_falls_back_to_eigh(dtype):
     g, b = rng.uniform(0.5, 2.0, d), rng.normal(size=d)
     X = (z / z.std(axis=1, keepdims=True) * g + b).astype(dtype)
     counts = rng.integers(1, 3, size=n)
-    assert solvers.cholesky_solution(
-        solvers.WhiteningStatistics.from_array(X.astype(np.float64), counts)) is None
+    assert (
+        solvers.cholesky_solution(
+            solvers.WhiteningStatistics.from_array(X.astype(np.float64), counts)
+        )
+        is None
+    )
     fast = Whitening(solver="cholesky", warn_singular=False)
     Z = fast.fit_transform(X.astype(np.float64), sample_weight=counts)
     n_dropped = fast.n_dropped_
@@ -543,8 +591,9 @@ def test_year_whitening_of_a_layernorm_hyperplane_falls_back_to_eigh(dtype):
         w = Whitening().fit(np.repeat(X.astype(np.float64), counts, axis=0))
     assert w.n_dropped_ == 1
     ref = (X.astype(np.float64) - w.mean_) @ w.whitening_matrix_
-    np.testing.assert_allclose(_pair_cosines(Z, n // 2), _pair_cosines(ref, n // 2),
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        _pair_cosines(Z, n // 2), _pair_cosines(ref, n // 2), rtol=0, atol=1e-9
+    )
     # whitened: identity covariance of the weighted rows (a rotation of Whitening's output)
     mu = np.average(Z, axis=0, weights=counts)
     cov = ((Z - mu) * counts[:, None]).T @ (Z - mu) / counts.sum()
@@ -554,7 +603,6 @@ def test_year_whitening_of_a_layernorm_hyperplane_falls_back_to_eigh(dtype):
 def test_year_whitening_without_a_clear_null_space_keeps_the_eigen_path():
     # one direction with variance 1e-11 x the largest: below Whitening's 1e-10 cut, but too
     # close to it for the pivoted factorisation's guarantee, so the eigen path decides
-    import sentvec.whitening.solvers as solvers
 
     rng = np.random.default_rng(12)
     n, d = 300, 10
@@ -586,8 +634,13 @@ def test_year_whitening_null_space_decision_does_not_depend_on_the_scale(scale):
     # largest, which Whitening keeps (m - 1 dropped, not m)
     n, r, m = len(sentences), 12, 200
     K = rng.normal(size=(n, r))
-    X = np.hstack([K, K @ (0.01 * rng.normal(size=(r, m)) / np.sqrt(r))
-                   + np.sqrt(0.9e-12) * rng.normal(size=(n, 1))])
+    X = np.hstack(
+        [
+            K,
+            K @ (0.01 * rng.normal(size=(r, m)) / np.sqrt(r))
+            + np.sqrt(0.9e-12) * rng.normal(size=(n, 1)),
+        ]
+    )
     with pytest.warns(UserWarning, match="singular"):
         reference = score_sts([task], sentences, X, whitening="year")
     with warnings.catch_warnings():

@@ -16,21 +16,38 @@ from sklearn.preprocessing import FunctionTransformer
 
 from sentvec.evaluation import ZERO_VECTOR_RULES, STSSubset, STSTask, evaluate_sts, score_sts
 
-VECS = {"a": [1.0, 2.0, 0.0], "b": [2.0, 1.0, 1.0], "c": [-1.0, 0.5, 2.0], "d": [0.0, 1.0, -1.0],
-        "z1": [0.0, 0.0, 0.0], "z2": [0.0, 0.0, 0.0]}
+VECS = {
+    "a": [1.0, 2.0, 0.0],
+    "b": [2.0, 1.0, 1.0],
+    "c": [-1.0, 0.5, 2.0],
+    "d": [0.0, 1.0, -1.0],
+    "z1": [0.0, 0.0, 0.0],
+    "z2": [0.0, 0.0, 0.0],
+}
 SENTENCES = list(VECS)
 EMB = np.array([VECS[s] for s in SENTENCES])
 # S1 holds 4 pairs with a zero vector (two of them both zero), S2 none
-S1 = [("a", "b"), ("a", "c"), ("b", "d"), ("a", "z1"), ("z1", "c"), ("z1", "z2"), ("d", "z2"),
-      ("c", "d"), ("z2", "z2")]
+S1 = [
+    ("a", "b"),
+    ("a", "c"),
+    ("b", "d"),
+    ("a", "z1"),
+    ("z1", "c"),
+    ("z1", "z2"),
+    ("d", "z2"),
+    ("c", "d"),
+    ("z2", "z2"),
+]
 G1 = [4.0, 1.0, 2.5, 3.0, 0.5, 5.0, 2.0, 1.5, 3.5]
 S2 = [("a", "d"), ("b", "c"), ("c", "a"), ("d", "b")]
 G2 = [1.0, 3.0, 2.0, 4.5]
 
 
 def _task() -> STSTask:
-    subs = [STSSubset(name, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), np.array(g))
-            for name, pairs, g in (("S1", S1, G1), ("S2", S2, G2))]
+    subs = [
+        STSSubset(name, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), np.array(g))
+        for name, pairs, g in (("S1", S1, G1), ("S2", S2, G2))
+    ]
     return STSTask("T", subs, "raw", "test")
 
 
@@ -43,8 +60,9 @@ def _oracle(pairs, gold, rule):
         cos = np.round(1 - paired_cosine_distances(u, v), 12)
     else:  # SentEval: nan_to_num of 0/0
         with np.errstate(invalid="ignore"):
-            cos = np.nan_to_num((u * v).sum(1) / (np.linalg.norm(u, axis=1)
-                                                  * np.linalg.norm(v, axis=1)))
+            cos = np.nan_to_num(
+                (u * v).sum(1) / (np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1))
+            )
     return cos, 100 * spearmanr(gold, cos)[0], 100 * pearsonr(gold, cos)[0]
 
 
@@ -131,9 +149,27 @@ def test_cli_zero_vectors_flag_matches_the_api(tmp_path, capsys):
     scores = {}
     for rule in ZERO_VECTOR_RULES:
         out = tmp_path / f"{rule}.json"
-        assert main(["eval-sts", "--model", model, "--tasks", "STS13,STSB", "--data", str(data),
-                     "--variant", "senteval", "--zero-vectors", rule, "--json", str(out),
-                     "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "eval-sts",
+                    "--model",
+                    model,
+                    "--tasks",
+                    "STS13,STSB",
+                    "--data",
+                    str(data),
+                    "--variant",
+                    "senteval",
+                    "--zero-vectors",
+                    rule,
+                    "--json",
+                    str(out),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
         scores[rule] = json.loads(out.read_text())
     capsys.readouterr()
     for rule in ZERO_VECTOR_RULES:

@@ -44,7 +44,9 @@ class HashBOW:
 
     def vector(self, word: str) -> np.ndarray:
         if word not in self._vec:
-            self._vec[word] = np.random.default_rng(zlib.crc32(word.encode())).standard_normal(self.dim)
+            self._vec[word] = np.random.default_rng(zlib.crc32(word.encode())).standard_normal(
+                self.dim
+            )
         return self._vec[word]
 
     def encode(self, sentences, *, batch_size=32, show_progress_bar=None, normalize=False):
@@ -75,12 +77,16 @@ def _raw_lines(path, encoding):
 
 # --------------------------------------------------------------------------- readers
 
-@pytest.mark.parametrize("task,pos_file,neg_file,n_pos,n_neg,n_empty", [
-    ("MR", "rt-polarity.pos", "rt-polarity.neg", 5331, 5331, 0),
-    ("CR", "custrev.pos", "custrev.neg", 2407, 1368, 4),
-    ("SUBJ", "subj.objective", "subj.subjective", 5000, 5000, 0),
-    ("MPQA", "mpqa.pos", "mpqa.neg", 3312, 7294, 3),
-])
+
+@pytest.mark.parametrize(
+    "task,pos_file,neg_file,n_pos,n_neg,n_empty",
+    [
+        ("MR", "rt-polarity.pos", "rt-polarity.neg", 5331, 5331, 0),
+        ("CR", "custrev.pos", "custrev.neg", 2407, 1368, 4),
+        ("SUBJ", "subj.objective", "subj.subjective", 5000, 5000, 0),
+        ("MPQA", "mpqa.pos", "mpqa.neg", 3312, 7294, 3),
+    ],
+)
 def test_binary_readers_match_senteval_counts(task, pos_file, neg_file, n_pos, n_neg, n_empty):
     data = load_transfer(task)
     (split,) = data.splits
@@ -88,7 +94,9 @@ def test_binary_readers_match_senteval_counts(task, pos_file, neg_file, n_pos, n
     assert int(split.labels.sum()) == n_pos and split.labels.dtype == np.int64
     assert split.labels[:n_pos].all() and not split.labels[n_pos:].any()
     assert sum(not s for s in split.sentences) == n_empty  # SentEval keeps empty lines
-    raw = _raw_lines(DOWN / task / pos_file, "latin-1") + _raw_lines(DOWN / task / neg_file, "latin-1")
+    raw = _raw_lines(DOWN / task / pos_file, "latin-1") + _raw_lines(
+        DOWN / task / neg_file, "latin-1"
+    )
     assert list(split.sentences) == [" ".join(x.split()) for x in raw]
 
 
@@ -107,7 +115,10 @@ def test_trec_latin1_line_66_and_coarse_labels():
     raw = (DOWN / "TREC" / "train_5500.label").read_bytes().split(b"\n")[65]
     with pytest.raises(UnicodeDecodeError):
         raw.decode("utf-8")
-    coarse, question = raw.decode("latin-1").split(":", 1)[0], raw.decode("latin-1").split(" ", 1)[1]
+    coarse, question = (
+        raw.decode("latin-1").split(":", 1)[0],
+        raw.decode("latin-1").split(" ", 1)[1],
+    )
     assert train.sentences[65] == question and "\xf0" in question and "sister" in question
     assert data.label_names[train.labels[65]] == coarse == "LOC"
     assert data.label_names == ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
@@ -132,10 +143,16 @@ def test_mrpc_bom_header_and_counts():
 
 def test_sst2_counts_and_format():
     data = load_transfer("SST2")
-    assert [(s.name, len(s)) for s in data.splits] == [("train", 67349), ("dev", 872), ("test", 1821)]
+    assert [(s.name, len(s)) for s in data.splits] == [
+        ("train", 67349),
+        ("dev", 872),
+        ("test", 1821),
+    ]
     first = (DOWN / "SST" / "binary" / "sentiment-train").read_text("utf-8").split("\n")[0]
     text, label = first.rsplit("\t", 1)
-    assert data.split("train").sentences[0] == text.strip() and data.split("train").labels[0] == int(label)
+    assert data.split("train").sentences[0] == text.strip() and data.split("train").labels[
+        0
+    ] == int(label)
 
 
 def test_load_transfer_errors(tmp_path):
@@ -151,6 +168,7 @@ def test_load_transfer_errors(tmp_path):
 
 
 # --------------------------------------------------------------------------- protocol
+
 
 def _synthetic(n: int, dim: int, signal: float, seed: int, n_classes: int = 2):
     """Sentences 'sK' with vectors mean-shifted by class; same token count for all."""
@@ -184,8 +202,11 @@ def _oracle_nested_cv(X, y, kfold, inner, seed, grid):
 
     accs, cs = [], []
     for tr, te in StratifiedKFold(kfold, shuffle=True, random_state=seed).split(X, y):
-        gs = GridSearchCV(LogisticRegression(tol=1e-8, max_iter=10000), {"C": list(grid)},
-                          cv=StratifiedKFold(inner, shuffle=True, random_state=seed))
+        gs = GridSearchCV(
+            LogisticRegression(tol=1e-8, max_iter=10000),
+            {"C": list(grid)},
+            cv=StratifiedKFold(inner, shuffle=True, random_state=seed),
+        )
         gs.fit(X[tr], y[tr])
         cs.append(gs.best_params_["C"])
         accs.append(100 * gs.score(X[te], y[te]))
@@ -210,14 +231,18 @@ def test_train_test_and_dev_protocols_match_oracles():
     sents, labels, table = _synthetic(360, 5, signal=0.5, seed=4, n_classes=3)
     tr = TransferSplit("train", tuple(sents[:240]), labels[:240])
     te = TransferSplit("test", tuple(sents[240:]), labels[240:])
-    r = evaluate_transfer(LookupEncoder(table), TransferData("toy3", (tr, te), ("a", "b", "c")),
-                          inner_kfold=4)
+    r = evaluate_transfer(
+        LookupEncoder(table), TransferData("toy3", (tr, te), ("a", "b", "c")), inner_kfold=4
+    )
     X = np.stack([table[s] for s in sents])
     order = np.argsort(labels[:240], kind="stable")  # SentEval order (equal token counts)
     from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-    gs = GridSearchCV(LogisticRegression(tol=1e-8, max_iter=10000), {"C": list(DEFAULT_C_GRID)},
-                      cv=StratifiedKFold(4, shuffle=True, random_state=1111))
+    gs = GridSearchCV(
+        LogisticRegression(tol=1e-8, max_iter=10000),
+        {"C": list(DEFAULT_C_GRID)},
+        cv=StratifiedKFold(4, shuffle=True, random_state=1111),
+    )
     gs.fit(X[:240][order], labels[:240][order])
     assert r.c == (gs.best_params_["C"],)
     assert r.accuracy == pytest.approx(100 * gs.score(X[240:], labels[240:]))
@@ -226,9 +251,15 @@ def test_train_test_and_dev_protocols_match_oracles():
     # train/dev/test: C by dev accuracy (first best), cold-start oracle loop
     dv = TransferSplit("dev", tuple(sents[240:300]), labels[240:300])
     te2 = TransferSplit("test", tuple(sents[300:]), labels[300:])
-    r2 = evaluate_transfer(LookupEncoder(table), TransferData("toy3", (tr, dv, te2), ("a", "b", "c")))
-    dev_acc = [LogisticRegression(C=c, tol=1e-8, max_iter=10000).fit(X[:240], labels[:240])
-               .score(X[240:300], labels[240:300]) for c in DEFAULT_C_GRID]
+    r2 = evaluate_transfer(
+        LookupEncoder(table), TransferData("toy3", (tr, dv, te2), ("a", "b", "c"))
+    )
+    dev_acc = [
+        LogisticRegression(C=c, tol=1e-8, max_iter=10000)
+        .fit(X[:240], labels[:240])
+        .score(X[240:300], labels[240:300])
+        for c in DEFAULT_C_GRID
+    ]
     best = DEFAULT_C_GRID[int(np.argmax(np.round(100 * np.array(dev_acc), 2)))]
     clf = LogisticRegression(C=best, tol=1e-8, max_iter=10000).fit(X[:240], labels[:240])
     assert r2.c == (best,) and r2.n_dev == 60
@@ -239,8 +270,9 @@ def test_train_test_and_dev_protocols_match_oracles():
         with pytest.raises(ValueError, match="'train' and 'test', optionally with 'dev'"):
             evaluate_transfer(LookupEncoder(table), TransferData("toy3", splits, ("a", "b", "c")))
     with pytest.raises(ValueError, match="seed=None"):
-        evaluate_transfer(LookupEncoder(table), TransferData("toy3", (tr, te), ("a", "b", "c")),
-                          seed=None)
+        evaluate_transfer(
+            LookupEncoder(table), TransferData("toy3", (tr, te), ("a", "b", "c")), seed=None
+        )
 
 
 def test_pair_features_and_mrpc_f1():
@@ -259,13 +291,16 @@ def test_pair_features_and_mrpc_f1():
         table[b[i]] = base + rng.standard_normal(4) * (0.1 if y[i] else 1.5)
     tr = TransferSplit("train", tuple(a[:150]), y[:150], tuple(b[:150]))
     te = TransferSplit("test", tuple(a[150:]), y[150:], tuple(b[150:]))
-    r = evaluate_transfer(LookupEncoder(table), TransferData("MRPC", (tr, te), ("n", "p")), inner_kfold=3)
+    r = evaluate_transfer(
+        LookupEncoder(table), TransferData("MRPC", (tr, te), ("n", "p")), inner_kfold=3
+    )
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import f1_score
 
     E = lambda s: np.stack([table[x] for x in s])  # noqa: E731
     clf = LogisticRegression(C=r.c[0], tol=1e-8, max_iter=10000).fit(
-        pair_features(E(a[:150]), E(b[:150])), y[:150])
+        pair_features(E(a[:150]), E(b[:150])), y[:150]
+    )
     pred = clf.predict(pair_features(E(a[150:]), E(b[150:])))
     assert r.f1 == pytest.approx(100 * f1_score(y[150:], pred))
     assert r.accuracy == pytest.approx(100 * np.mean(pred == y[150:]))
@@ -277,8 +312,14 @@ def test_each_distinct_sentence_encoded_once_and_hooks_apply():
     labels = np.array([1, 0, 1, 0, 0])
     enc = HashBOW()
     data = TransferData("toy", (TransferSplit("all", sents * 4, np.tile(labels, 4)),), ("n", "p"))
-    r = evaluate_transfer(enc, data, kfold=2, inner_kfold=2, lowercase=True,
-                          preprocess=lambda s: s.replace("film", "movie"))
+    r = evaluate_transfer(
+        enc,
+        data,
+        kfold=2,
+        inner_kfold=2,
+        lowercase=True,
+        preprocess=lambda s: s.replace("film", "movie"),
+    )
     assert len(enc.calls) == 1  # one encode call holding each distinct prepared sentence once
     # preprocess runs before lowercase: "BAD Film" -> "bad film" (no "film" to replace)
     assert sorted(enc.calls[0]) == ["", "bad film", "bad movie", "good movie"]
@@ -289,8 +330,9 @@ def test_real_task_subsample_with_toy_encoder():
     full = load_transfer("TREC")
     tr, te = full.split("train"), full.split("test")
     keep = slice(0, 1500)
-    sub = TransferData("TREC", (TransferSplit("train", tr.sentences[keep], tr.labels[keep]), te),
-                       full.label_names)
+    sub = TransferData(
+        "TREC", (TransferSplit("train", tr.sentences[keep], tr.labels[keep]), te), full.label_names
+    )
     r = evaluate_transfer(HashBOW(32), sub, inner_kfold=3, c_grid=(0.25, 4.0))
     majority = 100 * np.bincount(te.labels).max() / len(te)
     assert r.accuracy > majority + 10  # bag of words separates question types well above chance
@@ -318,14 +360,35 @@ def test_result_roundtrip_and_errors():
 
 
 def _result(task, acc, f1=None):
-    return TransferResult(task=task, accuracy=acc, f1=f1, dev_accuracy=acc, n_samples=1, n_train=1,
-                          n_test=1, n_dev=None, n_distinct_sentences=1, n_empty_sentences=0,
-                          n_zero_vectors=0, c=(1.0,), fold_accuracies=(acc,), protocol="p", model={})
+    return TransferResult(
+        task=task,
+        accuracy=acc,
+        f1=f1,
+        dev_accuracy=acc,
+        n_samples=1,
+        n_train=1,
+        n_test=1,
+        n_dev=None,
+        n_distinct_sentences=1,
+        n_empty_sentences=0,
+        n_zero_vectors=0,
+        c=(1.0,),
+        fold_accuracies=(acc,),
+        protocol="p",
+        model={},
+    )
 
 
 def test_markdown_table_column_order_and_average():
-    res = [_result("SST2", 80.0), _result("TREC", 80.8), _result("MR", 66.7), _result("CR", 73.5),
-           _result("SUBJ", 88.0), _result("MPQA", 80.7), _result("MRPC", 71.0, 80.4)]
+    res = [
+        _result("SST2", 80.0),
+        _result("TREC", 80.8),
+        _result("MR", 66.7),
+        _result("CR", 73.5),
+        _result("SUBJ", 88.0),
+        _result("MPQA", 80.7),
+        _result("MRPC", 71.0, 80.4),
+    ]
     table = transfer_table_markdown(res, name="s2v")
     head, rule, row = table.strip().split("\n")
     assert head == "| Model | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |"

@@ -42,6 +42,7 @@ def _single_thread_blas():
 # lbfgs, tol=1e-4, max_iter=100, no warm start (random_state is unused by lbfgs). Written out
 # here so that a change of scikit-learn's defaults cannot move the oracle silently.
 
+
 def _clf(c):
     from sklearn.linear_model import LogisticRegression
 
@@ -62,8 +63,10 @@ def oracle_cross_validated(X, y, k=10, seed=1111):
         Xa, ya = X[train], y[train]
         scores = []
         for c in grid:
-            fold_scores = [_clf(c).fit(Xa[i], ya[i]).score(Xa[j], ya[j])
-                           for i, j in _skf(k, seed).split(Xa, ya)]
+            fold_scores = [
+                _clf(c).fit(Xa[i], ya[i]).score(Xa[j], ya[j])
+                for i, j in _skf(k, seed).split(Xa, ya)
+            ]
             scores.append(round(100 * np.mean(fold_scores), 2))
         best = int(np.argmax(scores))
         cs.append(grid[best])
@@ -76,8 +79,12 @@ def oracle_train_test(Xtr, ytr, Xte, yte, k=10, seed=1111):
     """SentEval's KFoldClassifier: C in 2^-1..2^5 by k-fold CV on train, then one fit on train."""
     grid = [2.0**t for t in range(-1, 6)]
     folds = list(_skf(k, seed).split(Xtr, ytr))
-    scores = [round(100 * np.mean([_clf(c).fit(Xtr[i], ytr[i]).score(Xtr[j], ytr[j])
-                                   for i, j in folds]), 2) for c in grid]
+    scores = [
+        round(
+            100 * np.mean([_clf(c).fit(Xtr[i], ytr[i]).score(Xtr[j], ytr[j]) for i, j in folds]), 2
+        )
+        for c in grid
+    ]
     best = int(np.argmax(scores))
     clf = _clf(grid[best]).fit(Xtr, ytr)
     return round(100 * clf.score(Xte, yte), 2), max(scores), grid[best], clf.predict(Xte)
@@ -94,6 +101,7 @@ def oracle_split(Xtr, ytr, Xdev, ydev, Xte, yte):
 def _senteval_sorted(samples, labels):
     """SentEval's order before encoding: stable sort by token count (pairs: of each side), then
     label. ``samples``: token lists, or (tokens_a, tokens_b) pairs."""
+
     def key(i):
         s = samples[i]
         lengths = (len(s[0]), len(s[1])) if isinstance(s, tuple) else (len(s),)
@@ -104,6 +112,7 @@ def _senteval_sorted(samples, labels):
 
 
 # --------------------------------------------------------------------------- synthetic, fast
+
 
 class Lookup:
     """Fixed float64 vector per sentence: the protocol must cast to float32 as SentEval gets."""
@@ -144,8 +153,9 @@ def test_senteval_train_test_and_dev_protocols_equal_oracles():
     X = np.stack([table[s] for s in sents]).astype(np.float32)
     tr = TransferSplit("train", tuple(sents[:240]), y[:240])
     te = TransferSplit("test", tuple(sents[240:]), y[240:])
-    r = evaluate_transfer(Lookup(table), TransferData("toy3", (tr, te), ("a", "b", "c")),
-                          protocol="senteval", kfold=4)
+    r = evaluate_transfer(
+        Lookup(table), TransferData("toy3", (tr, te), ("a", "b", "c")), protocol="senteval", kfold=4
+    )
     o = np.argsort(y[:240], kind="stable")
     acc, dev, c, _ = oracle_train_test(X[:240][o], y[:240][o], X[240:], y[240:], k=4)
     assert (r.accuracy, r.dev_accuracy, r.c) == (acc, dev, (c,))
@@ -153,8 +163,9 @@ def test_senteval_train_test_and_dev_protocols_equal_oracles():
 
     dv = TransferSplit("dev", tuple(sents[240:285]), y[240:285])
     te2 = TransferSplit("test", tuple(sents[285:]), y[285:])
-    r2 = evaluate_transfer(Lookup(table), TransferData("toy3", (tr, dv, te2), ("a", "b", "c")),
-                           protocol="senteval")
+    r2 = evaluate_transfer(
+        Lookup(table), TransferData("toy3", (tr, dv, te2), ("a", "b", "c")), protocol="senteval"
+    )
     acc2, c2 = oracle_split(X[:240][o], y[:240][o], X[240:285], y[240:285], X[285:], y[285:])
     assert (r2.accuracy, r2.c, r2.c_grid) == (acc2, (c2,), SENTEVAL_C_GRID)
 
@@ -164,14 +175,40 @@ def test_protocol_settings_recorded_and_fixed_settings_refused():
     data = TransferData("toy", (TransferSplit("all", tuple(sents), y),), ("a", "b"))
     r = evaluate_transfer(Lookup(table), data, protocol="senteval", kfold=3)
     d = json.loads(r.to_json())
-    assert {k: d[k] for k in ("protocol_name", "tol", "max_iter", "warm_start", "feature_dtype",
-                              "round_decimals", "inner_kfold")} == {
-        "protocol_name": "senteval", "tol": 1e-4, "max_iter": 100, "warm_start": False,
-        "feature_dtype": "float32", "round_decimals": 2, "inner_kfold": 3}
-    assert d["protocol"].startswith("SentEval scikit-learn path") and TransferResult.from_dict(d) == r
+    assert {
+        k: d[k]
+        for k in (
+            "protocol_name",
+            "tol",
+            "max_iter",
+            "warm_start",
+            "feature_dtype",
+            "round_decimals",
+            "inner_kfold",
+        )
+    } == {
+        "protocol_name": "senteval",
+        "tol": 1e-4,
+        "max_iter": 100,
+        "warm_start": False,
+        "feature_dtype": "float32",
+        "round_decimals": 2,
+        "inner_kfold": 3,
+    }
+    assert (
+        d["protocol"].startswith("SentEval scikit-learn path") and TransferResult.from_dict(d) == r
+    )
     s = evaluate_transfer(Lookup(table), data, kfold=3)  # default protocol: unchanged settings
-    assert (s.protocol_name, s.tol, s.max_iter, s.warm_start, s.feature_dtype, s.round_decimals,
-            s.inner_kfold, len(s.c_grid)) == ("sentvec", 1e-6, 2000, True, "float64", None, 5, 7)
+    assert (
+        s.protocol_name,
+        s.tol,
+        s.max_iter,
+        s.warm_start,
+        s.feature_dtype,
+        s.round_decimals,
+        s.inner_kfold,
+        len(s.c_grid),
+    ) == ("sentvec", 1e-6, 2000, True, "float64", None, 5, 7)
     for kw in ({"inner_kfold": 5}, {"c_grid": [1.0]}, {"tol": 1e-6}, {"max_iter": 500}):
         with pytest.raises(ValueError, match=f"protocol='senteval' fixes {next(iter(kw))}"):
             evaluate_transfer(Lookup(table), data, protocol="senteval", **kw)
@@ -182,8 +219,20 @@ def test_protocol_settings_recorded_and_fixed_settings_refused():
 def test_cli_protocol_flag(tmp_path, capsys, tiny_model):
     from sentvec.cli import main
 
-    assert main(["eval-transfer", "--model", str(BIGRAM), "--protocol", "senteval",
-                 "--inner-kfold", "3"]) == 2
+    assert (
+        main(
+            [
+                "eval-transfer",
+                "--model",
+                str(BIGRAM),
+                "--protocol",
+                "senteval",
+                "--inner-kfold",
+                "3",
+            ]
+        )
+        == 2
+    )
     assert "--inner-kfold cannot be combined with --protocol senteval" in capsys.readouterr().err
 
     root = tmp_path / "data"  # TREC cut to 300 train / 100 test questions
@@ -192,18 +241,41 @@ def test_cli_protocol_flag(tmp_path, capsys, tiny_model):
         raw = (DOWN / "TREC" / name).read_bytes().split(b"\n")[:n]
         (root / "downstream" / "TREC" / name).write_bytes(b"\n".join(raw) + b"\n")
     out = tmp_path / "res.json"
-    assert main(["eval-transfer", "--model", str(BIGRAM), "--tasks", "TREC", "--data", str(root),
-                 "--protocol", "senteval", "--kfold", "3", "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "eval-transfer",
+                "--model",
+                str(BIGRAM),
+                "--tasks",
+                "TREC",
+                "--data",
+                str(root),
+                "--protocol",
+                "senteval",
+                "--kfold",
+                "3",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "protocol: SentEval scikit-learn path" in capsys.readouterr().out
     payload = json.loads(out.read_text())
     api = evaluate_transfer(tiny_model, "TREC", data_dir=root, protocol="senteval", kfold=3)
     assert payload["protocol"] == "senteval"
     got = TransferResult.from_dict(payload["results"][0])
     assert (got.accuracy, got.c, got.protocol_name, got.c_grid) == (
-        api.accuracy, api.c, "senteval", SENTEVAL_TRAIN_TEST_C_GRID)
+        api.accuracy,
+        api.c,
+        "senteval",
+        SENTEVAL_TRAIN_TEST_C_GRID,
+    )
 
 
 # --------------------------------------------------------------------------- real tasks
+
 
 def _read_lines(path, encoding):
     with open(path, encoding=encoding) as fh:
@@ -222,14 +294,21 @@ def _senteval_task(task):
         for name in ("train_5500.label", "TREC_10.label"):
             classes = ["ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM"]
             rows = [line.strip().split(":", 1) for line in _read_lines(d / name, "latin-1")]
-            out.append(_senteval_sorted([q.split(" ", 1)[1].split() for _, q in rows],
-                                        [classes.index(t) for t, _ in rows]))
+            out.append(
+                _senteval_sorted(
+                    [q.split(" ", 1)[1].split() for _, q in rows],
+                    [classes.index(t) for t, _ in rows],
+                )
+            )
         return out
     out = []
     for name in ("msr_paraphrase_train.txt", "msr_paraphrase_test.txt"):
         rows = [line.strip().split("\t") for line in _read_lines(d / name, "utf-8")][1:]
-        out.append(_senteval_sorted([(r[3].split(), r[4].split()) for r in rows],
-                                    [int(r[0]) for r in rows]))
+        out.append(
+            _senteval_sorted(
+                [(r[3].split(), r[4].split()) for r in rows], [int(r[0]) for r in rows]
+            )
+        )
     return out
 
 
@@ -267,6 +346,8 @@ def test_senteval_protocol_equals_independent_sklearn_on_real_tasks(task, tiny_m
         (_, y_tr), (_, y_te) = _senteval_task("MRPC")
         acc, dev, c, pred = oracle_train_test(feats[0], y_tr, feats[1], y_te)
         assert r.c == (c,) and abs(r.f1 - round(100 * f1_score(y_te, pred), 2)) <= 0.01
-    print(f"{task}: senteval {r.accuracy:.2f} (oracle {acc:.2f}); sentvec {t1 - t0:.1f} s, "
-          f"oracle {time.perf_counter() - t1:.1f} s")
+    print(
+        f"{task}: senteval {r.accuracy:.2f} (oracle {acc:.2f}); sentvec {t1 - t0:.1f} s, "
+        f"oracle {time.perf_counter() - t1:.1f} s"
+    )
     assert abs(r.accuracy - acc) <= 0.01 and abs(r.dev_accuracy - dev) <= 0.01

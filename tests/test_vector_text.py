@@ -18,8 +18,7 @@ REF = Path(__file__).parent / "data" / "sent2vec-reference"
 
 
 def python_text(rows: np.ndarray) -> bytes:
-    return "".join(" ".join(format(float(v), ".6g") for v in row) + "\n"
-                   for row in rows).encode()
+    return "".join(" ".join(format(float(v), ".6g") for v in row) + "\n" for row in rows).encode()
 
 
 def f32(values) -> np.ndarray:
@@ -28,15 +27,37 @@ def f32(values) -> np.ndarray:
 
 def adversarial_values() -> np.ndarray:
     """Ties, tie neighbours, decade and notation boundaries, subnormals, signed zeros, NaN/inf."""
-    vals = [0.0, -0.0, 1.0, -1.0, np.nan, -np.nan, np.inf, -np.inf,
-            np.finfo(np.float32).max, -np.finfo(np.float32).max,
-            np.finfo(np.float32).tiny, np.finfo(np.float32).smallest_subnormal,
-            -np.finfo(np.float32).smallest_subnormal]
+    vals = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        np.nan,
+        -np.nan,
+        np.inf,
+        -np.inf,
+        np.finfo(np.float32).max,
+        -np.finfo(np.float32).max,
+        np.finfo(np.float32).tiny,
+        np.finfo(np.float32).smallest_subnormal,
+        -np.finfo(np.float32).smallest_subnormal,
+    ]
     # exact ties at the 7th significant digit: 2**-k (k >= 9 gives >= 7 digits ending in 5),
     # odd multiples, and 7-digit integers ending in 5 (exact in float32 below 2**24)
-    vals += [2.0 ** -k for k in range(1, 40)] + [3 * 2.0 ** -k for k in range(1, 40)]
-    vals += [1000005.0, 1000015.0, 1234565.0, 9999995.0, 2097145.0, 16777215.0, 999999.5,
-             99999.95, 0.001953125, 0.0009765625, 1.0000005]
+    vals += [2.0**-k for k in range(1, 40)] + [3 * 2.0**-k for k in range(1, 40)]
+    vals += [
+        1000005.0,
+        1000015.0,
+        1234565.0,
+        9999995.0,
+        2097145.0,
+        16777215.0,
+        999999.5,
+        99999.95,
+        0.001953125,
+        0.0009765625,
+        1.0000005,
+    ]
     # powers of ten (fixed/exponent switch at 1e-4 and 1e6) and the values either side
     tens = [float(f"1e{k}") for k in range(-45, 39)]
     tens += [float(f"9.999995e{k}") for k in range(-44, 38)]
@@ -75,7 +96,7 @@ def test_adversarial_values_inside_rows(adversarial):
 
 
 def test_exact_ties_are_rounded_half_to_even_as_python_does():
-    rows = f32([[0.001953125, 1000005.0, 1000015.0, 2.0 ** -20]])
+    rows = f32([[0.001953125, 1000005.0, 1000015.0, 2.0**-20]])
     text = format_rows(rows)
     assert text == b"0.00195312 1e+06 1.00002e+06 9.53674e-07\n"
     assert text == python_text(rows.tolist())
@@ -84,14 +105,14 @@ def test_exact_ties_are_rounded_half_to_even_as_python_does():
 def test_random_bit_patterns():
     # every float32 class at once: normal, subnormal, both signs, NaN and inf bit patterns
     rng = np.random.default_rng(21)
-    rows = rng.integers(0, 2 ** 32, size=(4000, 64), dtype=np.uint64).astype(np.uint32)
+    rows = rng.integers(0, 2**32, size=(4000, 64), dtype=np.uint64).astype(np.uint32)
     rows = rows.view(np.float32)
     assert format_rows(rows) == python_text(rows.tolist())
 
 
 def test_embedding_scale_values():
     rng = np.random.default_rng(5)
-    rows = (rng.standard_normal((3000, 100)) * rng.choice([1e-3, 0.05, 1.0, 30.0], (3000, 1)))
+    rows = rng.standard_normal((3000, 100)) * rng.choice([1e-3, 0.05, 1.0, 30.0], (3000, 1))
     rows = rows.astype(np.float32)
     text = python_text(rows.tolist())
     assert format_rows(rows) == format_rows_python(rows) == text
@@ -128,8 +149,9 @@ def test_embed_text_output_is_python_formatting_of_its_npy_output(tmp_path, caps
     model = str(REF / "tiny-bigram.bin")
     inp = str(REF / "sentences.txt")
     assert main(["embed", model, "-i", inp, "-o", str(tmp_path / "v.npy")]) == 0
-    assert main(["embed", model, "-i", inp, "-o", str(tmp_path / "v.txt"),
-                 "--batch-size", "100"]) == 0
+    assert (
+        main(["embed", model, "-i", inp, "-o", str(tmp_path / "v.txt"), "--batch-size", "100"]) == 0
+    )
     vectors = np.load(tmp_path / "v.npy")
     np.testing.assert_array_equal(vectors, np.load(REF / "tiny-bigram.vectors.npy"))
     text = (tmp_path / "v.txt").read_bytes()

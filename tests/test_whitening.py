@@ -93,8 +93,9 @@ def test_partial_fit_equals_fit():
         inc.partial_fit(chunk)
     assert inc.n_samples_seen_ == full.n_samples_seen_ == 1000
     np.testing.assert_allclose(inc.mean_, full.mean_, rtol=0, atol=1e-10)
-    np.testing.assert_allclose(inc.statistics_.covariance, full.statistics_.covariance,
-                               rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        inc.statistics_.covariance, full.statistics_.covariance, rtol=0, atol=1e-10
+    )
     np.testing.assert_allclose(inc.transform(X), full.transform(X), atol=1e-8)
 
 
@@ -137,8 +138,9 @@ def test_dask_fit_matches_numpy():
     w_np = Whitening(n_components=5).fit(X)
     assert w_dask.n_samples_seen_ == 500
     np.testing.assert_allclose(w_dask.mean_, w_np.mean_, atol=1e-10)
-    np.testing.assert_allclose(w_dask.statistics_.covariance, w_np.statistics_.covariance,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        w_dask.statistics_.covariance, w_np.statistics_.covariance, atol=1e-10
+    )
     out = w_dask.transform(lazy)
     assert out.shape == (500, 5)
     np.testing.assert_allclose(out.compute(), w_np.transform(X), atol=1e-8)
@@ -156,8 +158,9 @@ def test_dask_rows_of_unknown_count_after_boolean_masking():
     w_dask = Whitening().fit(masked)
     w_np = Whitening().fit(X[keep])
     assert w_dask.n_samples_seen_ == int(keep.sum())
-    np.testing.assert_allclose(w_dask.statistics_.covariance, w_np.statistics_.covariance,
-                               atol=1e-10)
+    np.testing.assert_allclose(
+        w_dask.statistics_.covariance, w_np.statistics_.covariance, atol=1e-10
+    )
     with pytest.raises(ValueError, match="at least 2 rows"):
         Whitening().fit(lazy[da.from_array(np.zeros(500, bool), chunks=37)])
 
@@ -224,8 +227,9 @@ def test_dtype_preserved():
     assert w.transform(X32).dtype == np.float32
     assert w.fit_transform(X32).dtype == np.float32
     assert w.transform(X32.astype(np.float64)).dtype == np.float64
-    np.testing.assert_allclose(w.transform(X32), w.transform(X32.astype(np.float64)),
-                               rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        w.transform(X32), w.transform(X32.astype(np.float64)), rtol=1e-4, atol=1e-4
+    )
 
 
 def test_save_load_round_trip(tmp_path):
@@ -270,12 +274,14 @@ def test_load_errors(tmp_path):
     w.save(tmp_path / "e")
     cfg_path = tmp_path / "e" / "whitening.json"
     good = json.loads(cfg_path.read_text())
-    for change, match in [({"params": [1]}, "params is a list"),
-                          ({"n_samples_seen": 0}, "n_samples_seen=0"),
-                          ({"n_components": 2.0}, "n_components=2.0"),
-                          ({"n_components": 9}, "exceeds n_features_in"),
-                          ({"version": True}, "unsupported version True"),
-                          ({"version": 1.0}, "unsupported version 1.0")]:
+    for change, match in [
+        ({"params": [1]}, "params is a list"),
+        ({"n_samples_seen": 0}, "n_samples_seen=0"),
+        ({"n_components": 2.0}, "n_components=2.0"),
+        ({"n_components": 9}, "exceeds n_features_in"),
+        ({"version": True}, "unsupported version True"),
+        ({"version": 1.0}, "unsupported version 1.0"),
+    ]:
         cfg_path.write_text(json.dumps({**good, **change}))
         with pytest.raises(ValueError, match=f"not a valid Whitening config: .*{match}"):
             Whitening.load(tmp_path / "e")
@@ -285,8 +291,12 @@ def test_load_errors(tmp_path):
 
 def test_sklearn_clone_and_params():
     w = Whitening(n_components=3, eps=1e-8)
-    assert w.get_params() == {"n_components": 3, "eps": 1e-8, "solver": "eigh",
-                              "warn_singular": True}
+    assert w.get_params() == {
+        "n_components": 3,
+        "eps": 1e-8,
+        "solver": "eigh",
+        "warn_singular": True,
+    }
     c = clone(w)
     assert c is not w and c.get_params() == w.get_params()
     w.set_params(n_components=2)
@@ -360,12 +370,13 @@ def test_statistics_counts_are_exact_integers_and_sum_merges():
     X = _correlated(n=30, d=3)
     with pytest.raises(ValueError, match="positive sum below 2\\*\\*63"):
         # the uint64 sum wraps around to 1
-        WhiteningStatistics.from_array(X[:3], sample_weight=np.array([2**63, 2**63, 1],
-                                                                     dtype=np.uint64))
+        WhiteningStatistics.from_array(
+            X[:3], sample_weight=np.array([2**63, 2**63, 1], dtype=np.uint64)
+        )
     for bad in (2.7, True, -1):
         with pytest.raises(ValueError, match="n_samples="):
             WhiteningStatistics(bad, np.zeros(3), np.zeros((3, 3)))
-    parts = [WhiteningStatistics.from_array(X[i:i + 10]) for i in range(0, 30, 10)]
+    parts = [WhiteningStatistics.from_array(X[i : i + 10]) for i in range(0, 30, 10)]
     whole = WhiteningStatistics.from_array(X)
     total = sum(parts)  # starts from 0
     assert total.n_samples == 30

@@ -53,23 +53,23 @@ __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 __all__ += ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checkers
+    from sentvec.cluster import encode_file_distributed  # noqa: F401
+    from sentvec.encode_files import encode_file  # noqa: F401
     from sentvec.encoders.base import Encoder  # noqa: F401
-    from sentvec.encoders.transformer import TransformerEncoder  # noqa: F401
     from sentvec.encoders.loading import load_encoder  # noqa: F401
     from sentvec.encoders.pipeline import Pipeline, load_whitening  # noqa: F401
+    from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
+    from sentvec.encoders.transformer import TransformerEncoder  # noqa: F401
+    from sentvec.evaluation.layers import analyze_layers  # noqa: F401
+    from sentvec.evaluation.results import STSResult, results_table_markdown  # noqa: F401
+    from sentvec.evaluation.sts import STSScorer, evaluate_sts, score_sts  # noqa: F401
+    from sentvec.evaluation.sts_data import STSTask, load_sts, unique_sentences  # noqa: F401
+    from sentvec.evaluation.transfer import TransferResult, evaluate_transfer, load_transfer  # noqa: F401
+    from sentvec.integrations.mteb import MTEBEncoder  # noqa: F401
+    from sentvec.integrations.sentence_transformers import export_sentence_transformers  # noqa: F401
+    from sentvec.search import SemanticSearch  # noqa: F401
+    from sentvec.sent2vec.model import Sent2Vec  # noqa: F401
+    from sentvec.sent2vec.trainer import Sent2VecTrainer, train_sent2vec  # noqa: F401
+    from sentvec.whitening.component_removal import AllButTheTop, CommonComponentRemoval  # noqa: F401
     from sentvec.whitening.estimator import Whitening  # noqa: F401
     from sentvec.whitening.statistics import WhiteningStatistics  # noqa: F401
-    from sentvec.whitening.component_removal import AllButTheTop, CommonComponentRemoval  # noqa: F401
-    from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
-    from sentvec.evaluation.sts_data import load_sts, STSTask, unique_sentences  # noqa: F401
-    from sentvec.evaluation.sts import evaluate_sts, score_sts, STSScorer  # noqa: F401
-    from sentvec.evaluation.results import STSResult, results_table_markdown  # noqa: F401
-    from sentvec.evaluation.layers import analyze_layers  # noqa: F401
-    from sentvec.evaluation.transfer import load_transfer, evaluate_transfer, TransferResult  # noqa: F401
-    from sentvec.sent2vec.model import Sent2Vec  # noqa: F401
-    from sentvec.sent2vec.trainer import train_sent2vec, Sent2VecTrainer  # noqa: F401
-    from sentvec.search import SemanticSearch  # noqa: F401
-    from sentvec.encode_files import encode_file  # noqa: F401
-    from sentvec.cluster import encode_file_distributed  # noqa: F401
-    from sentvec.integrations.sentence_transformers import export_sentence_transformers  # noqa: F401
-    from sentvec.integrations.mteb import MTEBEncoder  # noqa: F401

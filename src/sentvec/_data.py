@@ -19,7 +19,9 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
     FileNotFoundError
         If the chosen directory does not exist.
     """
-    chosen = override if override is not None else os.environ.get("SENTVEC_DATA") or PACKAGE_DATA_DIR
+    chosen = (
+        override if override is not None else os.environ.get("SENTVEC_DATA") or PACKAGE_DATA_DIR
+    )
     p = Path(chosen)
     if not p.is_dir():
         raise FileNotFoundError(f"data directory not found: {str(p)!r}")

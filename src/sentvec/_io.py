@@ -9,6 +9,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 from typing import IO, Any
 
@@ -111,8 +112,15 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool | str = False) -> np.nd
     try:
         mode = "r" if mmap is True else (mmap or None)
         return np.load(p, mmap_mode=mode, allow_pickle=False)
-    except (ValueError, OSError, EOFError, SyntaxError, TypeError, MemoryError,
-            OverflowError) as exc:
+    except (
+        ValueError,
+        OSError,
+        EOFError,
+        SyntaxError,
+        TypeError,
+        MemoryError,
+        OverflowError,
+    ) as exc:
         # numpy parses the header with ast.literal_eval (SyntaxError, tokenize.TokenError, a
         # SyntaxError subclass or not, TypeError on odd values) and allocates from its shape
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
@@ -122,8 +130,9 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool | str = False) -> np.nd
         raise ValueError(f"{str(p)!r} is not a valid .npy file: {exc}") from exc
 
 
-def has_marker(directory: str | os.PathLike[str], marker: str,
-               marker_format: str | None = None) -> bool:
+def has_marker(
+    directory: str | os.PathLike[str], marker: str, marker_format: str | None = None
+) -> bool:
     """True if ``directory / marker`` is a file (a JSON object of ``marker_format`` if set)."""
     f = Path(directory) / marker
     if not f.is_file():
@@ -136,9 +145,13 @@ def has_marker(directory: str | os.PathLike[str], marker: str,
         return False
 
 
-def check_replaceable_directory(path: str | os.PathLike[str], *, marker: str | None = None,
-                                marker_format: str | None = None,
-                                kind: str = "a sentvec") -> None:
+def check_replaceable_directory(
+    path: str | os.PathLike[str],
+    *,
+    marker: str | None = None,
+    marker_format: str | None = None,
+    kind: str = "a sentvec",
+) -> None:
     """Check that :func:`atomic_directory` may write a directory at ``path``; touch nothing.
 
     ``path`` may be missing, an empty directory, or a directory holding the file ``marker``
@@ -169,16 +182,22 @@ def check_replaceable_directory(path: str | os.PathLike[str], *, marker: str | N
     text = os.fspath(path)
     target = Path(os.path.abspath(text))
     if not target.name:
-        raise ValueError(f"cannot save {kind} at {text!r}: it is a filesystem root; "
-                         "give a path to a new or empty directory")
+        raise ValueError(
+            f"cannot save {kind} at {text!r}: it is a filesystem root; "
+            "give a path to a new or empty directory"
+        )
     if not os.path.lexists(target):
         return
     if target.is_symlink() and not target.exists():
-        raise FileExistsError(f"{text!r} is a broken symbolic link; refusing to replace it with "
-                              f"{kind} directory: give another path or remove it first")
+        raise FileExistsError(
+            f"{text!r} is a broken symbolic link; refusing to replace it with "
+            f"{kind} directory: give another path or remove it first"
+        )
     if not target.is_dir():
-        raise FileExistsError(f"{text!r} exists and is not a directory; refusing to replace it "
-                              f"with {kind} directory: give another path or remove it first")
+        raise FileExistsError(
+            f"{text!r} exists and is not a directory; refusing to replace it "
+            f"with {kind} directory: give another path or remove it first"
+        )
     if not target.is_symlink():  # a symbolic link is renamed aside itself, not what it names
         real = os.path.realpath(target)
         try:
@@ -186,12 +205,16 @@ def check_replaceable_directory(path: str | os.PathLike[str], *, marker: str | N
         except OSError:  # the working directory was deleted: it cannot be the target
             cwd = ""
         if cwd == real or cwd.startswith(real.rstrip(os.sep) + os.sep):
-            raise ValueError(f"cannot save {kind} at {text!r}: it is the current working "
-                             "directory or one of its parents, which cannot be replaced; give a "
-                             "path to a new or empty subdirectory")
+            raise ValueError(
+                f"cannot save {kind} at {text!r}: it is the current working "
+                "directory or one of its parents, which cannot be replaced; give a "
+                "path to a new or empty subdirectory"
+            )
         if os.path.ismount(target):
-            raise ValueError(f"cannot save {kind} at {text!r}: it is a mount point, which cannot "
-                             "be replaced; give a path to a new or empty subdirectory")
+            raise ValueError(
+                f"cannot save {kind} at {text!r}: it is a mount point, which cannot "
+                "be replaced; give a path to a new or empty subdirectory"
+            )
     if not any(target.iterdir()):
         return
     if marker is not None and has_marker(target, marker, marker_format):
@@ -201,14 +224,20 @@ def check_replaceable_directory(path: str | os.PathLike[str], *, marker: str | N
     else:
         fmt = "" if marker_format is None else f" of format {marker_format!r}"
         why = f"a non-empty directory but not {kind} directory (no {marker}{fmt})"
-    raise FileExistsError(f"{text!r} is {why}; refusing to replace it (its files would be lost): "
-                          "give a new or empty directory, or remove it first")
+    raise FileExistsError(
+        f"{text!r} is {why}; refusing to replace it (its files would be lost): "
+        "give a new or empty directory, or remove it first"
+    )
 
 
 @contextlib.contextmanager
-def atomic_directory(path: str | os.PathLike[str], *, marker: str | None = None,
-                     marker_format: str | None = None,
-                     kind: str = "a sentvec") -> Iterator[Path]:
+def atomic_directory(
+    path: str | os.PathLike[str],
+    *,
+    marker: str | None = None,
+    marker_format: str | None = None,
+    kind: str = "a sentvec",
+) -> Iterator[Path]:
     """Yield a temporary directory next to ``path``; swap it onto ``path`` only on success.
 
     Whatever the ``with`` body writes into the yielded directory appears at ``path`` at once.
@@ -242,7 +271,9 @@ def atomic_directory(path: str | os.PathLike[str], *, marker: str | None = None,
         # again: something may have been written at path while the body ran
         check_replaceable_directory(path, marker=marker, marker_format=marker_format, kind=kind)
         if os.path.lexists(target):
-            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+            old = Path(
+                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
+            )
             try:
                 os.replace(target, old / "previous")
             except BaseException:
@@ -266,8 +297,9 @@ def atomic_directory(path: str | os.PathLike[str], *, marker: str | None = None,
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def check_input_file(path: str | os.PathLike[str], *, what: str = "input",
-                     regular: bool = False) -> Path:
+def check_input_file(
+    path: str | os.PathLike[str], *, what: str = "input", regular: bool = False
+) -> Path:
     """Check that an input file can be opened for reading, with one clear message per failure.
 
     Parameters
@@ -305,16 +337,20 @@ def check_input_file(path: str | os.PathLike[str], *, what: str = "input",
         raise FileNotFoundError(f"{what} file not found: {str(p)!r}") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise ValueError(f"{what} {str(p)!r} is a symbolic-link loop; point it at a "
-                             "file") from None
+            raise ValueError(
+                f"{what} {str(p)!r} is a symbolic-link loop; point it at a file"
+            ) from None
         raise OSError(exc.errno, f"cannot read {what} {str(p)!r}: {exc.strerror}") from None
     if stat_.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(f"{what} {str(p)!r} is a directory; give a text file, one "
-                                "sentence per line")
+        raise IsADirectoryError(
+            f"{what} {str(p)!r} is a directory; give a text file, one sentence per line"
+        )
     if regular and not stat_.S_ISREG(st.st_mode):
-        raise ValueError(f"{what} {str(p)!r} is not a regular file (a pipe, socket or device); "
-                         "this command reads its input more than once (line scan, resume), so "
-                         "save the stream to a file first")
+        raise ValueError(
+            f"{what} {str(p)!r} is not a regular file (a pipe, socket or device); "
+            "this command reads its input more than once (line scan, resume), so "
+            "save the stream to a file first"
+        )
     if not os.access(p, os.R_OK):
         raise PermissionError(f"{what} {str(p)!r} is not readable (permissions)")
     return p
@@ -348,9 +384,14 @@ class TextLineReader:
         and line).
     """
 
-    def __init__(self, source: str, errors: str,
-                 hint: str = "use --errors replace or surrogateescape", *,
-                 what: str = "input") -> None:
+    def __init__(
+        self,
+        source: str,
+        errors: str,
+        hint: str = "use --errors replace or surrogateescape",
+        *,
+        what: str = "input",
+    ) -> None:
         self.source, self.errors, self.hint, self.what, self.n_bad = source, errors, hint, what, 0
 
     def __iter__(self) -> Iterator[str]:
@@ -364,7 +405,7 @@ class TextLineReader:
                 if raw.endswith(b"\n"):
                     raw = raw[:-1]
                 if lineno == 1 and raw.startswith(UTF8_BOM):
-                    raw = raw[len(UTF8_BOM):]
+                    raw = raw[len(UTF8_BOM) :]
                 try:
                     yield raw.decode("utf-8")
                 except UnicodeDecodeError as exc:
@@ -384,8 +425,9 @@ class TextLineReader:
 CONVERT_HINT = "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
 
 
-def read_text_lines(path: str | os.PathLike[str], *, what: str = "input",
-                    max_lines: int | None = None) -> list[str]:
+def read_text_lines(
+    path: str | os.PathLike[str], *, what: str = "input", max_lines: int | None = None
+) -> list[str]:
     """The lines of a UTF-8 text file, as :class:`TextLineReader` reads them (strict), without
     a ``"\\r"`` before the newline; with ``max_lines``, only the first ones are read.
 
@@ -401,14 +443,17 @@ def read_text_lines(path: str | os.PathLike[str], *, what: str = "input",
 
     lines = iter(TextLineReader(os.fspath(path), "strict", hint=CONVERT_HINT, what=what))
     try:
-        return [line[:-1] if line.endswith("\r") else line
-                for line in itertools.islice(lines, max_lines)]
+        return [
+            line[:-1] if line.endswith("\r") else line
+            for line in itertools.islice(lines, max_lines)
+        ]
     finally:
         lines.close()  # closes the file when fewer than all lines were read
 
 
-def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
-                      kind: str = "file") -> Path:
+def check_output_path(
+    path: str | os.PathLike[str], *, what: str = "output", kind: str = "file"
+) -> Path:
     """Check, before any work is done, that an output file or directory can be written.
 
     The target must not be of the wrong kind, the folder where the write happens must exist
@@ -451,8 +496,9 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
         raise ValueError(f"kind={kind!r} is invalid; expected 'file', 'dir' or 'whole-dir'")
     p = Path(path)
     if kind == "dir" and p.exists() and not p.is_dir():
-        raise NotADirectoryError(f"{what} {str(p)!r} exists and is not a directory; give a "
-                                 "directory path")
+        raise NotADirectoryError(
+            f"{what} {str(p)!r} exists and is not a directory; give a directory path"
+        )
     if kind == "file" and p.is_dir():
         raise IsADirectoryError(f"{what} {str(p)!r} is an existing directory; give a file path")
     where = p if kind == "dir" and p.is_dir() else p.absolute().parent
@@ -462,18 +508,24 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output",
         while not top.parent.exists() and top != top.parent:
             top = top.parent
         if top.parent.exists() and not top.parent.is_dir():
-            raise NotADirectoryError(f"cannot write {what} {str(p)!r}: {str(top.parent)!r} is "
-                                     "not a directory")
-        raise FileNotFoundError(f"cannot write {what} {str(p)!r}: the folder {str(where)!r} "
-                                f"does not exist; create it first (mkdir -p {str(where)!r})")
+            raise NotADirectoryError(
+                f"cannot write {what} {str(p)!r}: {str(top.parent)!r} is not a directory"
+            )
+        raise FileNotFoundError(
+            f"cannot write {what} {str(p)!r}: the folder {str(where)!r} "
+            f"does not exist; create it first (mkdir -p {str(where)!r})"
+        )
     if not where.is_dir():
-        raise NotADirectoryError(f"cannot write {what} {str(p)!r}: {str(where)!r} is not a "
-                                 "directory")
+        raise NotADirectoryError(
+            f"cannot write {what} {str(p)!r}: {str(where)!r} is not a directory"
+        )
     try:
         fd, probe = tempfile.mkstemp(prefix=".sentvec-write-check-", dir=where)
     except OSError as exc:
-        raise PermissionError(f"cannot write {what} {str(p)!r}: {str(where)!r} is not writable "
-                              f"({exc.strerror or exc}); choose another location") from None
+        raise PermissionError(
+            f"cannot write {what} {str(p)!r}: {str(where)!r} is not writable "
+            f"({exc.strerror or exc}); choose another location"
+        ) from None
     os.close(fd)
     os.unlink(probe)
     return p
@@ -521,10 +573,10 @@ class DirectoryLock:
             return None
         return data if isinstance(data, dict) else None
 
-    def acquire(self) -> "DirectoryLock":
+    def acquire(self) -> DirectoryLock:
         import fcntl
         import socket
-        from datetime import datetime, timezone
+        from datetime import datetime
 
         if self._fd is not None:
             raise RuntimeError("lock already held")
@@ -539,7 +591,8 @@ class DirectoryLock:
                     f"{self.what} {str(self.directory)!r} is being written by another process "
                     f"(pid {h.get('pid', '?')} on host {h.get('host', '?')}, since "
                     f"{h.get('started', '?')}); wait for it to finish or choose another "
-                    f"directory (lock file {str(self.path)!r})") from None
+                    f"directory (lock file {str(self.path)!r})"
+                ) from None
             try:
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
             except FileNotFoundError:
@@ -547,8 +600,11 @@ class DirectoryLock:
             if not same:  # the previous holder removed the file between our open and flock
                 os.close(fd)
                 continue
-            info = {"pid": os.getpid(), "host": socket.gethostname(),
-                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+            info = {
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "started": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
             os.ftruncate(fd, 0)
             os.write(fd, (json.dumps(info) + "\n").encode("utf-8"))
             self._fd = fd
@@ -563,7 +619,7 @@ class DirectoryLock:
             os.unlink(self.path)  # while still locked: a waiting opener sees a new inode
         os.close(fd)
 
-    def __enter__(self) -> "DirectoryLock":
+    def __enter__(self) -> DirectoryLock:
         return self.acquire()
 
     def __exit__(self, *exc: Any) -> None:

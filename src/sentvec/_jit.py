@@ -24,8 +24,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COMPILING_NOTICE", "compile_in_child", "compiling_notice", "finish_child",
-           "is_cached", "spare_core"]
+__all__ = [
+    "COMPILING_NOTICE",
+    "compile_in_child",
+    "compiling_notice",
+    "finish_child",
+    "is_cached",
+    "spare_core",
+]
 
 #: What the progress display says while kernels compile.
 COMPILING_NOTICE = "compiling kernels (first run only)"
@@ -60,8 +66,9 @@ def compiling_notice(show: bool | None = None, after: float = 0.5) -> Iterator[N
         if tty:
             from sentvec._progress import progress_bar
 
-            bar = progress_bar(show=True, total=None, desc=COMPILING_NOTICE,
-                               bar_format="{desc} [{elapsed}]")
+            bar = progress_bar(
+                show=True, total=None, desc=COMPILING_NOTICE, bar_format="{desc} [{elapsed}]"
+            )
             while not done.wait(0.5):
                 bar.refresh()
             bar.close()
@@ -130,18 +137,26 @@ def compile_in_child(code: str) -> subprocess.Popen | None:
     sentvec first, and writes nothing to the terminal. Pair with :func:`finish_child`.
     """
     root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+    }
     try:
-        return subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return subprocess.Popen(
+            [sys.executable, "-c", code],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
     except OSError as exc:
         logger.debug("sentvec: no compile child (%s)", exc)
         return None
 
 
-def finish_child(child: subprocess.Popen | None, timeout: float | None = 600.0, *,
-                 kill: bool = False) -> None:
+def finish_child(
+    child: subprocess.Popen | None, timeout: float | None = 600.0, *, kill: bool = False
+) -> None:
     """Wait for a :func:`compile_in_child` process (``kill=True``: stop it instead, for a run
     that ends early). A failed, killed or stuck child only costs its time: the caller then
     calls its kernels, which load from the cache or compile in this process."""

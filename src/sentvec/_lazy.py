@@ -15,8 +15,9 @@ from typing import Any
 __all__ = ["attach"]
 
 
-def attach(package: str, names: Mapping[str, str]
-           ) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+def attach(
+    package: str, names: Mapping[str, str]
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
     """``(__all__, __getattr__, __dir__)`` for ``package`` exporting ``names``.
 
     Parameters

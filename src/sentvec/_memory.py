@@ -15,15 +15,34 @@ import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["InsufficientMemoryError", "available_memory", "parse_memory_size", "check_memory",
-           "format_bytes", "MAX_MEMORY_ENV"]
+__all__ = [
+    "InsufficientMemoryError",
+    "available_memory",
+    "parse_memory_size",
+    "check_memory",
+    "format_bytes",
+    "MAX_MEMORY_ENV",
+]
 
 #: Environment variable: a memory limit for every guarded operation ("16G", "500M", bytes).
 MAX_MEMORY_ENV = "SENTVEC_MAX_MEMORY"
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-          "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "gib": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "tib": 1 << 40,
+}
 
 
 class InsufficientMemoryError(ValueError, MemoryError):
@@ -58,8 +77,9 @@ def parse_memory_size(text: Any) -> int:
         return int(text)
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"memory size must be a number of bytes or like '16G', '500M', got "
-                         f"{text!r}")
+        raise ValueError(
+            f"memory size must be a number of bytes or like '16G', '500M', got {text!r}"
+        )
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
@@ -101,8 +121,9 @@ def available_memory() -> int | None:
     return avail
 
 
-def check_memory(need: int, *, what: str, drivers: str, max_memory: Any = None,
-                 hint: str = "") -> None:
+def check_memory(
+    need: int, *, what: str, drivers: str, max_memory: Any = None, hint: str = ""
+) -> None:
     """Raise :class:`InsufficientMemoryError` if ``need`` bytes cannot fit.
 
     Parameters
@@ -133,4 +154,5 @@ def check_memory(need: int, *, what: str, drivers: str, max_memory: Any = None,
     if need > limit:
         raise InsufficientMemoryError(
             f"{what} needs about {format_bytes(need)} of memory, more than {where}: {drivers}"
-            + (f"; {hint}" if hint else ""))
+            + (f"; {hint}" if hint else "")
+        )

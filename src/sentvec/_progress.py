@@ -25,7 +25,9 @@ PROGRESS_INTERVAL_ENV = "SENTVEC_PROGRESS_INTERVAL"
 
 
 #: One record: what, how far, elapsed < remaining (ETA), rate, the caller's postfix.
-_RECORD_FORMAT = "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%) [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+_RECORD_FORMAT = (
+    "{desc}: {n_fmt}/{total_fmt} ({percentage:.0f}%) [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+)
 
 _RECORD_FORMAT_NO_TOTAL = "{desc}: {n_fmt} [{elapsed}, {rate_fmt}{postfix}]"
 
@@ -63,8 +65,11 @@ class _LineRecords:
             self._emit(line)
 
     def _emit(self, line: str) -> None:
-        if (self.emitted is not None and line.split(" [")[0] == self.emitted.split(" [")[0]
-                and line.count("=") <= self.emitted.count("=")):
+        if (
+            self.emitted is not None
+            and line.split(" [")[0] == self.emitted.split(" [")[0]
+            and line.count("=") <= self.emitted.count("=")
+        ):
             return  # no progress (and no new postfix) since the last record
         try:
             self.stream.write(f"sentvec: {line}\n")
@@ -98,7 +103,7 @@ class _RecordingBar:
         finally:
             self.close()
 
-    def __enter__(self) -> "_RecordingBar":
+    def __enter__(self) -> _RecordingBar:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -146,6 +151,13 @@ def progress_bar(iterable: Any = None, *, show: bool | None = None, **kwargs: An
 
     known = kwargs.get("total") is not None or hasattr(iterable, "__len__")
     kwargs.setdefault("bar_format", _RECORD_FORMAT if known else _RECORD_FORMAT_NO_TOTAL)
-    bar = plain_tqdm(iterable, file=records, mininterval=interval, maxinterval=max(interval, 1.0),
-                     ascii=True, dynamic_ncols=False, **kwargs)
+    bar = plain_tqdm(
+        iterable,
+        file=records,
+        mininterval=interval,
+        maxinterval=max(interval, 1.0),
+        ascii=True,
+        dynamic_ncols=False,
+        **kwargs,
+    )
     return _RecordingBar(bar, records)

@@ -50,7 +50,9 @@ def check_sentences(sentences: Any, *, name: str = "sentences") -> tuple[list[st
     if isinstance(sentences, str):
         return [sentences], True
     if isinstance(sentences, (bytes, bytearray)) or sentences is None:
-        raise TypeError(f"{name} must be a str or a sequence of str, got {type(sentences).__name__}")
+        raise TypeError(
+            f"{name} must be a str or a sequence of str, got {type(sentences).__name__}"
+        )
     if isinstance(sentences, np.ndarray):
         sentences = sentences.tolist()
     try:
@@ -75,8 +77,13 @@ def check_positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
 
 
 def check_float_range(
-    name: str, value: Any, *, low: float | None = None, high: float | None = None,
-    low_inclusive: bool = True, high_inclusive: bool = True,
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
 ) -> float:
     """Return ``value`` as float if it lies in the given range; else ValueError naming it."""
     try:
@@ -99,8 +106,9 @@ def check_float_range(
     return v
 
 
-def check_embeddings(X: Any, *, name: str = "X", min_rows: int = 0,
-                     n_features: int | None = None) -> np.ndarray:
+def check_embeddings(
+    X: Any, *, name: str = "X", min_rows: int = 0, n_features: int | None = None
+) -> np.ndarray:
     """Validate a 2-D array of embeddings.
 
     Returns the array as float32 or float64 (float32 kept, other dtypes converted to float64),
@@ -128,7 +136,7 @@ def check_embeddings(X: Any, *, name: str = "X", min_rows: int = 0,
     return arr
 
 
-def check_path_exists(path: Any, *, what: str = "file") -> "os.PathLike[str]":
+def check_path_exists(path: Any, *, what: str = "file") -> os.PathLike[str]:
     """Return ``pathlib.Path(path)`` if it exists; else FileNotFoundError naming it."""
     from pathlib import Path
 

@@ -170,15 +170,17 @@ def _format_kernel(bits, pow10, pow2, decade, pairs, tol, out, row_end, exact):
 
 def format_rows_python(rows: np.ndarray) -> bytes:
     """The reference: ``" ".join(f"{v:.6g}" for v in row) + "\\n"`` per row, UTF-8 bytes."""
-    return "".join(" ".join(f"{v:.6g}" for v in row) + "\n"
-                   for row in np.asarray(rows).tolist()).encode("ascii")
+    return "".join(
+        " ".join(f"{v:.6g}" for v in row) + "\n" for row in np.asarray(rows).tolist()
+    ).encode("ascii")
 
 
 def _check_rows(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows)
     if rows.ndim != 2 or rows.dtype != np.float32:
-        raise ValueError(f"vectors as text take a 2-D float32 array, not {rows.dtype} with "
-                         f"shape {rows.shape}")
+        raise ValueError(
+            f"vectors as text take a 2-D float32 array, not {rows.dtype} with shape {rows.shape}"
+        )
     return rows
 
 
@@ -189,16 +191,17 @@ def _format_block(rows: np.ndarray) -> list:
     out = np.empty(n * dim * _MAX_VALUE_BYTES, dtype=np.uint8)
     row_end = np.empty(n, dtype=np.int64)
     exact = np.empty(n, dtype=np.bool_)
-    _format_kernel(rows.view(np.uint32), _POW10, _POW2, _DECADE, _PAIRS, TIE_TOLERANCE, out,
-                   row_end, exact)
+    _format_kernel(
+        rows.view(np.uint32), _POW10, _POW2, _DECADE, _PAIRS, TIE_TOLERANCE, out, row_end, exact
+    )
     pieces: list = []
     prev = 0
     for r in np.flatnonzero(~exact).tolist():
         start = int(row_end[r - 1]) if r else 0
         pieces.append(out[prev:start])
-        pieces.append(format_rows_python(rows[r:r + 1]))
+        pieces.append(format_rows_python(rows[r : r + 1]))
         prev = start
-    pieces.append(out[prev:row_end[-1]])
+    pieces.append(out[prev : row_end[-1]])
     return pieces
 
 

@@ -92,7 +92,8 @@ def fingerprint_path(path: str | os.PathLike[str]) -> str:
     else:
         base = root
         files = sorted(
-            p for p in root.rglob("*")
+            p
+            for p in root.rglob("*")
             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
         )
     h = hashlib.sha256()
@@ -206,9 +207,15 @@ def _find_model_path(encoder: Encoder, config: Mapping[str, Any]) -> Path | None
     return None
 
 
-def encoder_cache_key(encoder: Encoder, sentences: list[str], *, kind: str = "layers",
-                      pooling: str | None = None, text_variant: str | None = None,
-                      max_length: int | None = None) -> CacheKey:
+def encoder_cache_key(
+    encoder: Encoder,
+    sentences: list[str],
+    *,
+    kind: str = "layers",
+    pooling: str | None = None,
+    text_variant: str | None = None,
+    max_length: int | None = None,
+) -> CacheKey:
     """Build the :class:`CacheKey` of ``encoder`` applied to ``sentences``.
 
     The model identity comes from ``encoder.config_dict()`` (see
@@ -238,8 +245,14 @@ def encoder_cache_key(encoder: Encoder, sentences: list[str], *, kind: str = "la
         for name in _LAYER_INDEPENDENT:
             hashed.pop(name, None)
     config_hash = hashlib.sha256(_canonical_json(hashed).encode("utf-8")).hexdigest()
-    model = next((str(config[k]) for k in ("model", "name_or_path", "model_path", "path",
-                                          "encoder") if config.get(k)), type(encoder).__name__)
+    model = next(
+        (
+            str(config[k])
+            for k in ("model", "name_or_path", "model_path", "path", "encoder")
+            if config.get(k)
+        ),
+        type(encoder).__name__,
+    )
     model_path = _find_model_path(encoder, config)
     fingerprint = fingerprint_path(model_path) if model_path is not None else config_hash
     if pooling is None:
@@ -250,10 +263,18 @@ def encoder_cache_key(encoder: Encoder, sentences: list[str], *, kind: str = "la
     if text_variant is None:
         text_variant = text_variant_of(encoder)
     digest, n = sentences_sha256(sentences)
-    return CacheKey(model=model, model_fingerprint=fingerprint, text_variant=str(text_variant),
-                    pooling=str(pooling), max_length=max_length, sentences_sha256=digest,
-                    n_sentences=n, kind=kind, config_sha256=config_hash,
-                    code_sha256=code_fingerprint(encoder))
+    return CacheKey(
+        model=model,
+        model_fingerprint=fingerprint,
+        text_variant=str(text_variant),
+        pooling=str(pooling),
+        max_length=max_length,
+        sentences_sha256=digest,
+        n_sentences=n,
+        kind=kind,
+        config_sha256=config_hash,
+        code_sha256=code_fingerprint(encoder),
+    )
 
 
 class VectorCache:
@@ -267,8 +288,9 @@ class VectorCache:
         ``False`` makes :meth:`load` always miss and :meth:`save` a no-op (``--no-cache``).
     """
 
-    def __init__(self, directory: str | os.PathLike[str] | None = None, *,
-                 enabled: bool = True) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str] | None = None, *, enabled: bool = True
+    ) -> None:
         root = Path(directory).expanduser() if directory is not None else default_cache_dir()
         self.directory = root / VECTORS_SUBDIR
         self.enabled = bool(enabled)
@@ -305,8 +327,12 @@ class VectorCache:
             if not np.isfinite(arr).all():
                 raise ValueError("array holds non-finite values")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
-            warnings.warn(f"ignoring unusable cache entry {str(key_path.with_suffix(''))!r}: "
-                          f"{exc}; recomputing", CacheWarning, stacklevel=2)
+            warnings.warn(
+                f"ignoring unusable cache entry {str(key_path.with_suffix(''))!r}: "
+                f"{exc}; recomputing",
+                CacheWarning,
+                stacklevel=2,
+            )
             return None
         return arr
 
@@ -335,8 +361,9 @@ class VectorCache:
             return
         arr = np.ascontiguousarray(array, dtype=np.float32)
         if arr.ndim < 2 or arr.shape[0] != key.n_sentences:
-            raise ValueError(f"array of shape {arr.shape} does not match "
-                             f"n_sentences={key.n_sentences}")
+            raise ValueError(
+                f"array of shape {arr.shape} does not match n_sentences={key.n_sentences}"
+            )
         if background:
             if self._executor is None:
                 from concurrent.futures import ThreadPoolExecutor
@@ -383,12 +410,17 @@ class VectorCache:
         try:
             self.wait()
         except OSError as exc:
-            warnings.warn(f"could not write the vector cache under {str(self.directory)!r} "
-                          f"({exc}); the results are unaffected, the next run recomputes the "
-                          "vectors", CacheWarning, stacklevel=2)
+            warnings.warn(
+                f"could not write the vector cache under {str(self.directory)!r} "
+                f"({exc}); the results are unaffected, the next run recomputes the "
+                "vectors",
+                CacheWarning,
+                stacklevel=2,
+            )
 
-    def get_or_compute(self, key: CacheKey,
-                       compute: Callable[[], np.ndarray]) -> tuple[np.ndarray, bool]:
+    def get_or_compute(
+        self, key: CacheKey, compute: Callable[[], np.ndarray]
+    ) -> tuple[np.ndarray, bool]:
         """Return ``(array, hit)``: the cached array, or ``compute()`` stored then returned."""
         arr = self.load(key)
         if arr is not None:
@@ -399,11 +431,17 @@ class VectorCache:
 
 
 # --------------------------------------------------------------- per-layer vectors
-def pooled_layer_vectors(encoder: Encoder, sentences: Sequence[str], *,
-                         pooling: str | Sequence[str] = "mean", text_variant: str = "senteval",
-                         cache: Any = None, batch_size: int | None = None,
-                         show_progress_bar: bool | None = None, background_save: bool = False
-                         ) -> tuple[dict[str, np.ndarray], bool, float]:
+def pooled_layer_vectors(
+    encoder: Encoder,
+    sentences: Sequence[str],
+    *,
+    pooling: str | Sequence[str] = "mean",
+    text_variant: str = "senteval",
+    cache: Any = None,
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+    background_save: bool = False,
+) -> tuple[dict[str, np.ndarray], bool, float]:
     """Per-layer pooled vectors of ``sentences``, from the disk cache or one forward pass.
 
     Parameters
@@ -439,27 +477,45 @@ def pooled_layer_vectors(encoder: Encoder, sentences: Sequence[str], *,
         If the encoder has no ``encode_layers`` (e.g. Sent2Vec: it has no layers).
     """
     vectors, hit, unsaved, seconds = load_or_encode_layer_vectors(
-        encoder, sentences, pooling=pooling, text_variant=text_variant, cache=cache,
-        batch_size=batch_size, show_progress_bar=show_progress_bar)
+        encoder,
+        sentences,
+        pooling=pooling,
+        text_variant=text_variant,
+        cache=cache,
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+    )
     save_layer_vectors(cache, unsaved, wait=not background_save)
     return vectors, hit, seconds
 
 
-def load_or_encode_layer_vectors(encoder: Encoder, sentences: Sequence[str], *,
-                                  pooling: str | Sequence[str], text_variant: str, cache: Any,
-                                  batch_size: int | None, show_progress_bar: bool | None
-                                  ) -> tuple[dict[str, np.ndarray], bool, list[tuple[Any, np.ndarray]], float]:
+def load_or_encode_layer_vectors(
+    encoder: Encoder,
+    sentences: Sequence[str],
+    *,
+    pooling: str | Sequence[str],
+    text_variant: str,
+    cache: Any,
+    batch_size: int | None,
+    show_progress_bar: bool | None,
+) -> tuple[dict[str, np.ndarray], bool, list[tuple[Any, np.ndarray]], float]:
     """:func:`pooled_layer_vectors` without writing the cache: returns the vectors, the cache
     hit flag, the ``(cache key, array)`` entries still to be saved (see
     :func:`save_layer_vectors`) and the seconds."""
     if not callable(getattr(encoder, "encode_layers", None)):
-        raise TypeError(f"{type(encoder).__name__} has no encode_layers(); the layer analysis "
-                        "needs a transformer encoder")
+        raise TypeError(
+            f"{type(encoder).__name__} has no encode_layers(); the layer analysis "
+            "needs a transformer encoder"
+        )
     poolings = (pooling,) if isinstance(pooling, str) else tuple(dict.fromkeys(pooling))
     sentences = list(sentences)
     t0 = time.perf_counter()
-    keys = {p: encoder_cache_key(encoder, sentences, kind="layers", pooling=p,
-                                 text_variant=text_variant) for p in poolings}
+    keys = {
+        p: encoder_cache_key(
+            encoder, sentences, kind="layers", pooling=p, text_variant=text_variant
+        )
+        for p in poolings
+    }
     out: dict[str, np.ndarray] = {}
     if cache is not None:
         for p in poolings:
@@ -474,16 +530,17 @@ def load_or_encode_layer_vectors(encoder: Encoder, sentences: Sequence[str], *,
         computed = encoder.encode_layers(sentences, pooling=missing, **kwargs)
         if not isinstance(computed, Mapping) or not set(missing) <= set(computed):
             got = sorted(computed) if isinstance(computed, Mapping) else type(computed).__name__
-            raise ValueError(f"{type(encoder).__name__}.encode_layers(pooling={missing}) "
-                             f"returned {got}, not a dict holding every requested pooling")
+            raise ValueError(
+                f"{type(encoder).__name__}.encode_layers(pooling={missing}) "
+                f"returned {got}, not a dict holding every requested pooling"
+            )
         for p in missing:
             out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
     unsaved = [(keys[p], out[p]) for p in missing] if cache is not None else []
     return {p: out[p] for p in poolings}, not missing, unsaved, time.perf_counter() - t0
 
 
-def save_layer_vectors(cache: Any, entries: list[tuple[Any, np.ndarray]], *,
-                        wait: bool) -> None:
+def save_layer_vectors(cache: Any, entries: list[tuple[Any, np.ndarray]], *, wait: bool) -> None:
     """Write the entries in the cache's background thread; with ``wait``, finish them (a
     failed write is a CacheWarning, never an error)."""
     if cache is None:

@@ -56,7 +56,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +67,10 @@ try:
     import distributed
     from distributed import WorkerPlugin
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("sentvec.cluster needs Dask distributed: pip install 'sentvec[dask]' "
-                      "(or pip install 'distributed>=2024.1')") from exc
+    raise ImportError(
+        "sentvec.cluster needs Dask distributed: pip install 'sentvec[dask]' "
+        "(or pip install 'distributed>=2024.1')"
+    ) from exc
 
 from sentvec._io import atomic_write_json, load_npy
 from sentvec._validation import check_positive_int
@@ -209,9 +211,16 @@ class EncoderPlugin(WorkerPlugin):
         Import the statistics code at set-up (the tasks will compute WhiteningStatistics).
     """
 
-    def __init__(self, name: str, encoder: Any, whitening: Any = None, *,
-                 threads_per_task: int = 1, encoder_options: dict[str, Any] | None = None,
-                 statistics: bool = False) -> None:
+    def __init__(
+        self,
+        name: str,
+        encoder: Any,
+        whitening: Any = None,
+        *,
+        threads_per_task: int = 1,
+        encoder_options: dict[str, Any] | None = None,
+        statistics: bool = False,
+    ) -> None:
         self.name = name
         self.statistics = statistics
         self.spec = encoder
@@ -225,7 +234,9 @@ class EncoderPlugin(WorkerPlugin):
         if isinstance(self.spec, (str, os.PathLike)):
             import sentvec
 
-            if self.encoder_options.get("backend") == "onnx":  # its session fixes its threads at load
+            if (
+                self.encoder_options.get("backend") == "onnx"
+            ):  # its session fixes its threads at load
                 import torch
 
                 torch.set_num_threads(self.threads_per_task)
@@ -273,8 +284,9 @@ def _probe_task(name: str, batch_size: int | None) -> tuple[dict[str, Any], np.n
     return _jsonable(describe_encoder(p.base)), probe
 
 
-def _written_shard(out: Path, path: Path, i: int, a: int, b: int, ba: int, bb: int, dim: int,
-                   encoding: str) -> ShardRecord | None:
+def _written_shard(
+    out: Path, path: Path, i: int, a: int, b: int, ba: int, bb: int, dim: int, encoding: str
+) -> ShardRecord | None:
     """The record of shard ``i`` if an earlier attempt of this run already wrote it, else None."""
     from sentvec.encode_files import _shard_name
 
@@ -288,9 +300,18 @@ def _written_shard(out: Path, path: Path, i: int, a: int, b: int, ba: int, bb: i
     if arr.dtype != np.float32 or arr.shape != (b - a, dim) or _count_nonfinite(arr):
         return None
     lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
-    return ShardRecord(index=i, file=f.name, start_line=a, end_line=b, start_byte=ba, end_byte=bb,
-                       sha256=digest, n_empty=sum(not s.strip() for s in lines),
-                       n_zero=int((~np.asarray(arr).any(axis=1)).sum()), seconds=0.0)
+    return ShardRecord(
+        index=i,
+        file=f.name,
+        start_line=a,
+        end_line=b,
+        start_byte=ba,
+        end_byte=bb,
+        sha256=digest,
+        n_empty=sum(not s.strip() for s in lines),
+        n_zero=int((~np.asarray(arr).any(axis=1)).sum()),
+        seconds=0.0,
+    )
 
 
 def _shard_statistics(out: Path, name: str) -> Any:
@@ -299,9 +320,16 @@ def _shard_statistics(out: Path, name: str) -> Any:
     return WhiteningStatistics.from_array(load_npy(out / name, mmap=True))
 
 
-def _encode_partition(name: str, path: Path, out: Path, shards: list[tuple[int, int, int, int, int]],
-                      batch_size: int | None, encoding: str, dim: int,
-                      statistics: bool) -> _PartitionOutput:
+def _encode_partition(
+    name: str,
+    path: Path,
+    out: Path,
+    shards: list[tuple[int, int, int, int, int]],
+    batch_size: int | None,
+    encoding: str,
+    dim: int,
+    statistics: bool,
+) -> _PartitionOutput:
     """Encode (or find already written) the shards ``(i, a, b, ba, bb)`` of one partition."""
     t = time.perf_counter()
     p = _plugin(name)
@@ -309,18 +337,37 @@ def _encode_partition(name: str, path: Path, out: Path, shards: list[tuple[int, 
     for i, a, b, ba, bb in shards:
         rec = _written_shard(out, path, i, a, b, ba, bb, dim, encoding)
         if rec is None:
-            rec = _encode_shard(p.encoder, p.whitening, path, out, i, a, b, ba, bb, batch_size,
-                                encoding, dim, None, caught)
+            rec = _encode_shard(
+                p.encoder,
+                p.whitening,
+                path,
+                out,
+                i,
+                a,
+                b,
+                ba,
+                bb,
+                batch_size,
+                encoding,
+                dim,
+                None,
+                caught,
+            )
         else:
             n_reused += 1
         records.append(rec)
         if statistics:
             s = _shard_statistics(out, rec.file)
             stats = s if stats is None else stats.merge(s)
-    return _PartitionOutput(records, stats, n_reused,
-                            [(w.category, str(w.message)) for w in caught],
-                            distributed.get_worker().address, os.getpid(),
-                            round(time.perf_counter() - t, 3))
+    return _PartitionOutput(
+        records,
+        stats,
+        n_reused,
+        [(w.category, str(w.message)) for w in caught],
+        distributed.get_worker().address,
+        os.getpid(),
+        round(time.perf_counter() - t, 3),
+    )
 
 
 def _statistics_task(out: Path, names: list[str]) -> Any:
@@ -336,8 +383,13 @@ def _statistics_task(out: Path, names: list[str]) -> Any:
 
 
 @contextlib.contextmanager
-def local_client(n_workers: int, *, threads_per_worker: int = 1,
-                 dashboard_address: str | None = ":0", **cluster_kwargs: Any) -> Iterator[Any]:
+def local_client(
+    n_workers: int,
+    *,
+    threads_per_worker: int = 1,
+    dashboard_address: str | None = ":0",
+    **cluster_kwargs: Any,
+) -> Iterator[Any]:
     """A ``distributed.Client`` on a new ``LocalCluster`` of worker processes, closed on exit.
 
     Parameters
@@ -379,9 +431,13 @@ def local_client(n_workers: int, *, threads_per_worker: int = 1,
         if dashboard_address.startswith(":"):
             dashboard_address = "127.0.0.1" + dashboard_address
         http = {"dashboard": True, "dashboard_address": dashboard_address}
-    kwargs: dict[str, Any] = dict(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                                  processes=True, host="127.0.0.1",
-                                  dashboard_address=http["dashboard_address"])
+    kwargs: dict[str, Any] = dict(
+        n_workers=n_workers,
+        threads_per_worker=threads_per_worker,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=http["dashboard_address"],
+    )
     kwargs.update(cluster_kwargs)
     kwargs["scheduler_kwargs"] = {**http, **kwargs.get("scheduler_kwargs", {})}
     # the nannies read their pre-spawn environment when created (restarts reuse it); None is
@@ -480,14 +536,20 @@ def encode_file_distributed(
         summary per category of the warnings the encoder gave on the workers.
     """
     t0 = time.perf_counter()
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     path, shard_size, batch_size, start_line, end_line = check_encode_arguments(
-        input_path, shard_size, batch_size, start_line, end_line)
-    partition_lines = shard_size if partition_lines is None else check_positive_int(
-        "partition_lines", partition_lines)
+        input_path, shard_size, batch_size, start_line, end_line
+    )
+    partition_lines = (
+        shard_size
+        if partition_lines is None
+        else check_positive_int("partition_lines", partition_lines)
+    )
     if partition_lines % shard_size:
-        raise ValueError(f"partition_lines={partition_lines} must be a multiple of "
-                         f"shard_size={shard_size} (a partition is a whole number of shards)")
+        raise ValueError(
+            f"partition_lines={partition_lines} must be a multiple of "
+            f"shard_size={shard_size} (a partition is a whole number of shards)"
+        )
     retries = check_positive_int("retries", retries, minimum=0)
     threads_per_task = check_positive_int("threads_per_task", threads_per_task)
     import sentvec
@@ -497,37 +559,90 @@ def encode_file_distributed(
     out.mkdir(parents=True, exist_ok=True)
 
     name = f"sentvec-encoder-{uuid.uuid4().hex[:12]}"
-    plugin = EncoderPlugin(name, _model_spec(encoder), white, threads_per_task=threads_per_task,
-                           encoder_options=encoder_options, statistics=statistics)
+    plugin = EncoderPlugin(
+        name,
+        _model_spec(encoder),
+        white,
+        threads_per_task=threads_per_task,
+        encoder_options=encoder_options,
+        statistics=statistics,
+    )
     client.register_plugin(plugin, name=name)  # loads the model on every worker; raises there
     try:
-        return _run(client, name, path, out, started, t0, shard_size, partition_lines,
-                    batch_size, white, resume, overwrite, start_line, end_line, encoding,
-                    statistics, retries, show_progress_bar, on_partition_done)
+        return _run(
+            client,
+            name,
+            path,
+            out,
+            started,
+            t0,
+            shard_size,
+            partition_lines,
+            batch_size,
+            white,
+            resume,
+            overwrite,
+            start_line,
+            end_line,
+            encoding,
+            statistics,
+            retries,
+            show_progress_bar,
+            on_partition_done,
+        )
     finally:
         with contextlib.suppress(Exception):  # a closed client must not hide the real error
             client.unregister_worker_plugin(name)
 
 
-def _run(client, name, path, out, started, t0, shard_size, partition_lines, batch_size, white,
-         resume, overwrite, start_line, end_line, encoding, statistics, retries,
-         show_progress_bar, on_partition_done) -> DistributedEncodeResult:
+def _run(
+    client,
+    name,
+    path,
+    out,
+    started,
+    t0,
+    shard_size,
+    partition_lines,
+    batch_size,
+    white,
+    resume,
+    overwrite,
+    start_line,
+    end_line,
+    encoding,
+    statistics,
+    retries,
+    show_progress_bar,
+    on_partition_done,
+) -> DistributedEncodeResult:
     stat = path.stat()
     old = read_manifest(out) if (out / MANIFEST_NAME).is_file() else None
-    probe_future = client.submit(_probe_task, name, batch_size, pure=False,
-                                 key=f"sentvec-probe-{name}")
+    probe_future = client.submit(
+        _probe_task, name, batch_size, pure=False, key=f"sentvec-probe-{name}"
+    )
     n_seen, offsets = scan_lines(path, start=start_line, step=shard_size, stop_line=end_line)
     end = n_seen if end_line is None else end_line
     if start_line not in offsets or end not in offsets:
-        raise ValueError(f"line range [{start_line}, {end_line}) is outside {str(path)!r}, "
-                         f"which has {n_seen} lines")
+        raise ValueError(
+            f"line range [{start_line}, {end_line}) is outside {str(path)!r}, "
+            f"which has {n_seen} lines"
+        )
     description, probe = probe_future.result()
     new = EncodeManifest(
-        input_path=str(path), input_size=stat.st_size, input_mtime_ns=stat.st_mtime_ns,
-        start_line=start_line, end_line=end, shard_size=shard_size, encoder=description,
-        whitening=_describe_whitening(white), dim=int(probe.shape[1]),
-        boundaries=_plan(start_line, end, shard_size, offsets), requested_end_line=end_line,
-        probe=tuple(tuple(map(float, v)) for v in probe))
+        input_path=str(path),
+        input_size=stat.st_size,
+        input_mtime_ns=stat.st_mtime_ns,
+        start_line=start_line,
+        end_line=end,
+        shard_size=shard_size,
+        encoder=description,
+        whitening=_describe_whitening(white),
+        dim=int(probe.shape[1]),
+        boundaries=_plan(start_line, end, shard_size, offsets),
+        requested_end_line=end_line,
+        probe=tuple(tuple(map(float, v)) for v in probe),
+    )
     done = _reusable(old, new, out, overwrite, resume)
     runs = old.runs if old is not None and old.config_key() == new.config_key() else ()
     completed: dict[int, ShardRecord] = dict(done)
@@ -554,17 +669,37 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
     stat_parts: dict[int, Any] = {}  # first shard index -> statistics (future or value)
     for g in groups:
         a, b = bounds[g.start][0], bounds[g.stop][0]
-        todo = [(i, bounds[i][0], bounds[i + 1][0], bounds[i][1], bounds[i + 1][1])
-                for i in g if i not in done]
+        todo = [
+            (i, bounds[i][0], bounds[i + 1][0], bounds[i][1], bounds[i + 1][1])
+            for i in g
+            if i not in done
+        ]
         if todo:
-            f = client.submit(_encode_partition, name, path, out, todo, batch_size, encoding,
-                              new.dim, statistics, retries=retries, pure=False,
-                              key=f"sentvec-encode-{a}-{b}-{name[-12:]}")
+            f = client.submit(
+                _encode_partition,
+                name,
+                path,
+                out,
+                todo,
+                batch_size,
+                encoding,
+                new.dim,
+                statistics,
+                retries=retries,
+                pure=False,
+                key=f"sentvec-encode-{a}-{b}-{name[-12:]}",
+            )
             futures[f] = (a, b)
         if statistics and len(todo) < len(g):
             reused = [done[i].file for i in g if i in done]
-            sf = client.submit(_statistics_task, out, reused, retries=retries, pure=False,
-                               key=f"sentvec-statistics-{a}-{b}-{name[-12:]}")
+            sf = client.submit(
+                _statistics_task,
+                out,
+                reused,
+                retries=retries,
+                pure=False,
+                key=f"sentvec-statistics-{a}-{b}-{name[-12:]}",
+            )
             futures[sf] = (a, b)
 
     from sentvec._progress import progress_bar
@@ -573,11 +708,14 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
     failed: list[tuple[int, int, BaseException]] = []
     caught: list[tuple[type, str]] = []
     last_write, wait = time.monotonic(), _MANIFEST_EVERY_S
-    with progress_bar(total=new.n_lines,
-                      initial=sum(r.end_line - r.start_line for r in done.values()),
-                      unit="line", unit_scale=True, show=show_progress_bar,
-                      desc=f"encode {path.name} on {len(client.scheduler_info()['workers'])} "
-                           "workers") as bar:
+    with progress_bar(
+        total=new.n_lines,
+        initial=sum(r.end_line - r.start_line for r in done.values()),
+        unit="line",
+        unit_scale=True,
+        show=show_progress_bar,
+        desc=f"encode {path.name} on {len(client.scheduler_info()['workers'])} workers",
+    ) as bar:
         for f in distributed.as_completed(list(futures)):
             a, b = futures[f]
             try:
@@ -598,8 +736,15 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
             if res.statistics is not None:
                 stat_parts[(a, 0)] = res.statistics
             caught.extend(res.warnings)
-            prec = PartitionRecord(a, b, res.worker, res.pid, len(res.records) - res.n_reused,
-                                   res.n_reused, res.seconds)
+            prec = PartitionRecord(
+                a,
+                b,
+                res.worker,
+                res.pid,
+                len(res.records) - res.n_reused,
+                res.n_reused,
+                res.seconds,
+            )
             records.append(prec)
             bar.update(sum(r.end_line - r.start_line for r in res.records))
             if time.monotonic() - last_write >= wait:
@@ -616,11 +761,16 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
         raise PartitionError(
             f"{len(failed)} partition(s) of {str(path)!r} failed after {retries} retries: "
             f"{lines}. The {len(completed)} finished shards of {new.n_shards} are recorded in "
-            f"{str(out)!r}; run again to resume", [(a, b) for a, b, _ in failed]
+            f"{str(out)!r}; run again to resume",
+            [(a, b) for a, b, _ in failed],
         ) from failed[0][2]
     if new.n_zero:
-        warnings.warn(f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
-                      f"({new.n_empty} lines are empty)", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
+            f"({new.n_empty} lines are empty)",
+            UserWarning,
+            stacklevel=3,
+        )
     merged = None
     if statistics:
         from sentvec.whitening import WhiteningStatistics
@@ -630,9 +780,12 @@ def _run(client, name, path, out, started, t0, shard_size, partition_lines, batc
         # merging in line-start order gives one reproducible float64 result
         for key in sorted(stat_parts):
             merged = merged.merge(stat_parts[key])
-    return DistributedEncodeResult(manifest=new, statistics=merged,
-                                   partitions=tuple(sorted(records, key=lambda r: r.start_line)),
-                                   dashboard_link=getattr(client, "dashboard_link", None))
+    return DistributedEncodeResult(
+        manifest=new,
+        statistics=merged,
+        partitions=tuple(sorted(records, key=lambda r: r.start_line)),
+        dashboard_link=getattr(client, "dashboard_link", None),
+    )
 
 
 def _summarise(caught: list[tuple[type, str]], path: Path) -> None:
@@ -642,5 +795,6 @@ def _summarise(caught: list[tuple[type, str]], path: Path) -> None:
         by_cat.setdefault(cat, []).append(msg)
     for cat, msgs in by_cat.items():
         more = f" (and {len(msgs) - 1} similar warnings)" if len(msgs) > 1 else ""
-        warnings.warn(f"while encoding {path.name}, the encoder warned: {msgs[0]}{more}", cat,
-                      stacklevel=4)
+        warnings.warn(
+            f"while encoding {path.name}, the encoder warned: {msgs[0]}{more}", cat, stacklevel=4
+        )

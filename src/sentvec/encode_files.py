@@ -40,7 +40,7 @@ import os
 import time
 import warnings
 from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +155,13 @@ class EncodeManifest:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["boundaries"] = [list(b) for b in self.boundaries]
-        d.update(n_shards=self.n_shards, complete=self.complete, n_lines=self.n_lines,
-                 n_empty=self.n_empty, n_zero=self.n_zero)
+        d.update(
+            n_shards=self.n_shards,
+            complete=self.complete,
+            n_lines=self.n_lines,
+            n_empty=self.n_empty,
+            n_zero=self.n_zero,
+        )
         return d
 
     def to_json(self, **kwargs: Any) -> str:
@@ -173,9 +178,14 @@ class EncodeManifest:
 
     def config_key(self) -> dict[str, Any]:
         """The fields two runs must share to write into one directory."""
-        return {"input_path": self.input_path, "start_line": self.start_line,
-                "end_line": self.requested_end_line, "shard_size": self.shard_size,
-                "encoder": self.encoder, "whitening": self.whitening}
+        return {
+            "input_path": self.input_path,
+            "start_line": self.start_line,
+            "end_line": self.requested_end_line,
+            "shard_size": self.shard_size,
+            "encoder": self.encoder,
+            "whitening": self.whitening,
+        }
 
 
 def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
@@ -185,14 +195,18 @@ def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
         raise FileNotFoundError(f"no encode manifest at {str(p)!r}")
     d = read_json_object(p)
     if d.get("format") != _FORMAT or d.get("version") != _VERSION:
-        raise ValueError(f"{str(p)!r}: not a sentvec encode manifest (format {d.get('format')!r}, "
-                         f"version {d.get('version')!r})")
+        raise ValueError(
+            f"{str(p)!r}: not a sentvec encode manifest (format {d.get('format')!r}, "
+            f"version {d.get('version')!r})"
+        )
     try:
         m = EncodeManifest.from_dict(d)
         _check_manifest(m)
     except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
-        raise ValueError(f"{str(p)!r}: corrupt encode manifest ({type(exc).__name__}: {exc}); "
-                         "re-encode with --overwrite") from None
+        raise ValueError(
+            f"{str(p)!r}: corrupt encode manifest ({type(exc).__name__}: {exc}); "
+            "re-encode with --overwrite"
+        ) from None
     return m
 
 
@@ -205,26 +219,41 @@ def _check_manifest(m: EncodeManifest) -> None:
     for name in ("input_size", "input_mtime_ns", "start_line", "end_line", "shard_size"):
         if not is_int(v := getattr(m, name)) or v < 0:
             raise ValueError(f"{name}={v!r} is not an integer >= 0")
-    if not isinstance(m.input_path, str) or not isinstance(m.encoder, dict) or not (
-            m.whitening is None or isinstance(m.whitening, dict)):
+    if (
+        not isinstance(m.input_path, str)
+        or not isinstance(m.encoder, dict)
+        or not (m.whitening is None or isinstance(m.whitening, dict))
+    ):
         raise ValueError("input_path, encoder or whitening has the wrong type")
     if m.dim is not None and (not is_int(m.dim) or m.dim < 1):
         raise ValueError(f"dim={m.dim!r} is not an integer >= 1")
     lines = [a for a, _ in m.boundaries]
     nbytes = [b for _, b in m.boundaries]
-    if (not lines or lines[0] != m.start_line or lines[-1] != m.end_line
-            or any(b <= a for a, b in zip(lines, lines[1:]))
-            or any(b < a for a, b in zip(nbytes, nbytes[1:])) or min(nbytes) < 0):
+    if (
+        not lines
+        or lines[0] != m.start_line
+        or lines[-1] != m.end_line
+        or any(b <= a for a, b in zip(lines, lines[1:]))
+        or any(b < a for a, b in zip(nbytes, nbytes[1:]))
+        or min(nbytes) < 0
+    ):
         raise ValueError("shard boundaries are not increasing from start_line to end_line")
     for r in m.shards:
-        if not (is_int(r.index) and 0 <= r.index < m.n_shards) or not isinstance(r.file, str) \
-                or Path(r.file).name != r.file or r.file in ("", ".", ".."):
+        if (
+            not (is_int(r.index) and 0 <= r.index < m.n_shards)
+            or not isinstance(r.file, str)
+            or Path(r.file).name != r.file
+            or r.file in ("", ".", "..")
+        ):
             raise ValueError(f"shard record {r.index!r} has a bad index or file name")
         if (r.start_line, r.end_line) != (lines[r.index], lines[r.index + 1]) or (
-                r.start_byte, r.end_byte) != (nbytes[r.index], nbytes[r.index + 1]):
+            r.start_byte,
+            r.end_byte,
+        ) != (nbytes[r.index], nbytes[r.index + 1]):
             raise ValueError(f"shard {r.index} does not match the planned boundaries")
         if not all(is_int(v) and v >= 0 for v in (r.n_empty, r.n_zero)) or len(
-                {x.index for x in m.shards}) != len(m.shards):
+            {x.index for x in m.shards}
+        ) != len(m.shards):
             raise ValueError(f"shard {r.index}: bad n_empty / n_zero, or recorded twice")
 
 
@@ -266,8 +295,10 @@ def _shard_name(a: int, b: int) -> str:
 
 def _count_nonfinite(arr: np.ndarray) -> int:
     """NaN and infinite values in ``arr`` (read in blocks of rows: bounded memory on a memmap)."""
-    return sum(int((~np.isfinite(arr[i:i + _CHECK_ROWS])).sum())
-               for i in range(0, arr.shape[0], _CHECK_ROWS))
+    return sum(
+        int((~np.isfinite(arr[i : i + _CHECK_ROWS])).sum())
+        for i in range(0, arr.shape[0], _CHECK_ROWS)
+    )
 
 
 def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
@@ -280,15 +311,18 @@ def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
     except ValueError as exc:  # empty, truncated or not .npy
         return f"unreadable ({exc})"
     if arr.dtype != np.float32 or arr.shape != (rec.end_line - rec.start_line, dim):
-        return (f"{arr.dtype} {arr.shape}, expected float32 "
-                f"{(rec.end_line - rec.start_line, dim)}")
+        return f"{arr.dtype} {arr.shape}, expected float32 {(rec.end_line - rec.start_line, dim)}"
     bad = _count_nonfinite(arr)
     return f"{bad} non-finite values (NaN or infinity)" if bad else None
 
 
-def check_encode_arguments(input_path: str | os.PathLike[str], shard_size: Any,
-                           batch_size: Any, start_line: Any, end_line: Any
-                           ) -> tuple[Path, int, int | None, int, int | None]:
+def check_encode_arguments(
+    input_path: str | os.PathLike[str],
+    shard_size: Any,
+    batch_size: Any,
+    start_line: Any,
+    end_line: Any,
+) -> tuple[Path, int, int | None, int, int | None]:
     """Validated arguments of :func:`encode_file` (and the cluster's encoder): the resolved
     input path, ``shard_size``, ``batch_size``, ``start_line`` and ``end_line``.
 
@@ -403,9 +437,10 @@ def encode_file(
         NaN or infinite values (it is re-encoded), and when lines got all-zero vectors.
     """
     t0 = time.perf_counter()
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     path, shard_size, batch_size, start_line, end_line = check_encode_arguments(
-        input_path, shard_size, batch_size, start_line, end_line)
+        input_path, shard_size, batch_size, start_line, end_line
+    )
     from sentvec.encoders import load_whitening
 
     white = load_whitening(whitening)
@@ -421,15 +456,25 @@ def encode_file(
     n_seen, offsets = scan_lines(path, start=start_line, step=shard_size, stop_line=end_line)
     end = n_seen if end_line is None else end_line
     if start_line not in offsets or end not in offsets:
-        raise ValueError(f"line range [{start_line}, {end_line}) is outside {str(path)!r}, "
-                         f"which has {n_seen} lines")
+        raise ValueError(
+            f"line range [{start_line}, {end_line}) is outside {str(path)!r}, "
+            f"which has {n_seen} lines"
+        )
     probe = _encode_lines(encoder, white, list(PROBE_SENTENCES), batch_size)
     new = EncodeManifest(
-        input_path=str(path), input_size=stat.st_size, input_mtime_ns=stat.st_mtime_ns,
-        start_line=start_line, end_line=end, shard_size=shard_size,
-        encoder=_jsonable(describe_encoder(encoder)), whitening=_describe_whitening(white),
-        dim=int(probe.shape[1]), boundaries=_plan(start_line, end, shard_size, offsets),
-        requested_end_line=end_line, probe=tuple(tuple(map(float, v)) for v in probe))
+        input_path=str(path),
+        input_size=stat.st_size,
+        input_mtime_ns=stat.st_mtime_ns,
+        start_line=start_line,
+        end_line=end,
+        shard_size=shard_size,
+        encoder=_jsonable(describe_encoder(encoder)),
+        whitening=_describe_whitening(white),
+        dim=int(probe.shape[1]),
+        boundaries=_plan(start_line, end, shard_size, offsets),
+        requested_end_line=end_line,
+        probe=tuple(tuple(map(float, v)) for v in probe),
+    )
     done = _reusable(old, new, out, overwrite, resume)
     same_config = old is not None and old.config_key() == new.config_key()
     runs = old.runs if same_config else ()
@@ -449,22 +494,41 @@ def encode_file(
 
     n_enc = 0
     caught: list[warnings.WarningMessage] = []
-    with progress_bar(total=new.n_lines, unit="line", show=show_progress_bar,
-                      desc=f"encode {path.name}") as bar:
+    with progress_bar(
+        total=new.n_lines, unit="line", show=show_progress_bar, desc=f"encode {path.name}"
+    ) as bar:
         for i in range(new.n_shards):
             (a, ba), (b, bb) = new.boundaries[i], new.boundaries[i + 1]
             if i in done:
                 bar.update(b - a)
                 continue
-            completed[i] = _encode_shard(encoder, white, path, out, i, a, b, ba, bb, batch_size,
-                                         encoding, new.dim, bar, caught)
+            completed[i] = _encode_shard(
+                encoder,
+                white,
+                path,
+                out,
+                i,
+                a,
+                b,
+                ba,
+                bb,
+                batch_size,
+                encoding,
+                new.dim,
+                bar,
+                caught,
+            )
             n_enc += 1
             new = write(completed, n_enc, len(done))
     new = write(completed, n_enc, len(done))
     _summarise_warnings(caught, path)
     if new.n_zero:
-        warnings.warn(f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
-                      f"({new.n_empty} lines are empty)", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
+            f"({new.n_empty} lines are empty)",
+            UserWarning,
+            stacklevel=2,
+        )
     return new
 
 
@@ -475,12 +539,16 @@ def _summarise_warnings(caught: list[warnings.WarningMessage], path: Path) -> No
         by_cat.setdefault(w.category, []).append(w)
     for cat, ws in by_cat.items():
         more = f" (and {len(ws) - 1} similar warnings)" if len(ws) > 1 else ""
-        warnings.warn(f"while encoding {path.name}, the encoder warned: {ws[0].message}{more}",
-                      cat, stacklevel=3)
+        warnings.warn(
+            f"while encoding {path.name}, the encoder warned: {ws[0].message}{more}",
+            cat,
+            stacklevel=3,
+        )
 
 
-def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwrite: bool,
-              resume: bool) -> dict[int, ShardRecord]:
+def _reusable(
+    old: EncodeManifest | None, new: EncodeManifest, out: Path, overwrite: bool, resume: bool
+) -> dict[int, ShardRecord]:
     """Shards of ``old`` that ``new`` may reuse; raises on a conflicting configuration."""
     if old is None:
         return {}
@@ -489,8 +557,9 @@ def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwr
         diff = [k for k, v in old.config_key().items() if new.config_key()[k] != v]
         if overwrite:
             return {}
-        raise ValueError(f"{str(out)!r} holds shards written with a different {', '.join(diff)}; "
-                         + hint)
+        raise ValueError(
+            f"{str(out)!r} holds shards written with a different {', '.join(diff)}; " + hint
+        )
     same_probe = old.dim == new.dim and np.allclose(old.probe, new.probe, rtol=1e-4, atol=1e-6)
     if not same_probe:
         if overwrite:
@@ -499,34 +568,48 @@ def _reusable(old: EncodeManifest | None, new: EncodeManifest, out: Path, overwr
             what = f"recorded dimension {old.dim}, this encoder gives {new.dim}"
         else:
             diff = float(np.max(np.abs(np.asarray(old.probe) - np.asarray(new.probe))))
-            what = (f"same dimension {new.dim}, but this encoder's vectors of the probe "
-                    f"sentences differ from the recorded ones by up to {diff:.3g}: other "
-                    "weights under the same description")
-        raise ValueError(f"{str(out)!r} holds shards from an encoder whose output differs from "
-                         f"this one's ({what}); " + hint)
+            what = (
+                f"same dimension {new.dim}, but this encoder's vectors of the probe "
+                f"sentences differ from the recorded ones by up to {diff:.3g}: other "
+                "weights under the same description"
+            )
+        raise ValueError(
+            f"{str(out)!r} holds shards from an encoder whose output differs from "
+            f"this one's ({what}); " + hint
+        )
     if not resume:
         return {}
     changed_input = (old.input_size, old.input_mtime_ns) != (new.input_size, new.input_mtime_ns)
     plan = dict(enumerate(zip(new.boundaries[:-1], new.boundaries[1:])))
     done = {}
     for rec in old.shards:
-        same_plan = plan.get(rec.index) == ((rec.start_line, rec.start_byte),
-                                            (rec.end_line, rec.end_byte))
-        if changed_input and not (same_plan and rec.sha256 == read_line_range(
-                new.input_path, rec.start_byte, rec.end_byte, rec.start_line)[1]):
+        same_plan = plan.get(rec.index) == (
+            (rec.start_line, rec.start_byte),
+            (rec.end_line, rec.end_byte),
+        )
+        if changed_input and not (
+            same_plan
+            and rec.sha256
+            == read_line_range(new.input_path, rec.start_byte, rec.end_byte, rec.start_line)[1]
+        ):
             if overwrite:
                 return {}
-            raise ValueError(f"input {new.input_path!r} changed since {str(out)!r} was written "
-                             f"(lines {rec.start_line}-{rec.end_line} differ); " + hint)
+            raise ValueError(
+                f"input {new.input_path!r} changed since {str(out)!r} was written "
+                f"(lines {rec.start_line}-{rec.end_line} differ); " + hint
+            )
         if not same_plan:
             continue
         problem = _shard_problem(out, rec, old.dim)
         if problem is None:
             done[rec.index] = rec
         else:
-            warnings.warn(f"shard file {str(out / rec.file)!r} (lines {rec.start_line}-"
-                          f"{rec.end_line}) is damaged: {problem}; re-encoding it",
-                          UserWarning, stacklevel=3)
+            warnings.warn(
+                f"shard file {str(out / rec.file)!r} (lines {rec.start_line}-"
+                f"{rec.end_line}) is damaged: {problem}; re-encoding it",
+                UserWarning,
+                stacklevel=3,
+            )
     return done
 
 
@@ -536,8 +619,14 @@ def _remove_shards(out: Path, old: EncodeManifest, keep: set[str]) -> None:
             (out / rec.file).unlink(missing_ok=True)
 
 
-def _encode_lines(encoder: Encoder, white: Any, lines: list[str], batch_size: int | None,
-                  bar: Any = None, caught: list[warnings.WarningMessage] | None = None) -> np.ndarray:
+def _encode_lines(
+    encoder: Encoder,
+    white: Any,
+    lines: list[str],
+    batch_size: int | None,
+    bar: Any = None,
+    caught: list[warnings.WarningMessage] | None = None,
+) -> np.ndarray:
     """Encode ``lines`` in chunks (progress per chunk), whiten, check; float32 (n, d).
 
     The encoder's warnings are collected into ``caught`` (summarised once by the caller) instead of
@@ -548,7 +637,7 @@ def _encode_lines(encoder: Encoder, white: Any, lines: list[str], batch_size: in
         kwargs["batch_size"] = batch_size
     parts = []
     for c in range(0, len(lines), _CHUNK_LINES):
-        chunk = lines[c:c + _CHUNK_LINES]
+        chunk = lines[c : c + _CHUNK_LINES]
         with warnings.catch_warnings(record=True) as got:
             warnings.simplefilter("always")
             emb = np.asarray(encoder.encode(chunk, **kwargs))
@@ -569,26 +658,39 @@ def _encode_lines(encoder: Encoder, white: Any, lines: list[str], batch_size: in
         emb, _ = whiten_keeping_zero_rows(white, emb)  # zero rows stay zero (and are counted)
     emb = emb.astype(np.float32, copy=False)
     if not np.isfinite(emb).all():
-        raise ValueError(f"{int((~np.isfinite(emb)).sum())} non-finite values in the encoder output")
+        raise ValueError(
+            f"{int((~np.isfinite(emb)).sum())} non-finite values in the encoder output"
+        )
     return emb
 
 
-def _encode_shard(encoder, white, path, out, i, a, b, ba, bb, batch_size, encoding, dim, bar,
-                  caught):
+def _encode_shard(
+    encoder, white, path, out, i, a, b, ba, bb, batch_size, encoding, dim, bar, caught
+):
     t = time.perf_counter()
     lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
     if len(lines) != b - a:
-        raise ValueError(f"{str(path)!r} changed while encoding: expected {b - a} lines at "
-                         f"line {a}, read {len(lines)}")
+        raise ValueError(
+            f"{str(path)!r} changed while encoding: expected {b - a} lines at "
+            f"line {a}, read {len(lines)}"
+        )
     emb = _encode_lines(encoder, white, lines, batch_size, bar, caught)
     if emb.shape[1] != dim:
         raise ValueError(f"shard {i} has dimension {emb.shape[1]}, the probe had {dim}")
     name = _shard_name(a, b)
     atomic_save_npy(out / name, emb)
-    return ShardRecord(index=i, file=name, start_line=a, end_line=b, start_byte=ba, end_byte=bb,
-                       sha256=digest, n_empty=sum(not s.strip() for s in lines),
-                       n_zero=int((~emb.any(axis=1)).sum()),
-                       seconds=round(time.perf_counter() - t, 3))
+    return ShardRecord(
+        index=i,
+        file=name,
+        start_line=a,
+        end_line=b,
+        start_byte=ba,
+        end_byte=bb,
+        sha256=digest,
+        n_empty=sum(not s.strip() for s in lines),
+        n_zero=int((~emb.any(axis=1)).sum()),
+        seconds=round(time.perf_counter() - t, 3),
+    )
 
 
 # --------------------------------------------------------------------------- loading / Dask
@@ -604,19 +706,29 @@ def _manifests(output_dir: Path) -> list[tuple[Path, EncodeManifest]]:
     first = found[0][1]
     for (_, m0), (p1, m1) in zip(found, found[1:]):
         if m1.start_line != m0.end_line:
-            raise ValueError(f"partitions do not tile the file: {str(p1)!r} starts at line "
-                             f"{m1.start_line}, the previous one ends at {m0.end_line}")
+            raise ValueError(
+                f"partitions do not tile the file: {str(p1)!r} starts at line "
+                f"{m1.start_line}, the previous one ends at {m0.end_line}"
+            )
     for p, m in found:
-        same = (m.input_path, m.encoder, m.whitening, m.dim) == \
-               (first.input_path, first.encoder, first.whitening, first.dim)
+        same = (m.input_path, m.encoder, m.whitening, m.dim) == (
+            first.input_path,
+            first.encoder,
+            first.whitening,
+            first.dim,
+        )
         if not same:
             raise ValueError(f"{str(p)!r} was written with another input, encoder or whitening")
     return found
 
 
-def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
-                    concatenate: bool = True, allow_incomplete: bool = False
-                    ) -> np.ndarray | list[np.ndarray]:
+def load_embeddings(
+    output_dir: str | os.PathLike[str],
+    *,
+    mmap: bool = True,
+    concatenate: bool = True,
+    allow_incomplete: bool = False,
+) -> np.ndarray | list[np.ndarray]:
     """Read the vectors written by :func:`encode_file` (or its Dask partitions), in line order.
 
     Parameters
@@ -644,8 +756,10 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
     found = _manifests(Path(output_dir))
     for d, m in found:
         if not m.complete and not allow_incomplete:
-            raise ValueError(f"{str(d)!r} is incomplete: {len(m.shards)} of {m.n_shards} shards "
-                             "done; re-run encode_file to resume")
+            raise ValueError(
+                f"{str(d)!r} is incomplete: {len(m.shards)} of {m.n_shards} shards "
+                "done; re-run encode_file to resume"
+            )
         for rec in m.shards:
             f = d / rec.file
             if not f.is_file():
@@ -655,16 +769,22 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
             except ValueError as exc:  # empty, truncated or not .npy; the message names f
                 raise ValueError(f"shard {exc}; re-run encode_file to re-encode it") from exc
             if arr.shape != (rec.end_line - rec.start_line, m.dim):
-                raise ValueError(f"{str(f)!r} has shape {arr.shape}, its manifest says "
-                                 f"({rec.end_line - rec.start_line}, {m.dim})")
+                raise ValueError(
+                    f"{str(f)!r} has shape {arr.shape}, its manifest says "
+                    f"({rec.end_line - rec.start_line}, {m.dim})"
+                )
             if arr.dtype != np.float32:  # encode_file writes float32 only
-                raise ValueError(f"shard file {str(f)!r} holds {arr.dtype}, not float32 (not "
-                                 "written by encode_file); re-run encode_file to re-encode it")
+                raise ValueError(
+                    f"shard file {str(f)!r} holds {arr.dtype}, not float32 (not "
+                    "written by encode_file); re-run encode_file to re-encode it"
+                )
             bad = _count_nonfinite(arr)
             if bad:
-                raise ValueError(f"shard file {str(f)!r} holds {bad} NaN or infinite values "
-                                 "(damaged after it was written); re-run encode_file to "
-                                 "re-encode it")
+                raise ValueError(
+                    f"shard file {str(f)!r} holds {bad} NaN or infinite values "
+                    "(damaged after it was written); re-run encode_file to "
+                    "re-encode it"
+                )
             arrays.append(arr)
     if not concatenate:
         return arrays
@@ -675,9 +795,15 @@ def load_embeddings(output_dir: str | os.PathLike[str], *, mmap: bool = True,
     return np.concatenate(arrays)
 
 
-def encode_file_delayed(encoder: Encoder, input_path: str | os.PathLike[str],
-                        output_dir: str | os.PathLike[str], *, partition_lines: int,
-                        n_lines: int | None = None, **kwargs: Any) -> list[Any]:
+def encode_file_delayed(
+    encoder: Encoder,
+    input_path: str | os.PathLike[str],
+    output_dir: str | os.PathLike[str],
+    *,
+    partition_lines: int,
+    n_lines: int | None = None,
+    **kwargs: Any,
+) -> list[Any]:
     """One ``dask.delayed`` :func:`encode_file` task per partition of ``partition_lines`` lines.
 
     Partition ``p`` covers lines ``[p * partition_lines, (p + 1) * partition_lines)`` and writes to
@@ -693,6 +819,14 @@ def encode_file_delayed(encoder: Encoder, input_path: str | os.PathLike[str],
     out = Path(output_dir)
     out.mkdir(exist_ok=True)  # the partitions' parent (each partition locks its own folder)
     task = dask.delayed(encode_file, pure=False)
-    return [task(encoder, input_path, out / f"part-{p:05d}", start_line=a,
-                 end_line=min(a + partition_lines, n_lines), **kwargs)
-            for p, a in enumerate(range(0, n_lines, partition_lines))]
+    return [
+        task(
+            encoder,
+            input_path,
+            out / f"part-{p:05d}",
+            start_line=a,
+            end_line=min(a + partition_lines, n_lines),
+            **kwargs,
+        )
+        for p, a in enumerate(range(0, n_lines, partition_lines))
+    ]

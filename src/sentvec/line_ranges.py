@@ -23,8 +23,13 @@ __all__ = ["scan_lines", "iter_line_chunks", "read_line_range"]
 _SCAN_BLOCK = 4 * 2**20  # bytes per read while counting lines (bounds the scan's memory)
 
 
-def scan_lines(path: str | os.PathLike[str], *, start: int = 0, step: int | None = None,
-               stop_line: int | None = None) -> tuple[int, dict[int, int]]:
+def scan_lines(
+    path: str | os.PathLike[str],
+    *,
+    start: int = 0,
+    step: int | None = None,
+    stop_line: int | None = None,
+) -> tuple[int, dict[int, int]]:
     """Count lines and find where lines ``start, start + step, ...`` begin, streaming the file.
 
     Parameters
@@ -87,11 +92,12 @@ def _is_utf8(encoding: str) -> bool:
     return codecs.lookup(encoding).name == "utf-8"
 
 
-def _split_lines(raw: bytes, first_line: int, encoding: str, path: Any, *,
-                 file_start: bool = False) -> list[str]:
+def _split_lines(
+    raw: bytes, first_line: int, encoding: str, path: Any, *, file_start: bool = False
+) -> list[str]:
     """Decode ``raw`` (whole lines); ``file_start``: ``raw`` begins the file (BOM dropped)."""
     if file_start and raw.startswith(UTF8_BOM) and _is_utf8(encoding):
-        raw = raw[len(UTF8_BOM):]
+        raw = raw[len(UTF8_BOM) :]
     parts = raw.split(b"\n")
     if parts and parts[-1] == b"":
         parts.pop()
@@ -102,13 +108,16 @@ def _split_lines(raw: bytes, first_line: int, encoding: str, path: Any, *,
         try:
             out.append(b.decode(encoding))
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{str(path)!r} line {first_line + i + 1} is not valid {encoding}: "
-                             f"{exc.reason} at byte {exc.start}") from None
+            raise ValueError(
+                f"{str(path)!r} line {first_line + i + 1} is not valid {encoding}: "
+                f"{exc.reason} at byte {exc.start}"
+            ) from None
     return out
 
 
-def iter_line_chunks(path: str | os.PathLike[str], chunk_lines: int, *,
-                     encoding: str = "utf-8") -> Iterator[list[str]]:
+def iter_line_chunks(
+    path: str | os.PathLike[str], chunk_lines: int, *, encoding: str = "utf-8"
+) -> Iterator[list[str]]:
     """Stream the lines of ``path`` (this module's line convention) in lists of ``chunk_lines``."""
     chunk_lines = check_positive_int("chunk_lines", chunk_lines)
     chunk: list[bytes] = []
@@ -124,8 +133,14 @@ def iter_line_chunks(path: str | os.PathLike[str], chunk_lines: int, *,
         yield _split_lines(b"".join(chunk), first, encoding, path, file_start=first == 0)
 
 
-def read_line_range(path: str | os.PathLike[str], start_byte: int, end_byte: int, first_line: int,
-                    *, encoding: str = "utf-8") -> tuple[list[str], str]:
+def read_line_range(
+    path: str | os.PathLike[str],
+    start_byte: int,
+    end_byte: int,
+    first_line: int,
+    *,
+    encoding: str = "utf-8",
+) -> tuple[list[str], str]:
     """Lines in bytes ``[start_byte, end_byte)`` of ``path`` and the SHA-256 of those bytes.
 
     ``first_line`` (0-based) is used only to name the line in decoding errors (1-based). The
@@ -137,8 +152,10 @@ def read_line_range(path: str | os.PathLike[str], start_byte: int, end_byte: int
         raw = fh.read(end_byte - start_byte)
     if len(raw) != end_byte - start_byte:
         raise ValueError(f"{str(path)!r} is shorter than expected (changed while reading?)")
-    return (_split_lines(raw, first_line, encoding, path, file_start=start_byte == 0),
-            hashlib.sha256(raw).hexdigest())
+    return (
+        _split_lines(raw, first_line, encoding, path, file_start=start_byte == 0),
+        hashlib.sha256(raw).hexdigest(),
+    )
 
 
 # --------------------------------------------------------------------------- whitening

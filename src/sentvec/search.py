@@ -67,9 +67,17 @@ _INDEX_FILES = frozenset({FINGERPRINT_FILE, _CONFIG, _VECTORS, _FAISS})
 _CHUNK_LINES = 8192
 _CHECKSUMS_KEY = "stored_sha256"
 
-__all__ = ["SEARCH_METRICS", "SEARCH_BACKENDS", "FINGERPRINT_FILE", "SemanticSearch",
-           "CorpusIndex", "index_fingerprint", "stored_checksums", "open_corpus_index",
-           "corpus_lines_at"]
+__all__ = [
+    "SEARCH_METRICS",
+    "SEARCH_BACKENDS",
+    "FINGERPRINT_FILE",
+    "SemanticSearch",
+    "CorpusIndex",
+    "index_fingerprint",
+    "stored_checksums",
+    "open_corpus_index",
+    "corpus_lines_at",
+]
 #: Query block size of the exact backend: bounds the (block, ntotal) score matrix.
 _SCORE_BLOCK_BYTES = 128 * 2**20
 #: Extra candidates per query re-scored in float64 (enlarged when a near-tie requires it).
@@ -88,8 +96,8 @@ def _row_norms(x: np.ndarray) -> np.ndarray:
     out = np.empty(len(x), dtype=np.float64)
     block = max(1, 2**22 // max(1, x.shape[1]))
     for a in range(0, len(x), block):
-        part = np.asarray(x[a:a + block], dtype=np.float64)
-        out[a:a + block] = np.sqrt(np.einsum("ij,ij->i", part, part))
+        part = np.asarray(x[a : a + block], dtype=np.float64)
+        out[a : a + block] = np.sqrt(np.einsum("ij,ij->i", part, part))
     return out
 
 
@@ -116,8 +124,12 @@ def _normalise(x: np.ndarray, what: str) -> np.ndarray:
         out[rows] = (A / n64).astype(np.float32)
         n_zero = int((~live).sum())
     if n_zero:
-        warnings.warn(f"{n_zero} of {len(x)} {what} are all-zero vectors; their cosine "
-                      "score with every vector is 0", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"{n_zero} of {len(x)} {what} are all-zero vectors; their cosine "
+            "score with every vector is 0",
+            UserWarning,
+            stacklevel=3,
+        )
     return out
 
 
@@ -127,9 +139,11 @@ def _check_dot_range(x: np.ndarray, what: str) -> np.ndarray:
         x32 = x.astype(np.float32, copy=False)
     finite = np.isfinite(x32)
     if not finite.all():
-        raise ValueError(f"{what} hold {int((~finite).sum())} values beyond the float32 range "
-                         f"(|x| > {_F32_MAX:.4g}), where metric='dot' stores and scores vectors; "
-                         "scale them down or use metric='cosine'")
+        raise ValueError(
+            f"{what} hold {int((~finite).sum())} values beyond the float32 range "
+            f"(|x| > {_F32_MAX:.4g}), where metric='dot' stores and scores vectors; "
+            "scale them down or use metric='cosine'"
+        )
     return x32
 
 
@@ -144,17 +158,21 @@ def _top_c(scores: np.ndarray, c: int) -> tuple[np.ndarray, np.ndarray]:
     if c >= n:
         return np.broadcast_to(np.arange(n), (m, n)).copy(), scores
     # row by row: much faster than one argpartition along axis 1 of a wide matrix
-    ids = np.stack([np.argpartition(row, n - c)[n - c:] for row in scores])
+    ids = np.stack([np.argpartition(row, n - c)[n - c :] for row in scores])
     return ids, np.take_along_axis(scores, ids, axis=1)
 
 
-def _rerank(X: np.ndarray, q: np.ndarray, cand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def _rerank(
+    X: np.ndarray, q: np.ndarray, cand: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Float64 scores of candidate ids; top-k by (score desc, id asc). Returns (scores64, ids)."""
     q64 = q.astype(np.float64)
     s = np.empty(cand.shape, dtype=np.float64)
     for a in range(0, len(q), 256):  # bounds the (block, c, d) float64 gather
-        Xc = X[cand[a:a + 256]].astype(np.float64)
-        s[a:a + 256] = (Xc * q64[a:a + 256, None, :]).sum(axis=-1)  # exact products, pairwise sum
+        Xc = X[cand[a : a + 256]].astype(np.float64)
+        s[a : a + 256] = (Xc * q64[a : a + 256, None, :]).sum(
+            axis=-1
+        )  # exact products, pairwise sum
     order = np.lexsort((cand, -s), axis=1)[:, :k]
     return np.take_along_axis(s, order, 1), np.take_along_axis(cand, order, 1)
 
@@ -181,8 +199,14 @@ class SemanticSearch:
         Number of stored vectors.
     """
 
-    def __init__(self, dim: int | None = None, *, metric: SearchMetric = "cosine",
-                 backend: SearchBackend = "exact", encoder: Encoder | None = None) -> None:
+    def __init__(
+        self,
+        dim: int | None = None,
+        *,
+        metric: SearchMetric = "cosine",
+        backend: SearchBackend = "exact",
+        encoder: Encoder | None = None,
+    ) -> None:
         self.metric = check_choice("metric", metric, SEARCH_METRICS)
         self.backend = check_choice("backend", backend, SEARCH_BACKENDS)
         self.dim = None if dim is None else check_positive_int("dim", dim)
@@ -221,9 +245,11 @@ class SemanticSearch:
             return ids.astype(np.int64), s32
         X = self._vectors()
         block = max(1, _SCORE_BLOCK_BYTES // (4 * max(1, self._ntotal)))
-        parts = [_top_c(q[a:a + block] @ X.T, c) for a in range(0, len(q), block)]
-        return (np.concatenate([p[0] for p in parts]).astype(np.int64),
-                np.concatenate([p[1] for p in parts]))
+        parts = [_top_c(q[a : a + block] @ X.T, c) for a in range(0, len(q), block)]
+        return (
+            np.concatenate([p[0] for p in parts]).astype(np.int64),
+            np.concatenate([p[1] for p in parts]),
+        )
 
     def _vectors(self) -> np.ndarray:
         if self.backend == "faiss":  # a view of faiss's own storage, no copy
@@ -234,8 +260,9 @@ class SemanticSearch:
             return np.asarray(flat).reshape(self._ntotal, self.dim)
         if self._matrix is None:
             d = self.dim or 0
-            self._matrix = (np.concatenate(self._chunks) if self._chunks
-                            else np.zeros((0, d), np.float32))
+            self._matrix = (
+                np.concatenate(self._chunks) if self._chunks else np.zeros((0, d), np.float32)
+            )
             self._chunks = [self._matrix]
         return self._matrix
 
@@ -282,7 +309,8 @@ class SemanticSearch:
                 raise ValueError(
                     f"embeddings have a norm of {top:.4g}: their dot products (up to "
                     f"{top * top:.4g}) exceed the float32 range ({_F32_MAX:.4g}) in which "
-                    "metric='dot' scores; scale the vectors down or use metric='cosine'")
+                    "metric='dot' scores; scale the vectors down or use metric='cosine'"
+                )
             self._max_norm = max(self._max_norm, top)
         if self.backend == "faiss":
             if self._faiss is None:
@@ -323,12 +351,16 @@ class SemanticSearch:
         if self._ntotal == 0:  # every result would be padding (id -1, score -inf)
             raise ValueError("the index holds no vectors; add vectors before searching")
         q, qnorms = self._prepare(queries, "queries")
-        if self.metric == "dot" and len(q) and (
-                float(qnorms.max()) * self._max_norm > _dot_limit(self.dim)):
+        if (
+            self.metric == "dot"
+            and len(q)
+            and (float(qnorms.max()) * self._max_norm > _dot_limit(self.dim))
+        ):
             raise ValueError(
                 f"queries have a norm of {float(qnorms.max()):.4g} and stored vectors one of "
                 f"{self._max_norm:.4g}: their dot products can exceed the float32 range "
-                f"({_F32_MAX:.4g}) in which metric='dot' scores; scale the queries down")
+                f"({_F32_MAX:.4g}) in which metric='dot' scores; scale the queries down"
+            )
         n = len(q)
         scores = np.full((n, k), -np.inf, dtype=np.float32)
         ids = np.full((n, k), -1, dtype=np.int64)
@@ -353,22 +385,30 @@ class SemanticSearch:
         scores[:, :kk], ids[:, :kk] = s, i
         return scores, ids
 
-    def add_texts(self, texts: Sequence[str], *, batch_size: int | None = None,
-                  show_progress_bar: bool | None = None) -> np.ndarray:
+    def add_texts(
+        self,
+        texts: Sequence[str],
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+    ) -> np.ndarray:
         """Encode ``texts`` with the attached encoder and :meth:`add` them; return their ids.
 
         ``batch_size`` goes to ``encoder.encode`` (None: the encoder's default).
         """
         return self.add(self._encode(texts, batch_size, show_progress_bar))
 
-    def search_texts(self, queries: Sequence[str], k: int = 10, *, batch_size: int | None = None
-                     ) -> tuple[np.ndarray, np.ndarray]:
+    def search_texts(
+        self, queries: Sequence[str], k: int = 10, *, batch_size: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Encode ``queries`` with the attached encoder and :meth:`search`."""
         return self.search(self._encode(queries, batch_size, False), k)
 
     def _encode(self, texts: Sequence[str], batch_size: int | None, bar: bool | None) -> np.ndarray:
         if self.encoder is None:
-            raise ValueError("no encoder attached; pass encoder=... to SemanticSearch or use add/search")
+            raise ValueError(
+                "no encoder attached; pass encoder=... to SemanticSearch or use add/search"
+            )
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of str, not a single str")
         kwargs: dict[str, Any] = {"show_progress_bar": bar}
@@ -407,9 +447,15 @@ class SemanticSearch:
         if self.dim is None:
             raise ValueError("cannot save an index without dim; add vectors first or pass dim")
         path = Path(path)
-        config = {"format": _FORMAT, "version": _VERSION, "metric": self.metric,
-                  "backend": self.backend, "dim": self.dim, "ntotal": self._ntotal,
-                  "max_norm": self._max_norm}
+        config = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "metric": self.metric,
+            "backend": self.backend,
+            "dim": self.dim,
+            "ntotal": self._ntotal,
+            "max_norm": self._max_norm,
+        }
 
         def write(tmp: Path) -> None:
             if self.backend == "faiss":
@@ -424,8 +470,9 @@ class SemanticSearch:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, encoder: Encoder | None = None,
-             mmap: bool = False) -> SemanticSearch:
+    def load(
+        cls, path: str | os.PathLike[str], *, encoder: Encoder | None = None, mmap: bool = False
+    ) -> SemanticSearch:
         """Read an index written by :meth:`save`.
 
         Parameters
@@ -447,17 +494,21 @@ class SemanticSearch:
             raise FileNotFoundError(f"no search index at {str(path)!r} (missing {_CONFIG})")
         cfg = read_json_object(cfg_path)
         if cfg.get("format") != _FORMAT or cfg.get("version") != _VERSION:
-            raise ValueError(f"{str(cfg_path)!r}: unsupported index format "
-                             f"{cfg.get('format')!r} version {cfg.get('version')!r}")
-        for key, ok in (("dim", lambda v: isinstance(v, int) and not isinstance(v, bool)
-                         and v >= 1),
-                        ("ntotal", lambda v: isinstance(v, int) and not isinstance(v, bool)
-                         and v >= 0),
-                        ("metric", lambda v: v in SEARCH_METRICS),
-                        ("backend", lambda v: v in SEARCH_BACKENDS)):
+            raise ValueError(
+                f"{str(cfg_path)!r}: unsupported index format "
+                f"{cfg.get('format')!r} version {cfg.get('version')!r}"
+            )
+        for key, ok in (
+            ("dim", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+            ("ntotal", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+            ("metric", lambda v: v in SEARCH_METRICS),
+            ("backend", lambda v: v in SEARCH_BACKENDS),
+        ):
             if key not in cfg or not ok(cfg[key]):
-                raise ValueError(f"{str(cfg_path)!r}: missing or invalid {key} "
-                                 f"({cfg.get(key)!r}); delete the index and build it again")
+                raise ValueError(
+                    f"{str(cfg_path)!r}: missing or invalid {key} "
+                    f"({cfg.get(key)!r}); delete the index and build it again"
+                )
         obj = cls(cfg["dim"], metric=cfg["metric"], backend=cfg["backend"], encoder=encoder)
         if obj.backend == "faiss":
             f = path / _FAISS
@@ -471,25 +522,33 @@ class SemanticSearch:
                 raise FileNotFoundError(f"index vectors not found: {str(f)!r}")
             X = load_npy(f, mmap=mmap)
             if X.dtype != np.float32 or X.ndim != 2:
-                raise ValueError(f"{str(f)!r}: expected a 2-D float32 array, got {X.dtype} {X.shape}")
+                raise ValueError(
+                    f"{str(f)!r}: expected a 2-D float32 array, got {X.dtype} {X.shape}"
+                )
             obj._matrix, obj._chunks = X, [X]
             n, d = X.shape
         if (n, d) != (cfg["ntotal"], cfg["dim"]):
-            raise ValueError(f"{str(path)!r}: index holds ({n}, {d}) vectors but its config says "
-                             f"({cfg['ntotal']}, {cfg['dim']})")
+            raise ValueError(
+                f"{str(path)!r}: index holds ({n}, {d}) vectors but its config says "
+                f"({cfg['ntotal']}, {cfg['dim']})"
+            )
         obj._ntotal = n
         if not isinstance(cfg.get("max_norm"), (int, float)) or not cfg["max_norm"] >= 0:
             raise ValueError(f"{str(cfg_path)!r}: missing or invalid max_norm")
         norms = _row_norms(obj._vectors())  # one pass: NaN or inf makes a row norm non-finite
         bad = int((~np.isfinite(norms)).sum())
         if bad:
-            raise ValueError(f"{str(f)!r} is corrupt: {bad} of {n} stored vectors hold NaN or "
-                             "infinite values; delete the index and build it again")
+            raise ValueError(
+                f"{str(f)!r} is corrupt: {bad} of {n} stored vectors hold NaN or "
+                "infinite values; delete the index and build it again"
+            )
         top = float(norms.max()) if n else 0.0
         if obj.metric == "dot" and top * top > _dot_limit(obj.dim):
-            raise ValueError(f"{str(f)!r} is corrupt: a stored vector has norm {top:.4g}, whose "
-                             "dot products exceed the float32 range; delete the index and build "
-                             "it again")
+            raise ValueError(
+                f"{str(f)!r} is corrupt: a stored vector has norm {top:.4g}, whose "
+                "dot products exceed the float32 range; delete the index and build "
+                "it again"
+            )
         # the float32 error bound of search needs a true upper bound of the stored norms
         obj._max_norm = max(float(cfg["max_norm"]), top)
         return obj
@@ -499,7 +558,7 @@ class SemanticSearch:
 class CorpusIndex(NamedTuple):
     """What :func:`open_corpus_index` returns."""
 
-    index: "SemanticSearch"
+    index: SemanticSearch
     built: bool
     n_lines: int
     directory: Path
@@ -514,8 +573,9 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def index_fingerprint(corpus: Path, model_arg: str, encoder: Encoder, metric: str,
-                      backend: str) -> dict[str, Any]:
+def index_fingerprint(
+    corpus: Path, model_arg: str, encoder: Encoder, metric: str, backend: str
+) -> dict[str, Any]:
     """What a corpus index depends on; equal dicts mean the index can be reused.
 
     A SHA-256 over the corpus bytes, the model (its description and the size/mtime of its
@@ -529,10 +589,17 @@ def index_fingerprint(corpus: Path, model_arg: str, encoder: Encoder, metric: st
     for cand in (model_arg, desc.get("model_path"), desc.get("source")):
         if cand and Path(str(cand)).expanduser().exists():
             files[str(Path(str(cand)).expanduser().resolve())] = fingerprint_path(str(cand))
-    return {"index_format": [_FORMAT, _VERSION], "corpus": str(corpus.resolve()),
-            "corpus_size": corpus.stat().st_size, "corpus_sha256": _sha256_file(corpus),
-            "model_arg": model_arg, "model": desc, "model_files": files,
-            "metric": metric, "backend": backend}
+    return {
+        "index_format": [_FORMAT, _VERSION],
+        "corpus": str(corpus.resolve()),
+        "corpus_size": corpus.stat().st_size,
+        "corpus_sha256": _sha256_file(corpus),
+        "model_arg": model_arg,
+        "model": desc,
+        "model_files": files,
+        "metric": metric,
+        "backend": backend,
+    }
 
 
 def stored_checksums(directory: str | os.PathLike[str]) -> dict[str, str]:
@@ -542,15 +609,25 @@ def stored_checksums(directory: str | os.PathLike[str]) -> dict[str, str]:
     whose stored vectors were edited (rows reordered, values changed) is rebuilt, not trusted.
     """
     d = Path(directory)
-    return {name: _sha256_file(d / name) for name in sorted((_CONFIG, _VECTORS, _FAISS))
-            if (d / name).is_file()}
+    return {
+        name: _sha256_file(d / name)
+        for name in sorted((_CONFIG, _VECTORS, _FAISS))
+        if (d / name).is_file()
+    }
 
 
-def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model_arg: str,
-                      index_dir: str | os.PathLike[str] | None = None, metric: str = "cosine",
-                      backend: str = "exact", rebuild: bool = False,
-                      batch_size: int | None = None,
-                      show_progress_bar: bool | None = None) -> CorpusIndex:
+def open_corpus_index(
+    corpus: str | os.PathLike[str],
+    encoder: Encoder,
+    *,
+    model_arg: str,
+    index_dir: str | os.PathLike[str] | None = None,
+    metric: str = "cosine",
+    backend: str = "exact",
+    rebuild: bool = False,
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+) -> CorpusIndex:
     """The search index of a corpus file: reused while current, else built and saved.
 
     The index directory (default ``<corpus>.sentvec-index``) holds the :meth:`SemanticSearch.save`
@@ -609,17 +686,32 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
             if current and checksums != now:
                 current = False
                 want = checksums if isinstance(checksums, dict) else {}
-                what = [f"{n} {'missing' if n not in now else 'changed'}"
-                        for n in sorted(set(want) | set(now)) if want.get(n) != now.get(n)]
-                warnings.warn(f"index {str(index_dir)!r}: its stored files do not match the "
-                              f"checksums written with them ({', '.join(what)}: edited or "
-                              "damaged); rebuilding it", UserWarning, stacklevel=2)
+                what = [
+                    f"{n} {'missing' if n not in now else 'changed'}"
+                    for n in sorted(set(want) | set(now))
+                    if want.get(n) != now.get(n)
+                ]
+                warnings.warn(
+                    f"index {str(index_dir)!r}: its stored files do not match the "
+                    f"checksums written with them ({', '.join(what)}: edited or "
+                    "damaged); rebuilding it",
+                    UserWarning,
+                    stacklevel=2,
+                )
             if current:
-                return CorpusIndex(SemanticSearch.load(index_dir, encoder=encoder, mmap=True),
-                                   False, 0, index_dir, True)
+                return CorpusIndex(
+                    SemanticSearch.load(index_dir, encoder=encoder, mmap=True),
+                    False,
+                    0,
+                    index_dir,
+                    True,
+                )
         except (ValueError, OSError) as exc:  # a damaged index is rebuilt, never trusted
-            warnings.warn(f"index {str(index_dir)!r} is unreadable ({exc}); rebuilding it",
-                          UserWarning, stacklevel=2)
+            warnings.warn(
+                f"index {str(index_dir)!r} is unreadable ({exc}); rebuilding it",
+                UserWarning,
+                stacklevel=2,
+            )
     if index_dir.is_dir() and fp_path.is_file() and not (index_dir / _CONFIG).is_file():
         names = {f.name for f in index_dir.iterdir()}
         if names <= _INDEX_FILES:  # a damaged index written here: only our files, cleared
@@ -634,8 +726,12 @@ def open_corpus_index(corpus: str | os.PathLike[str], encoder: Encoder, *, model
         if explicit:  # asked for: fail before the corpus is encoded
             raise
         # the default place, next to a read-only corpus: search all the same
-        warnings.warn(f"{exc}; searching without saving the index (pass --index DIR to keep "
-                      "it for the next search)", UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{exc}; searching without saving the index (pass --index DIR to keep "
+            "it for the next search)",
+            UserWarning,
+            stacklevel=2,
+        )
         save = False
     from sentvec._progress import progress_bar
 

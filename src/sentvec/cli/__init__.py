@@ -119,8 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(list(argv) if argv is not None else None)
     if extra:  # in the sub-command's usage, not the top-level one (exits 2, as argparse does)
-        getattr(args, "_command_parser", parser).error(
-            f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, "_command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "func", None) is None:
         parser.print_help()
         return 2

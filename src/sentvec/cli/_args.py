@@ -7,13 +7,11 @@ import argparse
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from sentvec._io import check_output_path  # noqa: F401  (the commands take it from here)
-
 
 #: ``--errors`` choices of the commands reading text: what a line that is not UTF-8 does.
 ERRORS = ("strict", "replace", "surrogateescape")
@@ -47,9 +45,11 @@ def positive_int_list(text: str) -> list[int]:
 
 
 #: ``--model`` help of every command that takes any encoder (``sentvec.load_encoder``).
-MODEL_HELP = ("model alias (minilm, mpnet), Hugging Face directory or hub name already in the "
-              "local hub cache (nothing is downloaded), sent2vec .bin or directory, or saved "
-              "pipeline (default: minilm)")
+MODEL_HELP = (
+    "model alias (minilm, mpnet), Hugging Face directory or hub name already in the "
+    "local hub cache (nothing is downloaded), sent2vec .bin or directory, or saved "
+    "pipeline (default: minilm)"
+)
 
 
 def sts_task_list(text: str) -> list[str]:
@@ -77,7 +77,8 @@ def layer_list(text: str) -> tuple[int, ...]:
         out = tuple(int(p) for p in parts)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated hidden-state indices such as 1,-1, got {text!r}") from None
+            f"expected comma-separated hidden-state indices such as 1,-1, got {text!r}"
+        ) from None
     if not out:
         raise argparse.ArgumentTypeError("expected at least one layer index")
     return out
@@ -104,7 +105,9 @@ def read_corpus_file(path: Path) -> tuple[list[str], int]:
     lines = read_text_lines(path, what="--whiten corpus")
     kept = [ln.strip() for ln in lines if ln.strip()]
     if len(kept) < 2:
-        raise ValueError(f"--whiten {str(path)!r}: needs at least 2 non-empty lines, found {len(kept)}")
+        raise ValueError(
+            f"--whiten {str(path)!r}: needs at least 2 non-empty lines, found {len(kept)}"
+        )
     return kept, len(lines) - len(kept)
 
 
@@ -116,20 +119,43 @@ def str_list(text: str) -> list[str]:
 
 def add_evaluation_options(p: argparse.ArgumentParser) -> None:
     """STS data, batching, device and vector-cache options of layers, whiten-sweep, report."""
-    p.add_argument("--tasks", type=sts_task_list, default=None,
-                   help="comma-separated STS tasks (STS12..STS16, STSB, SICK; default all seven)")
-    p.add_argument("--data", default=None, metavar="DIR",
-                   help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)")
-    p.add_argument("--variant", choices=("senteval", "raw"), default=None,
-                   help="STS text fed to the model (default: the encoder's preference, "
-                        "'senteval' = tokenized and lower-cased as in the paper)")
-    p.add_argument("--batch-size", type=positive_int, default=None,
-                   help="sentences per forward pass (default: the encoder's, 32)")
+    p.add_argument(
+        "--tasks",
+        type=sts_task_list,
+        default=None,
+        help="comma-separated STS tasks (STS12..STS16, STSB, SICK; default all seven)",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)",
+    )
+    p.add_argument(
+        "--variant",
+        choices=("senteval", "raw"),
+        default=None,
+        help="STS text fed to the model (default: the encoder's preference, "
+        "'senteval' = tokenized and lower-cased as in the paper)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        help="sentences per forward pass (default: the encoder's, 32)",
+    )
     add_device_options(p)
-    p.add_argument("--no-cache", action="store_true",
-                   help="neither read nor write the vector cache (an ONNX graph is still cached)")
-    p.add_argument("--cache-dir", default=None, help="cache root, for vectors and ONNX graphs "
-                                                     "(default: $SENTVEC_CACHE or ~/.cache/sentvec)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the vector cache (an ONNX graph is still cached)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default=None,
+        help="cache root, for vectors and ONNX graphs "
+        "(default: $SENTVEC_CACHE or ~/.cache/sentvec)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
     add_progress_option(p)
 
@@ -156,12 +182,19 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
     """``--device`` and ``--model-backend``: where and how transformer models run their forward passes."""
     from sentvec.encoders.base import TRANSFORMER_BACKENDS
 
-    p.add_argument("--device", default=None,
-                   help="torch device for transformer models (default: cuda if available)")
-    p.add_argument("--model-backend", choices=TRANSFORMER_BACKENDS, default=None,
-                   help="forward passes of transformer models: torch (default) or onnx (ONNX "
-                        "Runtime on the CPU, pip install 'sentvec[onnx]'; the model is exported "
-                        "once and cached)")
+    p.add_argument(
+        "--device",
+        default=None,
+        help="torch device for transformer models (default: cuda if available)",
+    )
+    p.add_argument(
+        "--model-backend",
+        choices=TRANSFORMER_BACKENDS,
+        default=None,
+        help="forward passes of transformer models: torch (default) or onnx (ONNX "
+        "Runtime on the CPU, pip install 'sentvec[onnx]'; the model is exported "
+        "once and cached)",
+    )
 
 
 def device_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -170,8 +203,9 @@ def device_options(args: argparse.Namespace) -> dict[str, Any]:
     With ``--model-backend onnx``, a command's ``--cache-dir`` (the cache root) also holds the
     ONNX graph cache.
     """
-    opts = {k: v for k, v in (("device", args.device), ("backend", args.model_backend))
-            if v is not None}
+    opts = {
+        k: v for k, v in (("device", args.device), ("backend", args.model_backend)) if v is not None
+    }
     if args.model_backend == "onnx" and getattr(args, "cache_dir", None):
         opts["onnx_cache_dir"] = args.cache_dir
     return opts
@@ -179,7 +213,6 @@ def device_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def load_transformer(name: str, **overrides: Any) -> Any:
     """A transformer encoder (one with hidden layers) by alias or path; ValueError otherwise."""
-    import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -190,20 +223,25 @@ def load_transformer(name: str, **overrides: Any) -> Any:
     except EncoderOptionsError:  # a Sent2Vec model or pipeline: no layers to choose from
         enc = load_encoder(name)
     if not callable(getattr(enc, "encode_layers", None)):
-        raise ValueError(f"model {name!r} ({type(enc).__name__}) has no hidden layers; "
-                         "this command needs a transformer encoder")
+        raise ValueError(
+            f"model {name!r} ({type(enc).__name__}) has no hidden layers; "
+            "this command needs a transformer encoder"
+        )
     return enc
 
 
-PROGRESS_HELP = ("progress display on stderr (default: yes): a bar on a terminal, otherwise one "
-                 "line every $SENTVEC_PROGRESS_INTERVAL seconds (default 30) with rate, done/total "
-                 "and ETA; --no-progress: none")
+PROGRESS_HELP = (
+    "progress display on stderr (default: yes): a bar on a terminal, otherwise one "
+    "line every $SENTVEC_PROGRESS_INTERVAL seconds (default 30) with rate, done/total "
+    "and ETA; --no-progress: none"
+)
 
 
 def add_progress_option(p: argparse.ArgumentParser) -> None:
     """``--progress / --no-progress`` (every long command)."""
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                   help=PROGRESS_HELP)
+    p.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=True, help=PROGRESS_HELP
+    )
 
 
 def progress(args: argparse.Namespace) -> bool:
@@ -222,21 +260,34 @@ def report_warnings(records: list[Any]) -> None:
         print(f"warning ({n}x): {text}", file=sys.stderr)
 
 
-_AGGREGATION_HELP = ("how subset scores make a task score: mean (the paper's, default), wmean "
-                     "(weighted by subset size, SentEval) or all (Spearman over all pairs)")
-_TRANSFORMER_HELP = ("transformer: alias (minilm, mpnet), Hugging Face model directory, or hub "
-                     "name already in the local hub cache (nothing is downloaded)")
+_AGGREGATION_HELP = (
+    "how subset scores make a task score: mean (the paper's, default), wmean "
+    "(weighted by subset size, SentEval) or all (Spearman over all pairs)"
+)
+_TRANSFORMER_HELP = (
+    "transformer: alias (minilm, mpnet), Hugging Face model directory, or hub "
+    "name already in the local hub cache (nothing is downloaded)"
+)
 
 
 def add_transformer_options(p: argparse.ArgumentParser) -> None:
     """Options of the commands that score one transformer (layers, whiten-sweep)."""
     p.add_argument("--model", required=True, help=_TRANSFORMER_HELP)
-    p.add_argument("--pooling", choices=("mean", "cls", "max"), default="mean",
-                   help="token pooling of each hidden state (default: mean, token=AVG)")
-    p.add_argument("--aggregation", choices=("mean", "wmean", "all"), default="mean",
-                   help=_AGGREGATION_HELP)
-    p.add_argument("--max-length", type=positive_int, default=None,
-                   help="longest input in tokens (default: the model's own limit)")
+    p.add_argument(
+        "--pooling",
+        choices=("mean", "cls", "max"),
+        default="mean",
+        help="token pooling of each hidden state (default: mean, token=AVG)",
+    )
+    p.add_argument(
+        "--aggregation", choices=("mean", "wmean", "all"), default="mean", help=_AGGREGATION_HELP
+    )
+    p.add_argument(
+        "--max-length",
+        type=positive_int,
+        default=None,
+        help="longest input in tokens (default: the model's own limit)",
+    )
     p.add_argument("--out", default="layers-out", help="output directory (default layers-out)")
 
 
@@ -246,13 +297,21 @@ POSTPROCESS_CHOICES = ("whitening", "abtt")
 
 def add_postprocess_options(p: argparse.ArgumentParser) -> None:
     """``--postprocess {whitening,abtt}`` and ``--abtt-components D`` (layers, eval-sts)."""
-    p.add_argument("--postprocess", choices=POSTPROCESS_CHOICES, default="whitening",
-                   help="what the whitening step fits: whitening (default) or abtt = "
-                        "all-but-the-top (Mu & Viswanath 2018: centre, remove the top D "
-                        "principal directions), fitted the same way")
-    p.add_argument("--abtt-components", type=positive_int, default=None, metavar="D",
-                   help="D of --postprocess abtt (default max(1, round(d / 100)), as "
-                        "`sentvec report`)")
+    p.add_argument(
+        "--postprocess",
+        choices=POSTPROCESS_CHOICES,
+        default="whitening",
+        help="what the whitening step fits: whitening (default) or abtt = "
+        "all-but-the-top (Mu & Viswanath 2018: centre, remove the top D "
+        "principal directions), fitted the same way",
+    )
+    p.add_argument(
+        "--abtt-components",
+        type=positive_int,
+        default=None,
+        metavar="D",
+        help="D of --postprocess abtt (default max(1, round(d / 100)), as `sentvec report`)",
+    )
 
 
 def check_postprocess_options(args: argparse.Namespace, k_option: str) -> None:
@@ -263,8 +322,10 @@ def check_postprocess_options(args: argparse.Namespace, k_option: str) -> None:
             raise ValueError("--abtt-components needs --postprocess abtt")
         return
     if getattr(args, k_option.lstrip("-").replace("-", "_")) is not None:
-        raise ValueError(f"{k_option} is the whitening dimension; it is invalid with "
-                         "--postprocess abtt (use --abtt-components)")
+        raise ValueError(
+            f"{k_option} is the whitening dimension; it is invalid with "
+            "--postprocess abtt (use --abtt-components)"
+        )
 
 
 def year_postprocessor(args: argparse.Namespace, encoder: Any) -> Any:
@@ -280,6 +341,7 @@ def year_postprocessor(args: argparse.Namespace, encoder: Any) -> Any:
         check_n_components(args.abtt_components, d, name="--abtt-components")
         return AllButTheTop(args.abtt_components)
     if d is None:
-        raise ValueError(f"{type(encoder).__name__} does not state its width; give "
-                         "--abtt-components")
+        raise ValueError(
+            f"{type(encoder).__name__} does not state its width; give --abtt-components"
+        )
     return AllButTheTop(default_abtt_components(d))

@@ -19,39 +19,66 @@ from typing import IO, Any
 import numpy as np
 
 from sentvec._io import TextLineReader as _LineReader
-
 from sentvec.cli._args import ERRORS, add_progress_option, check_output_path, progress
 
 
 def register(subparsers: Any) -> None:
     """Add the ``embed`` sub-command."""
     p = subparsers.add_parser(
-        "embed", help="embed each line of a text file with a Sent2Vec model",
+        "embed",
+        help="embed each line of a text file with a Sent2Vec model",
         description="One Sent2Vec vector per input line (official .bin or sentvec directory). "
-                    "Empty or unknown-word lines give zero rows, counted on stderr.")
+        "Empty or unknown-word lines give zero rows, counted on stderr.",
+    )
     p.add_argument("model", help="official sent2vec .bin file or sentvec model directory")
-    p.add_argument("--input", "-i", default="-", help="text file, one sentence per line "
-                   "(default: stdin)")
-    p.add_argument("--output", "-o", default="-",
-                   help="OUT.npy (float32 array, written atomically), OUT.npz (the same array "
-                        "under the key 'embeddings'), or a text file with one vector per line "
-                        "like 'fasttext print-sentence-vectors' (default: stdout); other binary "
-                        "suffixes (.pt, .pkl, .h5, ...) are refused")
+    p.add_argument(
+        "--input", "-i", default="-", help="text file, one sentence per line (default: stdin)"
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        default="-",
+        help="OUT.npy (float32 array, written atomically), OUT.npz (the same array "
+        "under the key 'embeddings'), or a text file with one vector per line "
+        "like 'fasttext print-sentence-vectors' (default: stdout); other binary "
+        "suffixes (.pt, .pkl, .h5, ...) are refused",
+    )
     p.add_argument("--batch-size", type=int, default=16384, help="lines per batch")
     p.add_argument("--threads", type=int, default=None, help="kernel threads (default: all CPUs)")
     p.add_argument("--normalize", action="store_true", help="scale vectors to unit L2 norm")
-    p.add_argument("--errors", choices=ERRORS, default="strict",
-                   help="what to do with lines that are not valid UTF-8 (default: strict)")
-    p.add_argument("--mmap", action=argparse.BooleanOptionalAction, default=True,
-                   help="memory-map the model's input matrix (default: yes; pages are shared "
-                        "with other processes); --no-mmap reads it into memory. The output "
-                        "matrix is never loaded")
+    p.add_argument(
+        "--errors",
+        choices=ERRORS,
+        default="strict",
+        help="what to do with lines that are not valid UTF-8 (default: strict)",
+    )
+    p.add_argument(
+        "--mmap",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="memory-map the model's input matrix (default: yes; pages are shared "
+        "with other processes); --no-mmap reads it into memory. The output "
+        "matrix is never loaded",
+    )
     add_progress_option(p)
     p.set_defaults(func=_run_embed)
 
+
 #: Output suffixes that would be mistaken for a binary format if text were written there.
-_REFUSED_SUFFIXES = (".pt", ".pth", ".pkl", ".pickle", ".h5", ".hdf5", ".parquet", ".arrow",
-                     ".bin", ".safetensors", ".mat", ".feather")
+_REFUSED_SUFFIXES = (
+    ".pt",
+    ".pth",
+    ".pkl",
+    ".pickle",
+    ".h5",
+    ".hdf5",
+    ".parquet",
+    ".arrow",
+    ".bin",
+    ".safetensors",
+    ".mat",
+    ".feather",
+)
 
 
 def _check_output(output: str) -> None:
@@ -59,8 +86,10 @@ def _check_output(output: str) -> None:
     if output != "-":
         suffix = Path(output).suffix.lower()
         if suffix in _REFUSED_SUFFIXES:
-            raise ValueError(f"--output {output!r}: embed writes .npy, .npz or text (one vector "
-                             f"per line), not {suffix}; choose one of those")
+            raise ValueError(
+                f"--output {output!r}: embed writes .npy, .npz or text (one vector "
+                f"per line), not {suffix}; choose one of those"
+            )
         check_output_path(output, what="output")
 
 
@@ -92,8 +121,8 @@ def _stdout_bytes() -> IO[bytes]:
 
 def _run_embed(args: argparse.Namespace) -> int:
     from sentvec._io import atomic_open, atomic_save_npy
-    from sentvec._vector_text import write_rows
     from sentvec._validation import check_positive_int
+    from sentvec._vector_text import write_rows
     from sentvec.sent2vec.model import Sent2Vec
 
     batch_size = check_positive_int("--batch-size", args.batch_size)
@@ -104,7 +133,8 @@ def _run_embed(args: argparse.Namespace) -> int:
     except FileNotFoundError as exc:
         raise FileNotFoundError(
             f"{exc}; `sentvec embed` takes Sent2Vec models (.bin or directory); for transformer "
-            "models such as 'minilm' use `sentvec encode --model M`") from None
+            "models such as 'minilm' use `sentvec encode --model M`"
+        ) from None
     reader = _LineReader(args.input, args.errors)
     suffix = "" if args.output == "-" else Path(args.output).suffix.lower()
     out_is_npy = suffix in (".npy", ".npz")
@@ -112,8 +142,9 @@ def _run_embed(args: argparse.Namespace) -> int:
     chunks: list[np.ndarray] = []
 
     def embed(batch: list[str]) -> np.ndarray:
-        emb, st = model.encode_with_stats(batch, batch_size=batch_size, normalize=args.normalize,
-                                          num_threads=threads)
+        emb, st = model.encode_with_stats(
+            batch, batch_size=batch_size, normalize=args.normalize, num_threads=threads
+        )
         totals[:] += (st.n_sentences, st.n_zero, st.n_empty, st.n_eos_tokens, st.n_nonfinite)
         return emb
 
@@ -126,8 +157,7 @@ def _run_embed(args: argparse.Namespace) -> int:
             text_out = stack.enter_context(atomic_open(args.output, "wb"))
         from sentvec._progress import progress_bar
 
-        bar = stack.enter_context(progress_bar(show=progress(args), unit="line",
-                                               desc="embed"))
+        bar = stack.enter_context(progress_bar(show=progress(args), unit="line", desc="embed"))
         for batch in _batches(iter(reader), batch_size):
             emb = embed(batch)
             bar.update(len(batch))
@@ -136,8 +166,9 @@ def _run_embed(args: argparse.Namespace) -> int:
             else:
                 write_rows(text_out, emb)
         if out_is_npy:
-            result = (np.concatenate(chunks) if chunks
-                      else np.zeros((0, model.dim), dtype=np.float32))
+            result = (
+                np.concatenate(chunks) if chunks else np.zeros((0, model.dim), dtype=np.float32)
+            )
             if suffix == ".npz":
                 with atomic_open(args.output, "wb") as fh:
                     np.savez(fh, embeddings=result)
@@ -146,8 +177,10 @@ def _run_embed(args: argparse.Namespace) -> int:
         elif args.output == "-":
             getattr(text_out, "flush", lambda: None)()
     n, n_zero, n_empty, n_eos, n_nonfinite = (int(x) for x in totals)
-    msg = (f"sentvec embed: {n} lines -> {n} vectors of dim {model.dim}; {n_zero} zero vectors "
-           f"({n_empty} empty or whitespace-only lines, {n_zero - n_empty} with no known word)")
+    msg = (
+        f"sentvec embed: {n} lines -> {n} vectors of dim {model.dim}; {n_zero} zero vectors "
+        f"({n_empty} empty or whitespace-only lines, {n_zero - n_empty} with no known word)"
+    )
     if n_eos:
         msg += f"; ignored {n_eos} literal '</s>' tokens"
     if n_nonfinite:

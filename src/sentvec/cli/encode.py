@@ -47,38 +47,89 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument("--input", required=True, metavar="FILE", help="UTF-8 text, one sentence per line")
-    p.add_argument("--output", required=True, metavar="DIR", help="directory for shards and manifest")
-    p.add_argument("--shard-size", type=int_at_least(1), default=100_000, metavar="N",
-                   help="lines per shard (default 100000)")
-    p.add_argument("--batch-size", type=int_at_least(1), default=None,
-                   help="passed to the encoder (default: the encoder's own)")
-    p.add_argument("--whitening", default=None, metavar="DIR",
-                   help="a saved Whitening (or pipeline with whitening) directory applied to every vector")
-    p.add_argument("--start-line", type=int_at_least(0), default=0, help="first line, 0-based (default 0)")
-    p.add_argument("--end-line", type=int_at_least(0), default=None, help="end line, exclusive (default: EOF)")
+    p.add_argument(
+        "--input", required=True, metavar="FILE", help="UTF-8 text, one sentence per line"
+    )
+    p.add_argument(
+        "--output", required=True, metavar="DIR", help="directory for shards and manifest"
+    )
+    p.add_argument(
+        "--shard-size",
+        type=int_at_least(1),
+        default=100_000,
+        metavar="N",
+        help="lines per shard (default 100000)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int_at_least(1),
+        default=None,
+        help="passed to the encoder (default: the encoder's own)",
+    )
+    p.add_argument(
+        "--whitening",
+        default=None,
+        metavar="DIR",
+        help="a saved Whitening (or pipeline with whitening) directory applied to every vector",
+    )
+    p.add_argument(
+        "--start-line", type=int_at_least(0), default=0, help="first line, 0-based (default 0)"
+    )
+    p.add_argument(
+        "--end-line", type=int_at_least(0), default=None, help="end line, exclusive (default: EOF)"
+    )
     p.add_argument("--no-resume", action="store_true", help="re-encode every shard")
-    p.add_argument("--overwrite", action="store_true",
-                   help="discard shards written with another model/whitening or from a changed input")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="discard shards written with another model/whitening or from a changed input",
+    )
     add_device_options(p)
     p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
     add_progress_option(p)
     d = p.add_argument_group("Dask cluster (pip install 'sentvec[dask]')")
     where = d.add_mutually_exclusive_group()
-    where.add_argument("--dask-scheduler", default=None, metavar="ADDRESS",
-                       help="encode on the workers of this running scheduler (tcp://host:port); "
-                            "input, model and output must be at the same paths on the workers")
-    where.add_argument("--dask-workers", type=int_at_least(1), default=None, metavar="N",
-                       help="start a local cluster of N one-thread worker processes for the run")
-    d.add_argument("--partition-lines", type=int_at_least(1), default=None, metavar="N",
-                   help="lines per Dask task, a multiple of --shard-size (default: one shard)")
-    d.add_argument("--retries", type=int_at_least(0), default=2,
-                   help="Dask retries of a failing partition (default 2)")
-    p.add_argument("--fit-whitening", default=None, metavar="DIR",
-                   help="fit a Whitening on every vector written (float64 mean and covariance, "
-                        "merged from per-partition sums) and save it to DIR")
-    p.add_argument("--n-components", type=int_at_least(1), default=None, metavar="K",
-                   help="with --fit-whitening: keep the K leading directions (default: all)")
+    where.add_argument(
+        "--dask-scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="encode on the workers of this running scheduler (tcp://host:port); "
+        "input, model and output must be at the same paths on the workers",
+    )
+    where.add_argument(
+        "--dask-workers",
+        type=int_at_least(1),
+        default=None,
+        metavar="N",
+        help="start a local cluster of N one-thread worker processes for the run",
+    )
+    d.add_argument(
+        "--partition-lines",
+        type=int_at_least(1),
+        default=None,
+        metavar="N",
+        help="lines per Dask task, a multiple of --shard-size (default: one shard)",
+    )
+    d.add_argument(
+        "--retries",
+        type=int_at_least(0),
+        default=2,
+        help="Dask retries of a failing partition (default 2)",
+    )
+    p.add_argument(
+        "--fit-whitening",
+        default=None,
+        metavar="DIR",
+        help="fit a Whitening on every vector written (float64 mean and covariance, "
+        "merged from per-partition sums) and save it to DIR",
+    )
+    p.add_argument(
+        "--n-components",
+        type=int_at_least(1),
+        default=None,
+        metavar="K",
+        help="with --fit-whitening: keep the K leading directions (default: all)",
+    )
     p.set_defaults(func=run)
 
 
@@ -99,15 +150,25 @@ def run(args: argparse.Namespace) -> int:
         from sentvec.encoders import load_encoder
 
         encoder = load_encoder(args.model, **device_options(args))
-        m = encode_file(encoder, args.input, args.output, shard_size=args.shard_size,
-                        batch_size=args.batch_size, whitening=args.whitening,
-                        resume=not args.no_resume, overwrite=args.overwrite,
-                        start_line=args.start_line, end_line=args.end_line,
-                        show_progress_bar=progress(args))
+        m = encode_file(
+            encoder,
+            args.input,
+            args.output,
+            shard_size=args.shard_size,
+            batch_size=args.batch_size,
+            whitening=args.whitening,
+            resume=not args.no_resume,
+            overwrite=args.overwrite,
+            start_line=args.start_line,
+            end_line=args.end_line,
+            show_progress_bar=progress(args),
+        )
     run_ = m.runs[-1]
-    print(f"{m.n_lines} lines [{m.start_line}, {m.end_line}) -> {m.n_shards} shards of dim "
-          f"{m.dim} in {args.output} ({run_.n_shards_encoded} encoded, {run_.n_shards_reused} "
-          f"reused; {m.n_empty} empty lines, {m.n_zero} zero vectors; {run_.wall_seconds:.1f} s)")
+    print(
+        f"{m.n_lines} lines [{m.start_line}, {m.end_line}) -> {m.n_shards} shards of dim "
+        f"{m.dim} in {args.output} ({run_.n_shards_encoded} encoded, {run_.n_shards_reused} "
+        f"reused; {m.n_empty} empty lines, {m.n_zero} zero vectors; {run_.wall_seconds:.1f} s)"
+    )
     if args.fit_whitening is not None:
         from sentvec.whitening import Whitening, WhiteningStatistics
 
@@ -119,8 +180,10 @@ def run(args: argparse.Namespace) -> int:
                 statistics = statistics.merge(WhiteningStatistics.from_array(arr))
         w = Whitening(n_components=args.n_components).fit_statistics(statistics)
         w.save(args.fit_whitening)
-        print(f"whitening fitted on {statistics.n_samples} vectors ({w.n_components_} "
-              f"components) saved to {args.fit_whitening}")
+        print(
+            f"whitening fitted on {statistics.n_samples} vectors ({w.n_components_} "
+            f"components) saved to {args.fit_whitening}"
+        )
     return 0
 
 
@@ -140,17 +203,30 @@ def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
         served = "dashboard" in client.scheduler_info().get("services", {})
         link = client.dashboard_link if served and importlib.util.find_spec("bokeh") else None
         n = len(client.scheduler_info()["workers"])
-        print(f"dask: {n} workers at {client.scheduler.address}; dashboard: "
-              f"{link or 'not served (pip install bokeh)'}", file=sys.stderr)
+        print(
+            f"dask: {n} workers at {client.scheduler.address}; dashboard: "
+            f"{link or 'not served (pip install bokeh)'}",
+            file=sys.stderr,
+        )
         try:
             r = encode_file_distributed(
-                args.model, args.input, args.output, client, shard_size=args.shard_size,
-                partition_lines=args.partition_lines, batch_size=args.batch_size,
-                whitening=args.whitening, resume=not args.no_resume, overwrite=args.overwrite,
-                start_line=args.start_line, end_line=args.end_line,
-                statistics=args.fit_whitening is not None, retries=args.retries,
+                args.model,
+                args.input,
+                args.output,
+                client,
+                shard_size=args.shard_size,
+                partition_lines=args.partition_lines,
+                batch_size=args.batch_size,
+                whitening=args.whitening,
+                resume=not args.no_resume,
+                overwrite=args.overwrite,
+                start_line=args.start_line,
+                end_line=args.end_line,
+                statistics=args.fit_whitening is not None,
+                retries=args.retries,
                 encoder_options=device_options(args),
-                show_progress_bar=progress(args))
+                show_progress_bar=progress(args),
+            )
         except PartitionError as exc:  # a user-fixable input problem, reported like the others
             raise ValueError(str(exc)) from exc
     return r.manifest, r.statistics

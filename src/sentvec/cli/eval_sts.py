@@ -61,35 +61,75 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument("--pooling", choices=("cls", "max", "mean"), default=None,
-                   help="token pooling (one configuration; default mean)")
-    p.add_argument("--layers", type=layer_list, default=None, metavar="I,J,...",
-                   help="hidden-state indices to average, 0 = embeddings, -1 = last "
-                        "(one configuration; default 1,-1; write --layers=-1 for a leading minus)")
-    p.add_argument("--whiten", default=None, metavar="{none,year,FILE,DIR}",
-                   help="none; year (fit per task on its scored pairs, the paper's protocol); a "
-                        "text file of sentences (one per line) encoded with the same encoder; or "
-                        "a saved Whitening or pipeline directory (one configuration; default "
-                        "none)")
-    p.add_argument("--n-components", type=positive_int, default=None, metavar="K",
-                   help="dimensions kept by the whitening (BERT-whitening's k; default all)")
+    p.add_argument(
+        "--pooling",
+        choices=("cls", "max", "mean"),
+        default=None,
+        help="token pooling (one configuration; default mean)",
+    )
+    p.add_argument(
+        "--layers",
+        type=layer_list,
+        default=None,
+        metavar="I,J,...",
+        help="hidden-state indices to average, 0 = embeddings, -1 = last "
+        "(one configuration; default 1,-1; write --layers=-1 for a leading minus)",
+    )
+    p.add_argument(
+        "--whiten",
+        default=None,
+        metavar="{none,year,FILE,DIR}",
+        help="none; year (fit per task on its scored pairs, the paper's protocol); a "
+        "text file of sentences (one per line) encoded with the same encoder; or "
+        "a saved Whitening or pipeline directory (one configuration; default "
+        "none)",
+    )
+    p.add_argument(
+        "--n-components",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="dimensions kept by the whitening (BERT-whitening's k; default all)",
+    )
     add_postprocess_options(p)
-    p.add_argument("--aggregation", choices=tuple(_AGGREGATION_HELP), default="mean",
-                   help="task score over subsets: " + "; ".join(
-                       f"{k} = {v}" for k, v in _AGGREGATION_HELP.items()) + " (default mean)")
-    p.add_argument("--zero-vectors", choices=("senteval", "whiteningbert"), default=None,
-                   help="cosine of a pair with a zero vector (e.g. an all-OOV Sent2Vec sentence): "
-                        "senteval = 0 (SentEval, default); whiteningbert = the WhiteningBERT "
-                        "authors' unwhitened evaluator, 1.0 for two zero vectors and 0.5 for one "
-                        "(one configuration)")
-    p.add_argument("--tasks", type=sts_task_list, default=None, metavar="T1,T2,...",
-                   help="STS tasks (STS12..STS16, STSB, SICK; default all seven)")
-    p.add_argument("--data", default=None, metavar="DIR",
-                   help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)")
-    p.add_argument("--variant", choices=tuple(_VARIANT_HELP), default=None,
-                   help="STS text fed to the model: " + "; ".join(
-                       f"{k} = {v}" for k, v in _VARIANT_HELP.items())
-                        + " (default: the encoder's preference, senteval for transformers)")
+    p.add_argument(
+        "--aggregation",
+        choices=tuple(_AGGREGATION_HELP),
+        default="mean",
+        help="task score over subsets: "
+        + "; ".join(f"{k} = {v}" for k, v in _AGGREGATION_HELP.items())
+        + " (default mean)",
+    )
+    p.add_argument(
+        "--zero-vectors",
+        choices=("senteval", "whiteningbert"),
+        default=None,
+        help="cosine of a pair with a zero vector (e.g. an all-OOV Sent2Vec sentence): "
+        "senteval = 0 (SentEval, default); whiteningbert = the WhiteningBERT "
+        "authors' unwhitened evaluator, 1.0 for two zero vectors and 0.5 for one "
+        "(one configuration)",
+    )
+    p.add_argument(
+        "--tasks",
+        type=sts_task_list,
+        default=None,
+        metavar="T1,T2,...",
+        help="STS tasks (STS12..STS16, STSB, SICK; default all seven)",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help="evaluation data root (default: $SENTVEC_DATA or the packaged copy)",
+    )
+    p.add_argument(
+        "--variant",
+        choices=tuple(_VARIANT_HELP),
+        default=None,
+        help="STS text fed to the model: "
+        + "; ".join(f"{k} = {v}" for k, v in _VARIANT_HELP.items())
+        + " (default: the encoder's preference, senteval for transformers)",
+    )
     p.add_argument("--batch-size", type=positive_int, default=32)
     add_device_options(p)
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
@@ -105,7 +145,9 @@ def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
     return load_encoder(args.model, **overrides, **device_options(args))
 
 
-def _header(encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, aggregation: str) -> list[str]:
+def _header(
+    encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, aggregation: str
+) -> list[str]:
     from sentvec.evaluation import TABLE_COLUMNS
 
     short = dict(TABLE_COLUMNS)
@@ -146,48 +188,69 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     encoder = _load_encoder(args)
     check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
     if not callable(getattr(encoder, "encode_layers", None)):
-        print(f"note: {type(encoder).__name__} has no layers or token pooling; evaluating its "
-              "own vectors (one row) instead of the Table 1 block", file=sys.stderr)
+        print(
+            f"note: {type(encoder).__name__} has no layers or token pooling; evaluating its "
+            "own vectors (one row) instead of the Table 1 block",
+            file=sys.stderr,
+        )
         return _single(args, t_start, encoder=encoder)
     desc = describe_encoder(encoder)
     L = int(desc.get("num_layers") or encoder.num_layers)
     if L < 2:
-        raise ValueError(f"the Table 1 block needs a model with at least 2 layers; this one has {L}")
+        raise ValueError(
+            f"the Table 1 block needs a model with at least 2 layers; this one has {L}"
+        )
     tasks = sts_tasks_for(args, encoder)
     sentences = unique_sentences(tasks)
     t_load = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    per = encoder.encode_layers(sentences, pooling=("cls", "mean"), batch_size=args.batch_size,
-                                show_progress_bar=progress(args))
+    per = encoder.encode_layers(
+        sentences,
+        pooling=("cls", "mean"),
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+    )
     t_encode = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     k = args.n_components
-    rows = table1_block(per, tasks, sentences, n_components=k, aggregation=args.aggregation,
-                        metadata=desc)
+    rows = table1_block(
+        per, tasks, sentences, n_components=k, aggregation=args.aggregation, metadata=desc
+    )
     t_score = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
 
     print("WhiteningBERT Table 1 block")
     for line in _header(desc, tasks, len(sentences), args.aggregation):
         print(line)
-    print(f"whitening: fitted per task on both sentences of all its scored pairs (duplicates "
-          f"kept; transductive, the paper's protocol){'; k=' + str(k) if k else ''}")
+    print(
+        f"whitening: fitted per task on both sentences of all its scored pairs (duplicates "
+        f"kept; transductive, the paper's protocol){'; k=' + str(k) if k else ''}"
+    )
     print()
     print(_render(rows, args.markdown), end="")
     print()
-    print(f"time: load {t_load:.1f} s; ONE forward pass per distinct sentence "
-          f"(encode_layers, cls+mean pooling, batch {args.batch_size}) {t_encode:.1f} s; "
-          f"scoring {t_score:.1f} s; wall {wall:.1f} s")
+    print(
+        f"time: load {t_load:.1f} s; ONE forward pass per distinct sentence "
+        f"(encode_layers, cls+mean pooling, batch {args.batch_size}) {t_encode:.1f} s; "
+        f"scoring {t_score:.1f} s; wall {wall:.1f} s"
+    )
     if args.json:
-        _write_json(args.json, {
-            "command": "eval-sts", "mode": "table1", "encoder": desc,
-            "aggregation": args.aggregation, "text_variant": tasks[0].variant,
-            "n_sentences": len(sentences), "n_pairs": {t.name: t.n_pairs for t in tasks},
-            "timing_s": {"load": t_load, "encode": t_encode, "score": t_score, "wall": wall},
-            "rows": [{"label": label, "result": res.to_dict()} for label, res in rows.items()],
-        })
+        _write_json(
+            args.json,
+            {
+                "command": "eval-sts",
+                "mode": "table1",
+                "encoder": desc,
+                "aggregation": args.aggregation,
+                "text_variant": tasks[0].variant,
+                "n_sentences": len(sentences),
+                "n_pairs": {t.name: t.n_pairs for t in tasks},
+                "timing_s": {"load": t_load, "encode": t_encode, "score": t_score, "wall": wall},
+                "rows": [{"label": label, "result": res.to_dict()} for label, res in rows.items()],
+            },
+        )
         print(f"wrote {args.json}")
     return 0
 
@@ -209,18 +272,24 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
         if args.n_components is not None:
             raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
         if args.postprocess != "whitening":
-            raise ValueError(f"--postprocess {args.postprocess} is for --whiten year or a corpus "
-                             "FILE; a saved DIR applies the post-processor it holds")
+            raise ValueError(
+                f"--postprocess {args.postprocess} is for --whiten year or a corpus "
+                "FILE; a saved DIR applies the post-processor it holds"
+            )
         # a saved Whitening, or a saved pipeline's whitening (as `encode --whitening` takes)
         fitted = load_whitening(path)
         return fitted, {"whitening_source": f"saved {type(fitted).__name__} {str(path)!r}"}
     if path.is_file():
         corpus, blank = read_corpus_file(path)
-        return corpus, {"whitening_source": f"corpus file {str(path)!r}",
-                        "whitening_corpus_lines": len(corpus), "whitening_corpus_blank_lines_skipped": blank}
+        return corpus, {
+            "whitening_source": f"corpus file {str(path)!r}",
+            "whitening_corpus_lines": len(corpus),
+            "whitening_corpus_blank_lines_skipped": blank,
+        }
     raise FileNotFoundError(
         f"--whiten {w!r} is not 'none', 'year', an existing text file or a saved Whitening "
-        "(or pipeline) directory")
+        "(or pipeline) directory"
+    )
 
 
 def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
@@ -238,14 +307,26 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
-    result = evaluate_sts(encoder, tasks, whitening=whitening, n_components=args.n_components,
-                          aggregation=args.aggregation, batch_size=args.batch_size, metadata=wmeta,
-                          show_progress_bar=progress(args), postprocessor=postprocessor,
-                          zero_vectors=args.zero_vectors or "senteval")
+    result = evaluate_sts(
+        encoder,
+        tasks,
+        whitening=whitening,
+        n_components=args.n_components,
+        aggregation=args.aggregation,
+        batch_size=args.batch_size,
+        metadata=wmeta,
+        show_progress_bar=progress(args),
+        postprocessor=postprocessor,
+        zero_vectors=args.zero_vectors or "senteval",
+    )
     t_eval = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
-    result = result.replace(metadata={**result.metadata, "timing_s": {
-        "load": t_load, "encode_and_score": t_eval, "wall": wall}})
+    result = result.replace(
+        metadata={
+            **result.metadata,
+            "timing_s": {"load": t_load, "encode_and_score": t_eval, "wall": wall},
+        }
+    )
     meta = result.metadata
     label = _config_label(meta, result)
     for line in _header(meta, tasks, len(unique_sentences(tasks)), args.aggregation):
@@ -253,21 +334,27 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     w = result.whitening
     inner = meta.get("pipeline_whitening")
     if inner:
-        print(f"pipeline: {meta.get('pipeline', '?')}: its own Whitening (k={inner.get('n_components')}, "
-              f"fitted on {inner.get('n_samples_seen')} rows) is applied inside the model")
+        print(
+            f"pipeline: {meta.get('pipeline', '?')}: its own Whitening (k={inner.get('n_components')}, "
+            f"fitted on {inner.get('n_samples_seen')} rows) is applied inside the model"
+        )
     method = _method_label(meta)
     if w.mode == "none":
         print("whitening: none" + (" (besides the pipeline's)" if inner else ""))
     elif method:
-        print(f"post-processing: {method} ({w.mode}): "
-              f"{w.fit_corpus or meta.get('whitening_source')}"
-              f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
-              f"{'; ' + meta['whitening_source'] if 'whitening_source' in meta else ''}")
+        print(
+            f"post-processing: {method} ({w.mode}): "
+            f"{w.fit_corpus or meta.get('whitening_source')}"
+            f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
+            f"{'; ' + meta['whitening_source'] if 'whitening_source' in meta else ''}"
+        )
     else:
-        print(f"whitening: {w.mode}; fitted on {w.fit_corpus or meta.get('whitening_source')}"
-              f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
-              f"{f'; k={w.n_components}' if w.n_components else ''}"
-              f"{'; ' + meta['whitening_source'] if 'whitening_source' in meta else ''}")
+        print(
+            f"whitening: {w.mode}; fitted on {w.fit_corpus or meta.get('whitening_source')}"
+            f"{f' ({w.fit_size} rows)' if w.fit_size else ''}"
+            f"{f'; k={w.n_components}' if w.n_components else ''}"
+            f"{'; ' + meta['whitening_source'] if 'whitening_source' in meta else ''}"
+        )
     print()
     print(_render({label: result}, args.markdown), end="")
     print()
@@ -284,8 +371,11 @@ def _method_label(meta: dict[str, Any]) -> str | None:
     from sentvec.evaluation import postprocessing_label
 
     pp = meta.get("postprocessing")
-    return None if not isinstance(pp, dict) or pp.get("method") == "Whitening" else (
-        postprocessing_label(pp))
+    return (
+        None
+        if not isinstance(pp, dict) or pp.get("method") == "Whitening"
+        else (postprocessing_label(pp))
+    )
 
 
 def _config_label(meta: dict[str, Any], result: Any) -> str:
@@ -316,9 +406,15 @@ def run(args: argparse.Namespace) -> int:
         from sentvec._io import check_output_path
 
         check_output_path(args.json, what="--json")
-    single = (args.pooling is not None or args.layers is not None or args.whiten is not None
-              or args.zero_vectors is not None)
+    single = (
+        args.pooling is not None
+        or args.layers is not None
+        or args.whiten is not None
+        or args.zero_vectors is not None
+    )
     if not single and (args.postprocess != "whitening" or args.abtt_components is not None):
-        raise ValueError("--postprocess / --abtt-components need --whiten year or a corpus FILE "
-                         "(the Table 1 block has its own whitening row)")
+        raise ValueError(
+            "--postprocess / --abtt-components need --whiten year or a corpus FILE "
+            "(the Table 1 block has its own whitening row)"
+        )
     return _single(args, t_start) if single else _table1(args, t_start)

@@ -40,32 +40,68 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument("--pooling", choices=("cls", "max", "mean"), default=None,
-                   help="token pooling (default mean, or the saved encoder's)")
-    p.add_argument("--layers", type=layer_list, default=None, metavar="I,J,...",
-                   help="hidden-state indices to average, 0 = embeddings, -1 = last (default "
-                        "1,-1; write --layers=-1 for a leading minus)")
-    p.add_argument("--whiten", default=None, metavar="FILE|DIR",
-                   help="a text file of sentences (one per line) to fit the whitening on, "
-                        "encoded with the same encoder; or a saved Whitening, AllButTheTop, "
-                        "CommonComponentRemoval or pipeline directory (default: a pipeline's "
-                        "own post-processor, else none)")
-    p.add_argument("--n-components", type=positive_int, default=None, metavar="K",
-                   help="dimensions kept by the whitening fitted on --whiten FILE (default all)")
-    p.add_argument("--output", required=True, metavar="DIR",
-                   help="directory to write (new, empty, or an earlier export, replaced whole)")
-    p.add_argument("--serving-compatible", action="store_true",
-                   help="only what text-embeddings-inference reads: last layer alone, cls or "
-                        "mean pooling, 1_Pooling and 2_Dense; refuse other pipelines")
-    p.add_argument("--sts", nargs="?", const="stsb,sick,sts12,sts13,sts14,sts15,sts16",
-                   type=sts_task_list, default=None, metavar="T1,T2,...",
-                   help="evaluate the exported pipeline on STS (default all seven tasks) and "
-                        "put the table in the model card")
-    p.add_argument("--data", default=None, metavar="DIR",
-                   help="STS data root for --sts (default: $SENTVEC_DATA or the packaged copy)")
+    p.add_argument(
+        "--pooling",
+        choices=("cls", "max", "mean"),
+        default=None,
+        help="token pooling (default mean, or the saved encoder's)",
+    )
+    p.add_argument(
+        "--layers",
+        type=layer_list,
+        default=None,
+        metavar="I,J,...",
+        help="hidden-state indices to average, 0 = embeddings, -1 = last (default "
+        "1,-1; write --layers=-1 for a leading minus)",
+    )
+    p.add_argument(
+        "--whiten",
+        default=None,
+        metavar="FILE|DIR",
+        help="a text file of sentences (one per line) to fit the whitening on, "
+        "encoded with the same encoder; or a saved Whitening, AllButTheTop, "
+        "CommonComponentRemoval or pipeline directory (default: a pipeline's "
+        "own post-processor, else none)",
+    )
+    p.add_argument(
+        "--n-components",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help="dimensions kept by the whitening fitted on --whiten FILE (default all)",
+    )
+    p.add_argument(
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="directory to write (new, empty, or an earlier export, replaced whole)",
+    )
+    p.add_argument(
+        "--serving-compatible",
+        action="store_true",
+        help="only what text-embeddings-inference reads: last layer alone, cls or "
+        "mean pooling, 1_Pooling and 2_Dense; refuse other pipelines",
+    )
+    p.add_argument(
+        "--sts",
+        nargs="?",
+        const="stsb,sick,sts12,sts13,sts14,sts15,sts16",
+        type=sts_task_list,
+        default=None,
+        metavar="T1,T2,...",
+        help="evaluate the exported pipeline on STS (default all seven tasks) and "
+        "put the table in the model card",
+    )
+    p.add_argument(
+        "--data",
+        default=None,
+        metavar="DIR",
+        help="STS data root for --sts (default: $SENTVEC_DATA or the packaged copy)",
+    )
     p.add_argument("--batch-size", type=positive_int, default=32)
-    p.add_argument("--device", default=None,
-                   help="torch device (default: cuda if available, else cpu)")
+    p.add_argument(
+        "--device", default=None, help="torch device (default: cuda if available, else cpu)"
+    )
     p.set_defaults(func=run)
 
 
@@ -83,13 +119,17 @@ def _whitening(args: argparse.Namespace, encoder: Any) -> tuple[Any, str | None]
             raise ValueError("--n-components cannot change a saved Whitening; it keeps its own k")
         return load_whitening(path), f"the saved post-processor {path.name!r}"
     if not path.is_file():
-        raise FileNotFoundError(f"--whiten {args.whiten!r} is neither a text file nor a saved "
-                                "Whitening or pipeline directory")
+        raise FileNotFoundError(
+            f"--whiten {args.whiten!r} is neither a text file nor a saved "
+            "Whitening or pipeline directory"
+        )
     from sentvec import Whitening
 
     if args.n_components is not None and args.n_components > encoder.hidden_size:
-        raise ValueError(f"--n-components {args.n_components} is invalid; the encoder's vectors "
-                         f"have {encoder.hidden_size} dimensions")
+        raise ValueError(
+            f"--n-components {args.n_components} is invalid; the encoder's vectors "
+            f"have {encoder.hidden_size} dimensions"
+        )
     corpus, _ = read_corpus_file(path)
     X = encoder.encode(corpus, batch_size=args.batch_size)
     return Whitening(args.n_components).fit(X), f"{path.name} ({len(corpus)} lines)"
@@ -98,12 +138,15 @@ def _whitening(args: argparse.Namespace, encoder: Any) -> tuple[Any, str | None]
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``sentvec export``; returns the exit code."""
     from sentvec import Pipeline, load_encoder
-
     from sentvec._io import check_replaceable_directory
     from sentvec.integrations.sentence_transformers import EXPORT_FORMAT, EXPORT_MARKER
 
-    check_replaceable_directory(args.output, marker=EXPORT_MARKER, marker_format=EXPORT_FORMAT,
-                                kind="a sentvec sentence-transformers export")
+    check_replaceable_directory(
+        args.output,
+        marker=EXPORT_MARKER,
+        marker_format=EXPORT_FORMAT,
+        kind="a sentvec sentence-transformers export",
+    )
     overrides = {"pooling": args.pooling, "layers": args.layers, "device": args.device}
     model = load_encoder(args.model, **{k: v for k, v in overrides.items() if v is not None})
     from sentvec.integrations import check_exportable, export_sentence_transformers
@@ -112,8 +155,10 @@ def run(args: argparse.Namespace) -> int:
     encoder, own = check_exportable(model, serving_compatible=args.serving_compatible)
     whitening, corpus_name = _whitening(args, encoder)
     if whitening is not None and own is not None:
-        raise ValueError(f"--model {args.model!r} is a pipeline with its own whitening; leave "
-                         "out --whiten, or give its encoder directory")
+        raise ValueError(
+            f"--model {args.model!r} is a pipeline with its own whitening; leave "
+            "out --whiten, or give its encoder directory"
+        )
     pipeline = Pipeline(encoder, whitening if whitening is not None else own)
     if own is not None:
         corpus_name = f"the whitening of the pipeline {Path(args.model).name!r}"
@@ -123,18 +168,29 @@ def run(args: argparse.Namespace) -> int:
 
         tasks = load_sts(args.sts, data_dir=args.data, variant=pipeline.preferred_text_variant)
         sts = evaluate_sts(pipeline, tasks, batch_size=args.batch_size)
-        print("STS (Spearman x 100): " + ", ".join(
-            f"{t} {v:.2f}" for t, v in sts.task_scores.items()) + f"; avg {sts.average:.2f}")
-    out = export_sentence_transformers(pipeline, args.output, whitening_corpus=corpus_name,
-                                       serving_compatible=args.serving_compatible, sts=sts)
+        print(
+            "STS (Spearman x 100): "
+            + ", ".join(f"{t} {v:.2f}" for t, v in sts.task_scores.items())
+            + f"; avg {sts.average:.2f}"
+        )
+    out = export_sentence_transformers(
+        pipeline,
+        args.output,
+        whitening_corpus=corpus_name,
+        serving_compatible=args.serving_compatible,
+        sts=sts,
+    )
     post = "no post-processing"
     if pipeline.whitening is not None:
         from sentvec.whitening import postprocessor_type_of
 
         kind = postprocessor_type_of(pipeline.whitening)
         post = f"{kind} {'k' if kind == 'whitening' else 'D'}={pipeline.whitening.n_components_}"
-    print(f"wrote {out}: {encoder.pooling} pooling, hidden states "
-          f"{list(encoder.layer_indices)}, " + post
-          + (", serving-compatible" if args.serving_compatible else ""))
+    print(
+        f"wrote {out}: {encoder.pooling} pooling, hidden states "
+        f"{list(encoder.layer_indices)}, "
+        + post
+        + (", serving-compatible" if args.serving_compatible else "")
+    )
     print(f"load it with: SentenceTransformer({str(out)!r})")
     return 0

@@ -31,8 +31,16 @@ def _post_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {"whitening_k": args.whitening_k, "abtt_components": args.abtt_components}
 
 
-def _transformer_post(name: str, encoder: Any, vecs: Any, tasks: Any, sentences: Any,
-                      args: argparse.Namespace, post: list, notes: list) -> None:
+def _transformer_post(
+    name: str,
+    encoder: Any,
+    vecs: Any,
+    tasks: Any,
+    sentences: Any,
+    args: argparse.Namespace,
+    post: list,
+    notes: list,
+) -> None:
     """Post-processing rows of AVG L1+Llast and AVG Llast, and SIF / uSIF on the input token
     embeddings with token counts of ``--token-corpus``."""
     from sentvec.encoders.sif import SIFEncoder, USIFEncoder
@@ -44,45 +52,67 @@ def _transformer_post(name: str, encoder: Any, vecs: Any, tasks: Any, sentences:
     P = vecs["mean"]
     for layers in ((1, -1), (-1,)):
         idx = normalize_combination(layers, P.shape[1])
-        post += postprocessing_rows(label, f"AVG {layer_label(idx)}", combine_layers(P, idx),
-                                    tasks, sentences, **_post_kwargs(args))
+        post += postprocessing_rows(
+            label,
+            f"AVG {layer_label(idx)}",
+            combine_layers(P, idx),
+            tasks,
+            sentences,
+            **_post_kwargs(args),
+        )
     if args.token_corpus is None:
         notes.append(f"{label}: SIF / uSIF skipped (no --token-corpus for the token counts).")
         return
     t0 = time.perf_counter()
-    sif = SIFEncoder.from_transformer(encoder, args.token_corpus, common_component="year",
-                                      max_lines=args.token_corpus_lines)
-    usif = USIFEncoder(sif.vectors, sif.counts, tokenizer=sif.tokenizer, source=sif.source,
-                       common_component="year")
-    notes.append(f"{label} SIF / uSIF: {sif.source}; counting took "
-                 f"{time.perf_counter() - t0:.1f} s.")
+    sif = SIFEncoder.from_transformer(
+        encoder, args.token_corpus, common_component="year", max_lines=args.token_corpus_lines
+    )
+    usif = USIFEncoder(
+        sif.vectors, sif.counts, tokenizer=sif.tokenizer, source=sif.source, common_component="year"
+    )
+    notes.append(
+        f"{label} SIF / uSIF: {sif.source}; counting took {time.perf_counter() - t0:.1f} s."
+    )
     post += sif_rows(label, "input token embeddings", (sif, usif), tasks, sentences)
 
 
-def _report_transformer(name: str, args: argparse.Namespace, cache: Any,
-                        post: list, notes: list) -> tuple[Any, dict]:
+def _report_transformer(
+    name: str, args: argparse.Namespace, cache: Any, post: list, notes: list
+) -> tuple[Any, dict]:
     from sentvec.cache import pooled_layer_vectors
     from sentvec.evaluation import table1_rows, unique_sentences
 
     encoder = load_transformer(name, **device_options(args))
     tasks = sts_tasks_for(args, encoder)
     sentences = unique_sentences(tasks)
-    vecs, hit, secs = pooled_layer_vectors(encoder, sentences, pooling=("cls", "mean"),
-                                           text_variant=tasks[0].variant, cache=cache,
-                                           batch_size=args.batch_size,
-                                           show_progress_bar=progress(args))
+    vecs, hit, secs = pooled_layer_vectors(
+        encoder,
+        sentences,
+        pooling=("cls", "mean"),
+        text_variant=tasks[0].variant,
+        cache=cache,
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+    )
     t0 = time.perf_counter()
     rows = table1_rows(display_name(name), vecs, tasks, sentences)
     if args.post_processing:
         _transformer_post(name, encoder, vecs, tasks, sentences, args, post, notes)
-    info = {"model": display_name(name), "description": encoder.config_dict(), "n_sentences": len(sentences),
-            "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": hit,
-            "scoring_s": time.perf_counter() - t0}
+    info = {
+        "model": display_name(name),
+        "description": encoder.config_dict(),
+        "n_sentences": len(sentences),
+        "text_variant": tasks[0].variant,
+        "vectors_s": secs,
+        "cache_hit": hit,
+        "scoring_s": time.perf_counter() - t0,
+    }
     return rows, info
 
 
-def _report_sent2vec(encoder: Any, path: str, args: argparse.Namespace,
-                     post: list, notes: list) -> tuple[Any, dict]:
+def _report_sent2vec(
+    encoder: Any, path: str, args: argparse.Namespace, post: list, notes: list
+) -> tuple[Any, dict]:
     from sentvec.evaluation import sent2vec_rows, unique_sentences
 
     tasks = sts_tasks_for(args, encoder)
@@ -96,18 +126,29 @@ def _report_sent2vec(encoder: Any, path: str, args: argparse.Namespace,
         from sentvec.encoders.sif import SIFEncoder, USIFEncoder
         from sentvec.evaluation import postprocessing_rows, sif_rows
 
-        post += postprocessing_rows(label, "sentence vectors", emb, tasks, sentences,
-                                    **_post_kwargs(args))
+        post += postprocessing_rows(
+            label, "sentence vectors", emb, tasks, sentences, **_post_kwargs(args)
+        )
         if hasattr(encoder, "dictionary"):
-            encs = [cls.from_sent2vec(encoder, common_component="year")
-                    for cls in (SIFEncoder, USIFEncoder)]
+            encs = [
+                cls.from_sent2vec(encoder, common_component="year")
+                for cls in (SIFEncoder, USIFEncoder)
+            ]
             post += sif_rows(label, "unigram word vectors", encs, tasks, sentences)
-            notes.append(f"{label} SIF / uSIF: the model's unigram input rows and dictionary "
-                         f"counts ({encs[0].vocab_size} words).")
+            notes.append(
+                f"{label} SIF / uSIF: the model's unigram input rows and dictionary "
+                f"counts ({encs[0].vocab_size} words)."
+            )
     desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
-    return rows, {"model": label, "description": desc, "n_sentences": len(sentences),
-                  "text_variant": tasks[0].variant, "vectors_s": secs, "cache_hit": False,
-                  "scoring_s": time.perf_counter() - t0 - secs}
+    return rows, {
+        "model": label,
+        "description": desc,
+        "n_sentences": len(sentences),
+        "text_variant": tasks[0].variant,
+        "vectors_s": secs,
+        "cache_hit": False,
+        "scoring_s": time.perf_counter() - t0 - secs,
+    }
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -143,8 +184,9 @@ def run_report(args: argparse.Namespace) -> int:
         rows += r
         infos.append(info)
     if not rows:
-        raise ValueError("no encoder could be evaluated: "
-                         + "; ".join(f"{n}: {w}" for n, w in skipped))
+        raise ValueError(
+            "no encoder could be evaluated: " + "; ".join(f"{n}: {w}" for n, w in skipped)
+        )
     command = f"sentvec report --models {','.join(args.models)}"
     if args.sent2vec:
         command += f" --sent2vec {args.sent2vec}"
@@ -156,8 +198,9 @@ def run_report(args: argparse.Namespace) -> int:
             command += f" --token-corpus {args.token_corpus}"
         if args.token_corpus_lines:
             command += f" --token-corpus-lines {args.token_corpus_lines}"
-    text = render_report(rows, infos, skipped, command=command, postprocessing=post,
-                         postprocessing_notes=notes)
+    text = render_report(
+        rows, infos, skipped, command=command, postprocessing=post, postprocessing_notes=notes
+    )
     atomic_write_text(args.out, text)
     print(f"wrote {args.out} ({len(rows)} rows, {len(skipped)} skipped)")
     return 0
@@ -166,25 +209,49 @@ def run_report(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add the ``report`` sub-command."""
     r = subparsers.add_parser(
-        "report", help="Markdown report of Table 1-style rows",
+        "report",
+        help="Markdown report of Table 1-style rows",
         description="One Markdown report with Table 1-style rows (CLS / AVG / L1 / L1+Llast, "
-                    "with and without whitening) for every available encoder, and the three "
-                    "STS aggregations side by side.")
-    r.add_argument("--models", type=str_list, default=["minilm", "mpnet"],
-                   help="comma-separated transformer models (default minilm,mpnet)")
+        "with and without whitening) for every available encoder, and the three "
+        "STS aggregations side by side.",
+    )
+    r.add_argument(
+        "--models",
+        type=str_list,
+        default=["minilm", "mpnet"],
+        help="comma-separated transformer models (default minilm,mpnet)",
+    )
     r.add_argument("--sent2vec", default=None, help="a Sent2Vec model (.bin or directory)")
     r.add_argument("--out", default="docs/REPRODUCTION.md")
-    r.add_argument("--post-processing", action="store_true",
-                   help="add the post-processing table: none / whitening / whitening-k / ABTT "
-                        "/ SIF / uSIF, each fitted per STS year")
-    r.add_argument("--token-corpus", default=None,
-                   help="text file (.xz/.gz ok) whose token counts give the transformers' SIF / "
-                        "uSIF word probabilities")
-    r.add_argument("--token-corpus-lines", type=int, default=None,
-                   help="count only the first N lines of --token-corpus")
-    r.add_argument("--whitening-k", type=positive_int, default=None,
-                   help="k of the whitening-k rows (default d // 3)")
-    r.add_argument("--abtt-components", type=positive_int, default=None,
-                   help="D of the ABTT rows (default max(1, round(d / 100)))")
+    r.add_argument(
+        "--post-processing",
+        action="store_true",
+        help="add the post-processing table: none / whitening / whitening-k / ABTT "
+        "/ SIF / uSIF, each fitted per STS year",
+    )
+    r.add_argument(
+        "--token-corpus",
+        default=None,
+        help="text file (.xz/.gz ok) whose token counts give the transformers' SIF / "
+        "uSIF word probabilities",
+    )
+    r.add_argument(
+        "--token-corpus-lines",
+        type=int,
+        default=None,
+        help="count only the first N lines of --token-corpus",
+    )
+    r.add_argument(
+        "--whitening-k",
+        type=positive_int,
+        default=None,
+        help="k of the whitening-k rows (default d // 3)",
+    )
+    r.add_argument(
+        "--abtt-components",
+        type=positive_int,
+        default=None,
+        help="D of the ABTT rows (default max(1, round(d / 100)))",
+    )
     add_evaluation_options(r)
     r.set_defaults(func=run_report)

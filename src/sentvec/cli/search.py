@@ -39,24 +39,44 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "search",
         help="semantic search over the lines of a text file (index built once, reused)",
-        description=plain_text(__doc__.split("\n\n")[1] + "\n\n" + __doc__.split("\n\n")[2].split("Examples::")[0].rstrip()),
+        description=plain_text(
+            __doc__.split("\n\n")[1]
+            + "\n\n"
+            + __doc__.split("\n\n")[2].split("Examples::")[0].rstrip()
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument("--corpus", required=True, metavar="FILE", help="UTF-8 text, one sentence per line")
+    p.add_argument(
+        "--corpus", required=True, metavar="FILE", help="UTF-8 text, one sentence per line"
+    )
     q = p.add_mutually_exclusive_group(required=True)
     q.add_argument("--query", action="append", metavar="TEXT", help="a query (repeatable)")
-    q.add_argument("--queries", metavar="FILE", help="a file of queries, one per line (blank lines skipped)")
+    q.add_argument(
+        "--queries", metavar="FILE", help="a file of queries, one per line (blank lines skipped)"
+    )
     p.add_argument("-k", type=positive_int, default=10, help="results per query (default 10)")
-    p.add_argument("--index", default=None, metavar="DIR",
-                   help="index directory (default: <corpus>.sentvec-index)")
-    p.add_argument("--backend", choices=("exact", "faiss"), default="exact",
-                   help="exact = numpy; faiss = faiss IndexFlatIP (both exact; default exact)")
+    p.add_argument(
+        "--index",
+        default=None,
+        metavar="DIR",
+        help="index directory (default: <corpus>.sentvec-index)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("exact", "faiss"),
+        default="exact",
+        help="exact = numpy; faiss = faiss IndexFlatIP (both exact; default exact)",
+    )
     p.add_argument("--metric", choices=("cosine", "dot"), default="cosine")
     p.add_argument("--rebuild", action="store_true", help="rebuild the index even if it is current")
-    p.add_argument("--batch-size", type=positive_int, default=None,
-                   help="passed to the encoder (default: the encoder's own)")
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        help="passed to the encoder (default: the encoder's own)",
+    )
     add_device_options(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     add_progress_option(p)
@@ -65,10 +85,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build or reuse the index, search, print results; return 0."""
+    from sentvec._io import check_input_file
     from sentvec.encoders import load_encoder
     from sentvec.search import corpus_lines_at, open_corpus_index
-
-    from sentvec._io import check_input_file
 
     corpus = check_input_file(args.corpus, what="corpus", regular=True)
     if args.queries:
@@ -82,34 +101,64 @@ def run(args: argparse.Namespace) -> int:
         queries = list(args.query)
     encoder = load_encoder(args.model, **device_options(args))
     t0 = time.perf_counter()
-    found = open_corpus_index(corpus, encoder, model_arg=args.model, index_dir=args.index,
-                              metric=args.metric, backend=args.backend, rebuild=args.rebuild,
-                              batch_size=args.batch_size, show_progress_bar=progress(args))
+    found = open_corpus_index(
+        corpus,
+        encoder,
+        model_arg=args.model,
+        index_dir=args.index,
+        metric=args.metric,
+        backend=args.backend,
+        rebuild=args.rebuild,
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+    )
     index = found.index
     if found.built:
-        print(f"built index of {found.n_lines} lines in {time.perf_counter() - t0:.1f} s: "
-              f"{found.directory if found.saved else '(in memory, not saved)'}", file=sys.stderr)
+        print(
+            f"built index of {found.n_lines} lines in {time.perf_counter() - t0:.1f} s: "
+            f"{found.directory if found.saved else '(in memory, not saved)'}",
+            file=sys.stderr,
+        )
     else:
         print(f"reusing index ({index.ntotal} lines)", file=sys.stderr)
     t0 = time.perf_counter()
     scores, ids = index.search_texts(queries, args.k, batch_size=args.batch_size)
     dt = time.perf_counter() - t0
     texts = corpus_lines_at(corpus, {int(i) for i in ids.ravel() if i >= 0})
-    results = [{"query": q, "results": [
-        {"rank": r + 1, "score": float(s), "line": int(i) + 1, "text": texts[int(i)]}
-        for r, (s, i) in enumerate(zip(srow, irow)) if i >= 0]}
-        for q, srow, irow in zip(queries, scores, ids)]
+    results = [
+        {
+            "query": q,
+            "results": [
+                {"rank": r + 1, "score": float(s), "line": int(i) + 1, "text": texts[int(i)]}
+                for r, (s, i) in enumerate(zip(srow, irow))
+                if i >= 0
+            ],
+        }
+        for q, srow, irow in zip(queries, scores, ids)
+    ]
     if args.json:
-        print(json.dumps({"model": args.model, "corpus": os.fspath(corpus), "k": args.k,
-                          "metric": args.metric, "backend": args.backend, "queries": results},
-                         ensure_ascii=False, indent=2))
+        print(
+            json.dumps(
+                {
+                    "model": args.model,
+                    "corpus": os.fspath(corpus),
+                    "k": args.k,
+                    "metric": args.metric,
+                    "backend": args.backend,
+                    "queries": results,
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )
     else:
         for block in results:
             print(f"query: {block['query']}")
             for hit in block["results"]:
-                print(f"{hit['rank']:>4}  {hit['score']:8.4f}  line {hit['line']:>8}  {hit['text']}")
+                print(
+                    f"{hit['rank']:>4}  {hit['score']:8.4f}  line {hit['line']:>8}  {hit['text']}"
+                )
             print()
     n = len(queries)
-    print(f"searched {n} {'query' if n == 1 else 'queries'} in {dt * 1000:.1f} ms",
-          file=sys.stderr)
+    print(f"searched {n} {'query' if n == 1 else 'queries'} in {dt * 1000:.1f} ms", file=sys.stderr)
     return 0

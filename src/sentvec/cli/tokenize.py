@@ -20,18 +20,27 @@ TOKENIZERS = ("moses", "whitespace")
 def register(subparsers: Any) -> None:
     """Add the ``tokenize`` sub-command."""
     t = subparsers.add_parser(
-        "tokenize", help="Moses-tokenize and lower-case text (the reference corpus recipe)",
+        "tokenize",
+        help="Moses-tokenize and lower-case text (the reference corpus recipe)",
         description="Stream lines through the text preparation a Sent2Vec model applies; the "
-                    "defaults are the reference-corpus recipe (Moses, lower-cased).")
+        "defaults are the reference-corpus recipe (Moses, lower-cased).",
+    )
     t.add_argument("--input", "-i", default="-", help="text file (default: stdin)")
     t.add_argument("--output", "-o", default="-", help="text file (default: stdout)")
     t.add_argument("--tokenizer", choices=TOKENIZERS, default="moses")
-    t.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
-                   help="lower-case after tokenizing (default: yes)")
-    t.add_argument("--errors", choices=ERRORS, default="strict",
-                   help="what to do with lines that are not valid UTF-8 (default: strict)")
+    t.add_argument(
+        "--lowercase",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="lower-case after tokenizing (default: yes)",
+    )
+    t.add_argument(
+        "--errors",
+        choices=ERRORS,
+        default="strict",
+        help="what to do with lines that are not valid UTF-8 (default: strict)",
+    )
     t.set_defaults(func=_run_tokenize)
-
 
 
 def _run_tokenize(args: argparse.Namespace) -> int:

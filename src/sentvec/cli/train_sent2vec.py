@@ -48,45 +48,88 @@ def _spellings(official: str, snake: str) -> list[str]:
 def register(subparsers: Any) -> None:
     """Add the ``train-sent2vec`` sub-command."""
     p = subparsers.add_parser(
-        "train-sent2vec", allow_abbrev=False,
+        "train-sent2vec",
+        allow_abbrev=False,
         help="train a Sent2Vec model (official flag names accepted)",
         description="Train Sent2Vec (Pagliardini et al. 2018) on a text file with one tokenized "
-                    "sentence per line. Official sent2vec flags (-dim, -minCount, ...) and "
-                    "snake-case ones (--dim, --min-count, --min_count) are both accepted.")
+        "sentence per line. Official sent2vec flags (-dim, -minCount, ...) and "
+        "snake-case ones (--dim, --min-count, --min_count) are both accepted.",
+    )
     p.add_argument("-input", "--input", required=True, help="training text file (.xz/.gz/.bz2 ok)")
-    p.add_argument("-output", "--output", required=True,
-                   help="model directory, or FILE.bin for the official binary format")
+    p.add_argument(
+        "-output",
+        "--output",
+        required=True,
+        help="model directory, or FILE.bin for the official binary format",
+    )
     for official, snake, typ, helptext in _FLAGS:
-        p.add_argument(*_spellings(official, snake), dest=snake, type=typ, default=None,
-                       help=helptext)
-    p.add_argument("-loss", "--loss", choices=["ns"], default=None,
-                   help="loss (negative sampling only)")
-    p.add_argument("--format", choices=FORMATS, default="auto",
-                   help="auto: .bin extension -> official .bin, else directory; both: directory "
-                        "plus OUTPUT.bin")
-    p.add_argument("--update", choices=["target", "sentence"], default=None,
-                   help="target: the official per-target updates (default); sentence: a "
-                        "deferred per-sentence variant")
-    p.add_argument("--exclude-target", "--exclude_target", dest="exclude_target",
-                   action="store_true", default=None,
-                   help="paper variant: remove the target from its context")
+        p.add_argument(
+            *_spellings(official, snake), dest=snake, type=typ, default=None, help=helptext
+        )
+    p.add_argument(
+        "-loss", "--loss", choices=["ns"], default=None, help="loss (negative sampling only)"
+    )
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="auto",
+        help="auto: .bin extension -> official .bin, else directory; both: directory "
+        "plus OUTPUT.bin",
+    )
+    p.add_argument(
+        "--update",
+        choices=["target", "sentence"],
+        default=None,
+        help="target: the official per-target updates (default); sentence: a "
+        "deferred per-sentence variant",
+    )
+    p.add_argument(
+        "--exclude-target",
+        "--exclude_target",
+        dest="exclude_target",
+        action="store_true",
+        default=None,
+        help="paper variant: remove the target from its context",
+    )
     p.add_argument("--l1", type=float, default=None, help="paper appendix-B L1 weight tau [0]")
     p.add_argument("--sigmoid", choices=["table", "exact"], default=None)
-    p.add_argument("--epoch-tokens", "--epoch_tokens", dest="epoch_tokens",
-                   choices=["all", "trained"], default=None,
-                   help="all (official): an epoch is every token of the corpus, </s> and "
-                        "unknown words included; trained: exactly -epoch passes")
+    p.add_argument(
+        "--epoch-tokens",
+        "--epoch_tokens",
+        dest="epoch_tokens",
+        choices=["all", "trained"],
+        default=None,
+        help="all (official): an epoch is every token of the corpus, </s> and "
+        "unknown words included; trained: exactly -epoch passes",
+    )
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--checkpoint-dir", "--checkpoint_dir", dest="checkpoint_dir", default=None)
-    p.add_argument("--checkpoint-every", "--checkpoint_every", dest="checkpoint_every",
-                   type=float, default=None, help="minutes between checkpoints")
+    p.add_argument(
+        "--checkpoint-every",
+        "--checkpoint_every",
+        dest="checkpoint_every",
+        type=float,
+        default=None,
+        help="minutes between checkpoints",
+    )
     p.add_argument("--resume-from", "--resume_from", dest="resume_from", default=None)
-    p.add_argument("--max-memory", "--max_memory", dest="max_memory", default=None,
-                   metavar="SIZE", help="refuse to train when the estimated memory (input and "
-                   "output matrices, buffers) exceeds SIZE (bytes or 16G, 500M; default: the "
-                   "memory available, or $SENTVEC_MAX_MEMORY)")
-    p.add_argument("--tmp-dir", "--tmp_dir", dest="tmp_dir", default=None,
-                   help="where the temporary token-id file goes")
+    p.add_argument(
+        "--max-memory",
+        "--max_memory",
+        dest="max_memory",
+        default=None,
+        metavar="SIZE",
+        help="refuse to train when the estimated memory (input and "
+        "output matrices, buffers) exceeds SIZE (bytes or 16G, 500M; default: the "
+        "memory available, or $SENTVEC_MAX_MEMORY)",
+    )
+    p.add_argument(
+        "--tmp-dir",
+        "--tmp_dir",
+        dest="tmp_dir",
+        default=None,
+        help="where the temporary token-id file goes",
+    )
     from sentvec.cli._args import add_progress_option
 
     add_progress_option(p)
@@ -94,8 +137,9 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_run)
 
 
-def _check_outputs(out: Path, fmt: str, report: str | None,
-                   checkpoint_dir: str | None = None) -> None:
+def _check_outputs(
+    out: Path, fmt: str, report: str | None, checkpoint_dir: str | None = None
+) -> None:
     """Fail now if the model (or report) could not be written once training is done."""
     from sentvec.cli._args import check_output_path
     from sentvec.sent2vec.model import check_save_target
@@ -123,9 +167,20 @@ def _run(args: argparse.Namespace) -> int:
             kwargs[snake] = v
     if kwargs.get("max_vocab_size") == 0:
         kwargs["max_vocab_size"] = None  # official 0 = no cap
-    for name in ("loss", "update", "exclude_target", "l1", "sigmoid", "epoch_tokens", "seed",
-                 "checkpoint_dir",
-                 "checkpoint_every", "resume_from", "tmp_dir", "max_memory"):
+    for name in (
+        "loss",
+        "update",
+        "exclude_target",
+        "l1",
+        "sigmoid",
+        "epoch_tokens",
+        "seed",
+        "checkpoint_dir",
+        "checkpoint_every",
+        "resume_from",
+        "tmp_dir",
+        "max_memory",
+    ):
         v = getattr(args, name)
         if v is not None:
             kwargs[name] = v
@@ -135,7 +190,9 @@ def _run(args: argparse.Namespace) -> int:
     if fmt == "auto":
         fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
     trainer = Sent2VecTrainer(**kwargs)
-    _check_outputs(out, fmt, args.report, args.checkpoint_dir)  # before training: a bad path must not waste the run
+    _check_outputs(
+        out, fmt, args.report, args.checkpoint_dir
+    )  # before training: a bad path must not waste the run
     model = trainer.fit(args.input)
     written = []
     if fmt in ("dir", "both"):
@@ -145,11 +202,17 @@ def _run(args: argparse.Namespace) -> int:
     elif fmt == "both":
         written.append(str(model.save_bin(out.with_name(out.name + ".bin"))))
     rep = trainer.report_
-    summary = {"written": written, "nwords": rep.nwords, "sentences": rep.n_sentences,
-               "tokens": rep.raw_tokens, "epochs": rep.epoch, "passes": len(rep.epochs),
-               "loss": rep.final_loss,
-               "train_seconds": round(rep.train_seconds, 3),
-               "words_per_sec_per_thread": round(rep.words_per_sec_per_thread)}
+    summary = {
+        "written": written,
+        "nwords": rep.nwords,
+        "sentences": rep.n_sentences,
+        "tokens": rep.raw_tokens,
+        "epochs": rep.epoch,
+        "passes": len(rep.epochs),
+        "loss": rep.final_loss,
+        "train_seconds": round(rep.train_seconds, 3),
+        "words_per_sec_per_thread": round(rep.words_per_sec_per_thread),
+    }
     print(json.dumps(summary), file=sys.stdout)
     if args.report:
         from sentvec._io import atomic_write_text

@@ -19,7 +19,6 @@ from sentvec.cli._args import (
     device_options,
     layer_list,
     load_transformer,
-    positive_int,
     positive_int_list,
     progress,
     slug,
@@ -52,16 +51,26 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     if not args.no_corpus:
         path = check_path_exists(args.corpus or corpus_sample_path(), what="corpus file")
         size = check_positive_int("corpus_size", args.corpus_size)
-    encoder = load_transformer(args.model, **device_options(args), layers=tuple(args.layers),
-                                pooling=args.pooling, max_length=args.max_length)
+    encoder = load_transformer(
+        args.model,
+        **device_options(args),
+        layers=tuple(args.layers),
+        pooling=args.pooling,
+        max_length=args.max_length,
+    )
     tasks = sts_tasks_for(args, encoder)
     variant = tasks[0].variant
     sentences = unique_sentences(tasks)
     cache = vector_cache(args)
-    vecs, _, sts_s = pooled_layer_vectors(encoder, sentences, pooling=args.pooling,
-                                          text_variant=variant, cache=cache,
-                                          batch_size=args.batch_size,
-                                          show_progress_bar=progress(args))
+    vecs, _, sts_s = pooled_layer_vectors(
+        encoder,
+        sentences,
+        pooling=args.pooling,
+        text_variant=variant,
+        cache=cache,
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+    )
     layers = tuple(encoder.layer_indices)
     sts_vectors = combine_layers(vecs[args.pooling], layers)
     corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
@@ -74,25 +83,53 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
         if len(corpus) < 2:
             raise ValueError(f"the corpus {str(path)!r} has fewer than 2 usable sentences")
         cvecs, _, corpus_s = pooled_layer_vectors(
-            encoder, corpus, pooling=args.pooling, text_variant=f"corpus:{prep}", cache=cache,
-            batch_size=args.batch_size, show_progress_bar=progress(args))
+            encoder,
+            corpus,
+            pooling=args.pooling,
+            text_variant=f"corpus:{prep}",
+            cache=cache,
+            batch_size=args.batch_size,
+            show_progress_bar=progress(args),
+        )
         corpus_vectors = combine_layers(cvecs[args.pooling], layers)
         label = str(path) if args.corpus else f"packaged: {Path(path).name}"
-        corpus_info = {"path": label, "preprocessing": prep, "n_read": len(lines),
-                       "n_used": len(corpus), "n_excluded": n_excluded}
+        corpus_info = {
+            "path": label,
+            "preprocessing": prep,
+            "n_read": len(lines),
+            "n_used": len(corpus),
+            "n_excluded": n_excluded,
+        }
     t1 = time.perf_counter()
     d = sts_vectors.shape[1]
     ks = sorted({k for k in args.k if k <= d} | {d})
     skipped = sorted(k for k in args.k if k > d)
     if skipped:
         print(f"note: k={skipped} exceed the dimension d={d} and were skipped", file=sys.stderr)
-    points = whitening_sweep(sts_vectors, tasks, sentences, ks=ks,
-                             corpus_vectors=corpus_vectors, aggregation=args.aggregation)
+    points = whitening_sweep(
+        sts_vectors,
+        tasks,
+        sentences,
+        ks=ks,
+        corpus_vectors=corpus_vectors,
+        aggregation=args.aggregation,
+    )
     sweep = WhiteningSweep(
-        model=args.model, layers=layers, pooling=args.pooling, text_variant=variant,
-        aggregation=args.aggregation, dim=d, corpus=corpus_info, points=points,
-        timings={"sts_vectors_s": sts_s, "corpus_vectors_s": corpus_s,
-                 "scoring_s": time.perf_counter() - t1, "total_s": time.perf_counter() - t0})
+        model=args.model,
+        layers=layers,
+        pooling=args.pooling,
+        text_variant=variant,
+        aggregation=args.aggregation,
+        dim=d,
+        corpus=corpus_info,
+        points=points,
+        timings={
+            "sts_vectors_s": sts_s,
+            "corpus_vectors_s": corpus_s,
+            "scoring_s": time.perf_counter() - t1,
+            "total_s": time.perf_counter() - t0,
+        },
+    )
     stem = f"{slug(args.model)}-{args.pooling}"
     atomic_write_json(out / f"{stem}-whiten-sweep.json", sweep.to_dict())
     atomic_write_text(out / f"{stem}-whiten-sweep.md", sweep.to_markdown())
@@ -104,23 +141,37 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add the ``whiten-sweep`` sub-command."""
     s = subparsers.add_parser(
-        "whiten-sweep", help="STS average versus whitening dimension k",
+        "whiten-sweep",
+        help="STS average versus whitening dimension k",
         description="STS average against the number of kept whitening dimensions k, with the "
-                    "whitening fitted per year and on an outside corpus; writes JSON, "
-                    "Markdown and a PNG.")
+        "whitening fitted per year and on an outside corpus; writes JSON, "
+        "Markdown and a PNG.",
+    )
     add_transformer_options(s)
-    s.add_argument("--layers", type=layer_list, default=(1, -1),
-                   help="hidden states to combine (default 1,-1)")
-    s.add_argument("--k", type=positive_int_list, default=positive_int_list(DEFAULT_KS),
-                   help=f"dimensions to keep (default {DEFAULT_KS}; d is always added)")
-    s.add_argument("--corpus", default=None,
-                   help="outside corpus, one sentence per line (default: the packaged "
-                        "10,000-sentence Wikipedia sample)")
-    s.add_argument("--corpus-size", type=int, default=DEFAULT_CORPUS_SIZE,
-                   help="first N lines of the corpus")
-    s.add_argument("--corpus-preprocessing", default="auto",
-                   choices=("auto", "none", "lower", "moses-lower"),
-                   help="auto: moses-lower for the senteval STS text, none for raw")
+    s.add_argument(
+        "--layers", type=layer_list, default=(1, -1), help="hidden states to combine (default 1,-1)"
+    )
+    s.add_argument(
+        "--k",
+        type=positive_int_list,
+        default=positive_int_list(DEFAULT_KS),
+        help=f"dimensions to keep (default {DEFAULT_KS}; d is always added)",
+    )
+    s.add_argument(
+        "--corpus",
+        default=None,
+        help="outside corpus, one sentence per line (default: the packaged "
+        "10,000-sentence Wikipedia sample)",
+    )
+    s.add_argument(
+        "--corpus-size", type=int, default=DEFAULT_CORPUS_SIZE, help="first N lines of the corpus"
+    )
+    s.add_argument(
+        "--corpus-preprocessing",
+        default="auto",
+        choices=("auto", "none", "lower", "moses-lower"),
+        help="auto: moses-lower for the senteval STS text, none for raw",
+    )
     s.add_argument("--no-corpus", action="store_true", help="per-year fit only")
     add_evaluation_options(s)
     s.set_defaults(func=run_whiten_sweep)

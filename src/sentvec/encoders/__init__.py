@@ -61,11 +61,43 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentvec.encoders.base import Encoder, PIPELINE_FILE, describe_encoder, text_variant_of, output_dimension, check_whitening_fits, TRANSFORMER_BACKENDS  # noqa: F401
-    from sentvec.encoders.onnx_backend import OnnxForward, export_onnx, onnx_cache_key  # noqa: F401
-    from sentvec.encoders.loading import load_encoder, EncoderOptionsError  # noqa: F401
-    from sentvec.encoders.pipeline import Pipeline, load_whitening, PIPELINE_FORMAT, PIPELINE_VERSION, ENCODER_LOADERS  # noqa: F401
-    from sentvec.encoders.transformer import TransformerEncoder, TruncationWarning, DEFAULT_POOLING, DEFAULT_LAYERS, DEFAULT_BATCH_SIZE  # noqa: F401
-    from sentvec.encoders.pooling import POOLING_MODES, MEAN_MODES, PAPER_MEAN_EPSILON, mean_pool, max_pool, cls_pool, pool, normalize_layers, average_layers, pool_layers, pool_all_layers  # noqa: F401
+    from sentvec.encoders.base import (
+        PIPELINE_FILE,
+        TRANSFORMER_BACKENDS,
+        Encoder,
+        check_whitening_fits,
+        describe_encoder,
+        output_dimension,
+        text_variant_of,
+    )  # noqa: F401
+    from sentvec.encoders.loading import EncoderOptionsError, load_encoder  # noqa: F401
     from sentvec.encoders.models import MODEL_ALIASES, resolve_model  # noqa: F401
+    from sentvec.encoders.onnx_backend import OnnxForward, export_onnx, onnx_cache_key  # noqa: F401
+    from sentvec.encoders.pipeline import (
+        ENCODER_LOADERS,
+        PIPELINE_FORMAT,
+        PIPELINE_VERSION,
+        Pipeline,
+        load_whitening,
+    )  # noqa: F401
+    from sentvec.encoders.pooling import (
+        MEAN_MODES,
+        PAPER_MEAN_EPSILON,
+        POOLING_MODES,
+        average_layers,
+        cls_pool,
+        max_pool,
+        mean_pool,
+        normalize_layers,
+        pool,
+        pool_all_layers,
+        pool_layers,
+    )  # noqa: F401
     from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
+    from sentvec.encoders.transformer import (
+        DEFAULT_BATCH_SIZE,
+        DEFAULT_LAYERS,
+        DEFAULT_POOLING,
+        TransformerEncoder,
+        TruncationWarning,
+    )  # noqa: F401

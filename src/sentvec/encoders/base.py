@@ -10,8 +10,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Encoder", "PIPELINE_FILE", "TRANSFORMER_BACKENDS", "describe_encoder", "text_variant_of", "output_dimension",
-           "check_whitening_fits"]
+__all__ = [
+    "Encoder",
+    "PIPELINE_FILE",
+    "TRANSFORMER_BACKENDS",
+    "describe_encoder",
+    "text_variant_of",
+    "output_dimension",
+    "check_whitening_fits",
+]
 
 #: The marker file of a saved :class:`sentvec.Pipeline` directory (its ``pipeline.json``).
 PIPELINE_FILE = "pipeline.json"
@@ -74,5 +81,7 @@ def check_whitening_fits(encoder: Encoder, whitening: Any, *, what: str = "white
     d = output_dimension(encoder)
     n_in = getattr(whitening, "n_features_in_", None)
     if d is not None and n_in is not None and int(n_in) != d:
-        raise ValueError(f"{what} was fitted on {int(n_in)}-dimensional vectors, but the "
-                         f"encoder gives {d}-dimensional ones; fit it on this encoder's vectors")
+        raise ValueError(
+            f"{what} was fitted on {int(n_in)}-dimensional vectors, but the "
+            f"encoder gives {d}-dimensional ones; fit it on this encoder's vectors"
+        )

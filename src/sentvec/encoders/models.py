@@ -137,7 +137,9 @@ def _find_model_root(root: Path) -> Path:
     """The shallowest directory under ``root`` holding a ``config.json``."""
     candidates = sorted(root.rglob("config.json"), key=lambda p: (len(p.parts), str(p)))
     if not candidates:
-        raise FileNotFoundError(f"the joined mpnet archive holds no config.json under {str(root)!r}")
+        raise FileNotFoundError(
+            f"the joined mpnet archive holds no config.json under {str(root)!r}"
+        )
     return candidates[0].parent
 
 
@@ -241,6 +243,8 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> str:
                 "tokenizer files)"
             )
         if not (p / "config.json").is_file():
-            raise FileNotFoundError(f"{str(p)!r} holds no config.json; not a Hugging Face model directory")
+            raise FileNotFoundError(
+                f"{str(p)!r} holds no config.json; not a Hugging Face model directory"
+            )
         return str(p.resolve())
     return str(name_or_path)

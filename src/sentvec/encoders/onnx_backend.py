@@ -94,14 +94,21 @@ class _AllHiddenStates(torch.nn.Module):
         super().__init__()
         self.model = model
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                         output_hidden_states=True, return_dict=True)
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, ...]:
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            output_hidden_states=True,
+            return_dict=True,
+        )
         return tuple(out.hidden_states)
 
 
-def _padded_batch(lengths: tuple[int, ...], pad_id: int, vocab_size: int,
-                  seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _padded_batch(
+    lengths: tuple[int, ...], pad_id: int, vocab_size: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Random token ids (int64, rows of ``lengths`` padded to the longest) and their mask."""
     rng = np.random.default_rng(seed)
     ids = np.full((len(lengths), max(lengths)), pad_id, dtype=np.int64)
@@ -146,18 +153,25 @@ def export_onnx(model: Any, path: str | os.PathLike[str], *, pad_id: int = 0) ->
     n_out = int(model.config.num_hidden_layers) + 1
     names = [f"hidden_state_{i}" for i in range(n_out)]
     # two rows of different lengths: the export must trace the masked path
-    example = tuple(torch.from_numpy(a) for a in
-                    _padded_batch((7, 4), pad_id, int(model.config.vocab_size), seed=0))
+    example = tuple(
+        torch.from_numpy(a)
+        for a in _padded_batch((7, 4), pad_id, int(model.config.vocab_size), seed=0)
+    )
     buf = io.BytesIO()
     try:
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                _AllHiddenStates(export_model), example, buf,
-                input_names=["input_ids", "attention_mask"], output_names=names,
-                dynamic_axes={n: {0: "batch", 1: "tokens"}
-                              for n in ("input_ids", "attention_mask", *names)},
-                opset_version=ONNX_OPSET, dynamo=False,
+                _AllHiddenStates(export_model),
+                example,
+                buf,
+                input_names=["input_ids", "attention_mask"],
+                output_names=names,
+                dynamic_axes={
+                    n: {0: "batch", 1: "tokens"} for n in ("input_ids", "attention_mask", *names)
+                },
+                opset_version=ONNX_OPSET,
+                dynamo=False,
             )
     except Exception as exc:
         raise RuntimeError(
@@ -168,9 +182,11 @@ def export_onnx(model: Any, path: str | os.PathLike[str], *, pad_id: int = 0) ->
             fh.write(buf.getbuffer())
     except OSError as exc:
         raise OSError(
-            exc.errno, f"cannot write the ONNX graph cache {str(path.parent.parent)!r} ({exc}); "
+            exc.errno,
+            f"cannot write the ONNX graph cache {str(path.parent.parent)!r} ({exc}); "
             "point $SENTVEC_CACHE (or onnx_cache_dir / --cache-dir) at a writable directory, "
-            "or use the torch backend") from exc
+            "or use the torch backend",
+        ) from exc
     return path
 
 
@@ -208,8 +224,14 @@ class OnnxForward:
         (one forward pass of a 3 x 11 batch in both backends) runs on every load.
     """
 
-    def __init__(self, model: Any, *, pad_id: int = 0, cache_dir: str | os.PathLike[str] | None = None,
-                 threads: int | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        *,
+        pad_id: int = 0,
+        cache_dir: str | os.PathLike[str] | None = None,
+        threads: int | None = None,
+    ) -> None:
         ort = _require_onnxruntime()
         from sentvec.cache import default_cache_dir
 
@@ -225,8 +247,12 @@ class OnnxForward:
                 self.session = self._session(ort)
                 self._check_against(model, pad_id)
             except Exception as exc:  # onnxruntime raises its own exception types
-                warnings.warn(f"cached ONNX graph {str(self.path)!r} is unreadable or damaged "
-                              f"({exc}); exporting it again", UserWarning, stacklevel=3)
+                warnings.warn(
+                    f"cached ONNX graph {str(self.path)!r} is unreadable or damaged "
+                    f"({exc}); exporting it again",
+                    UserWarning,
+                    stacklevel=3,
+                )
                 self.session = None
         if self.session is None:
             export_onnx(model, self.path, pad_id=pad_id)
@@ -239,8 +265,10 @@ class OnnxForward:
                 raise
         self._names = [o.name for o in self.session.get_outputs()]
         if len(self._names) != self.num_outputs:
-            raise RuntimeError(f"ONNX graph {str(self.path)!r} has {len(self._names)} outputs, "
-                               f"expected {self.num_outputs} hidden states")
+            raise RuntimeError(
+                f"ONNX graph {str(self.path)!r} has {len(self._names)} outputs, "
+                f"expected {self.num_outputs} hidden states"
+            )
 
     def _session(self, ort: Any) -> Any:
         so = ort.SessionOptions()
@@ -258,18 +286,25 @@ class OnnxForward:
         ids, mask = _padded_batch((11, 5, 3), pad_id, int(model.config.vocab_size), seed=1)
         ours = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
         with torch.inference_mode():
-            ref = model.to("cpu")(input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask),
-                                  output_hidden_states=True, return_dict=True).hidden_states
+            ref = model.to("cpu")(
+                input_ids=torch.from_numpy(ids),
+                attention_mask=torch.from_numpy(mask),
+                output_hidden_states=True,
+                return_dict=True,
+            ).hidden_states
         m = mask[..., None].astype(bool)
-        diff = max(float(np.abs(np.where(m, a - b.float().numpy(), 0)).max())
-                   for a, b in zip(ours, ref))
+        diff = max(
+            float(np.abs(np.where(m, a - b.float().numpy(), 0)).max()) for a, b in zip(ours, ref)
+        )
         if not diff <= EXPORT_CHECK_TOL:
             raise RuntimeError(
                 f"the ONNX export of {type(model).__name__} gives hidden states off by {diff:.3g} "
-                f"from torch's (tolerance {EXPORT_CHECK_TOL}); use backend='torch'")
+                f"from torch's (tolerance {EXPORT_CHECK_TOL}); use backend='torch'"
+            )
 
-    def __call__(self, input_ids: np.ndarray, attention_mask: np.ndarray,
-                 hidden_states: bool) -> SimpleNamespace:
+    def __call__(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray, hidden_states: bool
+    ) -> SimpleNamespace:
         """One forward pass.
 
         Parameters
@@ -288,5 +323,6 @@ class OnnxForward:
         feeds = {"input_ids": input_ids, "attention_mask": attention_mask}
         names = self._names if hidden_states else self._names[-1:]
         outs = [torch.from_numpy(a) for a in self.session.run(names, feeds)]
-        return SimpleNamespace(last_hidden_state=outs[-1],
-                               hidden_states=tuple(outs) if hidden_states else None)
+        return SimpleNamespace(
+            last_hidden_state=outs[-1], hidden_states=tuple(outs) if hidden_states else None
+        )

@@ -21,8 +21,7 @@ from sentvec._io import read_json_object
 from sentvec._validation import check_sentences
 from sentvec.encoders.base import PIPELINE_FILE, Encoder, check_whitening_fits, describe_encoder
 
-__all__ = ["Pipeline", "load_whitening", "PIPELINE_FORMAT", "PIPELINE_VERSION",
-           "ENCODER_LOADERS"]
+__all__ = ["Pipeline", "load_whitening", "PIPELINE_FORMAT", "PIPELINE_VERSION", "ENCODER_LOADERS"]
 
 PIPELINE_FORMAT = "sentvec-pipeline"
 PIPELINE_VERSION = 1
@@ -47,16 +46,22 @@ def _load_sif(path: Path) -> Encoder:
 
 
 #: ``encoder_type`` of a saved component -> its loader (a directory written by its ``save()``).
-ENCODER_LOADERS = {"transformer": _load_transformer, "sent2vec": _load_sent2vec,
-                   "sif": _load_sif, "usif": _load_sif}
+ENCODER_LOADERS = {
+    "transformer": _load_transformer,
+    "sent2vec": _load_sent2vec,
+    "sif": _load_sif,
+    "usif": _load_sif,
+}
 
 
 def _component_dir(root: Path, name: Any, cfg_path: Path) -> Path:
     """``root / name`` for a component named in ``pipeline.json``: a plain sub-directory name
     (a pipeline never reads files outside its own directory)."""
     if not isinstance(name, str) or not name or Path(name).name != name or name in (".", ".."):
-        raise ValueError(f"{str(cfg_path)!r}: component path {name!r} is not a sub-directory "
-                         "name of the pipeline")
+        raise ValueError(
+            f"{str(cfg_path)!r}: component path {name!r} is not a sub-directory "
+            "name of the pipeline"
+        )
     return root / name
 
 
@@ -95,8 +100,10 @@ def load_whitening(whitening: Any) -> Any:
                 raise ValueError(f"the pipeline at {str(whitening)!r} has no whitening")
             return w
         return load_postprocessor(whitening)
-    raise TypeError(f"whitening must be a fitted Whitening, a path to a saved Whitening or "
-                    f"pipeline, or None; got {type(whitening).__name__}")
+    raise TypeError(
+        f"whitening must be a fitted Whitening, a path to a saved Whitening or "
+        f"pipeline, or None; got {type(whitening).__name__}"
+    )
 
 
 class Pipeline:
@@ -165,8 +172,14 @@ class Pipeline:
             }
         return info
 
-    def encode(self, sentences: Any, *, batch_size: int | None = None,
-               show_progress_bar: bool | None = None, normalize: bool = False) -> np.ndarray:
+    def encode(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        normalize: bool = False,
+    ) -> np.ndarray:
         """Encode then whiten; rows the encoder returns as all-zero stay all-zero.
 
         Returns
@@ -192,9 +205,13 @@ class Pipeline:
 
                 X, n_zero = whiten_keeping_zero_rows(self.whitening, X)
                 if n_zero:
-                    warnings.warn(f"{n_zero} of {len(X)} encoder vectors are all-zero "
-                                  "(empty or out-of-vocabulary sentences?); they are left zero, "
-                                  "not whitened", UserWarning, stacklevel=2)
+                    warnings.warn(
+                        f"{n_zero} of {len(X)} encoder vectors are all-zero "
+                        "(empty or out-of-vocabulary sentences?); they are left zero, "
+                        "not whitened",
+                        UserWarning,
+                        stacklevel=2,
+                    )
             else:
                 X = np.zeros((0, self._out_dim(X.shape[1])), dtype=np.float32)
         if normalize and len(X):
@@ -236,12 +253,15 @@ class Pipeline:
 
                 wcfg = {"path": "whitening", "type": postprocessor_type_of(self.whitening)}
                 self.whitening.save(tmp / "whitening")
-            atomic_write_json(tmp / PIPELINE_FILE, {
-                "format": PIPELINE_FORMAT,
-                "version": PIPELINE_VERSION,
-                "encoder": {"type": enc_type, "path": "encoder"},
-                "whitening": wcfg,
-            })
+            atomic_write_json(
+                tmp / PIPELINE_FILE,
+                {
+                    "format": PIPELINE_FORMAT,
+                    "version": PIPELINE_VERSION,
+                    "encoder": {"type": enc_type, "path": "encoder"},
+                    "whitening": wcfg,
+                },
+            )
 
     def _save_encoder(self, directory: Path) -> str:
         enc_type = getattr(self.encoder, "encoder_type", None)
@@ -249,12 +269,13 @@ class Pipeline:
             raise TypeError(
                 f"cannot save an encoder of type {type(self.encoder).__name__}; a saved pipeline "
                 f"needs an encoder with save(path) and an encoder_type in "
-                f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec, SIFEncoder, USIFEncoder)")
+                f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec, SIFEncoder, USIFEncoder)"
+            )
         self.encoder.save(directory)
         return str(enc_type)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> "Pipeline":
+    def load(cls, path: str | os.PathLike[str]) -> Pipeline:
         """Read a directory written by :meth:`save`.
 
         Raises
@@ -294,15 +315,18 @@ class Pipeline:
 
             wcfg = cfg["whitening"]
             if not isinstance(wcfg, dict):
-                raise ValueError(f"{str(cfg_path)!r}: 'whitening' must be an object or null, "
-                                 f"got {wcfg!r:.60}")
+                raise ValueError(
+                    f"{str(cfg_path)!r}: 'whitening' must be an object or null, got {wcfg!r:.60}"
+                )
             # pipelines written before the type field hold a Whitening
             wtype = wcfg.get("type", "whitening")
             if not isinstance(wtype, str):
-                raise ValueError(f"{str(cfg_path)!r}: whitening 'type' must be a string, got "
-                                 f"{wtype!r:.60}")
+                raise ValueError(
+                    f"{str(cfg_path)!r}: whitening 'type' must be a string, got {wtype!r:.60}"
+                )
             whitening = load_postprocessor(
-                _component_dir(root, wcfg.get("path", "whitening"), cfg_path), wtype)
+                _component_dir(root, wcfg.get("path", "whitening"), cfg_path), wtype
+            )
         pipeline = cls(encoder, whitening)
         pipeline.path = str(root)
         return pipeline

@@ -44,7 +44,9 @@ def _float_mask(attention_mask: torch.Tensor, like: torch.Tensor) -> torch.Tenso
 
 def _check_shapes(hidden: torch.Tensor, attention_mask: torch.Tensor) -> None:
     if hidden.dim() != 3:
-        raise ValueError(f"hidden must have shape (batch, seq_len, hidden), got {tuple(hidden.shape)}")
+        raise ValueError(
+            f"hidden must have shape (batch, seq_len, hidden), got {tuple(hidden.shape)}"
+        )
     if tuple(attention_mask.shape) != tuple(hidden.shape[:2]):
         raise ValueError(
             f"attention_mask shape {tuple(attention_mask.shape)} does not match hidden "
@@ -177,7 +179,9 @@ def normalize_layers(layers: Sequence[int] | int, num_hidden_states: int) -> tup
     try:
         items = tuple(layers)
     except TypeError:
-        raise ValueError(f"layers={layers!r} is invalid; expected an int or a sequence of ints") from None
+        raise ValueError(
+            f"layers={layers!r} is invalid; expected an int or a sequence of ints"
+        ) from None
     if not items:
         raise ValueError("layers=() is invalid; name at least one hidden state")
     lo, hi = -num_hidden_states, num_hidden_states - 1
@@ -272,5 +276,6 @@ def pool_all_layers(
     # bit for bit), without first copying all L+1 token tensors into one stack (3x faster)
     import torch
 
-    return torch.stack([pool(h, attention_mask, pooling, mean_mode=mean_mode) for h in states],
-                       dim=1)
+    return torch.stack(
+        [pool(h, attention_mask, pooling, mean_mode=mean_mode) for h in states], dim=1
+    )

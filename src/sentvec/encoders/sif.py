@@ -31,12 +31,19 @@ from sentvec._io import (
     load_npy,
     read_json_object,
 )
-from sentvec._validation import check_choice, check_float_range, check_positive_int, \
-    check_sentences
+from sentvec._validation import check_choice, check_float_range, check_positive_int, check_sentences
 
-__all__ = ["SIFEncoder", "USIFEncoder", "COMMON_COMPONENT_MODES", "count_tokens",
-           "usif_parameter", "load_sif_encoder", "SIF_DEFAULT_A", "USIF_DEFAULT_N",
-           "USIF_DEFAULT_M"]
+__all__ = [
+    "SIFEncoder",
+    "USIFEncoder",
+    "COMMON_COMPONENT_MODES",
+    "count_tokens",
+    "usif_parameter",
+    "load_sif_encoder",
+    "SIF_DEFAULT_A",
+    "USIF_DEFAULT_N",
+    "USIF_DEFAULT_M",
+]
 
 #: ``common_component`` options: fitted by ``fit`` on a corpus, per STS task, or not removed.
 COMMON_COMPONENT_MODES = ("fit", "year", "none")
@@ -49,8 +56,14 @@ _FORMAT = "sentvec-sif-encoder"
 _VERSION = 1
 
 
-def count_tokens(tokenizer: Any, corpus_path: str | os.PathLike[str], *, vocab_size: int,
-                 max_lines: int | None = None, batch_lines: int = 4096) -> tuple[np.ndarray, int]:
+def count_tokens(
+    tokenizer: Any,
+    corpus_path: str | os.PathLike[str],
+    *,
+    vocab_size: int,
+    max_lines: int | None = None,
+    batch_lines: int = 4096,
+) -> tuple[np.ndarray, int]:
     """Token counts of a corpus file, tokenized with a Hugging Face tokenizer.
 
     Each non-empty line (UTF-8, ``.xz`` / ``.gz`` / ``.bz2`` decompressed) is tokenized without
@@ -88,12 +101,18 @@ def count_tokens(tokenizer: Any, corpus_path: str | os.PathLike[str], *, vocab_s
     n_lines = 0
 
     def add(batch: list[str]) -> None:
-        ids = tokenizer(batch, add_special_tokens=False, return_attention_mask=False,
-                        return_token_type_ids=False, verbose=False)["input_ids"]
+        ids = tokenizer(
+            batch,
+            add_special_tokens=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )["input_ids"]
         flat = np.fromiter((i for row in ids for i in row), dtype=np.int64)
         if flat.size and int(flat.max()) >= vocab_size:
-            raise ValueError(f"the tokenizer gave id {int(flat.max())}, beyond the "
-                             f"{vocab_size} embedding rows")
+            raise ValueError(
+                f"the tokenizer gave id {int(flat.max())}, beyond the {vocab_size} embedding rows"
+            )
         counts[:] += np.bincount(flat, minlength=vocab_size)
 
     batch: list[str] = []
@@ -137,8 +156,10 @@ def usif_parameter(counts: np.ndarray, n: int) -> float:
     threshold = 1.0 - (1.0 - 1.0 / V) ** int(n)
     alpha = float((p > threshold).sum()) / V
     if alpha == 0.0:
-        raise ValueError(f"no word has p(w) > {threshold:.3g} (n={n}, V={int(V)}): uSIF's a is "
-                         "undefined; use a larger n")
+        raise ValueError(
+            f"no word has p(w) > {threshold:.3g} (n={n}, V={int(V)}): uSIF's a is "
+            "undefined; use a larger n"
+        )
     return (1.0 - alpha) / (alpha * 0.5 * V)
 
 
@@ -149,21 +170,33 @@ class _WeightedAverageEncoder:
     encoder_type = ""
     _weighting = "full"
 
-    def __init__(self, vectors: Any, counts: Any, *, words: list[str] | None, tokenizer: Any,
-                 preprocessing: dict[str, Any] | None, n_components: int,
-                 common_component: str, source: str | None,
-                 preferred_text_variant: str) -> None:
+    def __init__(
+        self,
+        vectors: Any,
+        counts: Any,
+        *,
+        words: list[str] | None,
+        tokenizer: Any,
+        preprocessing: dict[str, Any] | None,
+        n_components: int,
+        common_component: str,
+        source: str | None,
+        preferred_text_variant: str,
+    ) -> None:
         V = np.asarray(vectors)
         if V.ndim != 2 or V.shape[0] == 0 or V.shape[1] == 0 or V.dtype.kind != "f":
-            raise ValueError(f"vectors must be a non-empty 2-D float array, got shape {V.shape} "
-                             f"dtype {V.dtype}")
+            raise ValueError(
+                f"vectors must be a non-empty 2-D float array, got shape {V.shape} dtype {V.dtype}"
+            )
         V = np.ascontiguousarray(V, dtype=np.float32)
         if not np.isfinite(V).all():
             raise ValueError("vectors hold NaN or infinity")
         c = np.asarray(counts)
         if c.shape != (V.shape[0],) or c.dtype.kind not in "iu" or (c < 0).any() or not c.any():
-            raise ValueError(f"counts must be {V.shape[0]} non-negative integers (one per vector "
-                             "row) with a positive sum")
+            raise ValueError(
+                f"counts must be {V.shape[0]} non-negative integers (one per vector "
+                "row) with a positive sum"
+            )
         if (words is None) == (tokenizer is None):
             raise ValueError("give exactly one of words (whitespace tokens) or tokenizer")
         if words is not None:
@@ -176,8 +209,9 @@ class _WeightedAverageEncoder:
         self.tokenizer = tokenizer
         self.preprocessing = dict(preprocessing or {})
         self.n_components = check_positive_int("n_components", n_components)
-        self.common_component = check_choice("common_component", common_component,
-                                             COMMON_COMPONENT_MODES)
+        self.common_component = check_choice(
+            "common_component", common_component, COMMON_COMPONENT_MODES
+        )
         self.source = source
         self.preferred_text_variant = str(preferred_text_variant)
         #: The fitted :class:`~sentvec.whitening.CommonComponentRemoval` (``fit``), or None.
@@ -210,17 +244,26 @@ class _WeightedAverageEncoder:
 
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description for result records."""
-        return {"encoder": type(self).__name__, "method": self.method, "source": self.source,
-                "dim": self.dim, "vocab_size": self.vocab_size,
-                "tokens": "tokenizer" if self.tokenizer is not None else "words",
-                **self._params(),
-                "common_component_fitted_on": None if self.common_component_ is None else
-                int(self.common_component_.n_samples_seen_),
-                "text_variant": self.preferred_text_variant}
+        return {
+            "encoder": type(self).__name__,
+            "method": self.method,
+            "source": self.source,
+            "dim": self.dim,
+            "vocab_size": self.vocab_size,
+            "tokens": "tokenizer" if self.tokenizer is not None else "words",
+            **self._params(),
+            "common_component_fitted_on": None
+            if self.common_component_ is None
+            else int(self.common_component_.n_samples_seen_),
+            "text_variant": self.preferred_text_variant,
+        }
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(vocab_size={self.vocab_size}, dim={self.dim}, "
-                + ", ".join(f"{k}={v!r}" for k, v in self._params().items()) + ")")
+        return (
+            f"{type(self).__name__}(vocab_size={self.vocab_size}, dim={self.dim}, "
+            + ", ".join(f"{k}={v!r}" for k, v in self._params().items())
+            + ")"
+        )
 
     @classmethod
     def from_sent2vec(cls, model: Any, **params: Any) -> Any:
@@ -235,13 +278,25 @@ class _WeightedAverageEncoder:
             uSIF: ``n``, ``n_components``, ``common_component``).
         """
         words, vectors, counts = _sent2vec_vocabulary(model)
-        return cls(vectors, counts, words=words, preprocessing=model.preprocessing.to_dict(),
-                   source=f"Sent2Vec {getattr(model, 'source', None) or ''}".strip(),
-                   preferred_text_variant=model.preferred_text_variant, **params)
+        return cls(
+            vectors,
+            counts,
+            words=words,
+            preprocessing=model.preprocessing.to_dict(),
+            source=f"Sent2Vec {getattr(model, 'source', None) or ''}".strip(),
+            preferred_text_variant=model.preferred_text_variant,
+            **params,
+        )
 
     @classmethod
-    def from_transformer(cls, encoder: Any, corpus_path: str | os.PathLike[str], *,
-                         max_lines: int | None = None, **params: Any) -> Any:
+    def from_transformer(
+        cls,
+        encoder: Any,
+        corpus_path: str | os.PathLike[str],
+        *,
+        max_lines: int | None = None,
+        **params: Any,
+    ) -> Any:
         """From a :class:`~sentvec.TransformerEncoder`'s input token embeddings and the token
         counts of ``corpus_path`` (see :func:`count_tokens`), stored with the encoder.
 
@@ -253,9 +308,14 @@ class _WeightedAverageEncoder:
             No corpus file.
         """
         E, counts, source = _transformer_vocabulary(encoder, corpus_path, max_lines)
-        return cls(E, counts, tokenizer=encoder.tokenizer, source=source,
-                   preferred_text_variant=getattr(encoder, "preferred_text_variant", "raw"),
-                   **params)
+        return cls(
+            E,
+            counts,
+            tokenizer=encoder.tokenizer,
+            source=source,
+            preferred_text_variant=getattr(encoder, "preferred_text_variant", "raw"),
+            **params,
+        )
 
     # ------------------------------------------------------------------ tokens
     def token_ids(self, sentences: list[str]) -> list[np.ndarray]:
@@ -265,9 +325,17 @@ class _WeightedAverageEncoder:
         dropped. Tokenizer mode: the tokenizer's ids without special tokens.
         """
         if self.tokenizer is not None:
-            ids = self.tokenizer(list(sentences), add_special_tokens=False,
-                                 return_attention_mask=False, return_token_type_ids=False,
-                                 verbose=False)["input_ids"] if sentences else []
+            ids = (
+                self.tokenizer(
+                    list(sentences),
+                    add_special_tokens=False,
+                    return_attention_mask=False,
+                    return_token_type_ids=False,
+                    verbose=False,
+                )["input_ids"]
+                if sentences
+                else []
+            )
             return [np.asarray(x, dtype=np.int64) for x in ids]
         from sentvec.sent2vec.dictionary import split_tokens
         from sentvec.sent2vec.preprocessing import Preprocessing
@@ -280,8 +348,11 @@ class _WeightedAverageEncoder:
         for s in sentences:
             if not prep.is_identity:
                 s = prep.prepare_for_lookup(s)
-            out.append(np.asarray([i for i in (get(t, -1) for t in split_tokens(s)) if i >= 0],
-                                  dtype=np.int64))
+            out.append(
+                np.asarray(
+                    [i for i in (get(t, -1) for t in split_tokens(s)) if i >= 0], dtype=np.int64
+                )
+            )
         return out
 
     def weighted_average(self, sentences: Any) -> np.ndarray:
@@ -299,8 +370,9 @@ class _WeightedAverageEncoder:
         np.cumsum(lengths, out=indptr[1:])
         flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
         scale = np.repeat(1.0 / np.maximum(lengths, 1), lengths)
-        M = scipy.sparse.csr_matrix((self.weights[flat] * scale, flat, indptr),
-                                    shape=(len(ids), self.vocab_size))
+        M = scipy.sparse.csr_matrix(
+            (self.weights[flat] * scale, flat, indptr), shape=(len(ids), self.vocab_size)
+        )
         return np.asarray(M @ self._word_matrix().astype(np.float64))
 
     # ------------------------------------------------------------------ removal
@@ -313,7 +385,7 @@ class _WeightedAverageEncoder:
 
         return CommonComponentRemoval(self.n_components, weighting=self._weighting)
 
-    def fit(self, sentences: Any, y: Any = None) -> "_WeightedAverageEncoder":
+    def fit(self, sentences: Any, y: Any = None) -> _WeightedAverageEncoder:
         """Fit the common-component removal on the weighted averages of ``sentences``.
 
         Raises
@@ -323,17 +395,25 @@ class _WeightedAverageEncoder:
             than dimensions.
         """
         if self.common_component != "fit":
-            raise ValueError(f"fit applies to common_component='fit', this encoder has "
-                             f"{self.common_component!r}")
+            raise ValueError(
+                f"fit applies to common_component='fit', this encoder has {self.common_component!r}"
+            )
         from sentvec.whitening import CommonComponentRemoval
 
         X = self.weighted_average(sentences)
         self.common_component_ = CommonComponentRemoval(
-            self.n_components, weighting=self._weighting).fit(X)
+            self.n_components, weighting=self._weighting
+        ).fit(X)
         return self
 
-    def encode(self, sentences: Any, *, batch_size: int | None = None,
-               show_progress_bar: bool | None = None, normalize: bool = False) -> np.ndarray:
+    def encode(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        normalize: bool = False,
+    ) -> np.ndarray:
         """Sentence vectors: weighted averages, then the fitted removal (``"fit"``).
 
         With ``common_component="year"`` or ``"none"`` the weighted averages are returned (the
@@ -361,17 +441,23 @@ class _WeightedAverageEncoder:
         if self.common_component == "fit" and self.common_component_ is None:
             from sklearn.exceptions import NotFittedError
 
-            raise NotFittedError(f"this {type(self).__name__} removes a common component fitted "
-                                 "on a corpus: call fit(sentences) first (or use "
-                                 "common_component='year' / 'none')")
+            raise NotFittedError(
+                f"this {type(self).__name__} removes a common component fitted "
+                "on a corpus: call fit(sentences) first (or use "
+                "common_component='year' / 'none')"
+            )
         X = self.weighted_average(items)
         zero = ~X.any(axis=1)
         if self.common_component_ is not None and self.common_component == "fit" and len(X):
             X = self.common_component_.transform(X)
         out = X.astype(np.float32)
         if zero.any():
-            warnings.warn(f"{int(zero.sum())} of {len(out)} sentences have no known token; their "
-                          "vectors are zero", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"{int(zero.sum())} of {len(out)} sentences have no known token; their "
+                "vectors are zero",
+                UserWarning,
+                stacklevel=2,
+            )
         if normalize and len(out):
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             np.divide(out, norms, out=out, where=norms > 0)
@@ -390,8 +476,7 @@ class _WeightedAverageEncoder:
         FileExistsError, ValueError
             As :meth:`sentvec.Whitening.save`; nothing is written.
         """
-        with atomic_directory(path, marker=_CONFIG_FILE, kind="a saved SIF / uSIF encoder"
-                              ) as root:
+        with atomic_directory(path, marker=_CONFIG_FILE, kind="a saved SIF / uSIF encoder") as root:
             atomic_save_npy(root / "vectors.npy", self.vectors)
             atomic_save_npy(root / "counts.npy", self.counts)
             if self.tokenizer is not None:
@@ -400,12 +485,19 @@ class _WeightedAverageEncoder:
                 atomic_write_json(root / "words.json", self.words)
             if self.common_component_ is not None:
                 self.common_component_.save(root / "common_component")
-            atomic_write_json(root / _CONFIG_FILE, {
-                "format": _FORMAT, "version": _VERSION, "method": self.method,
-                "params": self._params(), "source": self.source,
-                "tokens": "tokenizer" if self.tokenizer is not None else "words",
-                "preprocessing": self.preprocessing,
-                "preferred_text_variant": self.preferred_text_variant})
+            atomic_write_json(
+                root / _CONFIG_FILE,
+                {
+                    "format": _FORMAT,
+                    "version": _VERSION,
+                    "method": self.method,
+                    "params": self._params(),
+                    "source": self.source,
+                    "tokens": "tokenizer" if self.tokenizer is not None else "words",
+                    "preprocessing": self.preprocessing,
+                    "preferred_text_variant": self.preferred_text_variant,
+                },
+            )
         return Path(path)
 
 
@@ -422,8 +514,9 @@ def load_sif_encoder(path: str | os.PathLike[str]) -> Any:
     root = Path(path)
     cfg_path = root / _CONFIG_FILE
     if not cfg_path.is_file():
-        raise FileNotFoundError(f"no {_CONFIG_FILE} in {str(root)!r}: not a saved SIF / uSIF "
-                                "encoder")
+        raise FileNotFoundError(
+            f"no {_CONFIG_FILE} in {str(root)!r}: not a saved SIF / uSIF encoder"
+        )
     cfg = read_json_object(cfg_path)
     if cfg.get("format") != _FORMAT or cfg.get("version") != _VERSION:
         raise ValueError(f"{str(cfg_path)!r} is not a sentvec SIF encoder of version {_VERSION}")
@@ -440,17 +533,25 @@ def load_sif_encoder(path: str | os.PathLike[str]) -> Any:
     params = cfg.get("params")
     if not isinstance(params, dict):
         raise ValueError(f"{str(cfg_path)!r}: params must be an object")
-    enc = cls(load_npy(root / "vectors.npy"), load_npy(root / "counts.npy"), words=words,
-              tokenizer=tokenizer, preprocessing=cfg.get("preprocessing"),
-              source=cfg.get("source"),
-              preferred_text_variant=cfg.get("preferred_text_variant", "senteval"), **params)
+    enc = cls(
+        load_npy(root / "vectors.npy"),
+        load_npy(root / "counts.npy"),
+        words=words,
+        tokenizer=tokenizer,
+        preprocessing=cfg.get("preprocessing"),
+        source=cfg.get("source"),
+        preferred_text_variant=cfg.get("preferred_text_variant", "senteval"),
+        **params,
+    )
     if (root / "common_component").is_dir():
         from sentvec.whitening import CommonComponentRemoval
 
         ccr = CommonComponentRemoval.load(root / "common_component")
         if ccr.n_features_in_ != enc.dim:
-            raise ValueError(f"{str(root)!r}: the common component has {ccr.n_features_in_} "
-                             f"features, the vectors {enc.dim}")
+            raise ValueError(
+                f"{str(root)!r}: the common component has {ccr.n_features_in_} "
+                f"features, the vectors {enc.dim}"
+            )
         enc.common_component_ = ccr
     return enc
 
@@ -473,20 +574,25 @@ def _sent2vec_vocabulary(model: Any) -> tuple[list[str], np.ndarray, np.ndarray]
     skip = {d.eos_id, d.placeholder_id} - {-1}
     keep = np.asarray([i for i in range(d.nwords) if i not in skip], dtype=np.int64)
     words = [d.words[i] for i in keep]
-    vectors = np.asarray(model.input_matrix[:d.nwords])[keep]
+    vectors = np.asarray(model.input_matrix[: d.nwords])[keep]
     return words, vectors, np.asarray(d.counts)[keep]
 
 
-def _transformer_vocabulary(encoder: Any, corpus_path: Any, max_lines: int | None
-                            ) -> tuple[np.ndarray, np.ndarray, str]:
+def _transformer_vocabulary(
+    encoder: Any, corpus_path: Any, max_lines: int | None
+) -> tuple[np.ndarray, np.ndarray, str]:
     if not callable(getattr(encoder, "input_token_embeddings", None)):
-        raise TypeError(f"from_transformer needs a TransformerEncoder, got "
-                        f"{type(encoder).__name__}")
+        raise TypeError(
+            f"from_transformer needs a TransformerEncoder, got {type(encoder).__name__}"
+        )
     E = encoder.input_token_embeddings()
-    counts, n_lines = count_tokens(encoder.tokenizer, corpus_path, vocab_size=E.shape[0],
-                                   max_lines=max_lines)
-    source = (f"{encoder.name_or_path} input token embeddings; token counts of "
-              f"{Path(corpus_path).name} ({n_lines} lines)")
+    counts, n_lines = count_tokens(
+        encoder.tokenizer, corpus_path, vocab_size=E.shape[0], max_lines=max_lines
+    )
+    source = (
+        f"{encoder.name_or_path} input token embeddings; token counts of "
+        f"{Path(corpus_path).name} ({n_lines} lines)"
+    )
     return E, counts, source
 
 
@@ -544,22 +650,39 @@ class SIFEncoder(_WeightedAverageEncoder):
     encoder_type = "sif"
     _weighting = "full"
 
-    def __init__(self, vectors: Any, counts: Any, *, words: list[str] | None = None,
-                 tokenizer: Any = None, preprocessing: dict[str, Any] | None = None,
-                 a: float = SIF_DEFAULT_A, n_components: int = 1,
-                 common_component: str = "fit", source: str | None = None,
-                 preferred_text_variant: str = "senteval") -> None:
+    def __init__(
+        self,
+        vectors: Any,
+        counts: Any,
+        *,
+        words: list[str] | None = None,
+        tokenizer: Any = None,
+        preprocessing: dict[str, Any] | None = None,
+        a: float = SIF_DEFAULT_A,
+        n_components: int = 1,
+        common_component: str = "fit",
+        source: str | None = None,
+        preferred_text_variant: str = "senteval",
+    ) -> None:
         self.a = check_float_range("a", a, low=0.0, low_inclusive=False)
-        super().__init__(vectors, counts, words=words, tokenizer=tokenizer,
-                         preprocessing=preprocessing, n_components=n_components,
-                         common_component=common_component, source=source,
-                         preferred_text_variant=preferred_text_variant)
+        super().__init__(
+            vectors,
+            counts,
+            words=words,
+            tokenizer=tokenizer,
+            preprocessing=preprocessing,
+            n_components=n_components,
+            common_component=common_component,
+            source=source,
+            preferred_text_variant=preferred_text_variant,
+        )
 
     def _word_weights(self, p: np.ndarray) -> np.ndarray:
         return self.a / (self.a + p)
 
     def _params(self) -> dict[str, Any]:
         return {"a": float(self.a), **super()._params()}
+
 
 class USIFEncoder(_WeightedAverageEncoder):
     """uSIF sentence vectors: ``v_s = (1/|s|) sum_{w in s} a / (a/2 + p(w)) v_w / ||v_w||``, then
@@ -603,20 +726,37 @@ class USIFEncoder(_WeightedAverageEncoder):
     encoder_type = "usif"
     _weighting = "singular-value-share"
 
-    def __init__(self, vectors: Any, counts: Any, *, words: list[str] | None = None,
-                 tokenizer: Any = None, preprocessing: dict[str, Any] | None = None,
-                 n: int = USIF_DEFAULT_N, n_components: int = USIF_DEFAULT_M,
-                 common_component: str = "fit", source: str | None = None,
-                 preferred_text_variant: str = "senteval") -> None:
+    def __init__(
+        self,
+        vectors: Any,
+        counts: Any,
+        *,
+        words: list[str] | None = None,
+        tokenizer: Any = None,
+        preprocessing: dict[str, Any] | None = None,
+        n: int = USIF_DEFAULT_N,
+        n_components: int = USIF_DEFAULT_M,
+        common_component: str = "fit",
+        source: str | None = None,
+        preferred_text_variant: str = "senteval",
+    ) -> None:
         self.n = check_positive_int("n", n)
         self.a = usif_parameter(np.asarray(counts), self.n)
-        super().__init__(vectors, counts, words=words, tokenizer=tokenizer,
-                         preprocessing=preprocessing, n_components=n_components,
-                         common_component=common_component, source=source,
-                         preferred_text_variant=preferred_text_variant)
+        super().__init__(
+            vectors,
+            counts,
+            words=words,
+            tokenizer=tokenizer,
+            preprocessing=preprocessing,
+            n_components=n_components,
+            common_component=common_component,
+            source=source,
+            preferred_text_variant=preferred_text_variant,
+        )
         norms = np.linalg.norm(self.vectors.astype(np.float64), axis=1, keepdims=True)
-        self._unit = np.divide(self.vectors, norms, out=np.zeros(self.vectors.shape),
-                               where=norms > 0)
+        self._unit = np.divide(
+            self.vectors, norms, out=np.zeros(self.vectors.shape), where=norms > 0
+        )
 
     def _word_weights(self, p: np.ndarray) -> np.ndarray:
         p = np.where(p > 0, p, p[p > 0].min())
@@ -627,4 +767,3 @@ class USIFEncoder(_WeightedAverageEncoder):
 
     def _params(self) -> dict[str, Any]:
         return {"n": self.n, **super()._params()}
-

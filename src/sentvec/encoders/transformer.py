@@ -71,7 +71,8 @@ def _check_unicode(unique: list[str], items: list[str]) -> None:
                 f"sentence {items.index(s)} holds {s[exc.start]!r} at character {exc.start}, a "
                 "lone surrogate, not text: it usually stands for a byte that is not valid UTF-8 "
                 "(e.g. Latin-1 input); decode the input with its real encoding, or with "
-                "errors='replace'") from None
+                "errors='replace'"
+            ) from None
 
 
 class TruncationWarning(UserWarning):
@@ -94,16 +95,20 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
     if dev.type == "cuda":
         n = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if n == 0:
-            raise ValueError(f"device={str(device)!r}, but this torch ({torch.__version__}) sees "
-                             "no CUDA device; use device='cpu'")
+            raise ValueError(
+                f"device={str(device)!r}, but this torch ({torch.__version__}) sees "
+                "no CUDA device; use device='cpu'"
+            )
         if dev.index is not None and dev.index >= n:
-            raise ValueError(f"device={str(device)!r}, but torch sees {n} CUDA device(s) "
-                             f"(cuda:0..cuda:{n - 1})")
+            raise ValueError(
+                f"device={str(device)!r}, but torch sees {n} CUDA device(s) (cuda:0..cuda:{n - 1})"
+            )
     elif dev.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise ValueError(f"device={str(device)!r}, but MPS is not available here; "
-                             "use device='cpu'")
+            raise ValueError(
+                f"device={str(device)!r}, but MPS is not available here; use device='cpu'"
+            )
     return dev
 
 
@@ -265,21 +270,28 @@ class TransformerEncoder:
             self._max_length = max_length
         if self.backend == "onnx":
             if device is not None and torch.device(device).type != "cpu":
-                raise ValueError(f"backend='onnx' runs on the CPU only, not on device={str(device)!r}; "
-                                 "use backend='torch' for other devices")
+                raise ValueError(
+                    f"backend='onnx' runs on the CPU only, not on device={str(device)!r}; "
+                    "use backend='torch' for other devices"
+                )
             device = "cpu"
         self.device = _resolve_device(device)
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
-        self.name_or_path = name_or_path or getattr(config, "_name_or_path", None) or type(model).__name__
+        self.name_or_path = (
+            name_or_path or getattr(config, "_name_or_path", None) or type(model).__name__
+        )
         self._source_model = _source_model
         self._pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self._onnx = None
         if self.backend == "onnx":
             from sentvec.encoders.onnx_backend import OnnxForward
 
-            self._onnx = _onnx if _onnx is not None else OnnxForward(
-                self.model, pad_id=self._pad_id, cache_dir=onnx_cache_dir)
+            self._onnx = (
+                _onnx
+                if _onnx is not None
+                else OnnxForward(self.model, pad_id=self._pad_id, cache_dir=onnx_cache_dir)
+            )
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -346,7 +358,8 @@ class TransformerEncoder:
         model_kwargs.setdefault("local_files_only", True)
         try:
             tokenizer = AutoTokenizer.from_pretrained(
-                resolved, local_files_only=model_kwargs["local_files_only"])
+                resolved, local_files_only=model_kwargs["local_files_only"]
+            )
             model = AutoModel.from_pretrained(resolved, **model_kwargs)
         except (ImportError, MemoryError, FileNotFoundError):
             raise
@@ -357,14 +370,16 @@ class TransformerEncoder:
                         f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a "
                         "local directory, and it is not in the Hugging Face cache (sentvec "
                         "never downloads models; fetch it yourself, e.g. `huggingface-cli "
-                        "download NAME`, or pass a local model directory)") from exc
+                        "download NAME`, or pass a local model directory)"
+                    ) from exc
                 raise
             from sentvec.sent2vec import ModelFormatError
 
             raise ModelFormatError(
                 f"{str(resolved)!r}: transformers cannot load this model directory (is a "
                 "weights, config or tokenizer file damaged or truncated?): "
-                f"{type(exc).__name__}: {str(exc)[:300]}") from exc
+                f"{type(exc).__name__}: {str(exc)[:300]}"
+            ) from exc
         return cls(
             model,
             tokenizer,
@@ -400,9 +415,15 @@ class TransformerEncoder:
         }
         opts.update(changes)
         return type(self)(
-            self.model, self.tokenizer, device=self.device, name_or_path=self.name_or_path,
-            backend=self.backend, _onnx=self._onnx,
-            _model_dir=self._model_dir, _source_model=self._source_model, **opts,
+            self.model,
+            self.tokenizer,
+            device=self.device,
+            name_or_path=self.name_or_path,
+            backend=self.backend,
+            _onnx=self._onnx,
+            _model_dir=self._model_dir,
+            _source_model=self._source_model,
+            **opts,
         )
 
     # ------------------------------------------------------------------ description
@@ -525,7 +546,9 @@ class TransformerEncoder:
 
         def fn(out: Any, mask: torch.Tensor) -> torch.Tensor:
             if not need_all:
-                return pool(out.last_hidden_state.float(), mask, self._pooling, mean_mode=self._mean_mode)
+                return pool(
+                    out.last_hidden_state.float(), mask, self._pooling, mean_mode=self._mean_mode
+                )
             hs = [h.float() for h in out.hidden_states]
             return pool_layers(hs, mask, self._pooling, self._layer_idx, mean_mode=self._mean_mode)
 
@@ -576,7 +599,9 @@ class TransformerEncoder:
         else:
             modes, as_dict = tuple(pooling), True
             if not modes:
-                raise ValueError("pooling=() is invalid; name at least one of " f"{sorted(POOLING_MODES)}")
+                raise ValueError(
+                    f"pooling=() is invalid; name at least one of {sorted(POOLING_MODES)}"
+                )
         for m in modes:
             check_choice("pooling", m, POOLING_MODES)
         items, single = check_sentences(sentences)
@@ -588,7 +613,9 @@ class TransformerEncoder:
                 [pool_all_layers(hs, mask, m, mean_mode=self._mean_mode) for m in modes], dim=1
             )  # (B, P, K, d)
 
-        arr = self._run(items, fn, (len(modes), K, self.hidden_size), True, batch_size, show_progress_bar)
+        arr = self._run(
+            items, fn, (len(modes), K, self.hidden_size), True, batch_size, show_progress_bar
+        )
         if single:
             arr = arr[0]
         if not as_dict:
@@ -602,16 +629,30 @@ class TransformerEncoder:
         Returns the id lists, the number of truncated texts and the longest original length.
         """
         tok = self.tokenizer
-        ids = tok(texts, add_special_tokens=True, truncation=False, padding=False,
-                  return_attention_mask=False, return_token_type_ids=False, verbose=False)["input_ids"]
+        ids = tok(
+            texts,
+            add_special_tokens=True,
+            truncation=False,
+            padding=False,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+            verbose=False,
+        )["input_ids"]
         ids = list(ids)
         limit = self._max_length
         too_long = [i for i, x in enumerate(ids) if len(x) > limit]
         longest = max((len(ids[i]) for i in too_long), default=0)
         if too_long:
-            cut = tok([texts[i] for i in too_long], add_special_tokens=True, truncation=True,
-                      max_length=limit, padding=False, return_attention_mask=False,
-                      return_token_type_ids=False, verbose=False)["input_ids"]
+            cut = tok(
+                [texts[i] for i in too_long],
+                add_special_tokens=True,
+                truncation=True,
+                max_length=limit,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+                verbose=False,
+            )["input_ids"]
             for i, x in zip(too_long, cut):
                 ids[i] = x
         return ids, len(too_long), longest
@@ -629,7 +670,7 @@ class TransformerEncoder:
         while start < n:
             longest = int(lengths[order[start]])
             size = max(batch_size, min(cap, budget // max(longest, 1)))
-            batches.append(order[start:start + size])
+            batches.append(order[start : start + size])
             start += size
         return batches
 
@@ -656,11 +697,14 @@ class TransformerEncoder:
         n_truncated, longest = 0, 0
         from sentvec._progress import progress_bar
 
-        with progress_bar(total=len(unique), desc="Encoding", unit="sent",
-                          show=bool(show_progress_bar)) as bar, \
-                torch.inference_mode():
+        with (
+            progress_bar(
+                total=len(unique), desc="Encoding", unit="sent", show=bool(show_progress_bar)
+            ) as bar,
+            torch.inference_mode(),
+        ):
             for c0 in range(0, len(unique), _CHUNK_SENTENCES):
-                chunk = unique[c0:c0 + _CHUNK_SENTENCES]
+                chunk = unique[c0 : c0 + _CHUNK_SENTENCES]
                 ids, n_cut, long_ = self._tokenize(chunk)
                 n_truncated += n_cut
                 longest = max(longest, long_)
@@ -671,15 +715,18 @@ class TransformerEncoder:
                     mask = np.zeros((len(batch), T), dtype=np.int64)
                     for r, j in enumerate(batch):
                         row = ids[j]
-                        input_ids[r, :len(row)] = row
-                        mask[r, :len(row)] = 1
+                        input_ids[r, : len(row)] = row
+                        mask[r, : len(row)] = 1
                     mask_t = torch.from_numpy(mask).to(self.device)
                     if self._onnx is not None:
                         res = self._onnx(input_ids, mask, hidden_states)
                     else:
-                        res = self.model(input_ids=torch.from_numpy(input_ids).to(self.device),
-                                         attention_mask=mask_t,
-                                         output_hidden_states=hidden_states, return_dict=True)
+                        res = self.model(
+                            input_ids=torch.from_numpy(input_ids).to(self.device),
+                            attention_mask=mask_t,
+                            output_hidden_states=hidden_states,
+                            return_dict=True,
+                        )
                     out[c0 + batch] = fn(res, mask_t).to("cpu", torch.float32).numpy()
                     bar.update(len(batch))
         if n_truncated:
@@ -719,15 +766,18 @@ class TransformerEncoder:
         try:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
-            atomic_write_json(tmp / ENCODER_CONFIG_NAME, {
-                "format": ENCODER_CONFIG_FORMAT,
-                "version": ENCODER_CONFIG_VERSION,
-                "pooling": self._pooling,
-                "layers": list(self._layers_arg),
-                "max_length": self._max_length,
-                "mean_mode": self._mean_mode,
-                "source_model": self._source_model or self.name_or_path,
-            })
+            atomic_write_json(
+                tmp / ENCODER_CONFIG_NAME,
+                {
+                    "format": ENCODER_CONFIG_FORMAT,
+                    "version": ENCODER_CONFIG_VERSION,
+                    "pooling": self._pooling,
+                    "layers": list(self._layers_arg),
+                    "max_length": self._max_length,
+                    "mean_mode": self._mean_mode,
+                    "source_model": self._source_model or self.name_or_path,
+                },
+            )
             if not target.exists():
                 os.replace(tmp, target)
                 return target

@@ -102,12 +102,96 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentvec.evaluation.sts_data import STS_TASKS, STS_TASK_ALIASES, canonical_sts_task, STS_SUBSETS, STS_SPLITS, TEXT_VARIANTS, GOLD_RANGE, STSSubset, STSTask, load_sts, unique_sentences, as_task_list  # noqa: F401
-    from sentvec.evaluation.sts import WHITENING_MODES, ZERO_VECTOR_RULES, score_sts, STSScorer, evaluate_sts, cosine_similarity_rows  # noqa: F401
-    from sentvec.evaluation.results import AGGREGATIONS, Aggregation, TABLE_COLUMNS, JSONRecord, WhiteningInfo, STSResult, SubsetScores, correlations, rank_golds, aggregate_scores, results_table_markdown, results_table_text, postprocessing_label, describe_postprocessor  # noqa: F401
-    from sentvec.evaluation.table1 import TABLE1_CONFIGS, Table1Row, table1_block, table1_rows, sent2vec_rows, render_report, describe_encoder_line, POSTPROCESSING_METHODS, PostprocessingRow, postprocessing_rows, sif_rows, postprocessing_markdown  # noqa: F401
-    from sentvec.evaluation.layers import DEFAULT_EXHAUSTIVE_LIMIT, DEFAULT_BEAM_WIDTH, normalize_combination, combine_layers, CombinationScorer, evaluate_pairs, search_combinations, analyze_layers  # noqa: F401
-    from sentvec.evaluation.layer_results import LAYER_WHITENING_MODES, SEARCH_METHODS, COMBINATION_NOTE, layer_label, rank_key, CombinationScore, SizeBest, LayerTimings, LayerAnalysis  # noqa: F401
-    from sentvec.evaluation.sweep import CORPUS_PREPROCESSING, prepare_corpus, SweepPoint, WhiteningSweep, whitening_sweep  # noqa: F401
+    from sentvec.evaluation.layer_results import (
+        COMBINATION_NOTE,
+        LAYER_WHITENING_MODES,
+        SEARCH_METHODS,
+        CombinationScore,
+        LayerAnalysis,
+        LayerTimings,
+        SizeBest,
+        layer_label,
+        rank_key,
+    )  # noqa: F401
+    from sentvec.evaluation.layers import (
+        DEFAULT_BEAM_WIDTH,
+        DEFAULT_EXHAUSTIVE_LIMIT,
+        CombinationScorer,
+        analyze_layers,
+        combine_layers,
+        evaluate_pairs,
+        normalize_combination,
+        search_combinations,
+    )  # noqa: F401
     from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve, plot_whitening_sweep  # noqa: F401
-    from sentvec.evaluation.transfer import TRANSFER_TASKS, AVERAGED_TASKS, DEFAULT_C_GRID, TransferSplit, TransferData, load_transfer, TransferResult, pair_features, evaluate_transfer, transfer_table_markdown  # noqa: F401
+    from sentvec.evaluation.results import (
+        AGGREGATIONS,
+        TABLE_COLUMNS,
+        Aggregation,
+        JSONRecord,
+        STSResult,
+        SubsetScores,
+        WhiteningInfo,
+        aggregate_scores,
+        correlations,
+        describe_postprocessor,
+        postprocessing_label,
+        rank_golds,
+        results_table_markdown,
+        results_table_text,
+    )  # noqa: F401
+    from sentvec.evaluation.sts import (
+        WHITENING_MODES,
+        ZERO_VECTOR_RULES,
+        STSScorer,
+        cosine_similarity_rows,
+        evaluate_sts,
+        score_sts,
+    )  # noqa: F401
+    from sentvec.evaluation.sts_data import (
+        GOLD_RANGE,
+        STS_SPLITS,
+        STS_SUBSETS,
+        STS_TASK_ALIASES,
+        STS_TASKS,
+        TEXT_VARIANTS,
+        STSSubset,
+        STSTask,
+        as_task_list,
+        canonical_sts_task,
+        load_sts,
+        unique_sentences,
+    )  # noqa: F401
+    from sentvec.evaluation.sweep import (
+        CORPUS_PREPROCESSING,
+        SweepPoint,
+        WhiteningSweep,
+        prepare_corpus,
+        whitening_sweep,
+    )  # noqa: F401
+    from sentvec.evaluation.table1 import (
+        POSTPROCESSING_METHODS,
+        TABLE1_CONFIGS,
+        PostprocessingRow,
+        Table1Row,
+        describe_encoder_line,
+        postprocessing_markdown,
+        postprocessing_rows,
+        render_report,
+        sent2vec_rows,
+        sif_rows,
+        table1_block,
+        table1_rows,
+    )  # noqa: F401
+    from sentvec.evaluation.transfer import (
+        AVERAGED_TASKS,
+        DEFAULT_C_GRID,
+        TRANSFER_TASKS,
+        TransferData,
+        TransferResult,
+        TransferSplit,
+        evaluate_transfer,
+        load_transfer,
+        pair_features,
+        transfer_table_markdown,
+    )  # noqa: F401

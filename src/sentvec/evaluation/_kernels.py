@@ -48,7 +48,6 @@ class LazyKernel:
         return self._compiled(*args)
 
 
-
 def _row_dots_impl(A, B, ia, ib, out):  # pragma: no cover - compiled by numba
     d = A.shape[1]
     d4 = d - d % 4
@@ -81,9 +80,13 @@ def row_dots(A: np.ndarray, B: np.ndarray, ia: np.ndarray, ib: np.ndarray) -> np
     """
     out = np.empty(ia.shape[0], dtype=np.float64)
     if out.size:
-        _ROW_DOTS(np.ascontiguousarray(A), np.ascontiguousarray(B),
-                  np.ascontiguousarray(ia, dtype=np.intp), np.ascontiguousarray(ib, dtype=np.intp),
-                  out)
+        _ROW_DOTS(
+            np.ascontiguousarray(A),
+            np.ascontiguousarray(B),
+            np.ascontiguousarray(ia, dtype=np.intp),
+            np.ascontiguousarray(ib, dtype=np.intp),
+            out,
+        )
     return out
 
 

@@ -18,8 +18,17 @@ import numpy as np
 
 from sentvec.evaluation.results import postprocessing_label
 
-__all__ = ["LAYER_WHITENING_MODES", "SEARCH_METHODS", "COMBINATION_NOTE", "layer_label",
-           "rank_key", "CombinationScore", "SizeBest", "LayerTimings", "LayerAnalysis"]
+__all__ = [
+    "LAYER_WHITENING_MODES",
+    "SEARCH_METHODS",
+    "COMBINATION_NOTE",
+    "layer_label",
+    "rank_key",
+    "CombinationScore",
+    "SizeBest",
+    "LayerTimings",
+    "LayerAnalysis",
+]
 
 #: Whitening modes of the layer search: none, or fitted per STS year (the paper's protocol).
 LayerWhitening = Literal["none", "year"]
@@ -50,7 +59,7 @@ def layer_label(layers: Sequence[int]) -> str:
     return "+".join(f"L{i}" for i in layers)
 
 
-def rank_key(score: "CombinationScore") -> tuple[float, tuple[int, ...]]:
+def rank_key(score: CombinationScore) -> tuple[float, tuple[int, ...]]:
     """Sort key: best average first (NaN, an undefined score, last), then smallest layers."""
     return (-score.average if math.isfinite(score.average) else math.inf, score.layers)
 
@@ -83,16 +92,23 @@ class CombinationScore:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"layers": list(self.layers), "label": self.label, "whitening": self.whitening,
-                "average": _json_float(self.average),
-                "task_scores": {k: _json_float(v) for k, v in self.task_scores}}
+        return {
+            "layers": list(self.layers),
+            "label": self.label,
+            "whitening": self.whitening,
+            "average": _json_float(self.average),
+            "task_scores": {k: _json_float(v) for k, v in self.task_scores},
+        }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CombinationScore":
+    def from_dict(cls, d: Mapping[str, Any]) -> CombinationScore:
         """Inverse of :meth:`to_dict`."""
-        return cls(tuple(int(i) for i in d["layers"]), str(d["whitening"]),
-                   _from_json_float(d["average"]),
-                   tuple((str(k), _from_json_float(v)) for k, v in dict(d["task_scores"]).items()))
+        return cls(
+            tuple(int(i) for i in d["layers"]),
+            str(d["whitening"]),
+            _from_json_float(d["average"]),
+            tuple((str(k), _from_json_float(v)) for k, v in dict(d["task_scores"]).items()),
+        )
 
 
 @dataclass(frozen=True)
@@ -120,16 +136,26 @@ class SizeBest:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"n_layers": self.n_layers, "whitening": self.whitening,
-                "best": self.best.to_dict(), "n_evaluated": self.n_evaluated,
-                "n_possible": self.n_possible, "method": self.method}
+        return {
+            "n_layers": self.n_layers,
+            "whitening": self.whitening,
+            "best": self.best.to_dict(),
+            "n_evaluated": self.n_evaluated,
+            "n_possible": self.n_possible,
+            "method": self.method,
+        }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SizeBest":
+    def from_dict(cls, d: Mapping[str, Any]) -> SizeBest:
         """Inverse of :meth:`to_dict`."""
-        return cls(int(d["n_layers"]), str(d["whitening"]),
-                   CombinationScore.from_dict(d["best"]), int(d["n_evaluated"]),
-                   int(d["n_possible"]), str(d["method"]))
+        return cls(
+            int(d["n_layers"]),
+            str(d["whitening"]),
+            CombinationScore.from_dict(d["best"]),
+            int(d["n_evaluated"]),
+            int(d["n_possible"]),
+            str(d["method"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -158,8 +184,13 @@ class LayerTimings:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"forward_s": self.forward_s, "cache_hit": self.cache_hit,
-                "pairs_s": self.pairs_s, "search_s": self.search_s, "n_scored": self.n_scored}
+        return {
+            "forward_s": self.forward_s,
+            "cache_hit": self.cache_hit,
+            "pairs_s": self.pairs_s,
+            "search_s": self.search_s,
+            "n_scored": self.n_scored,
+        }
 
 
 @dataclass(frozen=True)
@@ -248,8 +279,10 @@ class LayerAnalysis:
         """Best entry of Figure 1 for ``whitening`` (ties: smallest layer tuple)."""
         cands = [p for p in self.pairs if p.whitening == whitening]
         if not cands:
-            raise ValueError(f"no pair scores for whitening={whitening!r}; "
-                             f"available: {list(self.whitening_modes)}")
+            raise ValueError(
+                f"no pair scores for whitening={whitening!r}; "
+                f"available: {list(self.whitening_modes)}"
+            )
         return min(cands, key=rank_key)
 
     def curve(self, whitening: str = "none") -> tuple[SizeBest, ...]:
@@ -259,14 +292,22 @@ class LayerAnalysis:
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict (round-trips through :meth:`from_dict`)."""
         return {
-            "model": self.model, "encoder": dict(self.encoder), "pooling": self.pooling,
-            "text_variant": self.text_variant, "aggregation": self.aggregation,
-            "n_components": self.n_components, "n_hidden_states": self.n_hidden_states,
-            "n_sentences": self.n_sentences, "tasks": list(self.tasks),
+            "model": self.model,
+            "encoder": dict(self.encoder),
+            "pooling": self.pooling,
+            "text_variant": self.text_variant,
+            "aggregation": self.aggregation,
+            "n_components": self.n_components,
+            "n_hidden_states": self.n_hidden_states,
+            "n_sentences": self.n_sentences,
+            "tasks": list(self.tasks),
             "combination": self.combination,
             "postprocessing": None if self.postprocessing is None else dict(self.postprocessing),
-            "search": {"include_embedding_layer": self.include_embedding_layer,
-                       "exhaustive_limit": self.exhaustive_limit, "beam_width": self.beam_width},
+            "search": {
+                "include_embedding_layer": self.include_embedding_layer,
+                "exhaustive_limit": self.exhaustive_limit,
+                "beam_width": self.beam_width,
+            },
             "timings": self.timings.to_dict(),
             "pairs": [p.to_dict() for p in self.pairs],
             "by_size": [s.to_dict() for s in self.by_size],
@@ -277,49 +318,74 @@ class LayerAnalysis:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "LayerAnalysis":
+    def from_dict(cls, d: Mapping[str, Any]) -> LayerAnalysis:
         """Inverse of :meth:`to_dict`."""
         s, t = d["search"], d["timings"]
         return cls(
-            model=str(d["model"]), encoder=dict(d["encoder"]), pooling=str(d["pooling"]),
-            text_variant=str(d["text_variant"]), aggregation=str(d["aggregation"]),
-            n_components=d["n_components"], n_hidden_states=int(d["n_hidden_states"]),
-            n_sentences=int(d["n_sentences"]), tasks=tuple(d["tasks"]),
+            model=str(d["model"]),
+            encoder=dict(d["encoder"]),
+            pooling=str(d["pooling"]),
+            text_variant=str(d["text_variant"]),
+            aggregation=str(d["aggregation"]),
+            n_components=d["n_components"],
+            n_hidden_states=int(d["n_hidden_states"]),
+            n_sentences=int(d["n_sentences"]),
+            tasks=tuple(d["tasks"]),
             pairs=tuple(CombinationScore.from_dict(p) for p in d["pairs"]),
             by_size=tuple(SizeBest.from_dict(x) for x in d["by_size"]),
             include_embedding_layer=bool(s["include_embedding_layer"]),
-            exhaustive_limit=int(s["exhaustive_limit"]), beam_width=int(s["beam_width"]),
-            timings=LayerTimings(float(t["forward_s"]), bool(t["cache_hit"]),
-                                 float(t["pairs_s"]), float(t["search_s"]), int(t["n_scored"])),
+            exhaustive_limit=int(s["exhaustive_limit"]),
+            beam_width=int(s["beam_width"]),
+            timings=LayerTimings(
+                float(t["forward_s"]),
+                bool(t["cache_hit"]),
+                float(t["pairs_s"]),
+                float(t["search_s"]),
+                int(t["n_scored"]),
+            ),
             combination=str(d.get("combination", COMBINATION_NOTE)),
-            postprocessing=(None if d.get("postprocessing") is None
-                            else dict(d["postprocessing"])))
+            postprocessing=(None if d.get("postprocessing") is None else dict(d["postprocessing"])),
+        )
 
     def to_markdown(self) -> str:
         """Markdown: settings, the Figure-1 grids, the Figure-2 table and the timings."""
         K = self.n_hidden_states
-        lines = [f"# Layer analysis: {self.model} ({self.pooling} pooling)", "",
-                 f"- Tasks: {', '.join(self.tasks)} ({self.n_sentences} distinct sentences, "
-                 f"text variant `{self.text_variant}`); score = {self.aggregation} over "
-                 "subsets per task, then mean of the task scores (Spearman rho x 100).",
-                 f"- Hidden states 0..{K - 1} (0 = embedding output, {K - 1} = last layer); "
-                 f"{self.combination}.",
-                 ("- Whitening `year`: fitted per STS year on the sentences of all scored pairs of "
-                  "that year (STS-B / SICK-R: the test split), as in the paper"
-                  + ("" if self.n_components is None else f"; k = {self.n_components}") + "."
-                  if self.postprocessing is None else
-                  f"- Mode `year`: {self.year_method} instead of whitening, fitted per STS year "
-                  "on the sentences of all scored pairs of that year (STS-B / SICK-R: the test "
-                  "split), the paper's whitening protocol."), ""]
+        lines = [
+            f"# Layer analysis: {self.model} ({self.pooling} pooling)",
+            "",
+            f"- Tasks: {', '.join(self.tasks)} ({self.n_sentences} distinct sentences, "
+            f"text variant `{self.text_variant}`); score = {self.aggregation} over "
+            "subsets per task, then mean of the task scores (Spearman rho x 100).",
+            f"- Hidden states 0..{K - 1} (0 = embedding output, {K - 1} = last layer); "
+            f"{self.combination}.",
+            (
+                "- Whitening `year`: fitted per STS year on the sentences of all scored pairs of "
+                "that year (STS-B / SICK-R: the test split), as in the paper"
+                + ("" if self.n_components is None else f"; k = {self.n_components}")
+                + "."
+                if self.postprocessing is None
+                else f"- Mode `year`: {self.year_method} instead of whitening, fitted per STS year "
+                "on the sentences of all scored pairs of that year (STS-B / SICK-R: the test "
+                "split), the paper's whitening protocol."
+            ),
+            "",
+        ]
         for w in self.whitening_modes:
             M = self.pair_matrix(w)
             best = self.best_pair(w)
-            heading = (f"whitening = {w}" if w != "year" or self.postprocessing is None
-                       else f"{self.year_method} per year")
-            lines += [f"## Figure 1: every pair (i, j), {heading}", "",
-                      f"Best single layer or pair: **{best.label}** = {best.average:.2f}.", "",
-                      "| i \\ j | " + " | ".join(f"L{j}" for j in range(K)) + " |",
-                      "|---|" + "---:|" * K]
+            heading = (
+                f"whitening = {w}"
+                if w != "year" or self.postprocessing is None
+                else f"{self.year_method} per year"
+            )
+            lines += [
+                f"## Figure 1: every pair (i, j), {heading}",
+                "",
+                f"Best single layer or pair: **{best.label}** = {best.average:.2f}.",
+                "",
+                "| i \\ j | " + " | ".join(f"L{j}" for j in range(K)) + " |",
+                "|---|" + "---:|" * K,
+            ]
             for i in range(K):
                 cells = [f"{M[i, j]:.2f}" if j >= i else "" for j in range(K)]
                 lines.append(f"| L{i} | " + " | ".join(cells) + " |")
@@ -328,24 +394,34 @@ class LayerAnalysis:
         if not self.by_size:
             lines += ["Not searched (pairs only, `--max-combination 0`).", ""]
         else:
-            lines += ["candidates: hidden states "
-                      + ("0" if self.include_embedding_layer else "1") + f"..{K - 1}; "
-                      f"exhaustive when C(K, m) <= {self.exhaustive_limit}, else beam search of "
-                      f"width {self.beam_width}.", "",
-                      "| whitening | m | best combination | avg | searched |"
-                      if self.postprocessing is None else
-                      f"| mode (year = {self.year_method}) | m | best combination | avg | "
-                      "searched |",
-                      "|---|---:|---|---:|---|"]
+            lines += [
+                "candidates: hidden states "
+                + ("0" if self.include_embedding_layer else "1")
+                + f"..{K - 1}; "
+                f"exhaustive when C(K, m) <= {self.exhaustive_limit}, else beam search of "
+                f"width {self.beam_width}.",
+                "",
+                "| whitening | m | best combination | avg | searched |"
+                if self.postprocessing is None
+                else f"| mode (year = {self.year_method}) | m | best combination | avg | "
+                "searched |",
+                "|---|---:|---|---:|---|",
+            ]
         for s in self.by_size:
-            lines.append(f"| {s.whitening} | {s.n_layers} | {s.best.label} | "
-                         f"{s.best.average:.2f} | {s.method} ({s.n_evaluated} of "
-                         f"{s.n_possible}) |")
+            lines.append(
+                f"| {s.whitening} | {s.n_layers} | {s.best.label} | "
+                f"{s.best.average:.2f} | {s.method} ({s.n_evaluated} of "
+                f"{s.n_possible}) |"
+            )
         t = self.timings
-        lines += ["", "## Wall times", "",
-                  f"- per-layer vectors: {t.forward_s:.1f} s "
-                  f"({'disk cache hit' if t.cache_hit else 'one forward pass'})",
-                  f"- all pairs scored: {t.pairs_s:.1f} s; size search (extra combinations): "
-                  f"{t.search_s:.1f} s; {t.n_scored} (combination, whitening) scorings in all",
-                  ""]
+        lines += [
+            "",
+            "## Wall times",
+            "",
+            f"- per-layer vectors: {t.forward_s:.1f} s "
+            f"({'disk cache hit' if t.cache_hit else 'one forward pass'})",
+            f"- all pairs scored: {t.pairs_s:.1f} s; size search (extra combinations): "
+            f"{t.search_s:.1f} s; {t.n_scored} (combination, whitening) scorings in all",
+            "",
+        ]
         return "\n".join(lines)

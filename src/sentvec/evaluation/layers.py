@@ -40,7 +40,6 @@ from sentvec.encoders.pooling import normalize_layers
 from sentvec.evaluation._kernels import load_kernels
 from sentvec.evaluation.layer_results import (
     LAYER_WHITENING_MODES,
-    SEARCH_METHODS,
     CombinationScore,
     LayerAnalysis,
     LayerTimings,
@@ -52,9 +51,16 @@ from sentvec.evaluation.results import describe_postprocessor
 from sentvec.evaluation.sts import STSScorer, _check_year_postprocessor
 from sentvec.whitening import check_n_components
 
-__all__ = ["DEFAULT_EXHAUSTIVE_LIMIT", "DEFAULT_BEAM_WIDTH", "normalize_combination",
-           "combine_layers", "CombinationScorer", "evaluate_pairs", "search_combinations",
-           "analyze_layers"]
+__all__ = [
+    "DEFAULT_EXHAUSTIVE_LIMIT",
+    "DEFAULT_BEAM_WIDTH",
+    "normalize_combination",
+    "combine_layers",
+    "CombinationScorer",
+    "evaluate_pairs",
+    "search_combinations",
+    "analyze_layers",
+]
 
 DEFAULT_EXHAUSTIVE_LIMIT = 128
 DEFAULT_BEAM_WIDTH = 8
@@ -78,8 +84,9 @@ def _whitening_modes(whitening: str | Sequence[str]) -> tuple[str, ...]:
     """One mode or a sequence of them -> validated, de-duplicated tuple (order kept)."""
     modes = (whitening,) if isinstance(whitening, str) else tuple(dict.fromkeys(whitening))
     if not modes:
-        raise ValueError(f"whitening=() is invalid; name at least one of "
-                         f"{list(LAYER_WHITENING_MODES)}")
+        raise ValueError(
+            f"whitening=() is invalid; name at least one of {list(LAYER_WHITENING_MODES)}"
+        )
     for w in modes:
         check_choice("whitening", w, LAYER_WHITENING_MODES)
     return modes
@@ -95,8 +102,9 @@ def _single_threaded_blas() -> Any:
 def _check_per_layer(per_layer: Any) -> np.ndarray:
     P = np.asarray(per_layer)
     if P.ndim != 3:
-        raise ValueError(f"per_layer must have shape (n_sentences, n_hidden_states, dim), "
-                         f"got {P.shape}")
+        raise ValueError(
+            f"per_layer must have shape (n_sentences, n_hidden_states, dim), got {P.shape}"
+        )
     if P.shape[1] == 0 or P.shape[2] == 0:
         raise ValueError(f"per_layer of shape {P.shape} has no hidden states or no features")
     if P.dtype.kind == "f" and not P.dtype.isnative:  # e.g. big-endian data read from disk
@@ -136,8 +144,9 @@ def combine_layers(per_layer: np.ndarray, layers: Sequence[int] | int) -> np.nda
     return out
 
 
-def _check_postprocessor(postprocessor: Any, n_components: int | None,
-                         n_features: int | None) -> Any:
+def _check_postprocessor(
+    postprocessor: Any, n_components: int | None, n_features: int | None
+) -> Any:
     """The scorer's checks of a per-year postprocessor (``STSScorer.score_modes``' own), and
     its integer ``n_components`` (if any) against the width d, so a bad D fails before any
     scoring or forward pass."""
@@ -146,8 +155,9 @@ def _check_postprocessor(postprocessor: Any, n_components: int | None,
     _check_year_postprocessor(postprocessor, ("year",), n_components)
     own = getattr(postprocessor, "n_components", None)
     if isinstance(own, (int, np.integer)) and not isinstance(own, bool):
-        check_n_components(int(own), n_features,
-                           name=f"{type(postprocessor).__name__}.n_components")
+        check_n_components(
+            int(own), n_features, name=f"{type(postprocessor).__name__}.n_components"
+        )
     return postprocessor
 
 
@@ -184,35 +194,53 @@ class CombinationScorer:
         the compiled cosine kernel), so two threads give about 1.8x on 2 cores.
     """
 
-    def __init__(self, per_layer: np.ndarray, tasks: Sequence[Any], sentences: Sequence[str], *,
-                 aggregation: str = "mean", n_components: int | None = None,
-                 postprocessor: Any = None, n_jobs: int | None = None) -> None:
+    def __init__(
+        self,
+        per_layer: np.ndarray,
+        tasks: Sequence[Any],
+        sentences: Sequence[str],
+        *,
+        aggregation: str = "mean",
+        n_components: int | None = None,
+        postprocessor: Any = None,
+        n_jobs: int | None = None,
+    ) -> None:
         self.per_layer = _check_per_layer(per_layer)
         if self.per_layer.shape[0] != len(sentences):
-            raise ValueError(f"per_layer has {self.per_layer.shape[0]} rows but "
-                             f"{len(sentences)} sentences were given")
+            raise ValueError(
+                f"per_layer has {self.per_layer.shape[0]} rows but "
+                f"{len(sentences)} sentences were given"
+            )
         # pair rows, fit-set counts and golds prepared once for every combination
         self._sts = STSScorer(tasks, sentences)
         self.aggregation = aggregation
         self.n_components = n_components
         self.n_hidden_states = int(self.per_layer.shape[1])
         self.n_components = check_n_components(n_components, int(self.per_layer.shape[2]))
-        self.postprocessor = _check_postprocessor(postprocessor, n_components,
-                                                  int(self.per_layer.shape[2]))
+        self.postprocessor = _check_postprocessor(
+            postprocessor, n_components, int(self.per_layer.shape[2])
+        )
         # finite and small enough that no sum of L + 1 of them overflows: then no combined
         # array needs its own finiteness check (min and max are NaN or infinite if any value
         # is: two passes, no temporary array)
         P = self.per_layer
         lo, hi = (float(P.min()), float(P.max())) if P.size else (0.0, 0.0)
-        self._safe = bool(P.size and math.isfinite(lo) and math.isfinite(hi)
-                          and max(-lo, hi) <= np.finfo(P.dtype).max / P.shape[1])
+        self._safe = bool(
+            P.size
+            and math.isfinite(lo)
+            and math.isfinite(hi)
+            and max(-lo, hi) <= np.finfo(P.dtype).max / P.shape[1]
+        )
         load_kernels()  # here, before any scoring thread (see load_kernels)
         self._memo: dict[tuple[tuple[int, ...], str], CombinationScore] = {}
         self.n_scored = 0
         self.seconds = 0.0
         if n_jobs is None:
-            n_jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
-                os.cpu_count() or 1)
+            n_jobs = (
+                len(os.sched_getaffinity(0))
+                if hasattr(os, "sched_getaffinity")
+                else (os.cpu_count() or 1)
+            )
         self.n_jobs = check_positive_int("n_jobs", n_jobs)
 
     @property
@@ -240,26 +268,40 @@ class CombinationScorer:
             raise ValueError(
                 f"the combination {layer_label(idx)} has {int((~np.isfinite(emb)).sum())} "
                 "non-finite values: "
-                + (f"per_layer holds NaN or inf in {', '.join(bad)}" if bad else
-                   "the finite per-layer values are too large and their sum overflows "
-                   f"{emb.dtype}"))
+                + (
+                    f"per_layer holds NaN or inf in {', '.join(bad)}"
+                    if bad
+                    else "the finite per-layer values are too large and their sum overflows "
+                    f"{emb.dtype}"
+                )
+            )
         # each task's rows are gathered once and scored under every mode
         return self._sts.score_modes(
-            lambda rows: emb[rows], modes, n_components=self.n_components,
+            lambda rows: emb[rows],
+            modes,
+            n_components=self.n_components,
             aggregation=self.aggregation,
-            postprocessor=self.postprocessor if "year" in modes else None)
+            postprocessor=self.postprocessor if "year" in modes else None,
+        )
 
     def _compute(self, idx: tuple[int, ...], modes: tuple[str, ...]) -> list[CombinationScore]:
-        return [CombinationScore(idx, w, float(res.average),
-                                 tuple((str(k), float(v)) for k, v in res.task_scores.items()))
-                for w, res in zip(modes, self._results(idx, modes))]
+        return [
+            CombinationScore(
+                idx,
+                w,
+                float(res.average),
+                tuple((str(k), float(v)) for k, v in res.task_scores.items()),
+            )
+            for w, res in zip(modes, self._results(idx, modes))
+        ]
 
     def score(self, layers: Sequence[int] | int, whitening: str = "none") -> CombinationScore:
         """Return the (memoised) :class:`CombinationScore` of one combination."""
         return self.score_many([layers], whitening)[0]
 
-    def score_many(self, combinations: Sequence[Sequence[int] | int],
-                   whitening: str | Sequence[str] = "none") -> list[CombinationScore]:
+    def score_many(
+        self, combinations: Sequence[Sequence[int] | int], whitening: str | Sequence[str] = "none"
+    ) -> list[CombinationScore]:
         """Score several combinations (memoised; new ones concurrently, see ``n_jobs``).
 
         Parameters
@@ -286,8 +328,10 @@ class CombinationScorer:
             # longest first, so no thread is left with a long job at the end: single hidden
             # states of LayerNorm models have a singular covariance (the slower eigen solver),
             # and more modes mean more work (stable sort)
-            jobs = sorted(((i, tuple(ws)) for i, ws in todo.items()),
-                          key=lambda job: (-len(job[1]), len(job[0]) > 1))
+            jobs = sorted(
+                ((i, tuple(ws)) for i, ws in todo.items()),
+                key=lambda job: (-len(job[1]), len(job[0]) > 1),
+            )
             t0 = time.perf_counter()
             with _single_threaded_blas():
                 if self.n_jobs == 1 or len(jobs) == 1:
@@ -304,8 +348,9 @@ class CombinationScorer:
         return [self._memo[k] for k in keys]
 
 
-def evaluate_pairs(scorer: CombinationScorer, *,
-                   whitening: str | Sequence[str] = LAYER_WHITENING_MODES) -> tuple[CombinationScore, ...]:
+def evaluate_pairs(
+    scorer: CombinationScorer, *, whitening: str | Sequence[str] = LAYER_WHITENING_MODES
+) -> tuple[CombinationScore, ...]:
     """Score every pair ``(i, j)``, ``i <= j`` (``i == j``: the single layer) of hidden states.
 
     Returns
@@ -319,12 +364,15 @@ def evaluate_pairs(scorer: CombinationScorer, *,
     return tuple(scorer.score_many(combos, _whitening_modes(whitening)))
 
 
-def search_combinations(scorer: CombinationScorer, *,
-                        whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
-                        max_layers: int | None = None,
-                        include_embedding_layer: bool = True,
-                        exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
-                        beam_width: int = DEFAULT_BEAM_WIDTH) -> tuple[SizeBest, ...]:
+def search_combinations(
+    scorer: CombinationScorer,
+    *,
+    whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
+    max_layers: int | None = None,
+    include_embedding_layer: bool = True,
+    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+    beam_width: int = DEFAULT_BEAM_WIDTH,
+) -> tuple[SizeBest, ...]:
     """Best combination for each number of combined hidden states (Figure 2).
 
     Parameters
@@ -363,8 +411,14 @@ def search_combinations(scorer: CombinationScorer, *,
                 combos = list(itertools.combinations(candidates, m))
                 method = "exhaustive"
             else:
-                combos = sorted({tuple(sorted(seed + (c,))) for seed in ranked[:beam_width]
-                                 for c in candidates if c not in seed})
+                combos = sorted(
+                    {
+                        tuple(sorted(seed + (c,)))
+                        for seed in ranked[:beam_width]
+                        for c in candidates
+                        if c not in seed
+                    }
+                )
                 method = "beam"
             scores = sorted(scorer.score_many(combos, w), key=rank_key)
             ranked = [s.layers for s in scores]
@@ -372,16 +426,26 @@ def search_combinations(scorer: CombinationScorer, *,
     return tuple(out)
 
 
-def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pooling: str = "mean",
-                   whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
-                   max_layers: int | None = None, include_embedding_layer: bool = True,
-                   exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
-                   beam_width: int = DEFAULT_BEAM_WIDTH, search: bool = True,
-                   aggregation: str = "mean", n_components: int | None = None,
-                   postprocessor: Any = None, cache: Any = None, batch_size: int | None = None,
-                   show_progress_bar: bool | None = None,
-                   model_name: str | None = None,
-                   background_save: bool = False) -> LayerAnalysis:
+def analyze_layers(
+    encoder: Encoder,
+    tasks: Sequence[Any] | None = None,
+    *,
+    pooling: str = "mean",
+    whitening: str | Sequence[str] = LAYER_WHITENING_MODES,
+    max_layers: int | None = None,
+    include_embedding_layer: bool = True,
+    exhaustive_limit: int = DEFAULT_EXHAUSTIVE_LIMIT,
+    beam_width: int = DEFAULT_BEAM_WIDTH,
+    search: bool = True,
+    aggregation: str = "mean",
+    n_components: int | None = None,
+    postprocessor: Any = None,
+    cache: Any = None,
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+    model_name: str | None = None,
+    background_save: bool = False,
+) -> LayerAnalysis:
     """Figure 1 and Figure 2 of WhiteningBERT for one encoder, from one forward pass.
 
     Parameters
@@ -446,33 +510,55 @@ def analyze_layers(encoder: Encoder, tasks: Sequence[Any] | None = None, *, pool
     variant = variants[0] if len(variants) == 1 else "+".join(variants)
     sentences = unique_sentences(task_list)
     vectors, hit, unsaved, forward_s = load_or_encode_layer_vectors(
-        encoder, sentences, pooling=pooling, text_variant=variant, cache=cache,
-        batch_size=batch_size, show_progress_bar=show_progress_bar)
+        encoder,
+        sentences,
+        pooling=pooling,
+        text_variant=variant,
+        cache=cache,
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+    )
     try:
-        scorer = CombinationScorer(vectors[pooling], task_list, sentences,
-                                   aggregation=aggregation, n_components=n_components,
-                                   postprocessor=postprocessor)
+        scorer = CombinationScorer(
+            vectors[pooling],
+            task_list,
+            sentences,
+            aggregation=aggregation,
+            n_components=n_components,
+            postprocessor=postprocessor,
+        )
         pairs = evaluate_pairs(scorer, whitening=whitening)
         pairs_s = scorer.seconds
         by_size: tuple[SizeBest, ...] = ()
         if search:
-            by_size = search_combinations(scorer, whitening=whitening, max_layers=max_layers,
-                                          include_embedding_layer=include_embedding_layer,
-                                          exhaustive_limit=exhaustive_limit,
-                                          beam_width=beam_width)
+            by_size = search_combinations(
+                scorer,
+                whitening=whitening,
+                max_layers=max_layers,
+                include_embedding_layer=include_embedding_layer,
+                exhaustive_limit=exhaustive_limit,
+                beam_width=beam_width,
+            )
     finally:
         # a new cache entry is written after the scoring, which keeps both cores busy; with
         # background_save the caller's single-threaded tail (files, plots) overlaps with it
         save_layer_vectors(cache, unsaved, wait=not background_save)
     desc = describe_encoder(encoder)
     return LayerAnalysis(
-        model=model_name or str(desc.get("model", type(encoder).__name__)), encoder=desc,
-        pooling=pooling, text_variant=variant, aggregation=aggregation,
-        n_components=n_components, n_hidden_states=scorer.n_hidden_states,
-        n_sentences=len(sentences), tasks=tuple(t.name for t in task_list), pairs=pairs,
-        by_size=by_size, include_embedding_layer=include_embedding_layer,
-        exhaustive_limit=exhaustive_limit, beam_width=beam_width,
-        timings=LayerTimings(forward_s, hit, pairs_s, scorer.seconds - pairs_s,
-                             scorer.n_scored),
-        postprocessing=(None if postprocessor is None
-                        else describe_postprocessor(postprocessor)))
+        model=model_name or str(desc.get("model", type(encoder).__name__)),
+        encoder=desc,
+        pooling=pooling,
+        text_variant=variant,
+        aggregation=aggregation,
+        n_components=n_components,
+        n_hidden_states=scorer.n_hidden_states,
+        n_sentences=len(sentences),
+        tasks=tuple(t.name for t in task_list),
+        pairs=pairs,
+        by_size=by_size,
+        include_embedding_layer=include_embedding_layer,
+        exhaustive_limit=exhaustive_limit,
+        beam_width=beam_width,
+        timings=LayerTimings(forward_s, hit, pairs_s, scorer.seconds - pairs_s, scorer.n_scored),
+        postprocessing=(None if postprocessor is None else describe_postprocessor(postprocessor)),
+    )

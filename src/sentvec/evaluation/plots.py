@@ -42,7 +42,7 @@ def _save_png(fig: Any, path: Any) -> None:
         fig.savefig(fh, format="png")
 
 
-def plot_pair_heatmap(analysis: "LayerAnalysis", path: Any) -> None:
+def plot_pair_heatmap(analysis: LayerAnalysis, path: Any) -> None:
     """Write Figure 1 (annotated heat maps of all pairs, one panel per whitening mode) as PNG.
 
     Uses matplotlib's Agg canvas directly (no pyplot, no global backend change); the file is
@@ -61,22 +61,31 @@ def plot_pair_heatmap(analysis: "LayerAnalysis", path: Any) -> None:
                 if np.isfinite(M[i, j]):
                     bold = (min(i, j), max(i, j)) == (best.layers[0], best.layers[-1])
                     shade = float(im.norm(M[i, j]))
-                    ax.text(j, i, f"{M[i, j]:.1f}", ha="center", va="center",
-                            fontsize=7 if K <= 8 else 5,
-                            color="white" if shade < 0.2 or shade > 0.8 else "black",
-                            fontweight="bold" if bold else "normal")
+                    ax.text(
+                        j,
+                        i,
+                        f"{M[i, j]:.1f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7 if K <= 8 else 5,
+                        color="white" if shade < 0.2 or shade > 0.8 else "black",
+                        fontweight="bold" if bold else "normal",
+                    )
         ticks = [f"L{i}" for i in range(K)]
         ax.set_xticks(range(K), ticks, fontsize=7)
         ax.set_yticks(range(K), ticks, fontsize=7)
-        ax.set_title(f"{analysis.mode_label(w)}; best {best.label} = {best.average:.2f}",
-                     fontsize=9)
+        ax.set_title(
+            f"{analysis.mode_label(w)}; best {best.label} = {best.average:.2f}", fontsize=9
+        )
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    fig.suptitle(f"{analysis.model}: STS avg of every two-layer combination "
-                 f"({analysis.pooling} pooling)", fontsize=10)
+    fig.suptitle(
+        f"{analysis.model}: STS avg of every two-layer combination ({analysis.pooling} pooling)",
+        fontsize=10,
+    )
     _save_png(fig, path)
 
 
-def plot_size_curve(analysis: "LayerAnalysis", path: Any) -> None:
+def plot_size_curve(analysis: LayerAnalysis, path: Any) -> None:
     """Write Figure 2 (best STS average per number of combined hidden states) as PNG."""
     fig = _figure(6.4, 4.0)
     ax = fig.add_subplot(1, 1, 1)
@@ -88,37 +97,50 @@ def plot_size_curve(analysis: "LayerAnalysis", path: Any) -> None:
         ys = [p.best.average for p in pts]
         ax.plot(xs, ys, marker=marker, label=analysis.mode_label(w))
         for p in pts:
-            ax.annotate(p.best.label + ("*" if p.method == "beam" else ""),
-                        (p.n_layers, p.best.average), textcoords="offset points",
-                        xytext=(0, 6 if n == 0 else -11), ha="center", fontsize=6)
+            ax.annotate(
+                p.best.label + ("*" if p.method == "beam" else ""),
+                (p.n_layers, p.best.average),
+                textcoords="offset points",
+                xytext=(0, 6 if n == 0 else -11),
+                ha="center",
+                fontsize=6,
+            )
     ax.set_xlabel("number of combined hidden states")
     ax.set_ylabel("best STS avg (Spearman x 100)")
-    ax.set_title(f"{analysis.model}: best combination per size"
-                 + (" (* = beam search)" if any(s.method == "beam" for s in analysis.by_size)
-                    else ""), fontsize=9)
+    ax.set_title(
+        f"{analysis.model}: best combination per size"
+        + (" (* = beam search)" if any(s.method == "beam" for s in analysis.by_size) else ""),
+        fontsize=9,
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     _save_png(fig, path)
 
 
-def plot_whitening_sweep(sweep: "WhiteningSweep", path: Any) -> None:
+def plot_whitening_sweep(sweep: WhiteningSweep, path: Any) -> None:
     """Write the STS average versus k (log-scaled x axis) as PNG."""
     fig = _figure(6.4, 4.0)
     ax = fig.add_subplot(1, 1, 1)
     for fit, marker in (("year", "o"), ("corpus", "s")):
         pts = sweep.series(fit)
         if pts:
-            ax.plot([p.k for p in pts], [p.average for p in pts], marker=marker,
-                    label="whitening fitted per year (paper)" if fit == "year"
-                    else f"whitening fitted on corpus ({sweep.corpus.get('n_used')} sentences)")
+            ax.plot(
+                [p.k for p in pts],
+                [p.average for p in pts],
+                marker=marker,
+                label="whitening fitted per year (paper)"
+                if fit == "year"
+                else f"whitening fitted on corpus ({sweep.corpus.get('n_used')} sentences)",
+            )
     base = sweep.series("none")
     if base:
         ax.axhline(base[0].average, color="grey", linestyle="--", label="no whitening")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("kept dimensions k")
     ax.set_ylabel("STS avg (Spearman x 100)")
-    ax.set_title(f"{sweep.model} {layer_label(sweep.layers)}: whitening dimension sweep",
-                 fontsize=9)
+    ax.set_title(
+        f"{sweep.model} {layer_label(sweep.layers)}: whitening dimension sweep", fontsize=9
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     _save_png(fig, path)

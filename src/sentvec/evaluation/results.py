@@ -21,9 +21,20 @@ from scipy.stats import rankdata
 from sentvec._validation import check_choice
 
 __all__ = [
-    "AGGREGATIONS", "Aggregation", "TABLE_COLUMNS", "JSONRecord", "WhiteningInfo", "STSResult",
-    "SubsetScores", "correlations", "rank_golds", "aggregate_scores", "results_table_markdown",
-    "results_table_text", "postprocessing_label", "describe_postprocessor",
+    "AGGREGATIONS",
+    "Aggregation",
+    "TABLE_COLUMNS",
+    "JSONRecord",
+    "WhiteningInfo",
+    "STSResult",
+    "SubsetScores",
+    "correlations",
+    "rank_golds",
+    "aggregate_scores",
+    "results_table_markdown",
+    "results_table_text",
+    "postprocessing_label",
+    "describe_postprocessor",
 ]
 
 Aggregation = Literal["mean", "wmean", "all"]
@@ -32,8 +43,14 @@ Aggregation = Literal["mean", "wmean", "all"]
 AGGREGATIONS: tuple[str, ...] = ("mean", "wmean", "all")
 #: (task name, column header) in WhiteningBERT Table 1 order.
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("STSBenchmark", "STSB"), ("SICKRelatedness", "SICK"), ("STS12", "STS12"),
-    ("STS13", "STS13"), ("STS14", "STS14"), ("STS15", "STS15"), ("STS16", "STS16"))
+    ("STSBenchmark", "STSB"),
+    ("SICKRelatedness", "SICK"),
+    ("STS12", "STS12"),
+    ("STS13", "STS13"),
+    ("STS14", "STS14"),
+    ("STS15", "STS15"),
+    ("STS16", "STS16"),
+)
 
 
 def _jsonable(value: Any) -> Any:
@@ -117,8 +134,9 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(x @ y) / den if den > 0 else math.nan
 
 
-def correlations(pred: Any, gold: Any, *, gold_ranks: np.ndarray | None = None
-                 ) -> tuple[float, float]:
+def correlations(
+    pred: Any, gold: Any, *, gold_ranks: np.ndarray | None = None
+) -> tuple[float, float]:
     """Spearman and Pearson correlation (not x 100) of two 1-D arrays.
 
     Spearman = Pearson of average ranks (ties share their mean rank), as ``scipy.stats.spearmanr``.
@@ -153,8 +171,10 @@ def rank_golds(golds: Mapping[str, Sequence[Any]]) -> dict[str, tuple[list[np.nd
     out: dict[str, tuple[list[np.ndarray], Any]] = {}
     for task, subsets in golds.items():
         arrays = [np.asarray(g, dtype=np.float64) for g in subsets]
-        out[task] = ([rankdata(g) for g in arrays],
-                     rankdata(np.concatenate(arrays)) if len(arrays) > 1 else None)
+        out[task] = (
+            [rankdata(g) for g in arrays],
+            rankdata(np.concatenate(arrays)) if len(arrays) > 1 else None,
+        )
     return out
 
 
@@ -170,10 +190,13 @@ class SubsetScores:
     n_undefined: int
 
 
-def aggregate_scores(preds: Mapping[str, Sequence[Any]], golds: Mapping[str, Sequence[Any]],
-                     subset_names: Mapping[str, Sequence[str]] | None = None, *,
-                     gold_ranks: Mapping[str, tuple[Sequence[np.ndarray], Any]] | None = None
-                     ) -> SubsetScores:
+def aggregate_scores(
+    preds: Mapping[str, Sequence[Any]],
+    golds: Mapping[str, Sequence[Any]],
+    subset_names: Mapping[str, Sequence[str]] | None = None,
+    *,
+    gold_ranks: Mapping[str, tuple[Sequence[np.ndarray], Any]] | None = None,
+) -> SubsetScores:
     """Per-subset correlations x 100 and the three task aggregations.
 
     Parameters
@@ -200,15 +223,19 @@ def aggregate_scores(preds: Mapping[str, Sequence[Any]], golds: Mapping[str, Seq
     n_undefined = 0
     for task, task_preds in preds.items():
         task_golds = list(golds[task])
-        names = list(subset_names[task]) if subset_names else [str(i) for i in range(len(task_preds))]
+        names = (
+            list(subset_names[task]) if subset_names else [str(i) for i in range(len(task_preds))]
+        )
         if not (len(names) == len(task_preds) == len(task_golds)) or not names:
             raise ValueError(f"task {task!r}: preds, golds and subset names disagree in length")
         s_list, p_list, n_list = [], [], []
-        ranks, all_ranks = gold_ranks[task] if gold_ranks is not None else (
-            [None] * len(task_golds), None)
+        ranks, all_ranks = (
+            gold_ranks[task] if gold_ranks is not None else ([None] * len(task_golds), None)
+        )
         if len(ranks) != len(task_golds):
-            raise ValueError(f"task {task!r}: gold_ranks has {len(ranks)} subset(s), golds "
-                             f"{len(task_golds)}")
+            raise ValueError(
+                f"task {task!r}: gold_ranks has {len(ranks)} subset(s), golds {len(task_golds)}"
+            )
         for name, p, g, gr in zip(names, task_preds, task_golds, ranks):
             rho, r = correlations(p, g, gold_ranks=gr)
             n_undefined += int(math.isnan(rho)) + int(math.isnan(r))
@@ -226,8 +253,9 @@ def aggregate_scores(preds: Mapping[str, Sequence[Any]], golds: Mapping[str, Seq
         if len(names) == 1:
             agg_s["all"][task], agg_p["all"][task] = s_list[0], p_list[0]
         else:
-            rho, r = correlations(np.concatenate(task_preds), np.concatenate(task_golds),
-                                  gold_ranks=all_ranks)
+            rho, r = correlations(
+                np.concatenate(task_preds), np.concatenate(task_golds), gold_ranks=all_ranks
+            )
             n_undefined += int(math.isnan(rho)) + int(math.isnan(r))
             agg_s["all"][task], agg_p["all"][task] = 100.0 * rho, 100.0 * r
     return SubsetScores(sub_s, sub_p, sub_n, agg_s, agg_p, n_undefined)
@@ -286,22 +314,36 @@ class STSResult(JSONRecord):
     n_undefined: int = 0
 
     @classmethod
-    def from_scores(cls, scores: SubsetScores, *, aggregation: str = "mean",
-                    whitening: WhiteningInfo | None = None,
-                    metadata: Mapping[str, Any] | None = None, n_zero_vectors: int = 0,
-                    n_zero_cosine_pairs: int = 0) -> "STSResult":
+    def from_scores(
+        cls,
+        scores: SubsetScores,
+        *,
+        aggregation: str = "mean",
+        whitening: WhiteningInfo | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        n_zero_vectors: int = 0,
+        n_zero_cosine_pairs: int = 0,
+    ) -> STSResult:
         """Build the result from :func:`aggregate_scores` output."""
         check_choice("aggregation", aggregation, AGGREGATIONS)
         task_scores = dict(scores.spearman[aggregation])
         return cls(
-            task_scores=task_scores, average=_mean(task_scores), aggregation=aggregation,
+            task_scores=task_scores,
+            average=_mean(task_scores),
+            aggregation=aggregation,
             subset_scores=scores.subset_spearman,
-            task_pearson=dict(scores.pearson[aggregation]), subset_pearson=scores.subset_pearson,
-            scores_by_aggregation=scores.spearman, pearson_by_aggregation=scores.pearson,
+            task_pearson=dict(scores.pearson[aggregation]),
+            subset_pearson=scores.subset_pearson,
+            scores_by_aggregation=scores.spearman,
+            pearson_by_aggregation=scores.pearson,
             n_pairs={t: int(sum(v.values())) for t, v in scores.subset_n_pairs.items()},
-            subset_n_pairs=scores.subset_n_pairs, whitening=whitening or WhiteningInfo(),
-            metadata=dict(metadata or {}), n_zero_vectors=int(n_zero_vectors),
-            n_zero_cosine_pairs=int(n_zero_cosine_pairs), n_undefined=scores.n_undefined)
+            subset_n_pairs=scores.subset_n_pairs,
+            whitening=whitening or WhiteningInfo(),
+            metadata=dict(metadata or {}),
+            n_zero_vectors=int(n_zero_vectors),
+            n_zero_cosine_pairs=int(n_zero_cosine_pairs),
+            n_undefined=scores.n_undefined,
+        )
 
     def task_scores_for(self, aggregation: str) -> dict[str, float]:
         """Spearman x 100 per task under ``aggregation`` ("mean", "wmean" or "all")."""
@@ -312,20 +354,25 @@ class STSResult(JSONRecord):
         """Mean of :meth:`task_scores_for` ``(aggregation)``."""
         return _mean(self.task_scores_for(aggregation))
 
-    def with_aggregation(self, aggregation: str) -> "STSResult":
+    def with_aggregation(self, aggregation: str) -> STSResult:
         """The same result with ``task_scores`` / ``average`` under another aggregation."""
         check_choice("aggregation", aggregation, AGGREGATIONS)
-        return self.replace(aggregation=aggregation,
-                            task_scores=dict(self.scores_by_aggregation[aggregation]),
-                            task_pearson=dict(self.pearson_by_aggregation[aggregation]),
-                            average=_mean(self.scores_by_aggregation[aggregation]))
+        return self.replace(
+            aggregation=aggregation,
+            task_scores=dict(self.scores_by_aggregation[aggregation]),
+            task_pearson=dict(self.pearson_by_aggregation[aggregation]),
+            average=_mean(self.scores_by_aggregation[aggregation]),
+        )
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "STSResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> STSResult:
         """Inverse of :meth:`to_dict` (None scores become NaN)."""
+
         def scores(d: Mapping[str, Any]) -> dict[str, Any]:
-            return {k: scores(v) if isinstance(v, Mapping) else
-                    (math.nan if v is None else float(v)) for k, v in d.items()}
+            return {
+                k: scores(v) if isinstance(v, Mapping) else (math.nan if v is None else float(v))
+                for k, v in d.items()
+            }
 
         try:
             return cls(
@@ -338,13 +385,15 @@ class STSResult(JSONRecord):
                 scores_by_aggregation=scores(data["scores_by_aggregation"]),
                 pearson_by_aggregation=scores(data["pearson_by_aggregation"]),
                 n_pairs={k: int(v) for k, v in data["n_pairs"].items()},
-                subset_n_pairs={t: {k: int(v) for k, v in d.items()}
-                                for t, d in data["subset_n_pairs"].items()},
+                subset_n_pairs={
+                    t: {k: int(v) for k, v in d.items()} for t, d in data["subset_n_pairs"].items()
+                },
                 whitening=WhiteningInfo(**data.get("whitening", {})),
                 metadata=dict(data.get("metadata", {})),
                 n_zero_vectors=int(data.get("n_zero_vectors", 0)),
                 n_zero_cosine_pairs=int(data.get("n_zero_cosine_pairs", 0)),
-                n_undefined=int(data.get("n_undefined", 0)))
+                n_undefined=int(data.get("n_undefined", 0)),
+            )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not an STSResult dict: {exc!r}") from exc
 
@@ -360,16 +409,20 @@ def _fmt(value: float, digits: int) -> str:
     return "nan" if math.isnan(value) else f"{value:.{digits}f}"
 
 
-def _table(rows: Mapping[str, STSResult], aggregation: str | None, digits: int
-           ) -> tuple[list[str], list[list[str]]]:
+def _table(
+    rows: Mapping[str, STSResult], aggregation: str | None, digits: int
+) -> tuple[list[str], list[list[str]]]:
     header = ["Model"] + [h for _, h in TABLE_COLUMNS] + ["Avg"]
-    body = [[label] + res.table_cells(aggregation=aggregation, digits=digits)
-            for label, res in rows.items()]
+    body = [
+        [label] + res.table_cells(aggregation=aggregation, digits=digits)
+        for label, res in rows.items()
+    ]
     return header, body
 
 
-def results_table_markdown(rows: Mapping[str, STSResult], *, aggregation: str | None = None,
-                           digits: int = 2) -> str:
+def results_table_markdown(
+    rows: Mapping[str, STSResult], *, aggregation: str | None = None, digits: int = 2
+) -> str:
     """Markdown table, one row per labelled result, WhiteningBERT Table 1 columns.
 
     Columns: Model, STSB, SICK, STS12, STS13, STS14, STS15, STS16, Avg (Spearman x 100).
@@ -377,19 +430,21 @@ def results_table_markdown(rows: Mapping[str, STSResult], *, aggregation: str | 
     present in that row.
     """
     header, body = _table(rows, aggregation, digits)
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in body]
     return "\n".join(lines) + "\n"
 
 
-def results_table_text(rows: Mapping[str, STSResult], *, aggregation: str | None = None,
-                       digits: int = 2) -> str:
+def results_table_text(
+    rows: Mapping[str, STSResult], *, aggregation: str | None = None, digits: int = 2
+) -> str:
     """The same table as :func:`results_table_markdown`, as aligned plain text for a terminal."""
     header, body = _table(rows, aggregation, digits)
     widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
-    fmt = [lambda s, w=widths[0]: s.ljust(w)] + [
-        (lambda s, w=w: s.rjust(w)) for w in widths[1:]]
+    fmt = [lambda s, w=widths[0]: s.ljust(w)] + [(lambda s, w=w: s.rjust(w)) for w in widths[1:]]
     lines = ["  ".join(f(c) for f, c in zip(fmt, r)).rstrip() for r in [header] + body]
     return "\n".join(lines) + "\n"
 
@@ -402,8 +457,10 @@ def describe_postprocessor(postprocessor: Any) -> dict[str, Any]:
     ``LayerAnalysis.postprocessing``; :func:`postprocessing_label` turns it into a label.
     """
     get = getattr(postprocessor, "get_params", None)
-    return {"method": type(postprocessor).__name__,
-            "params": dict(get(deep=False)) if callable(get) else {}}
+    return {
+        "method": type(postprocessor).__name__,
+        "params": dict(get(deep=False)) if callable(get) else {},
+    }
 
 
 def postprocessing_label(description: Mapping[str, Any] | None) -> str | None:

@@ -32,8 +32,14 @@ from sentvec.evaluation.results import (
 from sentvec.evaluation.sts_data import STSTask, as_task_list, load_sts, unique_sentences
 from sentvec.whitening import Whitening, check_n_components, whiten_rows
 
-__all__ = ["WHITENING_MODES", "ZERO_VECTOR_RULES", "score_sts", "STSScorer", "evaluate_sts",
-           "cosine_similarity_rows"]
+__all__ = [
+    "WHITENING_MODES",
+    "ZERO_VECTOR_RULES",
+    "score_sts",
+    "STSScorer",
+    "evaluate_sts",
+    "cosine_similarity_rows",
+]
 
 WhiteningMode = Literal["none", "year"]
 WHITENING_MODES: tuple[str, ...] = ("none", "year")
@@ -51,7 +57,7 @@ def _row_norms(A: np.ndarray) -> np.ndarray:
 
 #: Row norms inside this range leave every product and sum of :func:`~sentvec.evaluation._kernels.row_dots` in the normal
 #: float64 range (no overflow, no underflow to subnormals) for any width up to 2**100.
-_SAFE_NORMS = (2.0 ** -450, 2.0 ** 450)
+_SAFE_NORMS = (2.0**-450, 2.0**450)
 
 
 def _rescale_extreme_rows(A: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +134,9 @@ def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np
     return _cosines_from_norms(row_dots(A, B, idx, idx), norm_a, norm_b)
 
 
-def _cosines_from_norms(num: np.ndarray, norm1: np.ndarray,
-                        norm2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _cosines_from_norms(
+    num: np.ndarray, norm1: np.ndarray, norm2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``num / (norm1 * norm2)`` rounded to 12 decimals; 0 and flagged where a norm is 0."""
     den = norm1 * norm2
     undefined = ~(den > 0)
@@ -137,8 +144,9 @@ def _cosines_from_norms(num: np.ndarray, norm1: np.ndarray,
     return np.round(cos, 12), undefined
 
 
-def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]
-                    ) -> tuple[list[np.ndarray], int, int]:
+def _subset_cosines(
+    Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> tuple[list[np.ndarray], int, int]:
     """Cosines of the pairs ``(Z[j1], Z[j2])`` of each subset (as ``cosine_similarity_rows``).
 
     ``Z``: validated float32 or float64 rows. Row norms are computed once per distinct row.
@@ -155,8 +163,9 @@ def _subset_cosines(Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.n
     return out, int((~(norms > 0)).sum()), n_undefined
 
 
-def _whiteningbert_zero_rule(cosines: list[np.ndarray], Z: np.ndarray,
-                             subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
+def _whiteningbert_zero_rule(
+    cosines: list[np.ndarray], Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> None:
     """Set, in place, the cosine of two zero rows of ``Z`` to 1.0 and of one zero row to 0.5.
 
     What ``1 - paired_cosine_distances`` gives: scikit-learn normalises rows and leaves zero rows
@@ -179,7 +188,8 @@ def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray
             missing = [s for s in chain(sub.sent1, sub.sent2) if s not in index]
             raise KeyError(
                 f"{len(set(missing))} sentence(s) of {task.name}/{sub.name} are not in "
-                f"`sentences`, e.g. {exc.args[0]!r:.80}; embed unique_sentences(tasks)") from None
+                f"`sentences`, e.g. {exc.args[0]!r:.80}; embed unique_sentences(tasks)"
+            ) from None
         out.append((i1, i2))
     return out
 
@@ -200,7 +210,7 @@ class _TaskPlan:
     fit_size: int
 
     @classmethod
-    def build(cls, task: STSTask, index: dict[str, int]) -> "_TaskPlan":
+    def build(cls, task: STSTask, index: dict[str, int]) -> _TaskPlan:
         pairs = _pair_indices(task, index)
         all_rows = np.concatenate([np.concatenate(p) for p in pairs])
         rows, inverse = np.unique(all_rows, return_inverse=True)
@@ -208,10 +218,15 @@ class _TaskPlan:
         start = 0
         for i1, _ in pairs:
             n = len(i1)
-            subset_pairs.append((inverse[start:start + n], inverse[start + n:start + 2 * n]))
+            subset_pairs.append((inverse[start : start + n], inverse[start + n : start + 2 * n]))
             start += 2 * n
-        return cls(task.name, rows, np.bincount(inverse, minlength=len(rows)),
-                   tuple(subset_pairs), int(all_rows.shape[0]))
+        return cls(
+            task.name,
+            rows,
+            np.bincount(inverse, minlength=len(rows)),
+            tuple(subset_pairs),
+            int(all_rows.shape[0]),
+        )
 
 
 class STSScorer:
@@ -243,8 +258,10 @@ class STSScorer:
     def __init__(self, tasks: STSTask | Iterable[STSTask], sentences: Sequence[str]) -> None:
         self.tasks = as_task_list(tasks)
         if isinstance(sentences, (str, bytes)):
-            raise TypeError("sentences must be a sequence of str (the embeddings' row order, "
-                            "e.g. unique_sentences(tasks)), not a single string")
+            raise TypeError(
+                "sentences must be a sequence of str (the embeddings' row order, "
+                "e.g. unique_sentences(tasks)), not a single string"
+            )
         self.sentences = list(sentences)
         index: dict[str, int] = {}
         for i, s in enumerate(self.sentences):
@@ -262,9 +279,17 @@ class STSScorer:
         """Rows expected in the embeddings (``len(sentences)``)."""
         return len(self.sentences)
 
-    def score(self, embeddings: Any, *, whitening: Any = "none", n_components: int | None = None,
-              aggregation: str = "mean", metadata: Mapping[str, Any] | None = None,
-              postprocessor: Any = None, zero_vectors: str = "senteval") -> STSResult:
+    def score(
+        self,
+        embeddings: Any,
+        *,
+        whitening: Any = "none",
+        n_components: int | None = None,
+        aggregation: str = "mean",
+        metadata: Mapping[str, Any] | None = None,
+        postprocessor: Any = None,
+        zero_vectors: str = "senteval",
+    ) -> STSResult:
         """Score embeddings of ``sentences``; parameters, result and warnings as :func:`score_sts`.
 
         Raises
@@ -278,8 +303,9 @@ class STSScorer:
         if emb.shape[1] == 0:
             raise ValueError("embeddings have 0 features; cosine similarity needs at least one")
         if emb.shape[0] != self.n_sentences:
-            raise ValueError(f"embeddings has {emb.shape[0]} rows but sentences has "
-                             f"{self.n_sentences}")
+            raise ValueError(
+                f"embeddings has {emb.shape[0]} rows but sentences has {self.n_sentences}"
+            )
         check_n_components(n_components, emb.shape[1])
         if whitening is None:
             whitening = "none"
@@ -287,20 +313,24 @@ class STSScorer:
         if isinstance(whitening, str):
             check_choice("whitening", whitening, WHITENING_MODES)
             if whitening == "none" and n_components is not None:
-                raise ValueError("n_components applies to whitening; it is invalid with "
-                                 "whitening='none'")
+                raise ValueError(
+                    "n_components applies to whitening; it is invalid with whitening='none'"
+                )
         else:
             from sklearn.utils.validation import check_is_fitted
 
             if not callable(getattr(whitening, "transform", None)):
-                raise ValueError(f"whitening={whitening!r} is invalid; expected one of "
-                                 f"{list(WHITENING_MODES)} or a fitted Whitening")
+                raise ValueError(
+                    f"whitening={whitening!r} is invalid; expected one of "
+                    f"{list(WHITENING_MODES)} or a fitted Whitening"
+                )
             check_is_fitted(whitening)
             if n_components is not None:
                 raise ValueError("n_components is invalid with an already fitted Whitening")
             if postprocessor is not None:
-                raise ValueError("postprocessor (fitted per task) is invalid with an already "
-                                 "fitted whitening")
+                raise ValueError(
+                    "postprocessor (fitted per task) is invalid with an already fitted whitening"
+                )
             fitted = whitening
         if fitted is not None:
             shared = fitted.transform(emb[self._used])
@@ -314,16 +344,29 @@ class STSScorer:
             return self._result(tally, aggregation, metadata, fitted=fitted, stacklevel=3)
 
         # warnings: _result, score_modes, score, caller
-        return self.score_modes(lambda rows: emb[rows], (whitening,),
-                                n_components=n_components, aggregation=aggregation,
-                                metadata=metadata, stacklevel=4,
-                                postprocessor=postprocessor, zero_vectors=zero_vectors)[0]
+        return self.score_modes(
+            lambda rows: emb[rows],
+            (whitening,),
+            n_components=n_components,
+            aggregation=aggregation,
+            metadata=metadata,
+            stacklevel=4,
+            postprocessor=postprocessor,
+            zero_vectors=zero_vectors,
+        )[0]
 
-    def score_modes(self, rows_of: Callable[[np.ndarray], np.ndarray], modes: Sequence[str], *,
-                    n_components: int | None = None, aggregation: str = "mean",
-                    metadata: Mapping[str, Any] | None = None,
-                    stacklevel: int = 3, postprocessor: Any = None,
-                    zero_vectors: str = "senteval") -> list[STSResult]:
+    def score_modes(
+        self,
+        rows_of: Callable[[np.ndarray], np.ndarray],
+        modes: Sequence[str],
+        *,
+        n_components: int | None = None,
+        aggregation: str = "mean",
+        metadata: Mapping[str, Any] | None = None,
+        stacklevel: int = 3,
+        postprocessor: Any = None,
+        zero_vectors: str = "senteval",
+    ) -> list[STSResult]:
         """Score one set of vectors under several string modes ("none", "year") at once.
 
         Parameters
@@ -354,14 +397,14 @@ class STSScorer:
                     # the same fit set, another estimator (all-but-the-top, SIF / uSIF removal)
                     from sklearn.base import clone
 
-                    Z = clone(postprocessor).fit_transform(X.astype(np.float64),
-                                                           sample_weight=plan.counts)
+                    Z = clone(postprocessor).fit_transform(
+                        X.astype(np.float64), sample_weight=plan.counts
+                    )
                     tally.fit_sizes[plan.name] = plan.fit_size
                 elif tally.mode == "year":
                     # fit set = both sides of all the task's pairs, duplicates kept (repeat
                     # counts); float64 rows, so the whitened rows are float64 too
-                    Z, w = whiten_rows(X.astype(np.float64), plan.counts,
-                                       n_components=n_components)
+                    Z, w = whiten_rows(X.astype(np.float64), plan.counts, n_components=n_components)
                     tally.dropped[plan.name] = int(w.n_dropped_)
                     tally.fit_sizes[plan.name] = plan.fit_size
                 else:
@@ -371,15 +414,29 @@ class STSScorer:
                     _whiteningbert_zero_rule(tally.preds[plan.name], Z, plan.subset_pairs)
         results = []  # a loop, not a comprehension: its own frame would shift stacklevel
         for tally in tallies:
-            results.append(self._result(tally, aggregation, metadata,
-                                        n_components=n_components, stacklevel=stacklevel,
-                                        postprocessor=postprocessor))
+            results.append(
+                self._result(
+                    tally,
+                    aggregation,
+                    metadata,
+                    n_components=n_components,
+                    stacklevel=stacklevel,
+                    postprocessor=postprocessor,
+                )
+            )
         return results
 
-    def _result(self, tally: "_ModeTally", aggregation: str,
-                metadata: Mapping[str, Any] | None, *, n_components: int | None = None,
-                fitted: Any = None, stacklevel: int = 2,
-                postprocessor: Any = None) -> STSResult:
+    def _result(
+        self,
+        tally: _ModeTally,
+        aggregation: str,
+        metadata: Mapping[str, Any] | None,
+        *,
+        n_components: int | None = None,
+        fitted: Any = None,
+        stacklevel: int = 2,
+        postprocessor: Any = None,
+    ) -> STSResult:
         """Warnings, Spearman aggregation and the :class:`STSResult` of one mode's cosines."""
         dropped = tally.dropped
         if any(dropped.values()):
@@ -388,39 +445,58 @@ class STSScorer:
                 "score_sts: year whitening met numerically singular covariances and dropped "
                 f"{sum(dropped.values())} eigen-direction(s) with eigenvalue <= 1e-10 x the "
                 f"largest (per task: {shown}); the whitened vectors have that many fewer "
-                "dimensions", UserWarning, stacklevel=stacklevel)
+                "dimensions",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
         if tally.n_zero_pairs:
-            rule = ("set to 0" if tally.zero_vectors == "senteval" else "set to 1.0 (two zero "
-                    "vectors) or 0.5 (one), the WhiteningBERT rule")
+            rule = (
+                "set to 0"
+                if tally.zero_vectors == "senteval"
+                else "set to 1.0 (two zero vectors) or 0.5 (one), the WhiteningBERT rule"
+            )
             warnings.warn(
                 f"score_sts: {tally.n_zero_vectors} sentence vector(s) are zero, so the cosine "
                 f"of {tally.n_zero_pairs} pair(s) is undefined; those cosines were {rule}",
-                UserWarning, stacklevel=stacklevel)
+                UserWarning,
+                stacklevel=stacklevel,
+            )
 
-        scores = aggregate_scores(tally.preds, self._golds, self._names,
-                                  gold_ranks=self._gold_ranks)
+        scores = aggregate_scores(
+            tally.preds, self._golds, self._names, gold_ranks=self._gold_ranks
+        )
         if scores.n_undefined:
             warnings.warn(
                 f"score_sts: {scores.n_undefined} correlation(s) are undefined (constant "
                 "predictions or gold); they are NaN, and so is any aggregate that includes them",
-                UserWarning, stacklevel=stacklevel)
+                UserWarning,
+                stacklevel=stacklevel,
+            )
         if fitted is not None:
-            info = WhiteningInfo(mode="fitted",
-                                 n_components=int(getattr(fitted, "n_components_", 0)) or None,
-                                 fit_corpus=f"fitted {type(fitted).__name__} instance",
-                                 fit_size=int(getattr(fitted, "n_samples_seen_", 0)) or None)
+            info = WhiteningInfo(
+                mode="fitted",
+                n_components=int(getattr(fitted, "n_components_", 0)) or None,
+                fit_corpus=f"fitted {type(fitted).__name__} instance",
+                fit_size=int(getattr(fitted, "n_samples_seen_", 0)) or None,
+            )
         elif tally.mode == "year" and postprocessor is not None:
-            info = WhiteningInfo(mode="year",
-                                 n_components=getattr(postprocessor, "n_components", None),
-                                 fit_corpus=f"{type(postprocessor).__name__} fitted on each "
-                                 "task's scored pairs (both sides, duplicates kept)",
-                                 fit_size=sum(tally.fit_sizes.values()),
-                                 fit_sizes=dict(tally.fit_sizes))
+            info = WhiteningInfo(
+                mode="year",
+                n_components=getattr(postprocessor, "n_components", None),
+                fit_corpus=f"{type(postprocessor).__name__} fitted on each "
+                "task's scored pairs (both sides, duplicates kept)",
+                fit_size=sum(tally.fit_sizes.values()),
+                fit_sizes=dict(tally.fit_sizes),
+            )
         elif tally.mode == "year":
-            info = WhiteningInfo(mode="year", n_components=n_components,
-                                 fit_corpus="each task's scored pairs (both sides, duplicates "
-                                 "kept)", fit_size=sum(tally.fit_sizes.values()),
-                                 fit_sizes=dict(tally.fit_sizes), n_dropped=dict(dropped))
+            info = WhiteningInfo(
+                mode="year",
+                n_components=n_components,
+                fit_corpus="each task's scored pairs (both sides, duplicates kept)",
+                fit_size=sum(tally.fit_sizes.values()),
+                fit_sizes=dict(tally.fit_sizes),
+                n_dropped=dict(dropped),
+            )
         else:
             info = WhiteningInfo(mode="none")
         meta = dict(metadata or {})
@@ -429,25 +505,35 @@ class STSScorer:
             meta["zero_vectors"] = tally.zero_vectors
         if fitted is not None or postprocessor is not None and tally.mode == "year":
             est = fitted if fitted is not None else postprocessor
-            meta["postprocessing"] = {**describe_postprocessor(est),
-                                      "fit": "fitted instance" if fitted is not None
-                                      else "per task (year)"}
-        return STSResult.from_scores(scores, aggregation=aggregation, whitening=info,
-                                     metadata=meta, n_zero_vectors=tally.n_zero_vectors,
-                                     n_zero_cosine_pairs=tally.n_zero_pairs)
+            meta["postprocessing"] = {
+                **describe_postprocessor(est),
+                "fit": "fitted instance" if fitted is not None else "per task (year)",
+            }
+        return STSResult.from_scores(
+            scores,
+            aggregation=aggregation,
+            whitening=info,
+            metadata=meta,
+            n_zero_vectors=tally.n_zero_vectors,
+            n_zero_cosine_pairs=tally.n_zero_pairs,
+        )
 
 
-def _check_year_postprocessor(postprocessor: Any, modes: Sequence[str],
-                              n_components: int | None) -> None:
+def _check_year_postprocessor(
+    postprocessor: Any, modes: Sequence[str], n_components: int | None
+) -> None:
     """An unfitted estimator to fit per task: needs ``fit_transform`` and a "year" mode."""
     if not callable(getattr(postprocessor, "fit_transform", None)):
-        raise ValueError(f"postprocessor must be an (unfitted) estimator with fit_transform, got "
-                         f"{type(postprocessor).__name__}")
+        raise ValueError(
+            f"postprocessor must be an (unfitted) estimator with fit_transform, got "
+            f"{type(postprocessor).__name__}"
+        )
     if "year" not in modes:
         raise ValueError("postprocessor is fitted per task: it needs whitening='year'")
     if n_components is not None:
-        raise ValueError("n_components is invalid with a postprocessor (set it on the "
-                         "postprocessor)")
+        raise ValueError(
+            "n_components is invalid with a postprocessor (set it on the postprocessor)"
+        )
 
 
 class _ModeTally:
@@ -468,10 +554,18 @@ class _ModeTally:
         self.n_zero_pairs += n_undefined
 
 
-def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embeddings: Any, *,
-              whitening: Any = "none", n_components: int | None = None,
-              aggregation: str = "mean", metadata: Mapping[str, Any] | None = None,
-              postprocessor: Any = None, zero_vectors: str = "senteval") -> STSResult:
+def score_sts(
+    tasks: STSTask | Iterable[STSTask],
+    sentences: Sequence[str],
+    embeddings: Any,
+    *,
+    whitening: Any = "none",
+    n_components: int | None = None,
+    aggregation: str = "mean",
+    metadata: Mapping[str, Any] | None = None,
+    postprocessor: Any = None,
+    zero_vectors: str = "senteval",
+) -> STSResult:
     """Score precomputed sentence embeddings on STS tasks.
 
     Parameters
@@ -531,15 +625,29 @@ def score_sts(tasks: STSTask | Iterable[STSTask], sentences: Sequence[str], embe
         Bad shapes, non-finite embeddings, unknown modes or ``zero_vectors`` rule.
     """
     return STSScorer(tasks, sentences).score(
-        embeddings, whitening=whitening, n_components=n_components, aggregation=aggregation,
-        metadata=metadata, postprocessor=postprocessor, zero_vectors=zero_vectors)
+        embeddings,
+        whitening=whitening,
+        n_components=n_components,
+        aggregation=aggregation,
+        metadata=metadata,
+        postprocessor=postprocessor,
+        zero_vectors=zero_vectors,
+    )
 
 
-def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none",
-                 n_components: int | None = None, aggregation: str = "mean",
-                 batch_size: int | None = None, show_progress_bar: bool | None = None,
-                 metadata: Mapping[str, Any] | None = None,
-                 postprocessor: Any = None, zero_vectors: str = "senteval") -> STSResult:
+def evaluate_sts(
+    encoder: Encoder,
+    tasks: Any = None,
+    *,
+    whitening: Any = "none",
+    n_components: int | None = None,
+    aggregation: str = "mean",
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    postprocessor: Any = None,
+    zero_vectors: str = "senteval",
+) -> STSResult:
     """Encode the tasks' sentences with ``encoder`` and score them (see :func:`score_sts`).
 
     Parameters
@@ -610,8 +718,10 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
     def encode(items: list[str]) -> np.ndarray:
         out = np.asarray(encoder.encode(items, **kwargs))
         if out.ndim != 2 or out.shape[0] != len(items):
-            raise ValueError(f"encoder.encode returned shape {out.shape} for {len(items)} "
-                             "sentences; expected (n, d)")
+            raise ValueError(
+                f"encoder.encode returned shape {out.shape} for {len(items)} "
+                "sentences; expected (n, d)"
+            )
         return out
 
     if whitening is None:
@@ -619,17 +729,21 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
     own = getattr(encoder, "year_postprocessor", None)
     own = own() if callable(own) else None
     if own is not None:
-        if postprocessor is not None or not (isinstance(whitening, str)
-                                             and whitening in ("none", "year")):
-            raise ValueError(f"{type(encoder).__name__} removes its common components per task "
-                             "(common_component='year'); it cannot be combined with another "
-                             "whitening or postprocessor")
+        if postprocessor is not None or not (
+            isinstance(whitening, str) and whitening in ("none", "year")
+        ):
+            raise ValueError(
+                f"{type(encoder).__name__} removes its common components per task "
+                "(common_component='year'); it cannot be combined with another "
+                "whitening or postprocessor"
+            )
         whitening, postprocessor = "year", own
     sentences = unique_sentences(task_list)
     emb = encode(sentences)
     corpus_info = None
     if isinstance(whitening, np.ndarray) or (
-            isinstance(whitening, (list, tuple)) and not isinstance(whitening, str)):
+        isinstance(whitening, (list, tuple)) and not isinstance(whitening, str)
+    ):
         if isinstance(whitening, np.ndarray):
             corpus = check_embeddings(whitening, name="whitening corpus", n_features=emb.shape[1])
             desc = "embeddings array"
@@ -648,14 +762,23 @@ def evaluate_sts(encoder: Encoder, tasks: Any = None, *, whitening: Any = "none"
             desc = f"{type(postprocessor).__name__} fitted on {desc}"
         else:
             fitted, k = Whitening(n_components).fit(corpus), n_components
-        corpus_info = WhiteningInfo(mode="corpus", n_components=k, fit_corpus=desc,
-                                    fit_size=int(corpus.shape[0]))
+        corpus_info = WhiteningInfo(
+            mode="corpus", n_components=k, fit_corpus=desc, fit_size=int(corpus.shape[0])
+        )
         whitening, n_components, postprocessor = fitted, None, None
     meta = describe_encoder(encoder)
     meta.update(metadata or {})
-    result = score_sts(task_list, sentences, emb, whitening=whitening, n_components=n_components,
-                       aggregation=aggregation, metadata=meta, postprocessor=postprocessor,
-                       zero_vectors=zero_vectors)
+    result = score_sts(
+        task_list,
+        sentences,
+        emb,
+        whitening=whitening,
+        n_components=n_components,
+        aggregation=aggregation,
+        metadata=meta,
+        postprocessor=postprocessor,
+        zero_vectors=zero_vectors,
+    )
     if corpus_info is not None:
         result = result.replace(whitening=corpus_info)
     return result

@@ -19,19 +19,37 @@ import numpy as np
 from sentvec._validation import check_choice
 
 __all__ = [
-    "STS_TASKS", "STS_SUBSETS", "STS_SPLITS", "TEXT_VARIANTS", "GOLD_RANGE", "STSSubset",
-    "STSTask", "load_sts", "unique_sentences", "as_task_list", "STS_TASK_ALIASES",
+    "STS_TASKS",
+    "STS_SUBSETS",
+    "STS_SPLITS",
+    "TEXT_VARIANTS",
+    "GOLD_RANGE",
+    "STSSubset",
+    "STSTask",
+    "load_sts",
+    "unique_sentences",
+    "as_task_list",
+    "STS_TASK_ALIASES",
     "canonical_sts_task",
 ]
 
 
 STS_TASKS: tuple[str, ...] = (
-    "STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
+    "STS12",
+    "STS13",
+    "STS14",
+    "STS15",
+    "STS16",
+    "STSBenchmark",
+    "SICKRelatedness",
+)
 #: Short names of :data:`STS_TASKS` (lower-case keys; matching is case-insensitive), the names
 #: the command line and the result tables use (STSB, SICK, sts12, ...).
 STS_TASK_ALIASES: dict[str, str] = {
-    "stsb": "STSBenchmark", "sts-b": "STSBenchmark",
-    "sick": "SICKRelatedness", "sick-r": "SICKRelatedness",
+    "stsb": "STSBenchmark",
+    "sts-b": "STSBenchmark",
+    "sick": "SICKRelatedness",
+    "sick-r": "SICKRelatedness",
     **{t.lower(): t for t in STS_TASKS},
 }
 #: Fixed subset lists (SentEval / WhiteningBERT); files are never globbed.
@@ -52,8 +70,11 @@ STS_SPLITS: dict[str, tuple[str, ...]] = {
     "SICKRelatedness": ("train", "trial", "test"),
 }
 _STSB_FILES = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
-_SICK_FILES = {"train": "SICK_train.txt", "trial": "SICK_trial.txt",
-               "test": "SICK_test_annotated.txt"}
+_SICK_FILES = {
+    "train": "SICK_train.txt",
+    "trial": "SICK_trial.txt",
+    "test": "SICK_test_annotated.txt",
+}
 
 
 @dataclass(frozen=True, eq=False)
@@ -79,7 +100,8 @@ class STSSubset:
         if gold.ndim != 1 or not (len(self.sent1) == len(self.sent2) == len(gold)):
             raise ValueError(
                 f"subset {self.name!r}: sent1, sent2 and gold lengths differ "
-                f"({len(self.sent1)}, {len(self.sent2)}, {gold.shape})")
+                f"({len(self.sent1)}, {len(self.sent2)}, {gold.shape})"
+            )
         gold.setflags(write=False)
         object.__setattr__(self, "sent1", tuple(self.sent1))
         object.__setattr__(self, "sent2", tuple(self.sent2))
@@ -132,8 +154,10 @@ def _read_lines(path: Path) -> list[str]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ValueError(f"{str(path)!r} line {line}: byte 0x{data[exc.start]:02X} is not valid "
-                         "UTF-8; STS files must be UTF-8 (convert it, e.g. with iconv)") from None
+        raise ValueError(
+            f"{str(path)!r} line {line}: byte 0x{data[exc.start]:02X} is not valid "
+            "UTF-8; STS files must be UTF-8 (convert it, e.g. with iconv)"
+        ) from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -172,20 +196,25 @@ def _parse_score(text: str, path: Path, line: int) -> float:
     except ValueError:
         raise ValueError(f"{str(path)!r} line {line}: score {text!r} is not a number") from None
     if not GOLD_RANGE[0] <= value <= GOLD_RANGE[1]:  # also NaN
-        raise ValueError(f"{str(path)!r} line {line}: gold score {text!r} is outside "
-                         f"[{GOLD_RANGE[0]:g}, {GOLD_RANGE[1]:g}], the STS scale")
+        raise ValueError(
+            f"{str(path)!r} line {line}: gold score {text!r} is outside "
+            f"[{GOLD_RANGE[0]:g}, {GOLD_RANGE[1]:g}], the STS scale"
+        )
     return value
 
 
 def _non_empty(subset: STSSubset, path: Path) -> STSSubset:
     if subset.n_pairs == 0:
-        raise ValueError(f"{str(path)!r}: subset {subset.name!r} has no scored pairs (no "
-                         "non-blank gold score); its correlation would be undefined")
+        raise ValueError(
+            f"{str(path)!r}: subset {subset.name!r} has no scored pairs (no "
+            "non-blank gold score); its correlation would be undefined"
+        )
     return subset
 
 
-def _read_table(path: Path, *, name: str, score_col: int, sent_cols: tuple[int, int],
-                header: str | None) -> STSSubset:
+def _read_table(
+    path: Path, *, name: str, score_col: int, sent_cols: tuple[int, int], header: str | None
+) -> STSSubset:
     """Tab-separated file, no CSV quoting (quotes are part of the sentences)."""
     lines = _read_lines(path)
     if header is not None and lines and lines[0].startswith(header):
@@ -202,8 +231,10 @@ def _read_table(path: Path, *, name: str, score_col: int, sent_cols: tuple[int, 
             continue
         fields = line.split("\t")
         if len(fields) < need:
-            raise ValueError(f"{str(path)!r} line {i}: expected at least {need} tab-separated "
-                             f"fields, got {len(fields)}")
+            raise ValueError(
+                f"{str(path)!r} line {i}: expected at least {need} tab-separated "
+                f"fields, got {len(fields)}"
+            )
         s1.append(fields[sent_cols[0]].strip())
         s2.append(fields[sent_cols[1]].strip())
         gold.append(_parse_score(fields[score_col].strip(), path, i))
@@ -243,13 +274,20 @@ def canonical_sts_task(name: str) -> str:
     full = STS_TASK_ALIASES.get(name.strip().lower())
     if full is None:
         short = sorted(set(STS_TASK_ALIASES) - {t.lower() for t in STS_TASKS})
-        raise ValueError(f"task={name!r} is invalid; expected one of {list(STS_TASKS)} or the "
-                         f"short names {short} (case-insensitive)")
+        raise ValueError(
+            f"task={name!r} is invalid; expected one of {list(STS_TASKS)} or the "
+            f"short names {short} (case-insensitive)"
+        )
     return full
 
 
-def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
-             variant: TextVariant = "senteval", split: str = "test") -> list[STSTask]:
+def load_sts(
+    tasks: str | Iterable[str] | None = None,
+    *,
+    data_dir: Any = None,
+    variant: TextVariant = "senteval",
+    split: str = "test",
+) -> list[STSTask]:
     """Read STS tasks (only their scored pairs).
 
     Parameters
@@ -308,8 +346,10 @@ def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
     for name in names:
         actual = "trial" if (name == "SICKRelatedness" and split == "dev") else split
         if actual not in STS_SPLITS[name]:
-            raise ValueError(f"split={split!r} is invalid for task {name!r}; expected one of "
-                             f"{list(STS_SPLITS[name])}")
+            raise ValueError(
+                f"split={split!r} is invalid for task {name!r}; expected one of "
+                f"{list(STS_SPLITS[name])}"
+            )
     root = _variant_root(_data_dir(data_dir), variant)
     out: list[STSTask] = []
     for name in names:
@@ -320,13 +360,23 @@ def load_sts(tasks: str | Iterable[str] | None = None, *, data_dir: Any = None,
             subsets = tuple(_read_semeval(directory, s) for s in STS_SUBSETS[name])
             out.append(STSTask(name, subsets, variant, "test"))
         elif name == "STSBenchmark":
-            sub = _read_table(directory / _STSB_FILES[split], name=split, score_col=4,
-                              sent_cols=(5, 6), header=None)
+            sub = _read_table(
+                directory / _STSB_FILES[split],
+                name=split,
+                score_col=4,
+                sent_cols=(5, 6),
+                header=None,
+            )
             out.append(STSTask(name, (sub,), variant, split))
         else:
             actual = "trial" if split == "dev" else split
-            sub = _read_table(directory / _SICK_FILES[actual], name=actual, score_col=3,
-                              sent_cols=(1, 2), header="pair_ID")
+            sub = _read_table(
+                directory / _SICK_FILES[actual],
+                name=actual,
+                score_col=3,
+                sent_cols=(1, 2),
+                header="pair_ID",
+            )
             out.append(STSTask(name, (sub,), variant, actual))
     return out
 

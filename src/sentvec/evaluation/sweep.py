@@ -19,8 +19,13 @@ from sentvec._validation import check_choice, check_positive_int
 from sentvec.evaluation.layer_results import _json_float, layer_label
 from sentvec.evaluation.layers import _single_threaded_blas
 
-__all__ = ["CORPUS_PREPROCESSING", "prepare_corpus", "SweepPoint", "WhiteningSweep",
-           "whitening_sweep"]
+__all__ = [
+    "CORPUS_PREPROCESSING",
+    "prepare_corpus",
+    "SweepPoint",
+    "WhiteningSweep",
+    "whitening_sweep",
+]
 
 
 #: How outside-corpus text is prepared: as is, lower-cased, or Moses-tokenized and lower-cased
@@ -30,8 +35,9 @@ CorpusPreprocessing = Literal["none", "lower", "moses-lower"]
 CORPUS_PREPROCESSING: tuple[str, ...] = get_args(CorpusPreprocessing)
 
 
-def prepare_corpus(lines: Sequence[str], preprocessing: str = "moses-lower", *,
-                   exclude: Sequence[str] = ()) -> tuple[list[str], int]:
+def prepare_corpus(
+    lines: Sequence[str], preprocessing: str = "moses-lower", *, exclude: Sequence[str] = ()
+) -> tuple[list[str], int]:
     """Preprocess outside-corpus sentences and drop any that is an evaluation sentence.
 
     Parameters
@@ -90,9 +96,13 @@ class SweepPoint:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"fit": self.fit, "k": self.k, "n_dropped": self.n_dropped,
-                "average": _json_float(self.average),
-                "task_scores": {k: _json_float(v) for k, v in self.task_scores}}
+        return {
+            "fit": self.fit,
+            "k": self.k,
+            "n_dropped": self.n_dropped,
+            "average": _json_float(self.average),
+            "task_scores": {k: _json_float(v) for k, v in self.task_scores},
+        }
 
 
 @dataclass(frozen=True)
@@ -130,10 +140,17 @@ class WhiteningSweep:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"model": self.model, "layers": list(self.layers), "pooling": self.pooling,
-                "text_variant": self.text_variant, "aggregation": self.aggregation,
-                "dim": self.dim, "corpus": dict(self.corpus),
-                "points": [p.to_dict() for p in self.points], "timings": dict(self.timings)}
+        return {
+            "model": self.model,
+            "layers": list(self.layers),
+            "pooling": self.pooling,
+            "text_variant": self.text_variant,
+            "aggregation": self.aggregation,
+            "dim": self.dim,
+            "corpus": dict(self.corpus),
+            "points": [p.to_dict() for p in self.points],
+            "timings": dict(self.timings),
+        }
 
     def to_json(self) -> str:
         """Indented JSON text of :meth:`to_dict`."""
@@ -144,37 +161,59 @@ class WhiteningSweep:
         fits = [f for f in ("year", "corpus") if self.series(f)]
         base = self.series("none")
         c = self.corpus
-        lines = [f"# Whitening dimension sweep: {self.model}, {layer_label(self.layers)}, "
-                 f"{self.pooling} pooling", "",
-                 f"- STS text variant `{self.text_variant}`; {self.aggregation} over subsets, "
-                 "mean of the task scores (Spearman rho x 100).",
-                 "- `year`: mu and Sigma fitted per STS year on both sides of all its scored "
-                 "test pairs (the paper's protocol, transductive).",
-                 f"- `corpus`: fitted once on {c.get('n_used')} sentences of "
-                 f"`{c.get('path')}` (preprocessing `{c.get('preprocessing')}`; "
-                 f"{c.get('n_excluded')} sentences equal to a test sentence removed), applied "
-                 "to every task." if c else "- no outside corpus.", ""]
+        lines = [
+            f"# Whitening dimension sweep: {self.model}, {layer_label(self.layers)}, "
+            f"{self.pooling} pooling",
+            "",
+            f"- STS text variant `{self.text_variant}`; {self.aggregation} over subsets, "
+            "mean of the task scores (Spearman rho x 100).",
+            "- `year`: mu and Sigma fitted per STS year on both sides of all its scored "
+            "test pairs (the paper's protocol, transductive).",
+            f"- `corpus`: fitted once on {c.get('n_used')} sentences of "
+            f"`{c.get('path')}` (preprocessing `{c.get('preprocessing')}`; "
+            f"{c.get('n_excluded')} sentences equal to a test sentence removed), applied "
+            "to every task."
+            if c
+            else "- no outside corpus.",
+            "",
+        ]
         if base:
             lines += [f"No whitening: {base[0].average:.2f}.", ""]
         lines += ["| k | " + " | ".join(fits) + " |", "|---:|" + "---:|" * len(fits)]
         ks = sorted({p.k for p in self.points if p.fit != "none"})
         for k in ks:
-            row = [next((f"{p.average:.2f}" + (f" ({k - p.n_dropped} kept)" if p.n_dropped
-                                                 else "")
-                         for p in self.series(f) if p.k == k), "-")
-                   for f in fits]
+            row = [
+                next(
+                    (
+                        f"{p.average:.2f}" + (f" ({k - p.n_dropped} kept)" if p.n_dropped else "")
+                        for p in self.series(f)
+                        if p.k == k
+                    ),
+                    "-",
+                )
+                for f in fits
+            ]
             lines.append(f"| {k}{' (d)' if k == self.dim else ''} | " + " | ".join(row) + " |")
         if any(p.n_dropped for p in self.points):
-            lines += ["", "\"(N kept)\": the covariance was singular, so only N of the k "
-                      "directions had non-zero variance (for `year`, the fewest over the tasks)."]
+            lines += [
+                "",
+                '"(N kept)": the covariance was singular, so only N of the k '
+                "directions had non-zero variance (for `year`, the fewest over the tasks).",
+            ]
         t = self.timings
         lines += ["", "Wall times: " + ", ".join(f"{k} {v:.1f} s" for k, v in t.items()), ""]
         return "\n".join(lines)
 
 
-def whitening_sweep(sts_vectors: np.ndarray, tasks: Sequence[Any], sentences: Sequence[str], *,
-                    ks: Sequence[int | None], corpus_vectors: np.ndarray | None = None,
-                    aggregation: str = "mean") -> tuple[SweepPoint, ...]:
+def whitening_sweep(
+    sts_vectors: np.ndarray,
+    tasks: Sequence[Any],
+    sentences: Sequence[str],
+    *,
+    ks: Sequence[int | None],
+    corpus_vectors: np.ndarray | None = None,
+    aggregation: str = "mean",
+) -> tuple[SweepPoint, ...]:
     """Score STS with whitening reduced to each k, fitted per year and/or on a corpus.
 
     Parameters
@@ -214,21 +253,39 @@ def whitening_sweep(sts_vectors: np.ndarray, tasks: Sequence[Any], sentences: Se
     def point(fit: str, k: int, res: Any, n_dropped: int = 0) -> SweepPoint:
         if fit == "year":
             n_dropped = max(res.whitening.n_dropped.values(), default=0)
-        return SweepPoint(fit, k, float(res.average),
-                          tuple((str(a), float(b)) for a, b in res.task_scores.items()),
-                          int(n_dropped))
+        return SweepPoint(
+            fit,
+            k,
+            float(res.average),
+            tuple((str(a), float(b)) for a, b in res.task_scores.items()),
+            int(n_dropped),
+        )
 
     scorer = STSScorer(tasks, sentences)
     with _single_threaded_blas():
         out = [point("none", d, scorer.score(sts_vectors, aggregation=aggregation))]
         for k in dims:
-            out.append(point("year", k, scorer.score(sts_vectors, whitening="year",
-                                                     n_components=None if k == d else k,
-                                                     aggregation=aggregation)))
+            out.append(
+                point(
+                    "year",
+                    k,
+                    scorer.score(
+                        sts_vectors,
+                        whitening="year",
+                        n_components=None if k == d else k,
+                        aggregation=aggregation,
+                    ),
+                )
+            )
         if corpus_vectors is not None:
             for k in dims:
                 w = Whitening(None if k == d else k).fit(corpus_vectors)
-                out.append(point("corpus", k, scorer.score(sts_vectors, whitening=w,
-                                                           aggregation=aggregation),
-                                 n_dropped=int(w.n_dropped_)))
+                out.append(
+                    point(
+                        "corpus",
+                        k,
+                        scorer.score(sts_vectors, whitening=w, aggregation=aggregation),
+                        n_dropped=int(w.n_dropped_),
+                    )
+                )
     return tuple(out)

@@ -27,15 +27,29 @@ from sentvec.evaluation.layers import combine_layers, normalize_combination
 from sentvec.evaluation.results import TABLE_COLUMNS, STSResult
 from sentvec.evaluation.sts import STSScorer, score_sts
 
-__all__ = ["TABLE1_CONFIGS", "Table1Row", "table1_block", "table1_rows", "sent2vec_rows",
-           "render_report", "describe_encoder_line", "POSTPROCESSING_METHODS",
-           "PostprocessingRow", "postprocessing_rows", "sif_rows", "postprocessing_markdown"]
+__all__ = [
+    "TABLE1_CONFIGS",
+    "Table1Row",
+    "table1_block",
+    "table1_rows",
+    "sent2vec_rows",
+    "render_report",
+    "describe_encoder_line",
+    "POSTPROCESSING_METHODS",
+    "PostprocessingRow",
+    "postprocessing_rows",
+    "sif_rows",
+    "postprocessing_markdown",
+]
 
 
 #: (token label, pooling, layers) of WhiteningBERT Table 1; -1 is the last layer.
 TABLE1_CONFIGS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
-    ("CLS", "cls", (-1,)), ("AVG", "mean", (-1,)), ("AVG", "mean", (1,)),
-    ("AVG", "mean", (1, -1)))
+    ("CLS", "cls", (-1,)),
+    ("AVG", "mean", (-1,)),
+    ("AVG", "mean", (1,)),
+    ("AVG", "mean", (1, -1)),
+)
 
 
 @dataclass(frozen=True)
@@ -63,14 +77,24 @@ class Table1Row:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"model": self.model, "token": self.token, "layers": self.layers,
-                "whitening": self.whitening, "result": self.result.to_dict()}
+        return {
+            "model": self.model,
+            "token": self.token,
+            "layers": self.layers,
+            "whitening": self.whitening,
+            "result": self.result.to_dict(),
+        }
 
 
-def table1_block(per_layer: Mapping[str, np.ndarray], tasks: Sequence[Any],
-                 sentences: Sequence[str], *, n_components: int | None = None,
-                 aggregation: str = "mean",
-                 metadata: Mapping[str, Any] | None = None) -> dict[str, STSResult]:
+def table1_block(
+    per_layer: Mapping[str, np.ndarray],
+    tasks: Sequence[Any],
+    sentences: Sequence[str],
+    *,
+    n_components: int | None = None,
+    aggregation: str = "mean",
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, STSResult]:
     """The Table 1 block of ``sentvec eval-sts``: the four configurations, then the last one
     (AVG L1 + last) with per-year whitening.
 
@@ -92,25 +116,37 @@ def table1_block(per_layer: Mapping[str, np.ndarray], tasks: Sequence[Any],
         Row label (``"CLS  L6"``, ..., ``"AVG  L1+L6 + whitening"``) to its result, in order.
     """
     L = next(iter(per_layer.values())).shape[1] - 1
-    configs = [(token, pooling, normalize_combination(layers, L + 1), "none")
-               for token, pooling, layers in TABLE1_CONFIGS]
+    configs = [
+        (token, pooling, normalize_combination(layers, L + 1), "none")
+        for token, pooling, layers in TABLE1_CONFIGS
+    ]
     configs.append(configs[-1][:3] + ("year",))
     rows: dict[str, STSResult] = {}
     for token, pooling, idx, whitening in configs:
         label = f"{token}  {layer_label(idx)}"
         if whitening == "year":
             label += " + whitening" + (f" (k={n_components})" if n_components else "")
-        meta = {**(metadata or {}), "pooling": pooling, "layers": list(idx),
-                "layer_indices": list(idx)}
+        meta = {
+            **(metadata or {}),
+            "pooling": pooling,
+            "layers": list(idx),
+            "layer_indices": list(idx),
+        }
         rows[label] = score_sts(
-            tasks, sentences, combine_layers(per_layer[pooling], idx), whitening=whitening,
+            tasks,
+            sentences,
+            combine_layers(per_layer[pooling], idx),
+            whitening=whitening,
             n_components=n_components if whitening == "year" else None,
-            aggregation=aggregation, metadata=meta)
+            aggregation=aggregation,
+            metadata=meta,
+        )
     return rows
 
 
-def table1_rows(model: str, per_layer: Mapping[str, np.ndarray], tasks: Sequence[Any],
-                sentences: Sequence[str]) -> tuple[Table1Row, ...]:
+def table1_rows(
+    model: str, per_layer: Mapping[str, np.ndarray], tasks: Sequence[Any], sentences: Sequence[str]
+) -> tuple[Table1Row, ...]:
     """Table 1 rows (CLS/AVG x last layer / L1 / L1+last, each without and with whitening).
 
     Parameters
@@ -140,20 +176,29 @@ def table1_rows(model: str, per_layer: Mapping[str, np.ndarray], tasks: Sequence
     return tuple(rows)
 
 
-def sent2vec_rows(label: str, embeddings: np.ndarray, tasks: Sequence[Any],
-                  sentences: Sequence[str]) -> tuple[Table1Row, ...]:
+def sent2vec_rows(
+    label: str, embeddings: np.ndarray, tasks: Sequence[Any], sentences: Sequence[str]
+) -> tuple[Table1Row, ...]:
     """The report's rows of an encoder without token pooling or layers (Sent2Vec): its own
     sentence vectors ``embeddings`` (n, d) of ``sentences``, without and with the same per-year
     whitening."""
     emb = embeddings
     scorer = STSScorer(tasks, sentences)
-    return tuple(Table1Row(label, "-", "-", w, scorer.score(emb, whitening="year" if w else "none"))
-                 for w in (False, True))
+    return tuple(
+        Table1Row(label, "-", "-", w, scorer.score(emb, whitening="year" if w else "none"))
+        for w in (False, True)
+    )
 
 
 #: Rows of the post-processing table, in order.
-POSTPROCESSING_METHODS: tuple[str, ...] = ("none", "whitening", "whitening-k", "ABTT", "SIF",
-                                           "uSIF")
+POSTPROCESSING_METHODS: tuple[str, ...] = (
+    "none",
+    "whitening",
+    "whitening-k",
+    "ABTT",
+    "SIF",
+    "uSIF",
+)
 
 
 @dataclass(frozen=True)
@@ -183,14 +228,26 @@ class PostprocessingRow:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable dict."""
-        return {"model": self.model, "vectors": self.vectors, "method": self.method,
-                "detail": self.detail, "seconds": self.seconds,
-                "result": self.result.to_dict()}
+        return {
+            "model": self.model,
+            "vectors": self.vectors,
+            "method": self.method,
+            "detail": self.detail,
+            "seconds": self.seconds,
+            "result": self.result.to_dict(),
+        }
 
 
-def postprocessing_rows(model: str, vectors: str, embeddings: np.ndarray, tasks: Sequence[Any],
-                        sentences: Sequence[str], *, whitening_k: int | None = None,
-                        abtt_components: int | None = None) -> tuple[PostprocessingRow, ...]:
+def postprocessing_rows(
+    model: str,
+    vectors: str,
+    embeddings: np.ndarray,
+    tasks: Sequence[Any],
+    sentences: Sequence[str],
+    *,
+    whitening_k: int | None = None,
+    abtt_components: int | None = None,
+) -> tuple[PostprocessingRow, ...]:
     """The none / whitening / whitening-k / ABTT rows of one set of sentence vectors.
 
     Every estimator is fitted per STS year on both sides of the year's scored pairs (the
@@ -219,23 +276,31 @@ def postprocessing_rows(model: str, vectors: str, embeddings: np.ndarray, tasks:
     k = whitening_k if whitening_k is not None else max(1, d // 3)
     D = abtt_components if abtt_components is not None else default_abtt_components(d)
     scorer = STSScorer(tasks, sentences)
-    specs = (("none", "", dict(whitening="none")),
-             ("whitening", "all d", dict(whitening="year")),
-             ("whitening-k", f"k={k}", dict(whitening="year", n_components=k)),
-             ("ABTT", f"D={D}", dict(whitening="year", postprocessor=AllButTheTop(D))))
+    specs = (
+        ("none", "", dict(whitening="none")),
+        ("whitening", "all d", dict(whitening="year")),
+        ("whitening-k", f"k={k}", dict(whitening="year", n_components=k)),
+        ("ABTT", f"D={D}", dict(whitening="year", postprocessor=AllButTheTop(D))),
+    )
     rows = []
     for method, detail, kwargs in specs:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # zero vectors: counted in the result
             res = scorer.score(embeddings, **kwargs)
-        rows.append(PostprocessingRow(model, vectors, method, detail, res,
-                                      time.perf_counter() - t0))
+        rows.append(
+            PostprocessingRow(model, vectors, method, detail, res, time.perf_counter() - t0)
+        )
     return tuple(rows)
 
 
-def sif_rows(model: str, vectors: str, encoders: Sequence[Any], tasks: Sequence[Any],
-             sentences: Sequence[str]) -> tuple[PostprocessingRow, ...]:
+def sif_rows(
+    model: str,
+    vectors: str,
+    encoders: Sequence[Any],
+    tasks: Sequence[Any],
+    sentences: Sequence[str],
+) -> tuple[PostprocessingRow, ...]:
     """The SIF / uSIF rows: each encoder's weighted averages, components removed per STS year.
 
     Parameters
@@ -260,31 +325,51 @@ def sif_rows(model: str, vectors: str, encoders: Sequence[Any], tasks: Sequence[
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            res = scorer.score(enc.encode(list(sentences)), whitening="year", postprocessor=pp,
-                               metadata=enc.config_dict())
+            res = scorer.score(
+                enc.encode(list(sentences)),
+                whitening="year",
+                postprocessor=pp,
+                metadata=enc.config_dict(),
+            )
         a = f"a={enc.a:.3g}" + (f" (n={enc.n})" if hasattr(enc, "n") else "")
         detail = f"{a}, {enc.n_components} component{'s' * (enc.n_components > 1)}"
-        rows.append(PostprocessingRow(model, vectors, "uSIF" if enc.method == "usif" else "SIF",
-                                      detail, res, time.perf_counter() - t0))
+        rows.append(
+            PostprocessingRow(
+                model,
+                vectors,
+                "uSIF" if enc.method == "usif" else "SIF",
+                detail,
+                res,
+                time.perf_counter() - t0,
+            )
+        )
     return tuple(rows)
 
 
 def postprocessing_markdown(rows: Sequence[PostprocessingRow]) -> list[str]:
     """The post-processing table: seven STS tasks under ``mean``, then the ``mean`` and ``all``
     averages and the row's wall time (Markdown lines)."""
+
     def fmt(v: float) -> str:
         return "nan" if v != v else f"{v:.2f}"
 
-    head = (["Model", "vectors", "post-processing", "parameters"] + [h for _, h in TABLE_COLUMNS]
-            + ["Avg. mean", "Avg. all", "wall s"])
+    head = (
+        ["Model", "vectors", "post-processing", "parameters"]
+        + [h for _, h in TABLE_COLUMNS]
+        + ["Avg. mean", "Avg. all", "wall s"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|---|---|---|---|" + "---:|" * 10]
     for r in rows:
         scores = r.result.task_scores_for("mean")
         cells = [fmt(scores[t]) if t in scores else "-" for t, _ in TABLE_COLUMNS]
-        cells += [fmt(r.result.average_for("mean")), fmt(r.result.average_for("all")),
-                  f"{r.seconds:.1f}"]
-        lines.append(f"| {r.model} | {r.vectors} | {r.method} | {r.detail} | "
-                     + " | ".join(cells) + " |")
+        cells += [
+            fmt(r.result.average_for("mean")),
+            fmt(r.result.average_for("all")),
+            f"{r.seconds:.1f}",
+        ]
+        lines.append(
+            f"| {r.model} | {r.vectors} | {r.method} | {r.detail} | " + " | ".join(cells) + " |"
+        )
     return lines
 
 
@@ -308,10 +393,15 @@ def describe_encoder_line(d: dict[str, Any]) -> str:
     return f"{d.get('encoder', '')} {name}".strip() + (f" ({', '.join(parts)})" if parts else "")
 
 
-def render_report(rows: Sequence[Table1Row], infos: Sequence[Mapping[str, Any]],
-                  skipped: Sequence[tuple[str, str]] = (), *, command: str,
-                  postprocessing: Sequence[PostprocessingRow] = (),
-                  postprocessing_notes: Sequence[str] = ()) -> str:
+def render_report(
+    rows: Sequence[Table1Row],
+    infos: Sequence[Mapping[str, Any]],
+    skipped: Sequence[tuple[str, str]] = (),
+    *,
+    command: str,
+    postprocessing: Sequence[PostprocessingRow] = (),
+    postprocessing_notes: Sequence[str] = (),
+) -> str:
     """Markdown of the ``sentvec report`` page (``docs/REPRODUCTION.md``).
 
     Parameters
@@ -342,67 +432,98 @@ def render_report(rows: Sequence[Table1Row], infos: Sequence[Mapping[str, Any]],
         return "nan" if v != v else f"{v:.2f}"
 
     head = ["Model", "token", "layer", "whitening"] + [h for _, h in TABLE_COLUMNS] + ["Avg."]
-    lines = ["# Reproduction report: WhiteningBERT Table 1 protocol", "",
-             f"Generated by `{command}` (sentvec {__version__}, Python "
-             f"{platform.python_version()}, {platform.machine()}) on "
-             f"{datetime.date.today().isoformat()}.", "",
-             "Protocol (docs/whiteningbert.md): cosine similarity, Spearman rho x 100; STS12-16 "
-             "scored per subset; STS-B and SICK-R test splits. Whitening (T) is fitted per STS "
-             "year on both sentences of all scored pairs of that year (STS-B / SICK-R: the test "
-             "split), as the authors do (transductive). token=AVG: mean over all real tokens "
-             "including [CLS]/[SEP]; token=CLS: first token's hidden state; L0 = embedding "
-             "output; a layer combination is the mean of the pooled per-layer vectors. All rows "
-             "of one model come from one forward pass (per-layer vectors, cached).", ""]
-    for agg, title in (("mean", "unweighted mean over the subsets of a year (WhiteningBERT)"),
-                       ("wmean", "mean weighted by subset size (SentEval, BERT-whitening)"),
-                       ("all", "Spearman over all subsets concatenated (SimCSE)")):
-        lines += [f"## Aggregation `{agg}`: {title}", "",
-                  "| " + " | ".join(head) + " |", "|---|---|---|---|" + "---:|" * 8]
+    lines = [
+        "# Reproduction report: WhiteningBERT Table 1 protocol",
+        "",
+        f"Generated by `{command}` (sentvec {__version__}, Python "
+        f"{platform.python_version()}, {platform.machine()}) on "
+        f"{datetime.date.today().isoformat()}.",
+        "",
+        "Protocol (docs/whiteningbert.md): cosine similarity, Spearman rho x 100; STS12-16 "
+        "scored per subset; STS-B and SICK-R test splits. Whitening (T) is fitted per STS "
+        "year on both sentences of all scored pairs of that year (STS-B / SICK-R: the test "
+        "split), as the authors do (transductive). token=AVG: mean over all real tokens "
+        "including [CLS]/[SEP]; token=CLS: first token's hidden state; L0 = embedding "
+        "output; a layer combination is the mean of the pooled per-layer vectors. All rows "
+        "of one model come from one forward pass (per-layer vectors, cached).",
+        "",
+    ]
+    for agg, title in (
+        ("mean", "unweighted mean over the subsets of a year (WhiteningBERT)"),
+        ("wmean", "mean weighted by subset size (SentEval, BERT-whitening)"),
+        ("all", "Spearman over all subsets concatenated (SimCSE)"),
+    ):
+        lines += [
+            f"## Aggregation `{agg}`: {title}",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|---|---|---|---|" + "---:|" * 8,
+        ]
         for r in rows:
             scores = r.result.task_scores_for(agg)
             cells = [fmt(scores[t]) if t in scores else "-" for t, _ in TABLE_COLUMNS]
             cells.append(fmt(r.result.average_for(agg)))
-            lines.append(f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
-                         + " | ".join(cells) + " |")
+            lines.append(
+                f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
+                + " | ".join(cells)
+                + " |"
+            )
         lines.append("")
-    lines += ["## Averages side by side", "",
-              "| Model | token | layer | whitening | Avg. mean | Avg. wmean | Avg. all |",
-              "|---|---|---|---|---:|---:|---:|"]
+    lines += [
+        "## Averages side by side",
+        "",
+        "| Model | token | layer | whitening | Avg. mean | Avg. wmean | Avg. all |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
-                     + " | ".join(fmt(r.result.average_for(a)) for a in ("mean", "wmean", "all"))
-                     + " |")
+        lines.append(
+            f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
+            + " | ".join(fmt(r.result.average_for(a)) for a in ("mean", "wmean", "all"))
+            + " |"
+        )
     if postprocessing:
-        lines += ["", "## Post-processing: whitening, all-but-the-top, SIF, uSIF", "",
-                  "Aggregation `mean` per task; every estimator fitted per STS year on both "
-                  "sentences of all the year's scored pairs (duplicates kept), as the whitening "
-                  "rows above. whitening: WhiteningBERT Eq. 1, all dimensions; whitening-k: "
-                  "BERT-whitening's first k components; ABTT: all-but-the-top (Mu & Viswanath "
-                  "2018), centre and remove the top D principal components; SIF (Arora et al. "
-                  "2017): weights a/(a + p(w)), first singular direction of the uncentred "
-                  "matrix removed; uSIF (Ethayarajh 2018): weights a/(a/2 + p(w)) on unit word "
-                  "vectors, a derived from the vocabulary (n = 11), top 5 directions removed "
-                  "weighted by their singular values' share. wall s: scoring (and, for SIF / "
-                  "uSIF, computing the averages) of that row.", ""]
+        lines += [
+            "",
+            "## Post-processing: whitening, all-but-the-top, SIF, uSIF",
+            "",
+            "Aggregation `mean` per task; every estimator fitted per STS year on both "
+            "sentences of all the year's scored pairs (duplicates kept), as the whitening "
+            "rows above. whitening: WhiteningBERT Eq. 1, all dimensions; whitening-k: "
+            "BERT-whitening's first k components; ABTT: all-but-the-top (Mu & Viswanath "
+            "2018), centre and remove the top D principal components; SIF (Arora et al. "
+            "2017): weights a/(a + p(w)), first singular direction of the uncentred "
+            "matrix removed; uSIF (Ethayarajh 2018): weights a/(a/2 + p(w)) on unit word "
+            "vectors, a derived from the vocabulary (n = 11), top 5 directions removed "
+            "weighted by their singular values' share. wall s: scoring (and, for SIF / "
+            "uSIF, computing the averages) of that row.",
+            "",
+        ]
         lines += postprocessing_markdown(postprocessing)
         if postprocessing_notes:
             lines += [""] + [f"- {n}" for n in postprocessing_notes]
     lines += ["", "## Encoders", ""]
     for i in infos:
-        lines.append(f"- **{i['model']}**: {describe_encoder_line(i['description'])}; text "
-                     f"`{i['text_variant']}`, {i['n_sentences']} distinct sentences; vectors "
-                     f"{i['vectors_s']:.1f} s ({'cache hit' if i['cache_hit'] else 'computed'}), "
-                     f"scoring {i['scoring_s']:.1f} s.")
+        lines.append(
+            f"- **{i['model']}**: {describe_encoder_line(i['description'])}; text "
+            f"`{i['text_variant']}`, {i['n_sentences']} distinct sentences; vectors "
+            f"{i['vectors_s']:.1f} s ({'cache hit' if i['cache_hit'] else 'computed'}), "
+            f"scoring {i['scoring_s']:.1f} s."
+        )
     if skipped:
         lines += ["", "## Skipped", ""]
         lines += [f"- **{name}**: {why}" for name, why in skipped]
-    lines += ["", "## Context", "",
-              "The paper's rows are raw MLM-pretrained models (BERT-base, RoBERTa, DistilBERT, "
-              "LaBSE; MiniLM in appendix Table 2: 55.30 -> 66.51 for L1+L12 without -> with "
-              "whitening). None of those is installable here; the models above are "
-              "sentence-transformers checkpoints already fine-tuned for similarity "
-              "(all-MiniLM-L6-v2: 6 layers, 384-d), so absolute numbers are not comparable with "
-              "Table 1 and whitening is not expected to help them as much. A Sent2Vec model has "
-              "neither token pooling nor layers: its row is its own sentence vector, without and "
-              "with the same per-year whitening.", ""]
+    lines += [
+        "",
+        "## Context",
+        "",
+        "The paper's rows are raw MLM-pretrained models (BERT-base, RoBERTa, DistilBERT, "
+        "LaBSE; MiniLM in appendix Table 2: 55.30 -> 66.51 for L1+L12 without -> with "
+        "whitening). None of those is installable here; the models above are "
+        "sentence-transformers checkpoints already fine-tuned for similarity "
+        "(all-MiniLM-L6-v2: 6 layers, 384-d), so absolute numbers are not comparable with "
+        "Table 1 and whitening is not expected to help them as much. A Sent2Vec model has "
+        "neither token pooling nor layers: its row is its own sentence vector, without and "
+        "with the same per-year whitening.",
+        "",
+    ]
     return "\n".join(lines)

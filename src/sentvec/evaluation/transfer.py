@@ -188,8 +188,12 @@ def _read(path: Path, encoding: str) -> str:
 
 
 def _split(name: str, sents: list[str], labels: list[int], pairs: list[str] | None = None):
-    return TransferSplit(name, tuple(sents), np.asarray(labels, dtype=np.int64),
-                         None if pairs is None else tuple(pairs))
+    return TransferSplit(
+        name,
+        tuple(sents),
+        np.asarray(labels, dtype=np.int64),
+        None if pairs is None else tuple(pairs),
+    )
 
 
 def _load_binary(task: str, d: Path) -> TransferData:
@@ -206,7 +210,9 @@ def _load_trec_file(path: Path, name: str) -> TransferSplit:
         coarse, sep, rest = line.strip().partition(":")
         parts = rest.split(" ", 1)
         if not sep or coarse not in _TREC_LABELS or len(parts) != 2:
-            raise ValueError(f"{str(path)!r} line {i}: expected 'COARSE:fine question', got {line!r:.80}")
+            raise ValueError(
+                f"{str(path)!r} line {i}: expected 'COARSE:fine question', got {line!r:.80}"
+            )
         sents.append(_tokens_joined(parts[1]))
         labels.append(_TREC_LABELS.index(coarse))
     return _split(name, sents, labels)
@@ -220,7 +226,9 @@ def _load_mrpc_file(path: Path, name: str) -> TransferSplit:
     for i, line in enumerate(lines[1:], start=2):
         cols = line.strip().split("\t")
         if len(cols) != 5 or cols[0] not in ("0", "1"):
-            raise ValueError(f"{str(path)!r} line {i}: expected 5 tab-separated fields with label 0/1")
+            raise ValueError(
+                f"{str(path)!r} line {i}: expected 5 tab-separated fields with label 0/1"
+            )
         labels.append(int(cols[0]))
         a.append(_tokens_joined(cols[3]))
         b.append(_tokens_joined(cols[4]))
@@ -265,14 +273,28 @@ def load_transfer(task: TransferTaskName, *, data_dir: str | Path | None = None)
     if task in _BINARY_FILES:
         return _load_binary(task, d)
     if task == "TREC":
-        return TransferData(task, (_load_trec_file(d / "train_5500.label", "train"),
-                                   _load_trec_file(d / "TREC_10.label", "test")), _TREC_LABELS)
+        return TransferData(
+            task,
+            (
+                _load_trec_file(d / "train_5500.label", "train"),
+                _load_trec_file(d / "TREC_10.label", "test"),
+            ),
+            _TREC_LABELS,
+        )
     if task == "MRPC":
-        return TransferData(task, (_load_mrpc_file(d / "msr_paraphrase_train.txt", "train"),
-                                   _load_mrpc_file(d / "msr_paraphrase_test.txt", "test")),
-                            ("not_paraphrase", "paraphrase"))
-    return TransferData(task, tuple(_load_sst2_file(d / f"sentiment-{s}", s)
-                                    for s in ("train", "dev", "test")), ("negative", "positive"))
+        return TransferData(
+            task,
+            (
+                _load_mrpc_file(d / "msr_paraphrase_train.txt", "train"),
+                _load_mrpc_file(d / "msr_paraphrase_test.txt", "test"),
+            ),
+            ("not_paraphrase", "paraphrase"),
+        )
+    return TransferData(
+        task,
+        tuple(_load_sst2_file(d / f"sentiment-{s}", s) for s in ("train", "dev", "test")),
+        ("negative", "positive"),
+    )
 
 
 # --------------------------------------------------------------------------- classifier protocol
@@ -399,8 +421,9 @@ class _LogReg:
     def new(self, c: float, warm: bool = False) -> Any:
         from sklearn.linear_model import LogisticRegression
 
-        return LogisticRegression(C=c, solver="lbfgs", tol=self.tol, max_iter=self.max_iter,
-                                  warm_start=warm)
+        return LogisticRegression(
+            C=c, solver="lbfgs", tol=self.tol, max_iter=self.max_iter, warm_start=warm
+        )
 
     def path(self, X: np.ndarray, y: np.ndarray, tr: Any, te: Any) -> tuple[np.ndarray, int]:
         """Accuracy on ``te`` of fits on ``tr`` for every C (ascending; warm-started if
@@ -421,8 +444,9 @@ class _LogReg:
             acc[j] = clf.score(X_te, y_te)
         return acc, hit
 
-    def predict(self, c: float, X: np.ndarray, y: np.ndarray, tr: Any, X_te: np.ndarray
-                ) -> tuple[np.ndarray, int]:
+    def predict(
+        self, c: float, X: np.ndarray, y: np.ndarray, tr: Any, X_te: np.ndarray
+    ) -> tuple[np.ndarray, int]:
         """Fit at ``c`` on ``X[tr]`` (cold start) and predict ``X_te``."""
         clf = self.new(c).fit(X[tr], y[tr])
         return clf.predict(X_te), int(np.max(clf.n_iter_) >= self.max_iter)
@@ -459,26 +483,36 @@ def _run(n_jobs: int, calls: list[tuple[Callable[..., Any], tuple[Any, ...]]]) -
     return Parallel(n_jobs=n_jobs, backend="threading")(delayed(fn)(*args) for fn, args in calls)
 
 
-def _inner_splits(y: np.ndarray, tr: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def _inner_splits(
+    y: np.ndarray, tr: np.ndarray, k: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
     from sklearn.model_selection import StratifiedKFold
 
     skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     return [(tr[a], tr[b]) for a, b in skf.split(np.zeros(len(tr)), y[tr])]
 
 
-def _cv_protocol(lr: _LogReg, X: np.ndarray, y: np.ndarray, kfold: int, inner_kfold: int,
-                 seed: int, n_jobs: int):
+def _cv_protocol(
+    lr: _LogReg, X: np.ndarray, y: np.ndarray, kfold: int, inner_kfold: int, seed: int, n_jobs: int
+):
     """Outer stratified k-fold CV with C chosen per outer fold by inner CV (SentEval InnerKFold)."""
     from sklearn.model_selection import StratifiedKFold
 
     outer = list(StratifiedKFold(n_splits=kfold, shuffle=True, random_state=seed).split(X, y))
-    jobs = [(o, a, b) for o, (tr, _) in enumerate(outer)
-            for a, b in _inner_splits(y, tr, inner_kfold, seed)]
+    jobs = [
+        (o, a, b)
+        for o, (tr, _) in enumerate(outer)
+        for a, b in _inner_splits(y, tr, inner_kfold, seed)
+    ]
     paths = _run(n_jobs, [(lr.path, (X, y, a, b)) for _, a, b in jobs])
     hit = sum(h for _, h in paths)
-    chosen = [lr.best(lr.fold_mean([p[0] for (o, _, _), p in zip(jobs, paths) if o == k]))
-              for k in range(kfold)]
-    preds = _run(n_jobs, [(lr.predict, (c, X, y, tr, X[te])) for (c, _), (tr, te) in zip(chosen, outer)])
+    chosen = [
+        lr.best(lr.fold_mean([p[0] for (o, _, _), p in zip(jobs, paths) if o == k]))
+        for k in range(kfold)
+    ]
+    preds = _run(
+        n_jobs, [(lr.predict, (c, X, y, tr, X[te])) for (c, _), (tr, te) in zip(chosen, outer)]
+    )
     hit += sum(h for _, h in preds)
     accs = [lr.percent(np.mean(p == y[te])) for (p, _), (_, te) in zip(preds, outer)]
     return [c for c, _ in chosen], [d for _, d in chosen], accs, hit
@@ -494,13 +528,16 @@ def _senteval_order(split: TransferSplit) -> np.ndarray:
     if split.pair_sentences is None:
         keys = [(len(s.split()), int(y)) for s, y in zip(split.sentences, split.labels)]
     else:
-        keys = [(len(a.split()), len(b.split()), int(y))
-                for a, b, y in zip(split.sentences, split.pair_sentences, split.labels)]
+        keys = [
+            (len(a.split()), len(b.split()), int(y))
+            for a, b, y in zip(split.sentences, split.pair_sentences, split.labels)
+        ]
     return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 
 
-def _encode_distinct(encoder: Encoder, sentences: list[str], batch_size: int | None,
-                     show_progress_bar: bool | None) -> tuple[dict[str, int], np.ndarray]:
+def _encode_distinct(
+    encoder: Encoder, sentences: list[str], batch_size: int | None, show_progress_bar: bool | None
+) -> tuple[dict[str, int], np.ndarray]:
     distinct = list(dict.fromkeys(sentences))
     kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
     if batch_size is not None:
@@ -508,32 +545,51 @@ def _encode_distinct(encoder: Encoder, sentences: list[str], batch_size: int | N
     emb = encoder.encode(distinct, **kwargs)
     emb = np.asarray(emb)
     if emb.ndim != 2 or emb.shape[0] != len(distinct):
-        raise ValueError(f"encoder returned shape {emb.shape} for {len(distinct)} sentences; "
-                         "expected (n, d)")
+        raise ValueError(
+            f"encoder returned shape {emb.shape} for {len(distinct)} sentences; expected (n, d)"
+        )
     if not np.isfinite(emb).all():
         raise ValueError(f"encoder returned {int((~np.isfinite(emb)).sum())} non-finite values")
     return {s: i for i, s in enumerate(distinct)}, emb.astype(np.float64)
 
 
-def _protocol_settings(protocol: str, train_test: bool, kfold: int, inner_kfold: int | None,
-                       c_grid: Sequence[float] | None, tol: float | None, max_iter: int | None
-                       ) -> tuple[int, _LogReg, str]:
+def _protocol_settings(
+    protocol: str,
+    train_test: bool,
+    kfold: int,
+    inner_kfold: int | None,
+    c_grid: Sequence[float] | None,
+    tol: float | None,
+    max_iter: int | None,
+) -> tuple[int, _LogReg, str]:
     """(inner folds, classifier settings, feature dtype) of ``protocol`` for one task;
     ``train_test``: a train/test task without dev (SentEval's ``KFoldClassifier``)."""
     check_choice("protocol", protocol, TRANSFER_PROTOCOLS)
     if protocol == "senteval":
-        given = [k for k, v in (("inner_kfold", inner_kfold), ("c_grid", c_grid), ("tol", tol),
-                                ("max_iter", max_iter)) if v is not None]
+        given = [
+            k
+            for k, v in (
+                ("inner_kfold", inner_kfold),
+                ("c_grid", c_grid),
+                ("tol", tol),
+                ("max_iter", max_iter),
+            )
+            if v is not None
+        ]
         if given:
-            raise ValueError(f"protocol='senteval' fixes {', '.join(given)} as SentEval does "
-                             "(inner folds = kfold, its C grids, tol=1e-4, max_iter=100); "
-                             "use protocol='sentvec' to set them")
+            raise ValueError(
+                f"protocol='senteval' fixes {', '.join(given)} as SentEval does "
+                "(inner folds = kfold, its C grids, tol=1e-4, max_iter=100); "
+                "use protocol='sentvec' to set them"
+            )
         grid = SENTEVAL_TRAIN_TEST_C_GRID if train_test else SENTEVAL_C_GRID
         return kfold, _LogReg(grid, 1e-4, 100, warm_start=False, round_decimals=2), "float32"
     inner = 5 if inner_kfold is None else inner_kfold
-    lr = _LogReg(_check_c_grid(DEFAULT_C_GRID if c_grid is None else c_grid),
-                 check_float_range("tol", 1e-6 if tol is None else tol, low=0, low_inclusive=False),
-                 check_positive_int("max_iter", 2000 if max_iter is None else max_iter))
+    lr = _LogReg(
+        _check_c_grid(DEFAULT_C_GRID if c_grid is None else c_grid),
+        check_float_range("tol", 1e-6 if tol is None else tol, low=0, low_inclusive=False),
+        check_positive_int("max_iter", 2000 if max_iter is None else max_iter),
+    )
     return check_positive_int("inner_kfold", inner, minimum=2), lr, "float64"
 
 
@@ -624,23 +680,32 @@ def evaluate_transfer(
     seed = check_positive_int("seed", seed, minimum=0)  # None would make folds irreproducible
     names = sorted(s.name for s in data.splits)
     if names not in (["all"], ["test", "train"], ["dev", "test", "train"]):
-        raise ValueError(f"{data.task}: splits {names} are invalid; expected 'all' (scored by "
-                         "cross-validation) or 'train' and 'test', optionally with 'dev'")
+        raise ValueError(
+            f"{data.task}: splits {names} are invalid; expected 'all' (scored by "
+            "cross-validation) or 'train' and 'test', optionally with 'dev'"
+        )
     if batch_size is not None:
         batch_size = check_positive_int("batch_size", batch_size)
     inner_kfold, lr, dtype = _protocol_settings(
-        protocol, names == ["test", "train"], kfold, inner_kfold, c_grid, tol, max_iter)
+        protocol, names == ["test", "train"], kfold, inner_kfold, c_grid, tol, max_iter
+    )
 
     def prep(s: str) -> str:
         s = preprocess(s) if preprocess is not None else s
         return s.lower() if lowercase else s
 
-    splits = {s.name: TransferSplit(s.name, tuple(map(prep, s.sentences)), s.labels,
-                                    None if s.pair_sentences is None
-                                    else tuple(map(prep, s.pair_sentences)))
-              for s in data.splits}
-    index, emb = _encode_distinct(encoder, [x for s in splits.values() for x in _sides(s)],
-                                  batch_size, show_progress_bar)
+    splits = {
+        s.name: TransferSplit(
+            s.name,
+            tuple(map(prep, s.sentences)),
+            s.labels,
+            None if s.pair_sentences is None else tuple(map(prep, s.pair_sentences)),
+        )
+        for s in data.splits
+    }
+    index, emb = _encode_distinct(
+        encoder, [x for s in splits.values() for x in _sides(s)], batch_size, show_progress_bar
+    )
     t_enc = time.perf_counter() - t0
     if dtype == "float32":  # SentEval gets float32 from its batchers; exact for float32 encoders
         emb = emb.astype(np.float32)
@@ -655,22 +720,35 @@ def evaluate_transfer(
         warnings.simplefilter("ignore", ConvergenceWarning)  # counted via n_iter_ instead
         f1, n_dev = None, None
         if list(splits) == ["all"]:
-            cs, devs, accs, hit = _cv_protocol(lr, X["all"], y["all"], kfold, inner_kfold, seed, n_jobs)
+            cs, devs, accs, hit = _cv_protocol(
+                lr, X["all"], y["all"], kfold, inner_kfold, seed, n_jobs
+            )
             n_train = n_test = len(y["all"])
-            desc = (f"{kfold}-fold stratified CV; C per fold by inner {inner_kfold}-fold "
-                    "stratified CV on the training folds")
+            desc = (
+                f"{kfold}-fold stratified CV; C per fold by inner {inner_kfold}-fold "
+                "stratified CV on the training folds"
+            )
         else:
             Xtr, ytr = X["train"], y["train"]
             if "dev" in splits:
-                acc, hit = lr.path(np.concatenate([Xtr, X["dev"]]), np.concatenate([ytr, y["dev"]]),
-                                   slice(0, len(ytr)), slice(len(ytr), None))
+                acc, hit = lr.path(
+                    np.concatenate([Xtr, X["dev"]]),
+                    np.concatenate([ytr, y["dev"]]),
+                    slice(0, len(ytr)),
+                    slice(len(ytr), None),
+                )
                 c, dev = lr.best(acc)
                 n_dev = len(y["dev"])
                 desc = "train/dev/test; C by dev accuracy"
             else:
                 tr = np.arange(len(ytr))
-                paths = _run(n_jobs, [(lr.path, (Xtr, ytr, a, b))
-                                      for a, b in _inner_splits(ytr, tr, inner_kfold, seed)])
+                paths = _run(
+                    n_jobs,
+                    [
+                        (lr.path, (Xtr, ytr, a, b))
+                        for a, b in _inner_splits(ytr, tr, inner_kfold, seed)
+                    ],
+                )
                 c, dev = lr.best(lr.fold_mean([p for p, _ in paths]))
                 hit = sum(h for _, h in paths)
                 desc = f"train/test; C by {inner_kfold}-fold stratified CV on train"
@@ -680,11 +758,17 @@ def evaluate_transfer(
             f1 = lr.percent(_f1(y["test"], pred)) if data.task == "MRPC" else None
             n_train, n_test = len(ytr), len(y["test"])
     if hit:
-        warnings.warn(f"{data.task}: {hit} logistic-regression fits stopped at "
-                      f"max_iter={lr.max_iter} before converging", ConvergenceWarning, stacklevel=2)
-    desc += (f"; L2 logistic regression (lbfgs, tol={lr.tol:g}, max_iter={lr.max_iter}, "
-             f"{'warm starts along the C grid' if lr.warm_start else 'a cold fit per C'}), "
-             f"C grid {list(lr.c_grid)}, raw {dtype} features")
+        warnings.warn(
+            f"{data.task}: {hit} logistic-regression fits stopped at "
+            f"max_iter={lr.max_iter} before converging",
+            ConvergenceWarning,
+            stacklevel=2,
+        )
+    desc += (
+        f"; L2 logistic regression (lbfgs, tol={lr.tol:g}, max_iter={lr.max_iter}, "
+        f"{'warm starts along the C grid' if lr.warm_start else 'a cold fit per C'}), "
+        f"C grid {list(lr.c_grid)}, raw {dtype} features"
+    )
     if data.splits[0].pair_sentences is not None:
         desc += "; pair features [|u-v|, u*v]"
     if lr.round_decimals is not None:
@@ -695,15 +779,34 @@ def evaluate_transfer(
     if lr.round_decimals is not None:  # SentEval rounds the np.float64 means (numpy's round)
         accuracy, dev_accuracy = (np.round(v, lr.round_decimals) for v in (accuracy, dev_accuracy))
     return TransferResult(
-        task=data.task, accuracy=float(accuracy), f1=f1, dev_accuracy=float(dev_accuracy),
-        n_samples=data.n_samples, n_train=n_train, n_test=n_test, n_dev=n_dev,
-        n_distinct_sentences=len(index), n_empty_sentences=sum(not s.strip() for s in index),
-        n_zero_vectors=int((~emb.any(axis=1)).sum()), c=tuple(cs), fold_accuracies=tuple(accs),
-        protocol=desc, model=describe_encoder(encoder), seed=seed, kfold=kfold,
-        inner_kfold=inner_kfold, c_grid=lr.c_grid, n_convergence_warnings=hit,
-        protocol_name=protocol, tol=lr.tol, max_iter=lr.max_iter, warm_start=lr.warm_start,
-        feature_dtype=dtype, round_decimals=lr.round_decimals,
-        encode_seconds=t_enc, wall_seconds=time.perf_counter() - t0,
+        task=data.task,
+        accuracy=float(accuracy),
+        f1=f1,
+        dev_accuracy=float(dev_accuracy),
+        n_samples=data.n_samples,
+        n_train=n_train,
+        n_test=n_test,
+        n_dev=n_dev,
+        n_distinct_sentences=len(index),
+        n_empty_sentences=sum(not s.strip() for s in index),
+        n_zero_vectors=int((~emb.any(axis=1)).sum()),
+        c=tuple(cs),
+        fold_accuracies=tuple(accs),
+        protocol=desc,
+        model=describe_encoder(encoder),
+        seed=seed,
+        kfold=kfold,
+        inner_kfold=inner_kfold,
+        c_grid=lr.c_grid,
+        n_convergence_warnings=hit,
+        protocol_name=protocol,
+        tol=lr.tol,
+        max_iter=lr.max_iter,
+        warm_start=lr.warm_start,
+        feature_dtype=dtype,
+        round_decimals=lr.round_decimals,
+        encode_seconds=t_enc,
+        wall_seconds=time.perf_counter() - t0,
         cpu_seconds=time.process_time() - c0,
     )
 
@@ -731,7 +834,9 @@ def _f1(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 def transfer_table_markdown(
     results: Iterable[TransferResult] | Mapping[str, Iterable[TransferResult]],
-    *, name: str = "model", digits: int = 1,
+    *,
+    name: str = "model",
+    digits: int = 1,
 ) -> str:
     """Markdown table in the Sent2Vec paper's column order (Table 1 / Table 6).
 
@@ -756,7 +861,9 @@ def transfer_table_markdown(
         by_task = {r.task: r for r in res}
         cells = []
         mrpc = by_task.get("MRPC")
-        cells.append("-" if mrpc is None else f"{fmt(mrpc.accuracy)} / {fmt(mrpc.f1 or float('nan'))}")
+        cells.append(
+            "-" if mrpc is None else f"{fmt(mrpc.accuracy)} / {fmt(mrpc.f1 or float('nan'))}"
+        )
         for t in ("MR", "CR", "SUBJ", "MPQA", "TREC"):
             cells.append(fmt(by_task[t].accuracy) if t in by_task else "-")
         if all(t in by_task for t in AVERAGED_TASKS):

@@ -56,8 +56,9 @@ def _embed_dim(encoder: Any) -> int | None:
     return output_dimension(inner if inner is not None else encoder)
 
 
-def mteb_model_meta(encoder: Any, *, name: str | None = None, revision: str | None = None,
-                    **overrides: Any) -> Any:
+def mteb_model_meta(
+    encoder: Any, *, name: str | None = None, revision: str | None = None, **overrides: Any
+) -> Any:
     """An ``mteb.ModelMeta`` describing a sentvec encoder (mteb 2.x).
 
     Parameters
@@ -92,14 +93,23 @@ def mteb_model_meta(encoder: Any, *, name: str | None = None, revision: str | No
     uses_torch = hasattr(inner, "model") and hasattr(inner, "tokenizer")
     max_tokens = getattr(inner, "max_length", None)
     fields: dict[str, Any] = {
-        "loader": None, "name": name or _default_name(encoder),
-        "revision": revision or sentvec.__version__, "release_date": None,
-        "languages": None, "n_parameters": None, "memory_usage_mb": None,
+        "loader": None,
+        "name": name or _default_name(encoder),
+        "revision": revision or sentvec.__version__,
+        "release_date": None,
+        "languages": None,
+        "n_parameters": None,
+        "memory_usage_mb": None,
         "max_tokens": float(max_tokens) if isinstance(max_tokens, int) else None,
-        "embed_dim": _embed_dim(encoder), "license": None, "open_weights": True,
-        "public_training_code": None, "public_training_data": None,
+        "embed_dim": _embed_dim(encoder),
+        "license": None,
+        "open_weights": True,
+        "public_training_code": None,
+        "public_training_data": None,
         "framework": ["PyTorch"] if uses_torch else ["NumPy"],
-        "similarity_fn_name": "cosine", "use_instructions": False, "training_datasets": None,
+        "similarity_fn_name": "cosine",
+        "use_instructions": False,
+        "training_datasets": None,
     }
     fields.update(overrides)
     return ModelMeta(**fields)
@@ -135,9 +145,16 @@ class MTEBEncoder:
     >>> mteb.evaluate(model, mteb.get_tasks(["STSBenchmark"]))       # doctest: +SKIP
     """
 
-    def __init__(self, encoder: Any, *, name: str | None = None, revision: str | None = None,
-                 batch_size: int | None = None, normalize: bool = False,
-                 meta_overrides: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        encoder: Any,
+        *,
+        name: str | None = None,
+        revision: str | None = None,
+        batch_size: int | None = None,
+        normalize: bool = False,
+        meta_overrides: Mapping[str, Any] | None = None,
+    ) -> None:
         if not callable(getattr(encoder, "encode", None)):
             raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
         if batch_size is not None:
@@ -155,8 +172,9 @@ class MTEBEncoder:
     def mteb_model_meta(self) -> Any:
         """The ``mteb.ModelMeta`` of this model (built on first access; needs mteb 2.x)."""
         if self._meta is None:
-            self._meta = mteb_model_meta(self.model, name=self._name, revision=self._revision,
-                                         **self._meta_overrides)
+            self._meta = mteb_model_meta(
+                self.model, name=self._name, revision=self._revision, **self._meta_overrides
+            )
         return self._meta
 
     @staticmethod
@@ -176,12 +194,21 @@ class MTEBEncoder:
             else:
                 raise TypeError(
                     "inputs must be a list of str or a DataLoader of batches holding a 'text' "
-                    f"list (text tasks only); got an item of type {type(item).__name__}")
+                    f"list (text tasks only); got an item of type {type(item).__name__}"
+                )
         return out
 
-    def encode(self, inputs: Iterable[Any], *, task_metadata: Any = None,
-               hf_split: str | None = None, hf_subset: str | None = None, prompt_type: Any = None,
-               task_name: str | None = None, **kwargs: Any) -> np.ndarray:
+    def encode(
+        self,
+        inputs: Iterable[Any],
+        *,
+        task_metadata: Any = None,
+        hf_split: str | None = None,
+        hf_subset: str | None = None,
+        prompt_type: Any = None,
+        task_name: str | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
         """Encode MTEB inputs; both the 2.x and the 1.x call signatures.
 
         Parameters
@@ -212,8 +239,9 @@ class MTEBEncoder:
             enc_kwargs["show_progress_bar"] = kwargs["show_progress_bar"]
         X = np.asarray(self.model.encode(texts, **enc_kwargs), dtype=np.float32)
         if X.ndim != 2 or X.shape[0] != len(texts):
-            raise ValueError(f"the encoder returned shape {X.shape} for {len(texts)} texts; "
-                             "expected (n, d)")
+            raise ValueError(
+                f"the encoder returned shape {X.shape} for {len(texts)} texts; expected (n, d)"
+            )
         if self.normalize and len(X):
             norms = np.linalg.norm(X, axis=1, keepdims=True)
             X = X / np.where(norms > 0, norms, 1.0)

@@ -79,16 +79,20 @@ ST_MODULE_TYPES: dict[str, str] = {
 }
 _IDENTITY = "torch.nn.modules.linear.Identity"
 #: hub names of sentvec's model aliases, for the model card's ``base_model``
-_ALIAS_HUB_NAMES = {"minilm": "sentence-transformers/all-MiniLM-L6-v2",
-                    "mpnet": "sentence-transformers/all-mpnet-base-v2"}
+_ALIAS_HUB_NAMES = {
+    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
+    "mpnet": "sentence-transformers/all-mpnet-base-v2",
+}
 
 
 #: Hugging Face ``model_type`` -> name (``{last}`` = index of the last layer) of the bias of the
 #: LayerNorm that produces ``last_hidden_state`` (post-LN encoders: nothing follows it), into
 #: which the serving-compatible export folds the centring.
 FINAL_NORM_BIAS: dict[str, str] = {
-    **{t: "encoder.layer.{last}.output.LayerNorm.bias"
-       for t in ("bert", "roberta", "xlm-roberta", "camembert", "electra", "mpnet")},
+    **{
+        t: "encoder.layer.{last}.output.LayerNorm.bias"
+        for t in ("bert", "roberta", "xlm-roberta", "camembert", "electra", "mpnet")
+    },
     "distilbert": "transformer.layer.{last}.output_layer_norm.bias",
 }
 
@@ -129,8 +133,10 @@ def affine_parameters(postprocessor: Any) -> tuple[np.ndarray | None, np.ndarray
 
     if isinstance(postprocessor, Whitening):
         check_is_fitted(postprocessor, "mean_")
-        return (np.asarray(postprocessor.mean_, dtype=np.float64),
-                np.asarray(postprocessor.whitening_matrix_, dtype=np.float64))
+        return (
+            np.asarray(postprocessor.mean_, dtype=np.float64),
+            np.asarray(postprocessor.whitening_matrix_, dtype=np.float64),
+        )
     if isinstance(postprocessor, (AllButTheTop, CommonComponentRemoval)):
         check_is_fitted(postprocessor, "components_")
         U = np.asarray(postprocessor.components_, dtype=np.float64)
@@ -142,7 +148,8 @@ def affine_parameters(postprocessor: Any) -> tuple[np.ndarray | None, np.ndarray
     raise ExportError(
         f"a post-processor of type {type(postprocessor).__name__} has no sentence-transformers "
         "equivalent known to sentvec; exportable are the affine maps (x - mu) A of Whitening, "
-        "AllButTheTop and CommonComponentRemoval, written as Dense layers")
+        "AllButTheTop and CommonComponentRemoval, written as Dense layers"
+    )
 
 
 def dense_whitening_parameters(whitening: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -190,8 +197,10 @@ def _split(model: Any, whitening: Any) -> tuple[Any, Any]:
 
     if isinstance(model, Pipeline):
         if whitening is not None and model.whitening is not None:
-            raise ValueError("the pipeline has its own whitening; pass whitening=None, or a "
-                             "Pipeline without whitening")
+            raise ValueError(
+                "the pipeline has its own whitening; pass whitening=None, or a "
+                "Pipeline without whitening"
+            )
         encoder, whitening = model.encoder, model.whitening if whitening is None else whitening
     else:
         encoder = model
@@ -208,7 +217,8 @@ def _split(model: Any, whitening: Any) -> tuple[Any, Any]:
             "(WordEmbeddings/StaticEmbedding look up one token each; PhraseTokenizer merges "
             "known phrases instead of adding them), so no export would give the same vectors. "
             "Use the Sent2Vec model through sentvec (encode, or the MTEB adapter "
-            "sentvec.integrations.mteb)")
+            "sentvec.integrations.mteb)"
+        )
     from sentvec import SIFEncoder, USIFEncoder
 
     if isinstance(encoder, (SIFEncoder, USIFEncoder)):
@@ -220,10 +230,12 @@ def _split(model: Any, whitening: Any) -> tuple[Any, Any]:
             "split text with their own word tokenizer, not the encoder's, so no export gives "
             "the same vectors. "
             "Use it through sentvec (encode, or the MTEB adapter sentvec.integrations.mteb); "
-            "a CommonComponentRemoval on a TransformerEncoder's vectors does export")
+            "a CommonComponentRemoval on a TransformerEncoder's vectors does export"
+        )
     if not isinstance(encoder, TransformerEncoder):
-        raise TypeError(f"can export a sentvec Pipeline or TransformerEncoder, got "
-                        f"{type(encoder).__name__}")
+        raise TypeError(
+            f"can export a sentvec Pipeline or TransformerEncoder, got {type(encoder).__name__}"
+        )
     if whitening is not None:
         from sentvec.encoders.base import check_whitening_fits
 
@@ -239,7 +251,8 @@ def _check_mapping(encoder: Any, serving_compatible: bool) -> bool:
         raise ExportError(
             f"mean_mode={encoder.mean_mode!r} divides the token sum by n + 0.01 (the "
             "WhiteningBERT code); sentence-transformers' Pooling divides by n. Export an encoder "
-            "with mean_mode='exact' (encoder.with_options(mean_mode='exact'))")
+            "with mean_mode='exact' (encoder.with_options(mean_mode='exact'))"
+        )
     import torch
 
     dtype = next(encoder.model.parameters()).dtype
@@ -247,7 +260,8 @@ def _check_mapping(encoder: Any, serving_compatible: bool) -> bool:
         raise ExportError(
             f"the model runs in {dtype}; sentvec pools and whitens in float32 on top of it, "
             "while sentence-transformers would run every module in the model's dtype; export "
-            "a float32 model (load it without dtype=...) and choose the dtype when serving")
+            "a float32 model (load it without dtype=...) and choose the dtype when serving"
+        )
     idx = tuple(encoder.layer_indices)
     needs_layers = idx != (encoder.num_layers,)
     if needs_layers and len(idx) > 1 and encoder.pooling == "max":
@@ -255,7 +269,8 @@ def _check_mapping(encoder: Any, serving_compatible: bool) -> bool:
             f"max pooling over several layers {list(encoder.layers)}: sentvec max-pools each "
             "layer and then averages, while sentence-transformers (WeightedLayerPooling, then "
             "Pooling) averages the token vectors first, which gives other vectors for max "
-            "pooling; export one layer, or mean or cls pooling")
+            "pooling; export one layer, or mean or cls pooling"
+        )
     if serving_compatible:
         if needs_layers:
             raise ExportError(
@@ -263,16 +278,19 @@ def _check_mapping(encoder: Any, serving_compatible: bool) -> bool:
                 f"(layers={list(encoder.layers)}), but text-embeddings-inference pools the last "
                 f"layer ({encoder.num_layers}) only and cannot average layers; export "
                 "without serving_compatible (sentence-transformers loads it), or choose "
-                "layers=(-1,)")
+                "layers=(-1,)"
+            )
         if encoder.pooling not in ("cls", "mean"):
             raise ExportError(
                 f"serving_compatible: text-embeddings-inference pools with cls or mean only, "
-                f"not {encoder.pooling!r}")
+                f"not {encoder.pooling!r}"
+            )
     return needs_layers
 
 
-def check_exportable(model: Any, *, whitening: Any = None,
-                     serving_compatible: bool = False) -> tuple[Any, Any]:
+def check_exportable(
+    model: Any, *, whitening: Any = None, serving_compatible: bool = False
+) -> tuple[Any, Any]:
     """Check, before any work, that ``model`` maps to sentence-transformers modules.
 
     Parameters
@@ -308,8 +326,7 @@ def _save_safetensors(path: Path, tensors: Mapping[str, np.ndarray]) -> None:
     from safetensors.torch import save_file
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()},
-              str(path))
+    save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()}, str(path))
 
 
 def _final_norm_bias(encoder: Any) -> str | None:
@@ -321,12 +338,16 @@ def _final_norm_bias(encoder: Any) -> str | None:
         return None
     name = pattern.format(last=int(encoder.num_layers) - 1)
     params = dict(encoder.model.named_parameters())
-    return name if name in params and tuple(params[name].shape) == (encoder.hidden_size,) \
-        else None
+    return name if name in params and tuple(params[name].shape) == (encoder.hidden_size,) else None
 
 
-def _save_transformer(encoder: Any, root: Path, *, hidden_states: bool,
-                      fold_mean: tuple[str, np.ndarray] | None = None) -> None:
+def _save_transformer(
+    encoder: Any,
+    root: Path,
+    *,
+    hidden_states: bool,
+    fold_mean: tuple[str, np.ndarray] | None = None,
+) -> None:
     """HF model + tokenizer into ``root`` (safetensors), ``sentence_bert_config.json``.
 
     ``fold_mean=(name, mu)`` writes the parameter ``name`` (the final LayerNorm's bias) as
@@ -342,8 +363,10 @@ def _save_transformer(encoder: Any, root: Path, *, hidden_states: bool,
     encoder.model.save_pretrained(root, safe_serialization=True, state_dict=state_dict)
     encoder.tokenizer.save_pretrained(root)
     if not (root / "tokenizer.json").is_file():
-        raise ExportError(f"the tokenizer of {encoder.name_or_path!r} is not a fast tokenizer "
-                          "(no tokenizer.json); sentence-transformers and serving tools need one")
+        raise ExportError(
+            f"the tokenizer of {encoder.name_or_path!r} is not a fast tokenizer "
+            "(no tokenizer.json); sentence-transformers and serving tools need one"
+        )
     cfg_path = root / "config.json"
     cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
     # layer combination needs every hidden state: both old and new sentence-transformers read
@@ -353,8 +376,10 @@ def _save_transformer(encoder: Any, root: Path, *, hidden_states: bool,
     else:
         cfg.pop("output_hidden_states", None)
     _write_json(cfg_path, cfg)
-    _write_json(root / "sentence_bert_config.json",
-                {"max_seq_length": int(encoder.max_length), "do_lower_case": False})
+    _write_json(
+        root / "sentence_bert_config.json",
+        {"max_seq_length": int(encoder.max_length), "do_lower_case": False},
+    )
 
 
 def _versions() -> dict[str, str]:
@@ -363,8 +388,11 @@ def _versions() -> dict[str, str]:
 
     import sentvec
 
-    return {"transformers": transformers.__version__, "pytorch": torch.__version__,
-            "sentvec": sentvec.__version__}
+    return {
+        "transformers": transformers.__version__,
+        "pytorch": torch.__version__,
+        "sentvec": sentvec.__version__,
+    }
 
 
 def _source_model(encoder: Any) -> str:
@@ -396,15 +424,24 @@ def _sts_markdown(sts: Any) -> str | None:
     text = results_table_markdown(rows)
     variant = first.metadata.get("text_variant")
     agg = first.aggregation
-    return (text + f"\nSpearman correlation x 100 of cosine similarity; aggregation over "
-            f"subsets: {agg}" + (f"; STS text: {variant}" if variant else "") + ".\n")
+    return (
+        text + f"\nSpearman correlation x 100 of cosine similarity; aggregation over "
+        f"subsets: {agg}" + (f"; STS text: {variant}" if variant else "") + ".\n"
+    )
 
 
 def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
     hub = info["base_model"]
-    front = ["---", "library_name: sentence-transformers", "pipeline_tag: sentence-similarity",
-             "tags:", "- sentence-transformers", "- feature-extraction",
-             "- sentence-similarity", "- sentvec"]
+    front = [
+        "---",
+        "library_name: sentence-transformers",
+        "pipeline_tag: sentence-similarity",
+        "tags:",
+        "- sentence-transformers",
+        "- feature-extraction",
+        "- sentence-similarity",
+        "- sentvec",
+    ]
     if info["post_processing"]:
         front.append("- " + info["post_processing"]["type"])
     if hub:
@@ -412,17 +449,26 @@ def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
     front.append("---")
     layers = info["layers"]
     lines = [
-        *front, "",
-        f"# {info['title']}", "",
+        *front,
+        "",
+        f"# {info['title']}",
+        "",
         "Sentence embeddings exported from a [sentvec](https://pypi.org/project/sentvec/) "
-        "pipeline (unsupervised: no fine-tuning; WhiteningBERT, Huang et al., 2021).", "",
-        "| | |", "|---|---|",
-        f"| source model | `{info['source_model']}`" + (f" (`{hub}`)" if hub and hub !=
-                                                          info['source_model'] else "") + " |",
+        "pipeline (unsupervised: no fine-tuning; WhiteningBERT, Huang et al., 2021).",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| source model | `{info['source_model']}`"
+        + (f" (`{hub}`)" if hub and hub != info["source_model"] else "")
+        + " |",
         f"| architecture | {info['num_layers']} layers x {info['hidden_size']} |",
         f"| pooling | {info['pooling']}"
-        + (" (mean over all real tokens, [CLS] and [SEP] included)"
-           if info["pooling"] == "mean" else "") + " |",
+        + (
+            " (mean over all real tokens, [CLS] and [SEP] included)"
+            if info["pooling"] == "mean"
+            else ""
+        )
+        + " |",
         f"| layers | hidden states {layers['indices']} (0 = embedding output), "
         + ("averaged" if len(layers["indices"]) > 1 else "one layer")
         + f"; given as {layers['given']} |",
@@ -430,60 +476,92 @@ def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
     ]
     pp = info["post_processing"]
     if pp:
-        what = {"whitening": f"whitening, k = {pp['n_components']} of {pp['n_features']} "
-                             "components",
-                "all-but-the-top": f"all-but-the-top, the top D = {pp['n_components']} "
-                                   "principal directions removed",
-                "common-component-removal": f"common-component removal of "
-                                            f"{pp['n_components']} component(s)"}[pp["type"]]
-        lines += [f"| post-processing | {what}, fitted on {pp['corpus']} ({pp['n_samples']} "
-                  "sentences) |", f"| output dimension | {pp['output_dimension']} |"]
+        what = {
+            "whitening": f"whitening, k = {pp['n_components']} of {pp['n_features']} components",
+            "all-but-the-top": f"all-but-the-top, the top D = {pp['n_components']} "
+            "principal directions removed",
+            "common-component-removal": f"common-component removal of "
+            f"{pp['n_components']} component(s)",
+        }[pp["type"]]
+        lines += [
+            f"| post-processing | {what}, fitted on {pp['corpus']} ({pp['n_samples']} sentences) |",
+            f"| output dimension | {pp['output_dimension']} |",
+        ]
     else:
         lines += ["| post-processing | none |", f"| output dimension | {info['hidden_size']} |"]
     lines += ["", "## Modules", ""]
     for m in info["modules"]:
         lines.append(f"- `{m['path'] or '.'}`: `{m['type']}`")
-    lines += ["", "Vectors are not L2-normalised (no `Normalize` module); compare them with "
-              "cosine similarity."]
+    lines += [
+        "",
+        "Vectors are not L2-normalised (no `Normalize` module); compare them with "
+        "cosine similarity.",
+    ]
     if pp:
-        formula = {"whitening": "`x -> (x - mu) W_k` (`W_k = U_k D_k^-1/2`, components largest "
-                                "variance first)",
-                   "all-but-the-top": "`x -> (x - mu) (I - U^T U)` (`U`: the removed "
-                                      "principal directions, rows)",
-                   "common-component-removal": "`x -> x (I - U^T diag(lambda) U)`"}[pp["type"]]
-        layout = {"two": "two Dense layers: the centring (weight `I`, bias `-mu`), then weight "
-                         "`A^T` without bias",
-                  "folded-norm": "the mean subtracted in the bias of the final LayerNorm "
-                                 f"(`{pp['mean_folded_into']}`; token embeddings are therefore "
-                                 "the source model's minus `mu`), then one Dense layer, weight "
-                                 "`A^T` without bias",
-                  "one": "one Dense layer, weight `A^T`, bias `-mu A` (float32 cancellation: "
-                         "expect about 1e-4 from the sentvec pipeline)",
-                  "map": "one Dense layer, weight `A^T` without bias"}[pp["layout"]]
-        lines += ["", f"The post-processing {formula} is the affine map `(x - mu) A`, written "
-                  f"as {layout}; identity activations."]
+        formula = {
+            "whitening": "`x -> (x - mu) W_k` (`W_k = U_k D_k^-1/2`, components largest "
+            "variance first)",
+            "all-but-the-top": "`x -> (x - mu) (I - U^T U)` (`U`: the removed "
+            "principal directions, rows)",
+            "common-component-removal": "`x -> x (I - U^T diag(lambda) U)`",
+        }[pp["type"]]
+        layout = {
+            "two": "two Dense layers: the centring (weight `I`, bias `-mu`), then weight "
+            "`A^T` without bias",
+            "folded-norm": "the mean subtracted in the bias of the final LayerNorm "
+            f"(`{pp['mean_folded_into']}`; token embeddings are therefore "
+            "the source model's minus `mu`), then one Dense layer, weight "
+            "`A^T` without bias",
+            "one": "one Dense layer, weight `A^T`, bias `-mu A` (float32 cancellation: "
+            "expect about 1e-4 from the sentvec pipeline)",
+            "map": "one Dense layer, weight `A^T` without bias",
+        }[pp["layout"]]
+        lines += [
+            "",
+            f"The post-processing {formula} is the affine map `(x - mu) A`, written "
+            f"as {layout}; identity activations.",
+        ]
         if pp["type"] == "whitening" and pp["solver"] == "eigh":
-            lines += ["Because the components are sorted, truncating the output "
-                      "(`SentenceTransformer(path, truncate_dim=k')`) equals the whitening "
-                      "with `k'` components fitted on the same corpus."]
-    lines += ["", "## Usage", "", "```python", "from sentence_transformers import "
-              "SentenceTransformer", "", "model = SentenceTransformer(\"PATH\")",
-              "embeddings = model.encode([\"A sentence.\", \"Another one.\"])", "```"]
+            lines += [
+                "Because the components are sorted, truncating the output "
+                "(`SentenceTransformer(path, truncate_dim=k')`) equals the whitening "
+                "with `k'` components fitted on the same corpus."
+            ]
+    lines += [
+        "",
+        "## Usage",
+        "",
+        "```python",
+        "from sentence_transformers import SentenceTransformer",
+        "",
+        'model = SentenceTransformer("PATH")',
+        'embeddings = model.encode(["A sentence.", "Another one."])',
+        "```",
+    ]
     if info["serving_compatible"]:
-        lines += ["", "This directory uses only what text-embeddings-inference reads "
-                  "(`1_Pooling/config.json`, at most one `2_Dense` with identity activation, last "
-                  "layer): "
-                  "`text-embeddings-inference --model-id PATH`. That server L2-normalises by "
-                  "default (cosines unchanged) and may run in float16 on a GPU."]
+        lines += [
+            "",
+            "This directory uses only what text-embeddings-inference reads "
+            "(`1_Pooling/config.json`, at most one `2_Dense` with identity activation, last "
+            "layer): "
+            "`text-embeddings-inference --model-id PATH`. That server L2-normalises by "
+            "default (cosines unchanged) and may run in float16 on a GPU.",
+        ]
     if sts_md:
         lines += ["", "## STS evaluation (computed with sentvec)", "", sts_md.rstrip()]
     return "\n".join(lines) + "\n"
 
 
-def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
-                                 whitening: Any = None, whitening_corpus: str | None = None,
-                                 serving_compatible: bool = False, sts: Any = None,
-                                 title: str | None = None) -> Path:
+def export_sentence_transformers(
+    model: Any,
+    path: str | os.PathLike[str],
+    *,
+    whitening: Any = None,
+    whitening_corpus: str | None = None,
+    serving_compatible: bool = False,
+    sts: Any = None,
+    title: str | None = None,
+) -> Path:
     """Write a sentvec pipeline as a directory that ``SentenceTransformer(path)`` loads.
 
     Parameters
@@ -555,13 +633,21 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
     d, L = int(encoder.hidden_size), int(encoder.num_layers)
     idx = tuple(int(i) for i in encoder.layer_indices)
     modules: list[dict[str, Any]] = [
-        {"idx": 0, "name": "0", "path": "", "type": ST_MODULE_TYPES["transformer"]}]
+        {"idx": 0, "name": "0", "path": "", "type": ST_MODULE_TYPES["transformer"]}
+    ]
     if needs_layers:
-        modules.append({"idx": 1, "name": "1", "path": "1_WeightedLayerPooling",
-                        "type": ST_MODULE_TYPES["layers"]})
+        modules.append(
+            {
+                "idx": 1,
+                "name": "1",
+                "path": "1_WeightedLayerPooling",
+                "type": ST_MODULE_TYPES["layers"],
+            }
+        )
     n = len(modules)
-    modules.append({"idx": n, "name": str(n), "path": f"{n}_Pooling",
-                    "type": ST_MODULE_TYPES["pooling"]})
+    modules.append(
+        {"idx": n, "name": str(n), "path": f"{n}_Pooling", "type": ST_MODULE_TYPES["pooling"]}
+    )
     # the post-processing (x - mu) A as Dense layers: [(weight (out, in), bias or None)]
     dense: list[tuple[np.ndarray, np.ndarray | None]] = []
     layout, fold = None, None
@@ -586,80 +672,114 @@ def export_sentence_transformers(model: Any, path: str | os.PathLike[str], *,
                     "centring cannot be folded into it; writing ONE Dense layer (weight A^T, "
                     "bias -mu A), whose float32 cancellation puts the vectors up to ~1e-4 from "
                     "the pipeline's (MiniLM, k = d). Without serving_compatible the export "
-                    "writes the centring as its own Dense layer", UserWarning, stacklevel=2)
+                    "writes the centring as its own Dense layer",
+                    UserWarning,
+                    stacklevel=2,
+                )
                 layout, dense = "one", [dense_whitening_parameters(whitening)]
     for _ in dense:
         n += 1
-        modules.append({"idx": n, "name": str(n), "path": f"{n}_Dense",
-                        "type": ST_MODULE_TYPES["dense"]})
+        modules.append(
+            {"idx": n, "name": str(n), "path": f"{n}_Dense", "type": ST_MODULE_TYPES["dense"]}
+        )
     source = _source_model(encoder)
     pp_info = None
     if whitening is not None:
         from sentvec.whitening import postprocessor_type_of
 
-        pp_info = {"type": postprocessor_type_of(whitening),
-                   "n_components": int(whitening.n_components_), "n_features": d,
-                   "output_dimension": int(dense[-1][0].shape[0]),
-                   "n_samples": int(getattr(whitening, "n_samples_seen_", 0) or 0),
-                   "corpus": whitening_corpus or "an unnamed corpus", "layout": layout,
-                   "mean_folded_into": fold[0] if fold else None,
-                   "solver": getattr(whitening, "solver_", None)}
+        pp_info = {
+            "type": postprocessor_type_of(whitening),
+            "n_components": int(whitening.n_components_),
+            "n_features": d,
+            "output_dimension": int(dense[-1][0].shape[0]),
+            "n_samples": int(getattr(whitening, "n_samples_seen_", 0) or 0),
+            "corpus": whitening_corpus or "an unnamed corpus",
+            "layout": layout,
+            "mean_folded_into": fold[0] if fold else None,
+            "solver": getattr(whitening, "solver_", None),
+        }
     w_info = pp_info if pp_info and pp_info["type"] == "whitening" else None
     info: dict[str, Any] = {
-        "format": EXPORT_FORMAT, "version": EXPORT_VERSION,
-        "source_model": source, "base_model": _hub_name(source),
-        "pooling": encoder.pooling, "mean_mode": encoder.mean_mode,
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "source_model": source,
+        "base_model": _hub_name(source),
+        "pooling": encoder.pooling,
+        "mean_mode": encoder.mean_mode,
         "layers": {"given": list(encoder.layers), "indices": list(idx)},
-        "num_layers": L, "hidden_size": d, "max_seq_length": int(encoder.max_length),
-        "whitening": w_info, "post_processing": pp_info,
+        "num_layers": L,
+        "hidden_size": d,
+        "max_seq_length": int(encoder.max_length),
+        "whitening": w_info,
+        "post_processing": pp_info,
         "serving_compatible": bool(serving_compatible),
-        "modules": modules, "versions": _versions(),
+        "modules": modules,
+        "versions": _versions(),
     }
     pool_name = {"mean": "AVG", "cls": "CLS", "max": "MAX"}[encoder.pooling]
     pp_title = ""
     if pp_info:
-        pp_title = {"whitening": f" + whitening (k={pp_info['n_components']})",
-                    "all-but-the-top": f" + all-but-the-top (D={pp_info['n_components']})",
-                    "common-component-removal":
-                        f" + common-component removal ({pp_info['n_components']})"
-                    }[pp_info["type"]]
-    info["title"] = title or (
-        f"{source}: {pool_name} " + "+".join(f"L{i}" for i in idx) + pp_title)
+        pp_title = {
+            "whitening": f" + whitening (k={pp_info['n_components']})",
+            "all-but-the-top": f" + all-but-the-top (D={pp_info['n_components']})",
+            "common-component-removal": f" + common-component removal ({pp_info['n_components']})",
+        }[pp_info["type"]]
+    info["title"] = title or (f"{source}: {pool_name} " + "+".join(f"L{i}" for i in idx) + pp_title)
     sts_md = _sts_markdown(sts)
 
-    with atomic_directory(path, marker=EXPORT_MARKER, marker_format=EXPORT_FORMAT,
-                          kind="a sentvec sentence-transformers export") as tmp:
+    with atomic_directory(
+        path,
+        marker=EXPORT_MARKER,
+        marker_format=EXPORT_FORMAT,
+        kind="a sentvec sentence-transformers export",
+    ) as tmp:
         _save_transformer(encoder, tmp, hidden_states=needs_layers, fold_mean=fold)
         if needs_layers:
             start = min(idx)
             weights = np.zeros(L + 1 - start, dtype=np.float32)
             weights[[i - start for i in idx]] = 1.0
             sub = tmp / modules[1]["path"]
-            _write_json(sub / "config.json", {"word_embedding_dimension": d,
-                                              "layer_start": start, "num_hidden_layers": L})
+            _write_json(
+                sub / "config.json",
+                {"word_embedding_dimension": d, "layer_start": start, "num_hidden_layers": L},
+            )
             _save_safetensors(sub / "model.safetensors", {"layer_weights": weights})
         pool = next(m for m in modules if m["type"] == ST_MODULE_TYPES["pooling"])
-        _write_json(tmp / pool["path"] / "config.json", {
-            "word_embedding_dimension": d,
-            "pooling_mode_cls_token": encoder.pooling == "cls",
-            "pooling_mode_mean_tokens": encoder.pooling == "mean",
-            "pooling_mode_max_tokens": encoder.pooling == "max",
-            "pooling_mode_mean_sqrt_len_tokens": False,
-        })
-        for (weight, bias), module in zip(dense, modules[len(modules) - len(dense):]):
+        _write_json(
+            tmp / pool["path"] / "config.json",
+            {
+                "word_embedding_dimension": d,
+                "pooling_mode_cls_token": encoder.pooling == "cls",
+                "pooling_mode_mean_tokens": encoder.pooling == "mean",
+                "pooling_mode_max_tokens": encoder.pooling == "max",
+                "pooling_mode_mean_sqrt_len_tokens": False,
+            },
+        )
+        for (weight, bias), module in zip(dense, modules[len(modules) - len(dense) :]):
             sub = tmp / module["path"]
-            _write_json(sub / "config.json", {
-                "in_features": int(weight.shape[1]), "out_features": int(weight.shape[0]),
-                "bias": bias is not None, "activation_function": _IDENTITY})
+            _write_json(
+                sub / "config.json",
+                {
+                    "in_features": int(weight.shape[1]),
+                    "out_features": int(weight.shape[0]),
+                    "bias": bias is not None,
+                    "activation_function": _IDENTITY,
+                },
+            )
             tensors = {"linear.weight": weight}
             if bias is not None:
                 tensors["linear.bias"] = np.ascontiguousarray(bias, dtype=np.float32)
             _save_safetensors(sub / "model.safetensors", tensors)
         _write_json(tmp / "modules.json", modules)
-        _write_json(tmp / "config_sentence_transformers.json", {
-            "__version__": {k: v for k, v in info["versions"].items() if k != "sentvec"},
-            "prompts": {}, "default_prompt_name": None, "similarity_fn_name": "cosine",
-        })
+        _write_json(
+            tmp / "config_sentence_transformers.json",
+            {
+                "__version__": {k: v for k, v in info["versions"].items() if k != "sentvec"},
+                "prompts": {},
+                "default_prompt_name": None,
+                "similarity_fn_name": "cosine",
+            },
+        )
         from sentvec._io import atomic_write_text
 
         atomic_write_text(tmp / "README.md", _model_card(info, sts_md))

@@ -37,9 +37,16 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentvec.sent2vec.model import Sent2Vec, EncodeStats  # noqa: F401
-    from sentvec.sent2vec.trainer import Sent2VecTrainer, TrainingDivergedError, train_sent2vec  # noqa: F401
-    from sentvec.sent2vec.reports import TrainingReport, EpochReport  # noqa: F401
+    from sentvec.sent2vec.binfile import (
+        BinModel,
+        ModelFormatError,
+        QuantizedModelError,
+        is_bin_file,
+        read_bin,
+        write_bin,
+    )  # noqa: F401
     from sentvec.sent2vec.dictionary import Dictionary  # noqa: F401
-    from sentvec.sent2vec.binfile import ModelFormatError, QuantizedModelError, BinModel, read_bin, write_bin, is_bin_file  # noqa: F401
+    from sentvec.sent2vec.model import EncodeStats, Sent2Vec  # noqa: F401
     from sentvec.sent2vec.preprocessing import Preprocessing  # noqa: F401
+    from sentvec.sent2vec.reports import EpochReport, TrainingReport  # noqa: F401
+    from sentvec.sent2vec.trainer import Sent2VecTrainer, TrainingDivergedError, train_sent2vec  # noqa: F401

@@ -13,15 +13,34 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sentvec.sent2vec._wordtable import build_table, is_sep as _is_sep, lookup as _lookup
+from sentvec.sent2vec._wordtable import build_table
+from sentvec.sent2vec._wordtable import is_sep as _is_sep
+from sentvec.sent2vec._wordtable import lookup as _lookup
 from sentvec.sent2vec.dictionary import NGRAM_HASH_MULTIPLIER
 
 _MULT = np.uint64(NGRAM_HASH_MULTIPLIER)
 __all__ = ["build_table", "embed_range"]
 
+
 @numba.njit(cache=True, nogil=True)
-def embed_range(data, offsets, start, stop, table, wbytes, woffsets, skip_id, mat, nwords,
-                bucket, n, out, nfeat, ntok, nskip):
+def embed_range(
+    data,
+    offsets,
+    start,
+    stop,
+    table,
+    wbytes,
+    woffsets,
+    skip_id,
+    mat,
+    nwords,
+    bucket,
+    n,
+    out,
+    nfeat,
+    ntok,
+    nskip,
+):
     """Embed sentences ``start .. stop-1`` of a batch into ``out`` (rows of the same index).
 
     ``data[offsets[s]:offsets[s+1]]`` are the UTF-8 bytes of sentence ``s``. Per sentence,

@@ -208,21 +208,19 @@ class ScanResult:
         return int(self.counts.shape[0])
 
     def key(self, i: int) -> bytes:
-        return self.arena[self.koff[i]:self.koff[i + 1]].tobytes()
+        return self.arena[self.koff[i] : self.koff[i + 1]].tobytes()
 
     def find(self, token: bytes) -> int:
-        return int(_find(np.frombuffer(token, dtype=np.uint8), self.table, self.koff,
-                         self.arena))
+        return int(_find(np.frombuffer(token, dtype=np.uint8), self.table, self.koff, self.arena))
 
     def labels(self, prefix: bytes) -> np.ndarray:
         """int8 flag per key: 1 where the key starts with ``prefix``."""
-        return _has_prefix(self.koff, self.arena, self.nkeys,
-                           np.frombuffer(prefix, dtype=np.uint8))
+        return _has_prefix(self.koff, self.arena, self.nkeys, np.frombuffer(prefix, dtype=np.uint8))
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
     b = np.empty(size, dtype=a.dtype)
-    b[:a.shape[0]] = a
+    b[: a.shape[0]] = a
     return b
 
 
@@ -249,9 +247,12 @@ def scan_corpus(source: Any, stream: BinaryIO, block_bytes: int = 1 << 22) -> Sc
     for block in iter_line_blocks(source, block_bytes):
         if not warned_ff and b"\xff" in block:
             lineno = n_lines + block.count(b"\n", 0, block.find(b"\xff")) + 1
-            warnings.warn(f"corpus line {lineno} contains byte "
-                          "0xFF; the official reader stops reading the corpus at that byte, "
-                          "sentvec reads on", stacklevel=3)
+            warnings.warn(
+                f"corpus line {lineno} contains byte "
+                "0xFF; the official reader stops reading the corpus at that byte, "
+                "sentvec reads on",
+                stacklevel=3,
+            )
             warned_ff = True
         n_lines += block.count(b"\n")
         last = block[-1:]
@@ -281,8 +282,15 @@ def scan_corpus(source: Any, stream: BinaryIO, block_bytes: int = 1 << 22) -> Sc
     if last != b"\n":
         n_lines += 1  # a last line without a newline
     nk = int(st[_NKEYS])
-    return ScanResult(arena=arena, koff=koff[:nk + 1], counts=counts[:nk].copy(), table=table,
-                      ntokens=int(st[_NTOK]), n_lines=n_lines, segments=segments)
+    return ScanResult(
+        arena=arena,
+        koff=koff[: nk + 1],
+        counts=counts[:nk].copy(),
+        table=table,
+        ntokens=int(st[_NTOK]),
+        n_lines=n_lines,
+        segments=segments,
+    )
 
 
 def compile_kernels() -> None:
@@ -296,7 +304,12 @@ def compile_kernels() -> None:
     res.find(b"a")
     res.labels(b"__label__")
     _rehash(np.full(4, -1, dtype=np.int32), res.koff.copy(), res.arena, 0)
-    remap_segment(np.array([0, 1, -1], dtype=np.int32), np.zeros(2, dtype=np.int32), 0,
-                  np.empty(4, dtype=np.int32), np.empty(3, dtype=np.int64),
-                  np.zeros(4, dtype=np.int64))
+    remap_segment(
+        np.array([0, 1, -1], dtype=np.int32),
+        np.zeros(2, dtype=np.int32),
+        0,
+        np.empty(4, dtype=np.int32),
+        np.empty(3, dtype=np.int64),
+        np.zeros(4, dtype=np.int64),
+    )
     _jitted()(np.zeros(2, dtype=np.int64), np.arange(2, dtype=np.int64))

@@ -25,8 +25,9 @@ import os
 import struct
 import warnings
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,8 +45,14 @@ MIN_WORDS = 100_000
 _PREFIX = struct.Struct("<8sII")
 _ALIGN = 64
 #: The arrays of an index and their dtypes (little-endian, as the ``.bin``).
-_ARRAYS = {"wbytes": "|u1", "offsets": "<i8", "counts": "<i8", "lbytes": "|u1",
-           "loffsets": "<i8", "table": "<i4"}
+_ARRAYS = {
+    "wbytes": "|u1",
+    "offsets": "<i8",
+    "counts": "<i8",
+    "lbytes": "|u1",
+    "loffsets": "<i8",
+    "table": "<i4",
+}
 _MAX_HEADER = 1 << 20
 
 
@@ -59,8 +66,10 @@ def candidates(bin_path: Path) -> list[Path]:
 
     real = os.path.realpath(bin_path)
     key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
-    return [Path(real + SUFFIX),
-            default_cache_dir() / CACHE_SUBDIR / f"{key}-{Path(real).name}{SUFFIX}"]
+    return [
+        Path(real + SUFFIX),
+        default_cache_dir() / CACHE_SUBDIR / f"{key}-{Path(real).name}{SUFFIX}",
+    ]
 
 
 def bin_digest(head: memoryview, end: int) -> int:
@@ -68,8 +77,13 @@ def bin_digest(head: memoryview, end: int) -> int:
     return zlib.crc32(head[:end])
 
 
-def load(bin_path: Path, st: os.stat_result, prefix: Callable[[int], memoryview | None],
-         header: dict[str, int], args: dict[str, Any]) -> tuple[Dictionary, int] | None:
+def load(
+    bin_path: Path,
+    st: os.stat_result,
+    prefix: Callable[[int], memoryview | None],
+    header: dict[str, int],
+    args: dict[str, Any],
+) -> tuple[Dictionary, int] | None:
     """The dictionary from a valid index of ``bin_path``, and the file offset after the
     dictionary (prune pairs included); None when there is none, or when it is stale or damaged
     (a :class:`SidecarWarning`). ``st`` is the ``.bin``'s ``fstat``; ``prefix(end)`` gives its
@@ -84,9 +98,12 @@ def load(bin_path: Path, st: os.stat_result, prefix: Callable[[int], memoryview 
             with fh:
                 return _read(fh, st, prefix, header, args)
         except (_Stale, OSError) as exc:
-            warnings.warn(f"{str(path)!r}: the dictionary index of {str(bin_path)!r} is {exc}; "
-                          "reading the dictionary from the .bin and rewriting the index",
-                          SidecarWarning, stacklevel=5)
+            warnings.warn(
+                f"{str(path)!r}: the dictionary index of {str(bin_path)!r} is {exc}; "
+                "reading the dictionary from the .bin and rewriting the index",
+                SidecarWarning,
+                stacklevel=5,
+            )
             return None
     return None
 
@@ -95,8 +112,13 @@ class _Stale(Exception):
     pass
 
 
-def _read(fh: Any, st: os.stat_result, prefix: Callable[[int], memoryview | None],
-          header: dict[str, int], args: dict[str, Any]) -> tuple[Dictionary, int]:
+def _read(
+    fh: Any,
+    st: os.stat_result,
+    prefix: Callable[[int], memoryview | None],
+    header: dict[str, int],
+    args: dict[str, Any],
+) -> tuple[Dictionary, int]:
     nbytes = os.fstat(fh.fileno()).st_size
     head = fh.read(_PREFIX.size)
     if len(head) != _PREFIX.size:
@@ -127,7 +149,7 @@ def _read(fh: Any, st: os.stat_result, prefix: Callable[[int], memoryview | None
         if bin_digest(head, end) != b["crc32"]:
             raise _Stale("stale (the .bin's header or dictionary bytes changed)")
         npairs = max(header["pruneidx_size"], 0)
-        pairs = np.frombuffer(bytes(head[end - 8 * npairs:end]), dtype="<i4").reshape(-1, 2)
+        pairs = np.frombuffer(bytes(head[end - 8 * npairs : end]), dtype="<i4").reshape(-1, 2)
     payload = np.empty(nbytes - payload_start, dtype=np.uint8)
     fh.seek(payload_start)
     if fh.readinto(payload) != payload.shape[0]:
@@ -140,34 +162,56 @@ def _read(fh: Any, st: os.stat_result, prefix: Callable[[int], memoryview | None
             dtype = np.dtype(_ARRAYS[name])
             lo, count = int(spec["offset"]) - payload_start, int(spec["count"])
             # aligned views: the compiled kernels get the array types they were compiled for
-            if (spec["dtype"] != dtype.str or lo < 0 or lo % _ALIGN or count < 0
-                    or lo + count * dtype.itemsize > payload.shape[0]):
+            if (
+                spec["dtype"] != dtype.str
+                or lo < 0
+                or lo % _ALIGN
+                or count < 0
+                or lo + count * dtype.itemsize > payload.shape[0]
+            ):
                 raise _Stale(f"damaged ({name}: {spec})")
-            arrays[name] = payload[lo:lo + count * dtype.itemsize].view(dtype)
+            arrays[name] = payload[lo : lo + count * dtype.itemsize].view(dtype)
         nwords, nlabels = header["nwords"], header["nlabels"]
-        if (arrays["offsets"].shape[0] != nwords + 1 or arrays["counts"].shape[0] != nwords
-                + nlabels or arrays["loffsets"].shape[0] != nlabels + 1):
+        if (
+            arrays["offsets"].shape[0] != nwords + 1
+            or arrays["counts"].shape[0] != nwords + nlabels
+            or arrays["loffsets"].shape[0] != nlabels + 1
+        ):
             raise _Stale("damaged (array sizes do not fit the dictionary header)")
         counts = arrays["counts"].astype(np.int64)  # a writable copy
         d = Dictionary.from_word_bytes(
-            arrays["wbytes"], arrays["offsets"], counts[:nwords], ntokens=header["ntokens"],
-            bucket=args["bucket"], word_ngrams=args["wordNgrams"],
+            arrays["wbytes"],
+            arrays["offsets"],
+            counts[:nwords],
+            ntokens=header["ntokens"],
+            bucket=args["bucket"],
+            word_ngrams=args["wordNgrams"],
             labels=decode_words(arrays["lbytes"], arrays["loffsets"]),
-            label_counts=counts[nwords:], pruneidx_size=header["pruneidx_size"],
-            prune_pairs=pairs)
+            label_counts=counts[nwords:],
+            pruneidx_size=header["pruneidx_size"],
+            prune_pairs=pairs,
+        )
     except ValueError as exc:
         raise _Stale(f"damaged ({exc})") from None
     table = arrays["table"]
     cap = table.shape[0]
-    if cap < max(16, 2 * nwords + 1) or cap & (cap - 1) or (
-            cap and (table.min() < -2 or table.max() >= nwords)):
+    if (
+        cap < max(16, 2 * nwords + 1)
+        or cap & (cap - 1)
+        or (cap and (table.min() < -2 or table.max() >= nwords))
+    ):
         raise _Stale("damaged (hash table)")  # a bad id would read outside the word arrays
     d._table = table
     return d, end
 
 
-def write(bin_path: Path, st: os.stat_result, head: memoryview, header: dict[str, int],
-          dictionary: Dictionary) -> Path | None:
+def write(
+    bin_path: Path,
+    st: os.stat_result,
+    head: memoryview,
+    header: dict[str, int],
+    dictionary: Dictionary,
+) -> Path | None:
     """Write the index of ``bin_path`` (whose bytes up to the end of the dictionary are
     ``head``) beside it, else in the sentvec cache. Returns the path written, or None when
     neither place is writable (the index is an optimisation: nothing is raised)."""
@@ -176,18 +220,30 @@ def write(bin_path: Path, st: os.stat_result, head: memoryview, header: dict[str
     labels = [w.encode("utf-8", "surrogateescape") for w in dictionary.labels]
     loffsets = np.zeros(len(labels) + 1, dtype=np.int64)
     np.cumsum([len(x) for x in labels], out=loffsets[1:])
-    arrays = {"wbytes": np.asarray(wbytes, np.uint8), "offsets": np.asarray(offsets, "<i8"),
-              "counts": np.concatenate([dictionary.counts, dictionary.label_counts]).astype("<i8"),
-              "lbytes": np.frombuffer(b"".join(labels), dtype=np.uint8),
-              "loffsets": loffsets.astype("<i8"),
-              "table": np.asarray(dictionary.word_table(), "<i4")}
-    meta: dict[str, Any] = {"format": FORMAT, "version": VERSION,
-                            "bin": {"size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                                    "dict_end": end, "crc32": bin_digest(head, end)},
-                            "header": header}
+    arrays = {
+        "wbytes": np.asarray(wbytes, np.uint8),
+        "offsets": np.asarray(offsets, "<i8"),
+        "counts": np.concatenate([dictionary.counts, dictionary.label_counts]).astype("<i8"),
+        "lbytes": np.frombuffer(b"".join(labels), dtype=np.uint8),
+        "loffsets": loffsets.astype("<i8"),
+        "table": np.asarray(dictionary.word_table(), "<i4"),
+    }
+    meta: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "bin": {
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+            "dict_end": end,
+            "crc32": bin_digest(head, end),
+        },
+        "header": header,
+    }
     # the header's length depends on the offsets it records: reserve room for them
-    specs = {name: {"dtype": a.dtype.str, "offset": 0, "count": int(a.shape[0])}
-             for name, a in arrays.items()}
+    specs = {
+        name: {"dtype": a.dtype.str, "offset": 0, "count": int(a.shape[0])}
+        for name, a in arrays.items()
+    }
     meta["arrays"], meta["payload_start"], meta["payload_crc32"] = specs, 0, 0
     hlen = len(json.dumps(meta).encode()) + 16 * (len(specs) + 2) + 64
     pos = payload_start = _aligned(_PREFIX.size + hlen)
@@ -197,7 +253,7 @@ def write(bin_path: Path, st: os.stat_result, head: memoryview, header: dict[str
     payload = np.zeros(pos - payload_start, dtype=np.uint8)
     for name, a in arrays.items():
         lo = specs[name]["offset"] - payload_start
-        payload[lo:lo + a.nbytes] = a.view(np.uint8)
+        payload[lo : lo + a.nbytes] = a.view(np.uint8)
     meta["payload_start"], meta["payload_crc32"] = payload_start, zlib.crc32(payload)
     text = json.dumps(meta).encode()
     text += b" " * (hlen - len(text))

@@ -57,8 +57,9 @@ def build_table(wbytes, woffsets, skip_id):
             other = table[slot]
             if other == -2:
                 other = skip_id
-            if _same(wbytes, woffsets[w], woffsets[w + 1], wbytes, woffsets[other],
-                     woffsets[other + 1]):
+            if _same(
+                wbytes, woffsets[w], woffsets[w + 1], wbytes, woffsets[other], woffsets[other + 1]
+            ):
                 break
             slot = (slot + np.uint64(1)) & mask
         table[slot] = -2 if w == skip_id else w

@@ -48,18 +48,40 @@ MODEL_NAMES = {1: "cbow", 2: "sg", 3: "sup", 4: "sent2vec", 5: "cbowCWNgrams"}
 
 #: (field, struct code) of ``Args::save``; names are the official flag names.
 ARGS_HEADER: tuple[tuple[str, str], ...] = (
-    ("dim", "i"), ("ws", "i"), ("epoch", "i"), ("minCount", "i"), ("neg", "i"),
-    ("wordNgrams", "i"), ("loss", "i"), ("model", "i"), ("bucket", "i"), ("minn", "i"),
-    ("maxn", "i"), ("lrUpdateRate", "i"), ("t", "d"),
+    ("dim", "i"),
+    ("ws", "i"),
+    ("epoch", "i"),
+    ("minCount", "i"),
+    ("neg", "i"),
+    ("wordNgrams", "i"),
+    ("loss", "i"),
+    ("model", "i"),
+    ("bucket", "i"),
+    ("minn", "i"),
+    ("maxn", "i"),
+    ("lrUpdateRate", "i"),
+    ("t", "d"),
 )
 #: (field, struct code) of the ``Dictionary::save`` header.
 DICT_HEADER: tuple[tuple[str, str], ...] = (
-    ("size", "i"), ("nwords", "i"), ("nlabels", "i"), ("ntokens", "q"), ("pruneidx_size", "q"),
+    ("size", "i"),
+    ("nwords", "i"),
+    ("nlabels", "i"),
+    ("ntokens", "q"),
+    ("pruneidx_size", "q"),
 )
 #: Values written for args a model does not record (those of the reference binary's files).
 ARGS_DEFAULTS: dict[str, Any] = {
-    "ws": 5, "epoch": 5, "minCount": 5, "neg": 10, "loss": "ns", "model": "sent2vec",
-    "minn": 3, "maxn": 6, "lrUpdateRate": 100, "t": 1e-4,
+    "ws": 5,
+    "epoch": 5,
+    "minCount": 5,
+    "neg": 10,
+    "loss": "ns",
+    "model": "sent2vec",
+    "minn": 3,
+    "maxn": 6,
+    "lrUpdateRate": 100,
+    "t": 1e-4,
 }
 _ENTRY_TAIL = struct.Struct("<qb")
 _MATRIX_HEADER = struct.Struct("<qq")
@@ -117,8 +139,9 @@ class _Cursor:
     asks (the in-memory path); otherwise it is a memory map of the whole file.
     """
 
-    def __init__(self, buf: Any, path: Path, *, size: int | None = None, base: int = 0,
-                 fh: Any = None) -> None:
+    def __init__(
+        self, buf: Any, path: Path, *, size: int | None = None, base: int = 0, fh: Any = None
+    ) -> None:
         self.buf, self.path, self.base, self.fh = buf, path, base, fh
         self.off = base
         self.size = base + len(buf) if size is None else size
@@ -128,8 +151,10 @@ class _Cursor:
 
     def need(self, nbytes: int, what: str, *, load: bool = True) -> None:
         if nbytes < 0 or self.off + nbytes > self.size:
-            raise self.fail(f"file is truncated or corrupt: {what} needs {nbytes} bytes at offset "
-                            f"{self.off}, but the file has {self.size - self.off} bytes left")
+            raise self.fail(
+                f"file is truncated or corrupt: {what} needs {nbytes} bytes at offset "
+                f"{self.off}, but the file has {self.size - self.off} bytes left"
+            )
         if load:
             self.grow(self.off + nbytes)
 
@@ -182,15 +207,20 @@ def _check_signature(cur: _Cursor) -> None:
     if magic != FASTTEXT_MAGIC:
         cur.grow(64)
         head = bytes(cur.buf[:64])
-        kind = ("it looks like a text file" if _looks_like_text(head)
-                else f"magic number {magic} (0x{magic & 0xFFFFFFFF:08x})")
-        raise cur.fail(f"not a sent2vec/fastText .bin model: {kind}; "
-                       f"expected magic {FASTTEXT_MAGIC}")
+        kind = (
+            "it looks like a text file"
+            if _looks_like_text(head)
+            else f"magic number {magic} (0x{magic & 0xFFFFFFFF:08x})"
+        )
+        raise cur.fail(
+            f"not a sent2vec/fastText .bin model: {kind}; expected magic {FASTTEXT_MAGIC}"
+        )
     if version != SENT2VEC_FILE_VERSION:
-        hint = (" (a facebookresearch/fastText >= 0.2 model, not sent2vec)" if version == 12
-                else "")
-        raise cur.fail(f"unsupported file version {version}{hint}; sent2vec writes version "
-                       f"{SENT2VEC_FILE_VERSION}")
+        hint = " (a facebookresearch/fastText >= 0.2 model, not sent2vec)" if version == 12 else ""
+        raise cur.fail(
+            f"unsupported file version {version}{hint}; sent2vec writes version "
+            f"{SENT2VEC_FILE_VERSION}"
+        )
 
 
 def _check_args(cur: _Cursor, raw: dict) -> dict:
@@ -220,8 +250,10 @@ def _read_dictionary(cur: _Cursor, args: dict, st: os.stat_result) -> Dictionary
     h = cur.table(_DICT_STRUCT, DICT_HEADER, "dictionary header")
     size, nwords, nlabels = h["size"], h["nwords"], h["nlabels"]
     if min(size, nwords, nlabels, h["ntokens"]) < 0 or size != nwords + nlabels:
-        raise cur.fail(f"corrupt dictionary header: size={size}, nwords={nwords}, "
-                       f"nlabels={nlabels}, ntokens={h['ntokens']}")
+        raise cur.fail(
+            f"corrupt dictionary header: size={size}, nwords={nwords}, "
+            f"nlabels={nlabels}, ntokens={h['ntokens']}"
+        )
     if h["pruneidx_size"] < -1:
         raise cur.fail(f"corrupt dictionary header: pruneidx_size={h['pruneidx_size']}")
     if nwords < _sidecar.MIN_WORDS:
@@ -262,8 +294,10 @@ def _read_entries(cur: _Cursor, args: dict, h: dict) -> Dictionary:
             break
         if not cur.grow(cur.base + 2 * len(cur.buf)):
             cur.off = off
-            raise cur.fail(f"file is truncated or corrupt inside dictionary entry {done} of "
-                           f"{size} (offset {off})")
+            raise cur.fail(
+                f"file is truncated or corrupt inside dictionary entry {done} of "
+                f"{size} (offset {off})"
+            )
     # the words' bytes end to end: no Python str per word (decoded on first use, if ever)
     view = np.frombuffer(cur.buf, dtype=np.uint8)
     parts = []
@@ -283,13 +317,19 @@ def _read_entries(cur: _Cursor, args: dict, h: dict) -> Dictionary:
     npairs = max(h["pruneidx_size"], 0)
     cur.need(8 * npairs, f"{npairs} prune-index pairs")
     lo = cur.off - cur.base
-    pairs = np.frombuffer(bytes(cur.buf[lo:lo + 8 * npairs]), dtype="<i4").reshape(-1, 2)
+    pairs = np.frombuffer(bytes(cur.buf[lo : lo + 8 * npairs]), dtype="<i4").reshape(-1, 2)
     cur.off += 8 * npairs
-    return Dictionary.from_word_bytes(*parts[0], counts[:nwords], ntokens=h["ntokens"],
-                                      bucket=args["bucket"], word_ngrams=args["wordNgrams"],
-                                      labels=decode_words(*parts[1]),
-                                      label_counts=counts[nwords:],
-                                      pruneidx_size=h["pruneidx_size"], prune_pairs=pairs)
+    return Dictionary.from_word_bytes(
+        *parts[0],
+        counts[:nwords],
+        ntokens=h["ntokens"],
+        bucket=args["bucket"],
+        word_ngrams=args["wordNgrams"],
+        labels=decode_words(*parts[1]),
+        label_counts=counts[nwords:],
+        pruneidx_size=h["pruneidx_size"],
+        prune_pairs=pairs,
+    )
 
 
 def _read_flag(cur: _Cursor, what: str) -> bool:
@@ -299,8 +339,17 @@ def _read_flag(cur: _Cursor, what: str) -> bool:
     return bool(v)
 
 
-def _read_matrix(cur: _Cursor, fh: Any, what: str, min_rows: int, exact_rows: int | None,
-                 dim: int, *, mode: str | None, skip: bool = False) -> np.ndarray | None:
+def _read_matrix(
+    cur: _Cursor,
+    fh: Any,
+    what: str,
+    min_rows: int,
+    exact_rows: int | None,
+    dim: int,
+    *,
+    mode: str | None,
+    skip: bool = False,
+) -> np.ndarray | None:
     """The matrix at the cursor: read (``mode`` None), memory-mapped (``"r"``, ``"c"``) or, with
     ``skip``, only checked and stepped over (None). Its size is checked against the file first,
     so a mapped matrix never reaches past the end of the file."""
@@ -341,12 +390,15 @@ def check_mmap_mode(mmap: str | bool | None) -> str | None:
         return None
     if isinstance(mmap, str) and mmap in MMAP_MODES:
         return mmap
-    raise ValueError(f"mmap={mmap!r} is invalid; expected 'r' (read-only memory map), 'c' "
-                     "(copy-on-write memory map) or None (read into memory)")
+    raise ValueError(
+        f"mmap={mmap!r} is invalid; expected 'r' (read-only memory map), 'c' "
+        "(copy-on-write memory map) or None (read into memory)"
+    )
 
 
-def read_bin(path: str | os.PathLike[str], *, mmap: str | bool | None = None,
-             inference_only: bool = False) -> BinModel:
+def read_bin(
+    path: str | os.PathLike[str], *, mmap: str | bool | None = None, inference_only: bool = False
+) -> BinModel:
     """Read an official sent2vec ``.bin`` file, or memory-map its matrices.
 
     Parameters
@@ -390,8 +442,11 @@ def read_bin(path: str | os.PathLike[str], *, mmap: str | bool | None = None,
             try:
                 whole = mmap_module.mmap(fh.fileno(), 0, access=mmap_module.ACCESS_READ)
             except OSError as exc:
-                warnings.warn(f"{str(p)!r} cannot be memory-mapped ({exc}); reading it into "
-                              "memory instead", UserWarning, stacklevel=2)
+                warnings.warn(
+                    f"{str(p)!r} cannot be memory-mapped ({exc}); reading it into memory instead",
+                    UserWarning,
+                    stacklevel=2,
+                )
                 mode = None
         try:
             if whole is not None:
@@ -404,18 +459,22 @@ def read_bin(path: str | os.PathLike[str], *, mmap: str | bool | None = None,
             if _read_flag(cur, "quantization flag"):
                 raise QuantizedModelError(
                     f"{str(p)!r}: the input matrix is product-quantized (a .ftz model); "
-                    "quantized sent2vec models are not supported")
+                    "quantized sent2vec models are not supported"
+                )
             need_rows = dictionary.nwords + (args["bucket"] if args["wordNgrams"] > 1 else 0)
             dim = args["dim"]
             inp = _read_matrix(cur, fh, "input matrix", need_rows, None, dim, mode=mode)
             if whole is None:  # the rest (flag, output shape) from a fresh buffer after it
                 cur = _Cursor(bytearray(), p, size=nbytes, base=cur.off, fh=fh)
             args["qout"] = _read_flag(cur, "qout flag")
-            out = _read_matrix(cur, fh, "output matrix", 0, dictionary.nwords, dim, mode=mode,
-                               skip=inference_only)
+            out = _read_matrix(
+                cur, fh, "output matrix", 0, dictionary.nwords, dim, mode=mode, skip=inference_only
+            )
             if cur.off != cur.size:
-                raise cur.fail(f"{cur.size - cur.off} unexpected trailing bytes after the output "
-                               f"matrix (offset {cur.off})")
+                raise cur.fail(
+                    f"{cur.size - cur.off} unexpected trailing bytes after the output "
+                    f"matrix (offset {cur.off})"
+                )
         finally:
             if whole is not None:
                 try:
@@ -440,8 +499,14 @@ def _args_for_bin(args: dict[str, Any], dictionary: Dictionary, dim: int) -> dic
     return vals
 
 
-def write_bin(path: str | os.PathLike[str], *, args: dict[str, Any], dictionary: Dictionary,
-              input_matrix: np.ndarray, output_matrix: np.ndarray) -> None:
+def write_bin(
+    path: str | os.PathLike[str],
+    *,
+    args: dict[str, Any],
+    dictionary: Dictionary,
+    input_matrix: np.ndarray,
+    output_matrix: np.ndarray,
+) -> None:
     """Write an official sent2vec ``.bin`` file, atomically (temp file, then rename).
 
     Parameters
@@ -467,15 +532,23 @@ def write_bin(path: str | os.PathLike[str], *, args: dict[str, Any], dictionary:
     dim = int(inp.shape[1])
     need = dictionary.nwords + (dictionary.bucket if dictionary.word_ngrams > 1 else 0)
     if inp.shape[0] < need or out.shape[0] != dictionary.nwords:
-        raise ValueError(f"input matrix has {inp.shape[0]} rows (needs >= {need}) and output "
-                         f"matrix {out.shape[0]} (needs {dictionary.nwords})")
+        raise ValueError(
+            f"input matrix has {inp.shape[0]} rows (needs >= {need}) and output "
+            f"matrix {out.shape[0]} (needs {dictionary.nwords})"
+        )
     vals = _args_for_bin(args, dictionary, dim)
-    header = {"size": dictionary.nwords + dictionary.nlabels, "nwords": dictionary.nwords,
-              "nlabels": dictionary.nlabels, "ntokens": dictionary.ntokens,
-              "pruneidx_size": dictionary.pruneidx_size}
+    header = {
+        "size": dictionary.nwords + dictionary.nlabels,
+        "nwords": dictionary.nwords,
+        "nlabels": dictionary.nlabels,
+        "ntokens": dictionary.ntokens,
+        "pruneidx_size": dictionary.pruneidx_size,
+    }
     entries = bytearray()
-    for words, counts, typ in ((dictionary.words, dictionary.counts, 0),
-                               (dictionary.labels, dictionary.label_counts, 1)):
+    for words, counts, typ in (
+        (dictionary.words, dictionary.counts, 0),
+        (dictionary.labels, dictionary.label_counts, 1),
+    ):
         for w, c in zip(words, counts.tolist()):
             entries += w.encode("utf-8", "surrogateescape")
             entries += b"\x00"
@@ -498,7 +571,7 @@ def _write_matrix(fh: Any, mat: np.ndarray) -> None:
     step = max(1, (64 << 20) // max(1, mat.shape[1] * 4))  # 64 MiB at a time
     for start in range(0, mat.shape[0], step):
         # a view when the rows already are contiguous little-endian float32 (no copy)
-        fh.write(memoryview(np.ascontiguousarray(mat[start:start + step], dtype="<f4")))
+        fh.write(memoryview(np.ascontiguousarray(mat[start : start + step], dtype="<f4")))
 
 
 def is_bin_file(path: str | os.PathLike[str]) -> bool:

@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from sentvec.sent2vec._wordtable import build_table, is_sep as _is_sep, lookup
 from sentvec.sent2vec._scan import close_sentence
+from sentvec.sent2vec._wordtable import build_table, lookup
+from sentvec.sent2vec._wordtable import is_sep as _is_sep
 from sentvec.sent2vec.dictionary import iter_line_blocks
 
 
@@ -52,8 +53,10 @@ def check_corpus(corpus: Any) -> Path | list[str]:
 
         return check_input_file(corpus, what="corpus", regular=True)
     if isinstance(corpus, (bytes, bytearray)) or not isinstance(corpus, Sequence):
-        raise TypeError("corpus must be a path or a sequence of str lines (read twice), "
-                        f"got {type(corpus).__name__}")
+        raise TypeError(
+            "corpus must be a path or a sequence of str lines (read twice), "
+            f"got {type(corpus).__name__}"
+        )
     lines = list(corpus)
     for i, s in enumerate(lines):
         if not isinstance(s, str):
@@ -192,7 +195,7 @@ def remove_stale_temp_dirs(directory: str | os.PathLike[str] | None = None) -> l
     except OSError:
         return removed
     for d in entries:
-        pid_text = d.name[len(TEMP_PREFIX):].split("-", 1)[0]
+        pid_text = d.name[len(TEMP_PREFIX) :].split("-", 1)[0]
         if not pid_text.isdigit() or int(pid_text) == os.getpid() or not d.is_dir():
             continue
         if not _pid_alive(int(pid_text)):
@@ -202,8 +205,13 @@ def remove_stale_temp_dirs(directory: str | os.PathLike[str] | None = None) -> l
     return removed
 
 
-def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, *,
-                   directory: str | os.PathLike[str] | None = None) -> CorpusIds:
+def convert_corpus(
+    corpus: Path | list[str],
+    words: Sequence[str],
+    eos_id: int,
+    *,
+    directory: str | os.PathLike[str] | None = None,
+) -> CorpusIds:
     """Stream the corpus once and write its in-vocabulary word ids to a temporary file.
 
     Tokenizing and vocabulary lookup run in a compiled loop over byte blocks, so no Python work
@@ -260,8 +268,9 @@ def convert_corpus(corpus: Path | list[str], words: Sequence[str], eos_id: int, 
     return _corpus_ids(tmp, total, lengths, raw, n_lines, short)
 
 
-def _corpus_ids(tmp: Path, total: int, lengths: list[np.ndarray], raw: int, n_lines: int,
-                short: int) -> CorpusIds:
+def _corpus_ids(
+    tmp: Path, total: int, lengths: list[np.ndarray], raw: int, n_lines: int, short: int
+) -> CorpusIds:
     """Sentence offsets and the memory map of ``tmp/tokens.int32`` (``total`` ids)."""
     try:
         off = np.zeros(sum(x.size for x in lengths) + 1, dtype=np.int64)
@@ -269,18 +278,33 @@ def _corpus_ids(tmp: Path, total: int, lengths: list[np.ndarray], raw: int, n_li
             np.cumsum(np.concatenate(lengths), out=off[1:])
         # copy-on-write mapping: never written, but typed writable so the training kernel
         # compiles once for file-backed and in-memory corpora alike
-        tokens = (np.memmap(tmp / "tokens.int32", dtype=np.int32, mode="c", shape=(total,))
-                  if total else np.zeros(0, dtype=np.int32))
+        tokens = (
+            np.memmap(tmp / "tokens.int32", dtype=np.int32, mode="c", shape=(total,))
+            if total
+            else np.zeros(0, dtype=np.int32)
+        )
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return CorpusIds(tokens=tokens, offsets=off, raw_tokens=raw, n_lines=n_lines,
-                     short_sentences=short, directory=tmp)
+    return CorpusIds(
+        tokens=tokens,
+        offsets=off,
+        raw_tokens=raw,
+        n_lines=n_lines,
+        short_sentences=short,
+        directory=tmp,
+    )
 
 
-def count_and_convert(corpus: Path | list[str], *, min_count: int, bucket: int,
-                      word_ngrams: int, max_vocab_size: int | None = None,
-                      directory: str | os.PathLike[str] | None = None) -> tuple[Any, CorpusIds]:
+def count_and_convert(
+    corpus: Path | list[str],
+    *,
+    min_count: int,
+    bucket: int,
+    word_ngrams: int,
+    max_vocab_size: int | None = None,
+    directory: str | os.PathLike[str] | None = None,
+) -> tuple[Any, CorpusIds]:
     """The vocabulary pass and the id conversion in one compiled read of the text.
 
     Equal to :meth:`Dictionary.from_corpus <sentvec.sent2vec.dictionary.Dictionary.from_corpus>`
@@ -299,9 +323,13 @@ def count_and_convert(corpus: Path | list[str], *, min_count: int, bucket: int,
         If no word reaches ``min_count``.
     """
     from sentvec.sent2vec import _scan
-    from sentvec.sent2vec.dictionary import (_PLACEHOLDER_B, LABEL_PREFIX,
-                                             PLACEHOLDER_SORT_COUNT, Dictionary,
-                                             vocabulary_order)
+    from sentvec.sent2vec.dictionary import (
+        _PLACEHOLDER_B,
+        LABEL_PREFIX,
+        PLACEHOLDER_SORT_COUNT,
+        Dictionary,
+        vocabulary_order,
+    )
 
     remove_stale_temp_dirs(directory)
     tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=directory))
@@ -314,19 +342,30 @@ def count_and_convert(corpus: Path | list[str], *, min_count: int, bucket: int,
                 scan = None
         if scan is None:  # the official reader prunes: the Python reader reproduces it
             shutil.rmtree(tmp, ignore_errors=True)
-            d = Dictionary.from_corpus(corpus, min_count=min_count, min_count_label=0,
-                                       max_vocab_size=max_vocab_size, bucket=bucket,
-                                       word_ngrams=word_ngrams)
+            d = Dictionary.from_corpus(
+                corpus,
+                min_count=min_count,
+                min_count_label=0,
+                max_vocab_size=max_vocab_size,
+                bucket=bucket,
+                word_ngrams=word_ngrams,
+            )
             return d, convert_corpus(corpus, d.words, d.eos_id, directory=directory)
         nk = scan.nkeys
         counts = np.append(scan.counts, np.int64(PLACEHOLDER_SORT_COUNT))
         types = np.append(scan.labels(LABEL_PREFIX.encode()), np.int8(0))
         idx = vocabulary_order(counts, types, min_count, 0, max_vocab_size)
-        d = Dictionary._from_order([scan.key(i) if i < nk else _PLACEHOLDER_B for i in idx],
-                                   counts[idx], types[idx], ntokens=scan.ntokens, bucket=bucket,
-                                   word_ngrams=word_ngrams, min_count=min_count)
+        d = Dictionary._from_order(
+            [scan.key(i) if i < nk else _PLACEHOLDER_B for i in idx],
+            counts[idx],
+            types[idx],
+            ntokens=scan.ntokens,
+            bucket=bucket,
+            word_ngrams=word_ngrams,
+            min_count=min_count,
+        )
         key2id = np.full(max(nk, 1), -1, dtype=np.int32)
-        words = idx[:d.nwords]
+        words = idx[: d.nwords]
         real = words < nk
         key2id[words[real]] = np.flatnonzero(real).astype(np.int32)
         ph = scan.find(_PLACEHOLDER_B)  # a literal <PLACEHOLDER> maps to id 0 if not kept

@@ -125,24 +125,52 @@ class Dictionary:
         A word that is not a ``str``.
     """
 
-    def __init__(self, words: Iterable[str], counts: Any, *, ntokens: int, bucket: int,
-                 word_ngrams: int, labels: Iterable[str] = (), label_counts: Any = (),
-                 pruneidx_size: int = -1, prune_pairs: Any = None) -> None:
+    def __init__(
+        self,
+        words: Iterable[str],
+        counts: Any,
+        *,
+        ntokens: int,
+        bucket: int,
+        word_ngrams: int,
+        labels: Iterable[str] = (),
+        label_counts: Any = (),
+        pruneidx_size: int = -1,
+        prune_pairs: Any = None,
+    ) -> None:
         self._words: list[str] | None = list(words)
         if not set(map(type, self._words)) <= {str}:  # one C-level pass (1 M words: 30 ms)
             for w in self._words:
                 if not isinstance(w, str):
                     raise TypeError(f"words must be str, got {type(w).__name__}: {w!r:.60}")
         self._word_bytes: tuple[np.ndarray, np.ndarray] | None = None
-        self._setup(len(self._words), counts, ntokens=ntokens, bucket=bucket,
-                    word_ngrams=word_ngrams, labels=labels, label_counts=label_counts,
-                    pruneidx_size=pruneidx_size, prune_pairs=prune_pairs)
+        self._setup(
+            len(self._words),
+            counts,
+            ntokens=ntokens,
+            bucket=bucket,
+            word_ngrams=word_ngrams,
+            labels=labels,
+            label_counts=label_counts,
+            pruneidx_size=pruneidx_size,
+            prune_pairs=prune_pairs,
+        )
 
     @classmethod
-    def from_word_bytes(cls, wbytes: np.ndarray, offsets: np.ndarray, counts: Any, *,
-                        ntokens: int, bucket: int, word_ngrams: int,
-                        labels: Iterable[str] = (), label_counts: Any = (),
-                        pruneidx_size: int = -1, prune_pairs: Any = None) -> Dictionary:
+    def from_word_bytes(
+        cls,
+        wbytes: np.ndarray,
+        offsets: np.ndarray,
+        counts: Any,
+        *,
+        ntokens: int,
+        bucket: int,
+        word_ngrams: int,
+        labels: Iterable[str] = (),
+        label_counts: Any = (),
+        pruneidx_size: int = -1,
+        prune_pairs: Any = None,
+    ) -> Dictionary:
         """A dictionary whose words are given as UTF-8 bytes end to end, as a ``.bin`` holds them.
 
         No Python ``str`` is made: :attr:`words` (and :attr:`word2id`) are decoded on first use
@@ -173,24 +201,45 @@ class Dictionary:
         wb = np.asarray(wbytes)
         offs = np.asarray(offsets)
         if wb.ndim != 1 or wb.dtype != np.uint8:
-            raise ValueError(f"wbytes must be a 1-D uint8 array, got {wb.dtype} of shape "
-                             f"{wb.shape}")
+            raise ValueError(
+                f"wbytes must be a 1-D uint8 array, got {wb.dtype} of shape {wb.shape}"
+            )
         if offs.ndim != 1 or offs.dtype != np.int64 or offs.shape[0] < 1:
-            raise ValueError(f"offsets must be a 1-D int64 array of nwords + 1 entries, got "
-                             f"{offs.dtype} of shape {offs.shape}")
+            raise ValueError(
+                f"offsets must be a 1-D int64 array of nwords + 1 entries, got "
+                f"{offs.dtype} of shape {offs.shape}"
+            )
         if offs[0] != 0 or offs[-1] != wb.shape[0] or (offs[1:] < offs[:-1]).any():
             raise ValueError(f"offsets must rise from 0 to len(wbytes) = {wb.shape[0]}")
         self = cls.__new__(cls)
         self._words = None
         self._word_bytes = (wb, offs)
-        self._setup(offs.shape[0] - 1, counts, ntokens=ntokens, bucket=bucket,
-                    word_ngrams=word_ngrams, labels=labels, label_counts=label_counts,
-                    pruneidx_size=pruneidx_size, prune_pairs=prune_pairs)
+        self._setup(
+            offs.shape[0] - 1,
+            counts,
+            ntokens=ntokens,
+            bucket=bucket,
+            word_ngrams=word_ngrams,
+            labels=labels,
+            label_counts=label_counts,
+            pruneidx_size=pruneidx_size,
+            prune_pairs=prune_pairs,
+        )
         return self
 
-    def _setup(self, nwords: int, counts: Any, *, ntokens: int, bucket: int, word_ngrams: int,
-               labels: Iterable[str], label_counts: Any, pruneidx_size: int,
-               prune_pairs: Any) -> None:
+    def _setup(
+        self,
+        nwords: int,
+        counts: Any,
+        *,
+        ntokens: int,
+        bucket: int,
+        word_ngrams: int,
+        labels: Iterable[str],
+        label_counts: Any,
+        pruneidx_size: int,
+        prune_pairs: Any,
+    ) -> None:
         self._nwords = int(nwords)
         self.counts: np.ndarray = np.asarray(counts, dtype=np.int64).reshape(-1)
         self.labels: list[str] = list(labels)
@@ -201,25 +250,33 @@ class Dictionary:
             raise ValueError(f"{len(self.labels)} labels but {self.label_counts.shape[0]} counts")
         # the official .bin holds bucket and word_ngrams as int32 and ntokens as int64
         if not 0 <= int(bucket) <= _INT32_MAX:
-            raise ValueError(f"bucket={bucket!r} is invalid; expected an integer in "
-                             f"0..{_INT32_MAX}")
+            raise ValueError(
+                f"bucket={bucket!r} is invalid; expected an integer in 0..{_INT32_MAX}"
+            )
         if not 1 <= int(word_ngrams) <= _INT32_MAX:
-            raise ValueError(f"word_ngrams={word_ngrams!r} is invalid; expected an integer in "
-                             f"1..{_INT32_MAX}")
+            raise ValueError(
+                f"word_ngrams={word_ngrams!r} is invalid; expected an integer in 1..{_INT32_MAX}"
+            )
         if int(word_ngrams) > 1 and int(bucket) == 0:
             raise ValueError(f"word_ngrams={word_ngrams} needs bucket > 0 (got bucket=0)")
         if not 0 <= int(ntokens) <= _INT64_MAX:
-            raise ValueError(f"ntokens={ntokens!r} is invalid; expected an integer in "
-                             f"0..{_INT64_MAX}")
+            raise ValueError(
+                f"ntokens={ntokens!r} is invalid; expected an integer in 0..{_INT64_MAX}"
+            )
         if not -1 <= int(pruneidx_size) <= _INT64_MAX:
-            raise ValueError(f"pruneidx_size={pruneidx_size!r} is invalid; expected an integer "
-                             f"in -1..{_INT64_MAX}")
+            raise ValueError(
+                f"pruneidx_size={pruneidx_size!r} is invalid; expected an integer "
+                f"in -1..{_INT64_MAX}"
+            )
         self.ntokens = int(ntokens)
         self.bucket = int(bucket)
         self.word_ngrams = int(word_ngrams)
         self.pruneidx_size = int(pruneidx_size)
-        self.prune_pairs = (np.zeros((0, 2), dtype=np.int32) if prune_pairs is None
-                            else np.asarray(prune_pairs, dtype=np.int32).reshape(-1, 2))
+        self.prune_pairs = (
+            np.zeros((0, 2), dtype=np.int32)
+            if prune_pairs is None
+            else np.asarray(prune_pairs, dtype=np.int32).reshape(-1, 2)
+        )
         self._word2id: dict[str, int] | None = None
         self._table: np.ndarray | None = None
 
@@ -246,8 +303,10 @@ class Dictionary:
         return self._nwords
 
     def __repr__(self) -> str:
-        return (f"Dictionary(nwords={self.nwords}, ntokens={self.ntokens}, bucket={self.bucket}, "
-                f"word_ngrams={self.word_ngrams})")
+        return (
+            f"Dictionary(nwords={self.nwords}, ntokens={self.ntokens}, bucket={self.bucket}, "
+            f"word_ngrams={self.word_ngrams})"
+        )
 
     @property
     def word2id(self) -> dict[str, int]:
@@ -266,7 +325,7 @@ class Dictionary:
         """Id of ``<PLACEHOLDER>`` (0 in every official sent2vec model), or -1 if absent."""
         if self._words is None:  # in the bytes, without decoding every word
             wb, offs = self._word_bytes
-            if self._nwords and bytes(wb[offs[0]:offs[1]]) == _PLACEHOLDER_B:
+            if self._nwords and bytes(wb[offs[0] : offs[1]]) == _PLACEHOLDER_B:
                 return 0
             return _last_id_of(wb, offs, _PLACEHOLDER_B)
         return 0 if self.words and self.words[0] == PLACEHOLDER else self.get_id(PLACEHOLDER)
@@ -296,8 +355,7 @@ class Dictionary:
             enc = [w.encode("utf-8", "surrogateescape") for w in self.words]
             offsets = np.zeros(len(enc) + 1, dtype=np.int64)
             np.cumsum([len(b) for b in enc], out=offsets[1:])
-            wbytes = (np.frombuffer(b"".join(enc), dtype=np.uint8) if enc
-                      else np.zeros(0, np.uint8))
+            wbytes = np.frombuffer(b"".join(enc), dtype=np.uint8) if enc else np.zeros(0, np.uint8)
             self._word_bytes = (wbytes, offsets)
         return self._word_bytes
 
@@ -338,8 +396,10 @@ class Dictionary:
             If ``tokens`` is a single string.
         """
         if isinstance(tokens, (str, bytes)):
-            raise TypeError("tokens must be a sequence of str, not a single string; split it "
-                            "first (split_tokens)")
+            raise TypeError(
+                "tokens must be a sequence of str, not a single string; split it "
+                "first (split_tokens)"
+            )
         get = self.word2id.get
         found = [i for i in (get(t, -1) for t in tokens) if i >= 0]
         return np.asarray(found, dtype=np.int32)
@@ -410,10 +470,17 @@ class Dictionary:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_corpus(cls, path_or_lines: str | os.PathLike[str] | Iterable[str | bytes], *,
-                    min_count: int = 5, min_count_label: int = 0,
-                    max_vocab_size: int | None = None, bucket: int = 2_000_000,
-                    word_ngrams: int = 2, label_prefix: str = LABEL_PREFIX) -> Dictionary:
+    def from_corpus(
+        cls,
+        path_or_lines: str | os.PathLike[str] | Iterable[str | bytes],
+        *,
+        min_count: int = 5,
+        min_count_label: int = 0,
+        max_vocab_size: int | None = None,
+        bucket: int = 2_000_000,
+        word_ngrams: int = 2,
+        label_prefix: str = LABEL_PREFIX,
+    ) -> Dictionary:
         """Count a corpus and build the vocabulary in the official order.
 
         Parameters
@@ -445,43 +512,82 @@ class Dictionary:
             If a parameter is invalid, or no word reaches ``min_count`` (the vocabulary would hold
             only ``<PLACEHOLDER>``).
         """
-        for name, v, lo in (("min_count", min_count, 0), ("min_count_label", min_count_label, 0),
-                            ("bucket", bucket, 0), ("word_ngrams", word_ngrams, 1)):
+        for name, v, lo in (
+            ("min_count", min_count, 0),
+            ("min_count_label", min_count_label, 0),
+            ("bucket", bucket, 0),
+            ("word_ngrams", word_ngrams, 1),
+        ):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
                 raise ValueError(f"{name}={v!r} is invalid; expected an integer >= {lo}")
-        if max_vocab_size is not None and (isinstance(max_vocab_size, bool) or not isinstance(
-                max_vocab_size, (int, np.integer)) or max_vocab_size < 1):
-            raise ValueError(f"max_vocab_size={max_vocab_size!r} is invalid; "
-                             "expected None or an integer >= 1")
+        if max_vocab_size is not None and (
+            isinstance(max_vocab_size, bool)
+            or not isinstance(max_vocab_size, (int, np.integer))
+            or max_vocab_size < 1
+        ):
+            raise ValueError(
+                f"max_vocab_size={max_vocab_size!r} is invalid; expected None or an integer >= 1"
+            )
         prefix = label_prefix.encode("utf-8")
         counter, ntokens = _count_tokens(iter_line_blocks(path_or_lines), prefix)
         keys = list(counter)
         counts = np.fromiter(counter.values(), dtype=np.int64, count=len(keys))
         keys.append(_PLACEHOLDER_B)  # appended even if the corpus contains it, as officially
         counts = np.append(counts, np.int64(PLACEHOLDER_SORT_COUNT))
-        types = np.array([_TYPE_LABEL if k.startswith(prefix) else _TYPE_WORD for k in keys],
-                         dtype=np.int8)
+        types = np.array(
+            [_TYPE_LABEL if k.startswith(prefix) else _TYPE_WORD for k in keys], dtype=np.int8
+        )
         idx = vocabulary_order(counts, types, min_count, min_count_label, max_vocab_size)
-        return cls._from_order([keys[i] for i in idx], counts[idx], types[idx], ntokens=ntokens,
-                               bucket=bucket, word_ngrams=word_ngrams, min_count=min_count)
+        return cls._from_order(
+            [keys[i] for i in idx],
+            counts[idx],
+            types[idx],
+            ntokens=ntokens,
+            bucket=bucket,
+            word_ngrams=word_ngrams,
+            min_count=min_count,
+        )
 
     @classmethod
-    def _from_order(cls, keys: list[bytes], counts: np.ndarray, types: np.ndarray, *,
-                    ntokens: int, bucket: int, word_ngrams: int, min_count: int) -> Dictionary:
+    def _from_order(
+        cls,
+        keys: list[bytes],
+        counts: np.ndarray,
+        types: np.ndarray,
+        *,
+        ntokens: int,
+        bucket: int,
+        word_ngrams: int,
+        min_count: int,
+    ) -> Dictionary:
         """The dictionary of the entries ``vocabulary_order`` picked (bytes, counts, types)."""
         nwords = int((types == _TYPE_WORD).sum())
         if nwords <= 1:
-            raise ValueError(f"empty vocabulary: no word occurs at least min_count={min_count} "
-                             f"times in {ntokens} tokens")
+            raise ValueError(
+                f"empty vocabulary: no word occurs at least min_count={min_count} "
+                f"times in {ntokens} tokens"
+            )
         counts = counts.copy()
         counts[0] = 0  # placeholder (official: count reset after the discard table is built)
         dec = [k.decode("utf-8", "surrogateescape") for k in keys]
-        return cls(dec[:nwords], counts[:nwords], ntokens=ntokens, bucket=bucket,
-                   word_ngrams=word_ngrams, labels=dec[nwords:], label_counts=counts[nwords:])
+        return cls(
+            dec[:nwords],
+            counts[:nwords],
+            ntokens=ntokens,
+            bucket=bucket,
+            word_ngrams=word_ngrams,
+            labels=dec[nwords:],
+            label_counts=counts[nwords:],
+        )
 
 
-def vocabulary_order(counts: np.ndarray, types: np.ndarray, min_count: int,
-                     min_count_label: int, max_vocab_size: int | None = None) -> np.ndarray:
+def vocabulary_order(
+    counts: np.ndarray,
+    types: np.ndarray,
+    min_count: int,
+    min_count_label: int,
+    max_vocab_size: int | None = None,
+) -> np.ndarray:
     """Entries of the official vocabulary, in id order, as positions in the reading order.
 
     ``Dictionary::threshold`` (std::sort by type, then count descending; entries below
@@ -628,8 +734,8 @@ def iter_line_blocks(source: Any, block_bytes: int = _BLOCK) -> Iterator[bytes]:
                 if cut < 0:
                     rest += chunk
                     continue
-                yield rest + chunk[:cut + 1]
-                rest = chunk[cut + 1:]
+                yield rest + chunk[: cut + 1]
+                rest = chunk[cut + 1 :]
             if rest:
                 yield rest
         return
@@ -669,8 +775,11 @@ def _count_tokens(blocks: Iterable[bytes], label_prefix: bytes) -> tuple[Counter
         ff = -1 if warned_ff else block.find(b"\xff")
         if ff >= 0:
             lineno = lines_before + block.count(b"\n", 0, ff) + 1
-            warnings.warn(f"corpus line {lineno} contains byte 0xFF; the official reader stops "
-                          "reading the corpus at that byte, sentvec reads on", stacklevel=3)
+            warnings.warn(
+                f"corpus line {lineno} contains byte 0xFF; the official reader stops "
+                "reading the corpus at that byte, sentvec reads on",
+                stacklevel=3,
+            )
             warned_ff = True
         lines_before += block.count(b"\n")
         # every newline becomes the word </s> after its line's words, in reading order
@@ -690,8 +799,9 @@ def _count_tokens(blocks: Iterable[bytes], label_prefix: bytes) -> tuple[Counter
 def _prune_counter(counter: Counter, t: int, label_prefix: bytes) -> Counter:
     keys = list(counter)
     counts = np.fromiter(counter.values(), dtype=np.int64, count=len(keys))
-    types = np.array([_TYPE_LABEL if k.startswith(label_prefix) else _TYPE_WORD for k in keys],
-                     dtype=np.int8)
+    types = np.array(
+        [_TYPE_LABEL if k.startswith(label_prefix) else _TYPE_WORD for k in keys], dtype=np.int8
+    )
     keys, counts, _ = _threshold(keys, counts, types, t, t)
     return Counter(dict(zip(keys, counts.tolist())))
 

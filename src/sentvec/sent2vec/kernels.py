@@ -152,9 +152,15 @@ def _prefetch(typingctx, arr, row, col):
         r = context.cast(builder, args[1], rowty, types.intp)
         c = context.cast(builder, args[2], colty, types.intp)
         ptr = cgutils.get_item_pointer2(
-            context, builder, data=ary.data, shape=cgutils.unpack_tuple(builder, ary.shape),
-            strides=cgutils.unpack_tuple(builder, ary.strides), layout=aryty.layout,
-            inds=[r, c], boundscheck=False)
+            context,
+            builder,
+            data=ary.data,
+            shape=cgutils.unpack_tuple(builder, ary.shape),
+            strides=cgutils.unpack_tuple(builder, ary.strides),
+            layout=aryty.layout,
+            inds=[r, c],
+            boundscheck=False,
+        )
         ir = cgutils.ir
         i8p = ir.PointerType(ir.IntType(8))
         i32 = ir.IntType(32)
@@ -182,6 +188,7 @@ def _prefetch_works() -> bool:
 
 
 if not _prefetch_works():  # pragma: no cover
+
     @njit(nogil=True, cache=True, inline="always")
     def _prefetch(arr, row, col):
         return None
@@ -308,8 +315,9 @@ def _prox_row(mat, row, alpha):
 
 
 @njit(nogil=True, cache=True)
-def _negative_sampling(wo, hidden, grad, target, neg, neg_table, neg_pos, lr,
-                       sig_table, log_table, exact, l1):
+def _negative_sampling(
+    wo, hidden, grad, target, neg, neg_table, neg_pos, lr, sig_table, log_table, exact, l1
+):
     """Official ``Model::negativeSampling``: ``neg + 1`` logistic steps; returns the loss.
 
     ``grad`` (zeroed here) receives ``sum_k alpha_k * wo[k]`` with ``wo`` rows read before their
@@ -368,9 +376,30 @@ def _draw_dropout(L, k, rng_state, disc, dropped):
 
 
 @njit(nogil=True, cache=True)
-def _sentence_target_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                          sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                          placeholder, lr, exclude_target, exact, l1, ws):
+def _sentence_target_mode(
+    w,
+    L,
+    wi,
+    wo,
+    keep_prob,
+    target_ok,
+    neg_table,
+    neg_pos,
+    rng_state,
+    sig_table,
+    log_table,
+    nwords,
+    bucket,
+    word_ngrams,
+    dropout_k,
+    neg,
+    placeholder,
+    lr,
+    exclude_target,
+    exact,
+    l1,
+    ws,
+):
     line, ctx, disc, dropped, hidden, grad = ws
     dim = wi.shape[1]
     loss = 0.0
@@ -420,8 +449,9 @@ def _sentence_target_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
         inv = np.float32(1.0) / np.float32(n)
         for d in range(dim):
             hidden[d] *= inv
-        loss += _negative_sampling(wo, hidden, grad, wt, neg, neg_table, neg_pos, lr,
-                                   sig_table, log_table, exact, l1)
+        loss += _negative_sampling(
+            wo, hidden, grad, wt, neg, neg_table, neg_pos, lr, sig_table, log_table, exact, l1
+        )
         ntargets += 1
         for d in range(dim):
             grad[d] *= inv
@@ -435,11 +465,48 @@ def _sentence_target_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
 
 
 @njit(nogil=True, cache=True)
-def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                            sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                            placeholder, lr, exclude_target, exact, l1, ws):
-    bid, disc, dropped, removed, pend_row, pend_t, is_tgt, c_set, A, C, As, Cs, S, G, \
-        hidden, grad = ws
+def _sentence_sentence_mode(
+    w,
+    L,
+    wi,
+    wo,
+    keep_prob,
+    target_ok,
+    neg_table,
+    neg_pos,
+    rng_state,
+    sig_table,
+    log_table,
+    nwords,
+    bucket,
+    word_ngrams,
+    dropout_k,
+    neg,
+    placeholder,
+    lr,
+    exclude_target,
+    exact,
+    l1,
+    ws,
+):
+    (
+        bid,
+        disc,
+        dropped,
+        removed,
+        pend_row,
+        pend_t,
+        is_tgt,
+        c_set,
+        A,
+        C,
+        As,
+        Cs,
+        S,
+        G,
+        hidden,
+        grad,
+    ) = ws
     dim = wi.shape[1]
     bigrams = word_ngrams > 1
     nslots = L - 1 if bigrams else 0
@@ -533,8 +600,9 @@ def _sentence_sentence_mode(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_p
         inv = np.float32(1.0) / np.float32(n)
         for d in range(dim):
             hidden[d] *= inv
-        loss += _negative_sampling(wo, hidden, grad, wt, neg, neg_table, neg_pos, lr,
-                                   sig_table, log_table, exact, l1)
+        loss += _negative_sampling(
+            wo, hidden, grad, wt, neg, neg_table, neg_pos, lr, sig_table, log_table, exact, l1
+        )
         ntargets += 1
         # deferred share of this target: a_t = g_t / n_t
         for d in range(dim):
@@ -627,9 +695,29 @@ def _class_of(row, hkey, hval, hgen, gen, crow, counter):
 
 
 @njit(nogil=True, cache=True)
-def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                          sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                          placeholder, lr, exclude_target, exact, ws):
+def _sentence_target_fast(
+    w,
+    L,
+    wi,
+    wo,
+    keep_prob,
+    target_ok,
+    neg_table,
+    neg_pos,
+    rng_state,
+    sig_table,
+    log_table,
+    nwords,
+    bucket,
+    word_ngrams,
+    dropout_k,
+    neg,
+    placeholder,
+    lr,
+    exclude_target,
+    exact,
+    ws,
+):
     """Official per-target semantics without rereading the context for every target.
 
     Rows are grouped by distinct matrix row ("classes"). With ``mult[c]`` the multiplicity of
@@ -642,8 +730,27 @@ def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
     are written once, at the end of the sentence. Equal to the per-target update in exact
     arithmetic (including repeated words and colliding n-gram buckets).
     """
-    hkey, hval, hgen, gen, counter, cls, crow, mult, inited, Y, V0c, \
-        disc, dropped, rem_c, add_c, S, G, hidden, grad = ws
+    (
+        hkey,
+        hval,
+        hgen,
+        gen,
+        counter,
+        cls,
+        crow,
+        mult,
+        inited,
+        Y,
+        V0c,
+        disc,
+        dropped,
+        rem_c,
+        add_c,
+        S,
+        G,
+        hidden,
+        grad,
+    ) = ws
     dim = wi.shape[1]
     bigrams = word_ngrams > 1
     ns = L - 1 if bigrams else 0
@@ -663,11 +770,25 @@ def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
     cls[base_p] = _class_of(placeholder, hkey, hval, hgen, g, crow, counter)
     if bigrams and not exclude_target:
         for t in range(1, L):
-            cls[base_l + t - 1] = _class_of(_bigram_row(w[t - 1], placeholder, nwords, bucket),
-                                            hkey, hval, hgen, g, crow, counter)
+            cls[base_l + t - 1] = _class_of(
+                _bigram_row(w[t - 1], placeholder, nwords, bucket),
+                hkey,
+                hval,
+                hgen,
+                g,
+                crow,
+                counter,
+            )
         for t in range(L - 1):
-            cls[base_r + t] = _class_of(_bigram_row(placeholder, w[t + 1], nwords, bucket),
-                                        hkey, hval, hgen, g, crow, counter)
+            cls[base_r + t] = _class_of(
+                _bigram_row(placeholder, w[t + 1], nwords, bucket),
+                hkey,
+                hval,
+                hgen,
+                g,
+                crow,
+                counter,
+            )
     nclass = counter[0]
     for c in range(nclass):
         mult[c] = 0
@@ -768,8 +889,9 @@ def _sentence_target_fast(w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos
         inv = np.float32(1.0) / np.float32(n)
         for d in range(dim):
             hidden[d] *= inv
-        loss += _negative_sampling(wo, hidden, grad, wt, neg, neg_table, neg_pos, lr,
-                                   sig_table, log_table, exact, 0.0)
+        loss += _negative_sampling(
+            wo, hidden, grad, wt, neg, neg_table, neg_pos, lr, sig_table, log_table, exact, 0.0
+        )
         ntargets += 1
         fm = np.float32(Q + coef)
         for d in range(dim):
@@ -805,17 +927,41 @@ def _fast_workspace(max_len, dim, dropout_k):
     while hsize < 2 * nf:
         hsize *= 2
     z, i8, u1, f4 = np.zeros, np.int64, np.uint8, np.float32
-    return (z(hsize, i8), z(hsize, i8), z(hsize, i8), z(1, i8), z(1, i8), z(nf, i8), z(nf, i8),
-            z(nf, i8), z(nf, u1), z((nf, dim), f4), z((nf, dim), f4), z(max_len + 1, u1),
-            z(k, i8), z(3 + 2 * k, i8), z(3, i8), z(dim, f4), z(dim, f4), z(dim, f4), z(dim, f4))
+    return (
+        z(hsize, i8),
+        z(hsize, i8),
+        z(hsize, i8),
+        z(1, i8),
+        z(1, i8),
+        z(nf, i8),
+        z(nf, i8),
+        z(nf, i8),
+        z(nf, u1),
+        z((nf, dim), f4),
+        z((nf, dim), f4),
+        z(max_len + 1, u1),
+        z(k, i8),
+        z(3 + 2 * k, i8),
+        z(3, i8),
+        z(dim, f4),
+        z(dim, f4),
+        z(dim, f4),
+        z(dim, f4),
+    )
 
 
 def _naive_workspace(max_len, dim, dropout_k, word_ngrams):
     """Scratch arrays of :func:`_sentence_target_mode`."""
     k = max(dropout_k, 1)
     z, i8, u1, f4 = np.zeros, np.int64, np.uint8, np.float32
-    return (z(max_len, i8), z(max_len * max(word_ngrams, 1), i8), z(max_len + 1, u1), z(k, i8),
-            z(dim, f4), z(dim, f4))
+    return (
+        z(max_len, i8),
+        z(max_len * max(word_ngrams, 1), i8),
+        z(max_len + 1, u1),
+        z(k, i8),
+        z(dim, f4),
+        z(dim, f4),
+    )
 
 
 def _sentence_workspace(max_len, dim, dropout_k):
@@ -823,15 +969,56 @@ def _sentence_workspace(max_len, dim, dropout_k):
     k = max(dropout_k, 1)
     ns = max_len
     z, i8, u1, f4 = np.zeros, np.int64, np.uint8, np.float32
-    return (z(ns, i8), z(max_len + 1, u1), z(k, i8), z(2 * k, i8), z(2 * ns, i8), z(2 * ns, i8),
-            z(ns, u1), z(ns, u1), z((ns, dim), f4), z((ns, dim), f4), z(ns, f4), z(ns, f4),
-            z(dim, f4), z(dim, f4), z(dim, f4), z(dim, f4))
+    return (
+        z(ns, i8),
+        z(max_len + 1, u1),
+        z(k, i8),
+        z(2 * k, i8),
+        z(2 * ns, i8),
+        z(2 * ns, i8),
+        z(ns, u1),
+        z(ns, u1),
+        z((ns, dim), f4),
+        z((ns, dim), f4),
+        z(ns, f4),
+        z(ns, f4),
+        z(dim, f4),
+        z(dim, f4),
+        z(dim, f4),
+        z(dim, f4),
+    )
 
 
-def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
-              rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-              placeholder, lr0, lr_update_rate, tokens_before, total_tokens, mode,
-              exclude_target, exact_sigmoid, l1, stats):
+def train_job(
+    tokens,
+    offsets,
+    first,
+    last,
+    wi,
+    wo,
+    keep_prob,
+    target_ok,
+    neg_table,
+    neg_pos,
+    rng_state,
+    sig_table,
+    log_table,
+    nwords,
+    bucket,
+    word_ngrams,
+    dropout_k,
+    neg,
+    placeholder,
+    lr0,
+    lr_update_rate,
+    tokens_before,
+    total_tokens,
+    mode,
+    exclude_target,
+    exact_sigmoid,
+    l1,
+    stats,
+):
     """Train on sentences ``first .. last-1`` of a token-id corpus; update ``wi``/``wo`` in place.
 
     Calls the compiled job loop of the one sentence kernel ``mode`` needs (each is compiled,
@@ -883,12 +1070,39 @@ def train_job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_ta
     stats : ndarray of shape (N_STATS,), float64
         This thread's tallies: loss sum, targets, tokens, last learning rate (incremented).
     """
-    job, ws = _job_and_workspace(mode, l1, word_ngrams, offsets, first, last, wi.shape[1],
-                                 dropout_k)
-    return job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
-               rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-               placeholder, lr0, lr_update_rate, tokens_before, total_tokens, exclude_target,
-               exact_sigmoid, l1, stats, ws)
+    job, ws = _job_and_workspace(
+        mode, l1, word_ngrams, offsets, first, last, wi.shape[1], dropout_k
+    )
+    return job(
+        tokens,
+        offsets,
+        first,
+        last,
+        wi,
+        wo,
+        keep_prob,
+        target_ok,
+        neg_table,
+        neg_pos,
+        rng_state,
+        sig_table,
+        log_table,
+        nwords,
+        bucket,
+        word_ngrams,
+        dropout_k,
+        neg,
+        placeholder,
+        lr0,
+        lr_update_rate,
+        tokens_before,
+        total_tokens,
+        exclude_target,
+        exact_sigmoid,
+        l1,
+        stats,
+        ws,
+    )
 
 
 _JOBS: dict = {}
@@ -906,7 +1120,7 @@ def _job_and_workspace(mode, l1, word_ngrams, offsets, first, last, dim, dropout
     job = _JOBS.get(variant)
     if job is None:
         job = _JOBS[variant] = _make_job(variant)
-    max_len = max(int(np.diff(offsets[first:last + 1]).max(initial=1)), 1)
+    max_len = max(int(np.diff(offsets[first : last + 1]).max(initial=1)), 1)
     if variant == "fast":
         return job, _fast_workspace(max_len, dim, dropout_k)
     if variant == "naive":
@@ -916,11 +1130,36 @@ def _job_and_workspace(mode, l1, word_ngrams, offsets, first, last, dim, dropout
 
 def _probe_args(mode, l1, word_ngrams):
     """Arguments of :func:`train_job` on tiny arrays of the real argument types."""
-    return (np.zeros(0, np.int32), np.zeros(1, np.int64), 0, 0, np.zeros((2, 1), np.float32),
-            np.zeros((1, 1), np.float32), np.ones(1, np.float32), np.zeros(1, np.uint8),
-            np.zeros(1, np.int32), np.zeros(1, np.int64), rng_initial_state(1, 0),
-            sigmoid_table(), log_table(), 1, 1, int(word_ngrams), 0, 1, 0, 0.1, 100, 0, 1,
-            mode, False, False, float(l1), np.zeros(N_STATS))
+    return (
+        np.zeros(0, np.int32),
+        np.zeros(1, np.int64),
+        0,
+        0,
+        np.zeros((2, 1), np.float32),
+        np.zeros((1, 1), np.float32),
+        np.ones(1, np.float32),
+        np.zeros(1, np.uint8),
+        np.zeros(1, np.int32),
+        np.zeros(1, np.int64),
+        rng_initial_state(1, 0),
+        sigmoid_table(),
+        log_table(),
+        1,
+        1,
+        int(word_ngrams),
+        0,
+        1,
+        0,
+        0.1,
+        100,
+        0,
+        1,
+        mode,
+        False,
+        False,
+        float(l1),
+        np.zeros(N_STATS),
+    )
 
 
 def compile_job(mode, l1=0.0, word_ngrams=2):
@@ -938,8 +1177,9 @@ def job_is_cached(mode, l1=0.0, word_ngrams=2):
 
     args = _probe_args(mode, l1, word_ngrams)
     job, ws = _job_and_workspace(mode, l1, word_ngrams, args[1], 0, 0, 1, 0)
-    return (is_cached(job, args[:_MODE_ARG] + args[_MODE_ARG + 1:] + (ws,))
-            and is_cached(shuffle_table, (np.zeros(1, np.int32), rng_initial_state(1, 0))))
+    return is_cached(job, args[:_MODE_ARG] + args[_MODE_ARG + 1 :] + (ws,)) and is_cached(
+        shuffle_table, (np.zeros(1, np.int32), rng_initial_state(1, 0))
+    )
 
 
 def _make_job(variant):
@@ -949,10 +1189,36 @@ def _make_job(variant):
     NAIVE = variant == "naive"
 
     @njit(nogil=True, cache=True)
-    def job(tokens, offsets, first, last, wi, wo, keep_prob, target_ok, neg_table, neg_pos,
-            rng_state, sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-            placeholder, lr0, lr_update_rate, tokens_before, total_tokens, exclude_target,
-            exact_sigmoid, l1, stats, ws):
+    def job(
+        tokens,
+        offsets,
+        first,
+        last,
+        wi,
+        wo,
+        keep_prob,
+        target_ok,
+        neg_table,
+        neg_pos,
+        rng_state,
+        sig_table,
+        log_table,
+        nwords,
+        bucket,
+        word_ngrams,
+        dropout_k,
+        neg,
+        placeholder,
+        lr0,
+        lr_update_rate,
+        tokens_before,
+        total_tokens,
+        exclude_target,
+        exact_sigmoid,
+        l1,
+        stats,
+        ws,
+    ):
         flushed = 0
         unflushed = 0
         loss = 0.0
@@ -968,23 +1234,82 @@ def _make_job(variant):
             a = offsets[s]
             L = offsets[s + 1] - a
             if L > 1:
-                w = tokens[a:a + L]
+                w = tokens[a : a + L]
                 lr32 = np.float32(lr)
                 if FAST:
                     sl, st = _sentence_target_fast(
-                        w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                        sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                        placeholder, lr32, exclude_target, exact_sigmoid, ws)
+                        w,
+                        L,
+                        wi,
+                        wo,
+                        keep_prob,
+                        target_ok,
+                        neg_table,
+                        neg_pos,
+                        rng_state,
+                        sig_table,
+                        log_table,
+                        nwords,
+                        bucket,
+                        word_ngrams,
+                        dropout_k,
+                        neg,
+                        placeholder,
+                        lr32,
+                        exclude_target,
+                        exact_sigmoid,
+                        ws,
+                    )
                 elif NAIVE:
                     sl, st = _sentence_target_mode(
-                        w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                        sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                        placeholder, lr32, exclude_target, exact_sigmoid, l1, ws)
+                        w,
+                        L,
+                        wi,
+                        wo,
+                        keep_prob,
+                        target_ok,
+                        neg_table,
+                        neg_pos,
+                        rng_state,
+                        sig_table,
+                        log_table,
+                        nwords,
+                        bucket,
+                        word_ngrams,
+                        dropout_k,
+                        neg,
+                        placeholder,
+                        lr32,
+                        exclude_target,
+                        exact_sigmoid,
+                        l1,
+                        ws,
+                    )
                 else:
                     sl, st = _sentence_sentence_mode(
-                        w, L, wi, wo, keep_prob, target_ok, neg_table, neg_pos, rng_state,
-                        sig_table, log_table, nwords, bucket, word_ngrams, dropout_k, neg,
-                        placeholder, lr32, exclude_target, exact_sigmoid, l1, ws)
+                        w,
+                        L,
+                        wi,
+                        wo,
+                        keep_prob,
+                        target_ok,
+                        neg_table,
+                        neg_pos,
+                        rng_state,
+                        sig_table,
+                        log_table,
+                        nwords,
+                        bucket,
+                        word_ngrams,
+                        dropout_k,
+                        neg,
+                        placeholder,
+                        lr32,
+                        exclude_target,
+                        exact_sigmoid,
+                        l1,
+                        ws,
+                    )
                 loss += sl
                 ntargets += st
             unflushed += L

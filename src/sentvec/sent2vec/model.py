@@ -115,42 +115,56 @@ class Sent2Vec:
     #: Pipeline component type (see ``sentvec.encoders.pipeline.ENCODER_LOADERS``).
     encoder_type = "sent2vec"
 
-    def __init__(self, dictionary: Dictionary, input_matrix: np.ndarray,
-                 output_matrix: np.ndarray | None = None, *, args: dict[str, Any] | None = None,
-                 preprocessing: Preprocessing | dict[str, Any] | None = None,
-                 inference_only: bool = False) -> None:
+    def __init__(
+        self,
+        dictionary: Dictionary,
+        input_matrix: np.ndarray,
+        output_matrix: np.ndarray | None = None,
+        *,
+        args: dict[str, Any] | None = None,
+        preprocessing: Preprocessing | dict[str, Any] | None = None,
+        inference_only: bool = False,
+    ) -> None:
         if not isinstance(dictionary, Dictionary):
             raise TypeError(f"dictionary must be a Dictionary, got {type(dictionary).__name__}")
         inp = input_matrix if isinstance(input_matrix, np.memmap) else np.asarray(input_matrix)
         if inp.ndim != 2 or inp.dtype != np.float32:
-            raise ValueError(f"input_matrix must be a 2-D float32 array, got shape {inp.shape} "
-                             f"dtype {inp.dtype}")
+            raise ValueError(
+                f"input_matrix must be a 2-D float32 array, got shape {inp.shape} dtype {inp.dtype}"
+            )
         need = dictionary.nwords + (dictionary.bucket if dictionary.word_ngrams > 1 else 0)
         if inp.shape[0] < need:
-            raise ValueError(f"input_matrix has {inp.shape[0]} rows; the dictionary needs at least "
-                             f"{need} (nwords {dictionary.nwords} + bucket {dictionary.bucket})")
+            raise ValueError(
+                f"input_matrix has {inp.shape[0]} rows; the dictionary needs at least "
+                f"{need} (nwords {dictionary.nwords} + bucket {dictionary.bucket})"
+            )
         if inference_only:
             if output_matrix is not None:
-                raise ValueError("an inference_only model has no output matrix; pass "
-                                 "output_matrix=None")
+                raise ValueError(
+                    "an inference_only model has no output matrix; pass output_matrix=None"
+                )
             out = None
         else:
             if output_matrix is None:
                 output_matrix = np.zeros((dictionary.nwords, inp.shape[1]), dtype=np.float32)
-            out = (output_matrix if isinstance(output_matrix, np.memmap)
-                   else np.asarray(output_matrix))
+            out = (
+                output_matrix if isinstance(output_matrix, np.memmap) else np.asarray(output_matrix)
+            )
             if out.shape != (dictionary.nwords, inp.shape[1]) or out.dtype != np.float32:
-                raise ValueError(f"output_matrix must be float32 of shape "
-                                 f"{(dictionary.nwords, inp.shape[1])}, got {out.shape} "
-                                 f"{out.dtype}")
+                raise ValueError(
+                    f"output_matrix must be float32 of shape "
+                    f"{(dictionary.nwords, inp.shape[1])}, got {out.shape} "
+                    f"{out.dtype}"
+                )
         self.dictionary = dictionary
         self.input_matrix = inp
         self.output_matrix: np.ndarray | None = out
         self.inference_only = bool(inference_only)
         self._mapped = _mapped_files((inp, out))
         self.args: dict[str, Any] = dict(args or {})
-        self.args.update(dim=int(inp.shape[1]), wordNgrams=dictionary.word_ngrams,
-                         bucket=dictionary.bucket)
+        self.args.update(
+            dim=int(inp.shape[1]), wordNgrams=dictionary.word_ngrams, bucket=dictionary.bucket
+        )
         if isinstance(preprocessing, Preprocessing):
             self.preprocessing = preprocessing
         else:
@@ -172,16 +186,23 @@ class Sent2Vec:
         return self.dictionary.words
 
     def __repr__(self) -> str:
-        return (f"Sent2Vec(nwords={self.nwords}, dim={self.dim}, "
-                f"word_ngrams={self.dictionary.word_ngrams}, bucket={self.dictionary.bucket}"
-                f"{', inference_only=True' if self.inference_only else ''})")
+        return (
+            f"Sent2Vec(nwords={self.nwords}, dim={self.dim}, "
+            f"word_ngrams={self.dictionary.word_ngrams}, bucket={self.dictionary.bucket}"
+            f"{', inference_only=True' if self.inference_only else ''})"
+        )
 
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description for result records."""
-        return {"encoder": "Sent2Vec", "source": self.source, "dim": self.dim,
-                "nwords": self.nwords, "ntokens": self.dictionary.ntokens,
-                "args": {k: v for k, v in self.args.items()},
-                "preprocessing": self.preprocessing.to_dict()}
+        return {
+            "encoder": "Sent2Vec",
+            "source": self.source,
+            "dim": self.dim,
+            "nwords": self.nwords,
+            "ntokens": self.dictionary.ntokens,
+            "args": {k: v for k, v in self.args.items()},
+            "preprocessing": self.preprocessing.to_dict(),
+        }
 
     def get_word_vector(self, word: str) -> np.ndarray:
         """Input-matrix row of ``word`` (shape (dim,), float32).
@@ -199,8 +220,13 @@ class Sent2Vec:
 
     # ------------------------------------------------------------------ loading / saving
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, mmap: str | bool | None = "r",
-             inference_only: bool = False) -> Sent2Vec:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        mmap: str | bool | None = "r",
+        inference_only: bool = False,
+    ) -> Sent2Vec:
         """Load an official ``.bin`` file or a directory written by :meth:`save`.
 
         Parameters
@@ -245,8 +271,13 @@ class Sent2Vec:
             model = cls._load_dir(p, mmap=mode, inference_only=inference_only)
         else:
             b = read_bin(p, mmap=mode, inference_only=inference_only)
-            model = cls(b.dictionary, b.input_matrix, b.output_matrix, args=b.args,
-                        inference_only=inference_only)
+            model = cls(
+                b.dictionary,
+                b.input_matrix,
+                b.output_matrix,
+                args=b.args,
+                inference_only=inference_only,
+            )
         model.source = str(p)
         return model
 
@@ -263,8 +294,9 @@ class Sent2Vec:
         if cfg.get("format") != DIR_FORMAT:
             raise ModelFormatError(f"{str(cfg_path)!r} is not a {DIR_FORMAT} config")
         if cfg.get("format_version") != DIR_FORMAT_VERSION:
-            raise ModelFormatError(f"{str(cfg_path)!r}: unsupported format_version "
-                                   f"{cfg.get('format_version')!r}")
+            raise ModelFormatError(
+                f"{str(cfg_path)!r}: unsupported format_version {cfg.get('format_version')!r}"
+            )
         has_output = cfg.get("output_matrix", True) is not False
         inference_only = inference_only or not has_output
         arrays: dict[str, Any] = {}
@@ -282,23 +314,40 @@ class Sent2Vec:
                 raise ModelFormatError(str(exc)) from exc
         if inference_only and "output" in arrays:
             out, inp = arrays["output"], arrays["input"]
-            if (out.ndim != 2 or inp.ndim != 2 or out.shape[1] != inp.shape[1]
-                    or out.dtype != np.float32):
-                raise ModelFormatError(f"{str(d)!r}: output.npy holds {out.dtype} of shape "
-                                       f"{out.shape}, which does not fit input.npy's "
-                                       f"{inp.dtype} of shape {inp.shape}")
+            if (
+                out.ndim != 2
+                or inp.ndim != 2
+                or out.shape[1] != inp.shape[1]
+                or out.dtype != np.float32
+            ):
+                raise ModelFormatError(
+                    f"{str(d)!r}: output.npy holds {out.dtype} of shape "
+                    f"{out.shape}, which does not fit input.npy's "
+                    f"{inp.dtype} of shape {inp.shape}"
+                )
         if inference_only:
             arrays["output"] = None
         try:
             dc = cfg["dictionary"]
-            dictionary = Dictionary(vocab["words"], arrays["counts"], ntokens=dc["ntokens"],
-                                    bucket=dc["bucket"], word_ngrams=dc["word_ngrams"],
-                                    labels=vocab.get("labels", []),
-                                    label_counts=arrays["label_counts"],
-                                    pruneidx_size=dc.get("pruneidx_size", -1),
-                                    prune_pairs=arrays["prune_pairs"])
-            return cls(dictionary, arrays["input"], arrays["output"], args=cfg.get("args"),
-                       preprocessing=cfg.get("preprocessing"), inference_only=inference_only)
+            dictionary = Dictionary(
+                vocab["words"],
+                arrays["counts"],
+                ntokens=dc["ntokens"],
+                bucket=dc["bucket"],
+                word_ngrams=dc["word_ngrams"],
+                labels=vocab.get("labels", []),
+                label_counts=arrays["label_counts"],
+                pruneidx_size=dc.get("pruneidx_size", -1),
+                prune_pairs=arrays["prune_pairs"],
+            )
+            return cls(
+                dictionary,
+                arrays["input"],
+                arrays["output"],
+                args=cfg.get("args"),
+                preprocessing=cfg.get("preprocessing"),
+                inference_only=inference_only,
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ModelFormatError(f"{str(d)!r}: inconsistent model files: {what}") from exc
@@ -321,22 +370,37 @@ class Sent2Vec:
         """
         target = Path(directory)
         self._check_mapped()
-        with atomic_directory(target, marker=_CONFIG, marker_format=DIR_FORMAT,
-                              kind="a Sent2Vec model") as tmp:
+        with atomic_directory(
+            target, marker=_CONFIG, marker_format=DIR_FORMAT, kind="a Sent2Vec model"
+        ) as tmp:
             d = self.dictionary
-            cfg = {"format": DIR_FORMAT, "format_version": DIR_FORMAT_VERSION,
-                   "args": self.args, "preprocessing": self.preprocessing.to_dict(),
-                   "dictionary": {"nwords": d.nwords, "nlabels": d.nlabels, "ntokens": d.ntokens,
-                                  "bucket": d.bucket, "word_ngrams": d.word_ngrams,
-                                  "pruneidx_size": d.pruneidx_size},
-                   "dim": self.dim, "output_matrix": not self.inference_only}
+            cfg = {
+                "format": DIR_FORMAT,
+                "format_version": DIR_FORMAT_VERSION,
+                "args": self.args,
+                "preprocessing": self.preprocessing.to_dict(),
+                "dictionary": {
+                    "nwords": d.nwords,
+                    "nlabels": d.nlabels,
+                    "ntokens": d.ntokens,
+                    "bucket": d.bucket,
+                    "word_ngrams": d.word_ngrams,
+                    "pruneidx_size": d.pruneidx_size,
+                },
+                "dim": self.dim,
+                "output_matrix": not self.inference_only,
+            }
             text = json.dumps(cfg, indent=2, default=_json_default)
             atomic_write_text(tmp / _CONFIG, text + "\n")
             # ensure_ascii keeps non-UTF-8 bytes (lone surrogates) representable
             atomic_write_text(tmp / _VOCAB, json.dumps({"words": d.words, "labels": d.labels}))
-            for name, arr in (("counts", d.counts), ("label_counts", d.label_counts),
-                              ("prune_pairs", d.prune_pairs), ("input", self.input_matrix),
-                              ("output", self.output_matrix)):
+            for name, arr in (
+                ("counts", d.counts),
+                ("label_counts", d.label_counts),
+                ("prune_pairs", d.prune_pairs),
+                ("input", self.input_matrix),
+                ("output", self.output_matrix),
+            ):
                 if arr is not None:
                     atomic_save_npy(tmp / f"{name}.npy", arr)
         return target
@@ -359,14 +423,24 @@ class Sent2Vec:
                 f"save_bin needs the output matrix, which this model{_from(self.source)} does not "
                 "hold (it was loaded with inference_only=True, or from a directory saved without "
                 "one); load the complete model with Sent2Vec.load(path, inference_only=False) "
-                "from its .bin or a complete model directory")
+                "from its .bin or a complete model directory"
+            )
         self._check_mapped()
         if not self.preprocessing.is_identity:
-            warnings.warn(f"the .bin format cannot record preprocessing "
-                          f"{self.preprocessing.to_dict()}; apply it yourself to text given to "
-                          "this file's model", UserWarning, stacklevel=2)
-        write_bin(path, args=self.args, dictionary=self.dictionary,
-                  input_matrix=self.input_matrix, output_matrix=self.output_matrix)
+            warnings.warn(
+                f"the .bin format cannot record preprocessing "
+                f"{self.preprocessing.to_dict()}; apply it yourself to text given to "
+                "this file's model",
+                UserWarning,
+                stacklevel=2,
+            )
+        write_bin(
+            path,
+            args=self.args,
+            dictionary=self.dictionary,
+            input_matrix=self.input_matrix,
+            output_matrix=self.output_matrix,
+        )
         return Path(path)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -384,14 +458,17 @@ class Sent2Vec:
             try:
                 now = mm.size()
             except (OSError, ValueError) as exc:
-                raise ModelFormatError(f"{name!r}: the memory-mapped model file can no longer "
-                                       f"be checked ({exc}); load the model again") from exc
+                raise ModelFormatError(
+                    f"{name!r}: the memory-mapped model file can no longer "
+                    f"be checked ({exc}); load the model again"
+                ) from exc
             if now < need:
                 raise ModelFormatError(
                     f"{name!r}: the model file was truncated to {now} bytes after it was "
                     f"memory-mapped; its matrices need {need} bytes. Restore the file and load "
                     "the model again (replace model files by renaming a new file over them, "
-                    "never by rewriting them in place)")
+                    "never by rewriting them in place)"
+                )
 
     # ------------------------------------------------------------------ inference
     def _lookup_table(self) -> tuple:
@@ -401,15 +478,25 @@ class Sent2Vec:
             self._table = (d.word_table(), wbytes, offsets, d.eos_id)
         return self._table
 
-    def encode_with_stats(self, sentences: Any, *, batch_size: int | None = None,
-                          show_progress_bar: bool | None = None, normalize: bool = False,
-                          num_threads: int | None = None) -> tuple[np.ndarray, EncodeStats]:
+    def encode_with_stats(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        normalize: bool = False,
+        num_threads: int | None = None,
+    ) -> tuple[np.ndarray, EncodeStats]:
         """Like :meth:`encode`, without warnings, also returning :class:`EncodeStats`."""
         items, single = check_sentences(sentences)
-        batch = _DEFAULT_BATCH if batch_size is None else check_positive_int(
-            "batch_size", batch_size)
-        threads = _default_threads() if num_threads is None else check_positive_int(
-            "num_threads", num_threads)
+        batch = (
+            _DEFAULT_BATCH if batch_size is None else check_positive_int("batch_size", batch_size)
+        )
+        threads = (
+            _default_threads()
+            if num_threads is None
+            else check_positive_int("num_threads", num_threads)
+        )
         from sentvec.sent2vec import _infer
 
         self._check_mapped()
@@ -426,10 +513,24 @@ class Sent2Vec:
 
             with compiling_notice(show_progress_bar):
                 table, wbytes, woffsets, skip = self._lookup_table()
-                _infer.embed_range(np.frombuffer(b"\x00", dtype=np.uint8),
-                                   np.zeros(1, dtype=np.int64), 0, 0, table, wbytes, woffsets,
-                                   skip, mat, d.nwords, d.bucket, d.word_ngrams, out[0:0],
-                                   nfeat[0:0], ntok[0:0], nskip[0:0])
+                _infer.embed_range(
+                    np.frombuffer(b"\x00", dtype=np.uint8),
+                    np.zeros(1, dtype=np.int64),
+                    0,
+                    0,
+                    table,
+                    wbytes,
+                    woffsets,
+                    skip,
+                    mat,
+                    d.nwords,
+                    d.bucket,
+                    d.word_ngrams,
+                    out[0:0],
+                    nfeat[0:0],
+                    ntok[0:0],
+                    nskip[0:0],
+                )
         table, wbytes, woffsets, skip = self._lookup_table()
         starts = range(0, n, batch)
         if show_progress_bar:
@@ -451,8 +552,21 @@ class Sent2Vec:
                 views = (out[lo:hi], nfeat[lo:hi], ntok[lo:hi], nskip[lo:hi])
 
                 def run(a: int, b: int) -> None:
-                    _infer.embed_range(data, offs, a, b, table, wbytes, woffsets, skip, mat,
-                                       d.nwords, d.bucket, d.word_ngrams, *views)
+                    _infer.embed_range(
+                        data,
+                        offs,
+                        a,
+                        b,
+                        table,
+                        wbytes,
+                        woffsets,
+                        skip,
+                        mat,
+                        d.nwords,
+                        d.bucket,
+                        d.word_ngrams,
+                        *views,
+                    )
 
                 m = hi - lo
                 if pool is None or m < _PARALLEL_MIN:
@@ -467,14 +581,24 @@ class Sent2Vec:
         if normalize:
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             np.divide(out, norms, out=out, where=norms > 0)
-        stats = EncodeStats(n_sentences=n, n_zero=int((nfeat == 0).sum()),
-                            n_empty=int((ntok == 0).sum()), n_eos_tokens=int(nskip.sum()),
-                            n_nonfinite=int((~np.isfinite(out)).any(axis=1).sum()) if n else 0)
+        stats = EncodeStats(
+            n_sentences=n,
+            n_zero=int((nfeat == 0).sum()),
+            n_empty=int((ntok == 0).sum()),
+            n_eos_tokens=int(nskip.sum()),
+            n_nonfinite=int((~np.isfinite(out)).any(axis=1).sum()) if n else 0,
+        )
         return (out[0] if single else out), stats
 
-    def encode(self, sentences: Any, *, batch_size: int | None = None,
-               show_progress_bar: bool | None = None, normalize: bool = False,
-               num_threads: int | None = None) -> np.ndarray:
+    def encode(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        normalize: bool = False,
+        num_threads: int | None = None,
+    ) -> np.ndarray:
         """Embed sentences: mean of the input rows of their known words and hashed n-grams.
 
         Each item is one sentence. Tokens are split on the official separators (space, ``\\t``,
@@ -507,9 +631,13 @@ class Sent2Vec:
         TypeError
             If ``sentences`` is not a str or a sequence of str.
         """
-        emb, stats = self.encode_with_stats(sentences, batch_size=batch_size,
-                                            show_progress_bar=show_progress_bar,
-                                            normalize=normalize, num_threads=num_threads)
+        emb, stats = self.encode_with_stats(
+            sentences,
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+            normalize=normalize,
+            num_threads=num_threads,
+        )
         warn_encode_stats(stats, stacklevel=3)
         return emb
 
@@ -517,17 +645,26 @@ class Sent2Vec:
 def warn_encode_stats(stats: EncodeStats, *, stacklevel: int = 2) -> None:
     """Issue the UserWarnings ``encode`` gives for zero vectors and ignored ``</s>`` tokens."""
     if stats.n_zero:
-        warnings.warn(f"{stats.n_zero} of {stats.n_sentences} sentences have no in-vocabulary "
-                      f"word ({stats.n_empty} empty or whitespace-only); their vectors are zero",
-                      UserWarning, stacklevel=stacklevel)
+        warnings.warn(
+            f"{stats.n_zero} of {stats.n_sentences} sentences have no in-vocabulary "
+            f"word ({stats.n_empty} empty or whitespace-only); their vectors are zero",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
     if stats.n_nonfinite:
-        warnings.warn(f"{stats.n_nonfinite} of {stats.n_sentences} vectors hold NaN or infinite "
-                      "values: the model's weights are not finite (a diverged training run?)",
-                      UserWarning, stacklevel=stacklevel)
+        warnings.warn(
+            f"{stats.n_nonfinite} of {stats.n_sentences} vectors hold NaN or infinite "
+            "values: the model's weights are not finite (a diverged training run?)",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
     if stats.n_eos_tokens:
-        warnings.warn(f"ignored {stats.n_eos_tokens} literal {EOS!r} tokens (the official "
-                      "wrapper would end the sentence at each)", UserWarning,
-                      stacklevel=stacklevel)
+        warnings.warn(
+            f"ignored {stats.n_eos_tokens} literal {EOS!r} tokens (the official "
+            "wrapper would end the sentence at each)",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def _mapped_files(arrays: Any) -> list[tuple[mmap_module.mmap, int, str]]:
@@ -568,14 +705,18 @@ def _not_a_model_dir_message(d: Path) -> str:
     from sentvec.encoders.base import PIPELINE_FILE
 
     if (d / PIPELINE_FILE).is_file():
-        return (f"{str(d)!r} is a saved sentvec pipeline ({PIPELINE_FILE}), not a Sent2Vec "
-                "model directory: pass it as --model to `sentvec encode`, `eval-sts`, "
-                "`eval-transfer` or `search` (or load it with sentvec.load_encoder); "
-                "`sentvec embed` takes Sent2Vec models only")
+        return (
+            f"{str(d)!r} is a saved sentvec pipeline ({PIPELINE_FILE}), not a Sent2Vec "
+            "model directory: pass it as --model to `sentvec encode`, `eval-sts`, "
+            "`eval-transfer` or `search` (or load it with sentvec.load_encoder); "
+            "`sentvec embed` takes Sent2Vec models only"
+        )
     if (d / "encoder").is_dir():
-        return (f"{str(d)!r} looks like a saved sentvec pipeline (it has an encoder/ folder) "
-                f"but has no {PIPELINE_FILE} (nor a Sent2Vec {_CONFIG}); restore that file or "
-                "save the pipeline again")
+        return (
+            f"{str(d)!r} looks like a saved sentvec pipeline (it has an encoder/ folder) "
+            f"but has no {PIPELINE_FILE} (nor a Sent2Vec {_CONFIG}); restore that file or "
+            "save the pipeline again"
+        )
     return f"{str(d)!r} is not a sentvec Sent2Vec model directory (no {_CONFIG})"
 
 
@@ -607,8 +748,9 @@ def check_save_target(directory: str | os.PathLike[str]) -> Path:
     """
     from sentvec._io import check_replaceable_directory
 
-    check_replaceable_directory(directory, marker=_CONFIG, marker_format=DIR_FORMAT,
-                                kind="a Sent2Vec model")
+    check_replaceable_directory(
+        directory, marker=_CONFIG, marker_format=DIR_FORMAT, kind="a Sent2Vec model"
+    )
     return Path(directory)
 
 
@@ -617,8 +759,15 @@ def is_model_dir(d: Path) -> bool:
     return has_marker(d, _CONFIG, DIR_FORMAT)
 
 
-__all__ = ["Sent2Vec", "EncodeStats", "InferenceOnlyError", "ModelFormatError",
-           "check_save_target", "is_model_dir", "warn_encode_stats"]
+__all__ = [
+    "Sent2Vec",
+    "EncodeStats",
+    "InferenceOnlyError",
+    "ModelFormatError",
+    "check_save_target",
+    "is_model_dir",
+    "warn_encode_stats",
+]
 
 
 def _check_load_memory(p: Path) -> None:
@@ -627,7 +776,10 @@ def _check_load_memory(p: Path) -> None:
 
     files = [f for f in p.iterdir() if f.is_file()] if p.is_dir() else [p]
     need = sum(f.stat().st_size for f in files)
-    check_memory(need, what=f"loading {str(p)!r} into memory (mmap=None)",
-                 drivers=f"the model files hold {need:,} bytes",
-                 hint="load it memory-mapped (mmap='r', the default; on the command line, "
-                      "leave out --no-mmap)")
+    check_memory(
+        need,
+        what=f"loading {str(p)!r} into memory (mmap=None)",
+        drivers=f"the model files hold {need:,} bytes",
+        hint="load it memory-mapped (mmap='r', the default; on the command line, "
+        "leave out --no-mmap)",
+    )

@@ -66,8 +66,9 @@ class Preprocessing:
         d = dict(d or {})
         unknown = set(d) - {"lowercase", "tokenizer"}
         if unknown:
-            raise ValueError(f"unknown preprocessing keys {sorted(unknown)}; "
-                             "expected ['lowercase', 'tokenizer']")
+            raise ValueError(
+                f"unknown preprocessing keys {sorted(unknown)}; expected ['lowercase', 'tokenizer']"
+            )
         return cls(**d)
 
     def tokens(self, text: str) -> list[str]:

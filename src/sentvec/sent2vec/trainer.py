@@ -58,13 +58,38 @@ SIGMOIDS: tuple[str, ...] = ("table", "exact")
 _STATE_FILE, _MODEL_DIR, _LATEST = "trainer_state.json", "model", "LATEST"
 _STATE_VERSION = 1
 # hyper-parameters that must match when resuming from a checkpoint
-_RESUME_KEYS = ("dim", "epoch", "lr", "lr_update_rate", "min_count", "min_count_label", "neg",
-                "word_ngrams", "dropout_k", "t", "bucket", "max_vocab_size", "seed", "loss",
-                "update", "exclude_target", "l1", "sigmoid", "job_tokens", "thread", "epoch_tokens")
+_RESUME_KEYS = (
+    "dim",
+    "epoch",
+    "lr",
+    "lr_update_rate",
+    "min_count",
+    "min_count_label",
+    "neg",
+    "word_ngrams",
+    "dropout_k",
+    "t",
+    "bucket",
+    "max_vocab_size",
+    "seed",
+    "loss",
+    "update",
+    "exclude_target",
+    "l1",
+    "sigmoid",
+    "job_tokens",
+    "thread",
+    "epoch_tokens",
+)
 
 
-def _check_int(name: str, value: Any, minimum: int, maximum: int | None = None,
-               why: str = "the official .bin format stores it as int32") -> int:
+def _check_int(
+    name: str,
+    value: Any,
+    minimum: int,
+    maximum: int | None = None,
+    why: str = "the official .bin format stores it as int32",
+) -> int:
     """An integer hyper-parameter in [minimum, maximum]; the official ``.bin`` header stores
     each as int32, so the default maximum is ``2**31 - 1`` (checked before training, not when
     saving)."""
@@ -173,23 +198,44 @@ class Sent2VecTrainer:
         ``InsufficientMemoryError`` (a ValueError) naming the estimate and its arguments.
     """
 
-    def __init__(self, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
-                 lr_update_rate: int = 100, min_count: int = 5, min_count_label: int = 5,
-                 neg: int = 10, word_ngrams: int = 2, dropout_k: int = 4, t: float = 1e-4,
-                 bucket: int = 2_000_000, max_vocab_size: int | None = None, thread: int = 2,
-                 seed: int = 1, loss: Loss = "ns", update: UpdateMode = "target",
-                 exclude_target: bool = False, l1: float = 0.0, sigmoid: Sigmoid = "table",
-                 epoch_tokens: EpochTokens = "all",
-                 job_tokens: int = 10_000, checkpoint_dir: str | os.PathLike[str] | None = None,
-                 checkpoint_every: float | None = None, keep_checkpoints: int = 1,
-                 resume_from: str | os.PathLike[str] | None = None,
-                 show_progress_bar: bool | None = None,
-                 tmp_dir: str | os.PathLike[str] | None = None, max_memory: Any = None) -> None:
+    def __init__(
+        self,
+        *,
+        dim: int = 100,
+        epoch: int = 5,
+        lr: float = 0.2,
+        lr_update_rate: int = 100,
+        min_count: int = 5,
+        min_count_label: int = 5,
+        neg: int = 10,
+        word_ngrams: int = 2,
+        dropout_k: int = 4,
+        t: float = 1e-4,
+        bucket: int = 2_000_000,
+        max_vocab_size: int | None = None,
+        thread: int = 2,
+        seed: int = 1,
+        loss: Loss = "ns",
+        update: UpdateMode = "target",
+        exclude_target: bool = False,
+        l1: float = 0.0,
+        sigmoid: Sigmoid = "table",
+        epoch_tokens: EpochTokens = "all",
+        job_tokens: int = 10_000,
+        checkpoint_dir: str | os.PathLike[str] | None = None,
+        checkpoint_every: float | None = None,
+        keep_checkpoints: int = 1,
+        resume_from: str | os.PathLike[str] | None = None,
+        show_progress_bar: bool | None = None,
+        tmp_dir: str | os.PathLike[str] | None = None,
+        max_memory: Any = None,
+    ) -> None:
         from sentvec._memory import parse_memory_size
         from sentvec.sent2vec.binfile import MAX_DIM
 
-        self.dim = _check_int("dim", dim, 1, MAX_DIM,
-                              why="the largest dim a sentvec .bin reader accepts")
+        self.dim = _check_int(
+            "dim", dim, 1, MAX_DIM, why="the largest dim a sentvec .bin reader accepts"
+        )
         self.epoch = _check_int("epoch", epoch, 1)
         self.lr = check_float_range("lr", lr, low=0.0, low_inclusive=False)
         self.lr_update_rate = _check_int("lr_update_rate", lr_update_rate, 1)
@@ -201,19 +247,24 @@ class Sent2VecTrainer:
         self.t = check_float_range("t", t, low=0.0, low_inclusive=False)
         self.bucket = _check_int("bucket", bucket, 0)
         if self.word_ngrams > 1 and self.bucket == 0:
-            raise ValueError(f"bucket=0 is invalid with word_ngrams={self.word_ngrams}: n-grams "
-                             "need hash buckets (use bucket > 0, or word_ngrams=1)")
+            raise ValueError(
+                f"bucket=0 is invalid with word_ngrams={self.word_ngrams}: n-grams "
+                "need hash buckets (use bucket > 0, or word_ngrams=1)"
+            )
         if self.word_ngrams == 1:
             self.bucket = 0  # official Args::parseArgs: no n-grams, no buckets
-        self.max_vocab_size = (None if max_vocab_size is None
-                               else _check_int("max_vocab_size", max_vocab_size, 2))
+        self.max_vocab_size = (
+            None if max_vocab_size is None else _check_int("max_vocab_size", max_vocab_size, 2)
+        )
         self.thread = _check_int("thread", thread, 1)
         self.seed = _check_int("seed", seed, 0)
         self.loss = check_choice("loss", loss, LOSSES)
         self.update = check_choice("update", update, UPDATE_MODES)
         if self.update == "sentence" and self.word_ngrams > 2:
-            raise ValueError(f"update='sentence' supports word_ngrams <= 2, got "
-                             f"word_ngrams={self.word_ngrams}; use update='target'")
+            raise ValueError(
+                f"update='sentence' supports word_ngrams <= 2, got "
+                f"word_ngrams={self.word_ngrams}; use update='target'"
+            )
         self.exclude_target = _check_bool("exclude_target", exclude_target)
         self.l1 = check_float_range("l1", l1, low=0.0)
         self.sigmoid = check_choice("sigmoid", sigmoid, SIGMOIDS)
@@ -221,8 +272,9 @@ class Sent2VecTrainer:
         self.job_tokens = _check_int("job_tokens", job_tokens, 1)
         self.checkpoint_dir = None if checkpoint_dir is None else Path(checkpoint_dir)
         if checkpoint_every is not None:
-            checkpoint_every = check_float_range("checkpoint_every", checkpoint_every, low=0.0,
-                                                 low_inclusive=False)
+            checkpoint_every = check_float_range(
+                "checkpoint_every", checkpoint_every, low=0.0, low_inclusive=False
+            )
             if self.checkpoint_dir is None:
                 raise ValueError("checkpoint_every needs checkpoint_dir")
         self.checkpoint_every = checkpoint_every
@@ -250,18 +302,23 @@ class Sent2VecTrainer:
         wo = nwords * self.dim * 4
         tables = self.thread * NEGATIVE_TABLE_SIZE * 4
         need = wi + wo + tables + nwords * 200 + n_sentences * 8
-        return need, (f"input matrix (nwords {nwords:,} + bucket {self.bucket:,}) x dim "
-                      f"{self.dim} x 4 B + output matrix nwords x dim x 4 B + {self.thread} "
-                      f"thread negative tables of 40 MB")
+        return need, (
+            f"input matrix (nwords {nwords:,} + bucket {self.bucket:,}) x dim "
+            f"{self.dim} x 4 B + output matrix nwords x dim x 4 B + {self.thread} "
+            f"thread negative tables of 40 MB"
+        )
 
     def _check_memory(self, nwords: int, n_sentences: int = 0) -> None:
         from sentvec._memory import check_memory
 
         need, drivers = self.memory_estimate(nwords, n_sentences)
-        check_memory(need, what="training" + (" (before the vocabulary pass)" if not nwords
-                                               else ""), drivers=drivers,
-                     max_memory=self.max_memory, hint="lower -bucket or -dim, or cap the "
-                     "vocabulary with -maxVocabSize")
+        check_memory(
+            need,
+            what="training" + (" (before the vocabulary pass)" if not nwords else ""),
+            drivers=drivers,
+            max_memory=self.max_memory,
+            hint="lower -bucket or -dim, or cap the vocabulary with -maxVocabSize",
+        )
 
     def config(self) -> dict[str, Any]:
         """Hyper-parameters as a JSON-serialisable dict (sentvec names)."""
@@ -269,15 +326,31 @@ class Sent2VecTrainer:
 
     def official_args(self) -> dict[str, Any]:
         """Hyper-parameters by official flag name (stored with the model and in ``.bin``)."""
-        return {"dim": self.dim, "epoch": self.epoch, "lr": self.lr,
-                "lrUpdateRate": self.lr_update_rate, "minCount": self.min_count,
-                "minCountLabel": self.min_count_label, "neg": self.neg,
-                "wordNgrams": self.word_ngrams, "dropoutK": self.dropout_k, "t": self.t,
-                "bucket": self.bucket, "maxVocabSize": self.max_vocab_size or 0,
-                "thread": self.thread, "loss": "ns", "model": "sent2vec",
-                "sentvec": {"update": self.update, "exclude_target": self.exclude_target,
-                            "l1": self.l1, "sigmoid": self.sigmoid, "seed": self.seed,
-                            "epoch_tokens": self.epoch_tokens}}
+        return {
+            "dim": self.dim,
+            "epoch": self.epoch,
+            "lr": self.lr,
+            "lrUpdateRate": self.lr_update_rate,
+            "minCount": self.min_count,
+            "minCountLabel": self.min_count_label,
+            "neg": self.neg,
+            "wordNgrams": self.word_ngrams,
+            "dropoutK": self.dropout_k,
+            "t": self.t,
+            "bucket": self.bucket,
+            "maxVocabSize": self.max_vocab_size or 0,
+            "thread": self.thread,
+            "loss": "ns",
+            "model": "sent2vec",
+            "sentvec": {
+                "update": self.update,
+                "exclude_target": self.exclude_target,
+                "l1": self.l1,
+                "sigmoid": self.sigmoid,
+                "seed": self.seed,
+                "epoch_tokens": self.epoch_tokens,
+            },
+        }
 
     # ------------------------------------------------------------------ training
     def fit(self, corpus: Any) -> Sent2Vec:
@@ -333,13 +406,19 @@ class Sent2VecTrainer:
             _warn_non_utf8(dictionary.words)
             self._check_memory(dictionary.nwords)
             t1 = time.perf_counter()
-            ids = corpus_mod.convert_corpus(src, dictionary.words, dictionary.eos_id,
-                                            directory=self.tmp_dir)
+            ids = corpus_mod.convert_corpus(
+                src, dictionary.words, dictionary.eos_id, directory=self.tmp_dir
+            )
         else:
             # one read of the text: counts, then ids (labels are not sent2vec features)
             dictionary, ids = corpus_mod.count_and_convert(
-                src, min_count=self.min_count, max_vocab_size=self.max_vocab_size,
-                bucket=self.bucket, word_ngrams=self.word_ngrams, directory=self.tmp_dir)
+                src,
+                min_count=self.min_count,
+                max_vocab_size=self.max_vocab_size,
+                bucket=self.bucket,
+                word_ngrams=self.word_ngrams,
+                directory=self.tmp_dir,
+            )
             t1 = time.perf_counter()
         try:
             wait = self._finish_kernels(child)  # compiling, not reading: kept out of the clocks
@@ -354,13 +433,21 @@ class Sent2VecTrainer:
             if ids.raw_tokens == 0:
                 raise ValueError("corpus is empty (only whitespace): nothing to train on")
             if ids.n_sentences == 0:
-                raise ValueError("no sentence of the corpus has two in-vocabulary tokens "
-                                 f"(min_count={self.min_count}): nothing to train on")
+                raise ValueError(
+                    "no sentence of the corpus has two in-vocabulary tokens "
+                    f"(min_count={self.min_count}): nothing to train on"
+                )
             if not target_ok[np.asarray(ids.tokens)].any():
-                raise ValueError("no token of the corpus can be a target: every word is below "
-                                 f"min_count_label={self.min_count_label}")
-            logger.info("sent2vec: %d words, %d sentences, %d tokens", dictionary.nwords,
-                        ids.n_sentences, ids.n_tokens)
+                raise ValueError(
+                    "no token of the corpus can be a target: every word is below "
+                    f"min_count_label={self.min_count_label}"
+                )
+            logger.info(
+                "sent2vec: %d words, %d sentences, %d tokens",
+                dictionary.nwords,
+                ids.n_sentences,
+                ids.n_tokens,
+            )
             if state is None:
                 wi = _init_input(dictionary.nwords + self.bucket, self.dim, self.seed)
                 wo = np.zeros((dictionary.nwords, self.dim), dtype=np.float32)
@@ -377,11 +464,20 @@ class Sent2VecTrainer:
         _check_finite(wi, wo, self.lr)
         model = Sent2Vec(dictionary, wi, wo, args=self.official_args())
         self.report_ = TrainingReport(
-            nwords=dictionary.nwords, n_sentences=ids.n_sentences, n_tokens=ids.n_tokens,
-            raw_tokens=ids.raw_tokens, threads=self.thread, vocab_seconds=t1 - t0,
-            convert_seconds=t2 - t1, init_seconds=t3 - t2, train_seconds=t4 - t3,
-            total_seconds=time.perf_counter() - t0, epochs=tuple(epochs), epoch=self.epoch,
-            resumed_tokens=run.resumed_tokens)
+            nwords=dictionary.nwords,
+            n_sentences=ids.n_sentences,
+            n_tokens=ids.n_tokens,
+            raw_tokens=ids.raw_tokens,
+            threads=self.thread,
+            vocab_seconds=t1 - t0,
+            convert_seconds=t2 - t1,
+            init_seconds=t3 - t2,
+            train_seconds=t4 - t3,
+            total_seconds=time.perf_counter() - t0,
+            epochs=tuple(epochs),
+            epoch=self.epoch,
+            resumed_tokens=run.resumed_tokens,
+        )
         return model
 
     def _compile_kernels(self) -> Any:
@@ -400,7 +496,8 @@ class Sent2VecTrainer:
             if self.resume_from is None:
                 if _jit.spare_core() and not kernels.job_is_cached(*job):
                     child = _jit.compile_in_child(
-                        f"from sentvec.sent2vec import kernels; kernels.compile_job{job!r}")
+                        f"from sentvec.sent2vec import kernels; kernels.compile_job{job!r}"
+                    )
                 _scan.compile_kernels()
             if child is None:
                 kernels.compile_job(*job)
@@ -432,11 +529,15 @@ class Sent2VecTrainer:
         ck = self.resume_from
         state = read_json_object(ck / _STATE_FILE)
         if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"{str(ck)!r}: unsupported trainer state version "
-                             f"{state.get('version')!r}")
+            raise ValueError(
+                f"{str(ck)!r}: unsupported trainer state version {state.get('version')!r}"
+            )
         mine = self.config()
-        diff = {k: (state["config"].get(k), mine[k]) for k in _RESUME_KEYS
-                if state["config"].get(k) != mine[k]}
+        diff = {
+            k: (state["config"].get(k), mine[k])
+            for k in _RESUME_KEYS
+            if state["config"].get(k) != mine[k]
+        }
         if diff:
             shown = ", ".join(f"{k}: checkpoint {a!r} vs now {b!r}" for k, (a, b) in diff.items())
             raise ValueError(f"cannot resume from {str(ck)!r}: hyper-parameters differ ({shown})")
@@ -447,15 +548,17 @@ class Sent2VecTrainer:
 
         root = self.checkpoint_dir
         root.mkdir(parents=True, exist_ok=True)
-        n = 1 + max([int(p.name[5:]) for p in root.glob("ckpt-*") if p.name[5:].isdigit()],
-                    default=0)
+        n = 1 + max(
+            [int(p.name[5:]) for p in root.glob("ckpt-*") if p.name[5:].isdigit()], default=0
+        )
         final = root / f"ckpt-{n:06d}"
         tmp = root / f".ckpt-{n:06d}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         try:
             Sent2Vec(run.dictionary, run.wi, run.wo, args=self.official_args()).save(
-                tmp / _MODEL_DIR)
+                tmp / _MODEL_DIR
+            )
             atomic_write_json(tmp / _STATE_FILE, run.state_dict(epoch, job))
             os.rename(tmp, final)
         except BaseException:
@@ -463,7 +566,7 @@ class Sent2VecTrainer:
             raise
         atomic_write_text(root / _LATEST, final.name + "\n")
         old = sorted(p for p in root.glob("ckpt-*") if p.name[5:].isdigit() and p != final)
-        for p in old[:max(0, len(old) - (self.keep_checkpoints - 1))]:
+        for p in old[: max(0, len(old) - (self.keep_checkpoints - 1))]:
             shutil.rmtree(p, ignore_errors=True)
         logger.info("sent2vec: checkpoint %s (epoch %d, job %d)", final, epoch, job)
         return final
@@ -475,17 +578,23 @@ def _find_checkpoint(p: Path) -> Path:
     if (p / _LATEST).is_file():
         p = p / (p / _LATEST).read_text(encoding="utf-8").strip()
     if not (p / _STATE_FILE).is_file() or not (p / _MODEL_DIR).is_dir():
-        raise FileNotFoundError(f"{str(p)!r} is not a sentvec Sent2Vec training checkpoint "
-                                f"(no {_STATE_FILE} and {_MODEL_DIR}/)")
+        raise FileNotFoundError(
+            f"{str(p)!r} is not a sentvec Sent2Vec training checkpoint "
+            f"(no {_STATE_FILE} and {_MODEL_DIR}/)"
+        )
     return p
 
 
 def _warn_non_utf8(words: list[str]) -> None:
     bad = sum(1 for w in words if not w.isascii() and _has_surrogate(w))
     if bad:
-        warnings.warn(f"{bad} vocabulary words contain bytes that are not UTF-8; they are kept "
-                      "byte for byte, as the official reader keeps them (surrogate escapes in "
-                      "Python strings)", UserWarning, stacklevel=4)
+        warnings.warn(
+            f"{bad} vocabulary words contain bytes that are not UTF-8; they are kept "
+            "byte for byte, as the official reader keeps them (surrogate escapes in "
+            "Python strings)",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def _has_surrogate(w: str) -> bool:
@@ -504,7 +613,7 @@ def _init_input(rows: int, dim: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     step = 1 << 22
     for c in range(0, flat.shape[0], step):
-        chunk = flat[c:c + step]
+        chunk = flat[c : c + step]
         rng.random(out=chunk, dtype=np.float32)
         chunk *= np.float32(2.0 / dim)
         chunk -= np.float32(1.0 / dim)
@@ -514,8 +623,16 @@ def _init_input(rows: int, dim: int, seed: int) -> np.ndarray:
 class _Run:
     """State of one training run: shared matrices, per-thread streams, jobs, threads."""
 
-    def __init__(self, trainer: Sent2VecTrainer, dictionary: Any, ids: Any, wi: np.ndarray,
-                 wo: np.ndarray, target_ok: np.ndarray, state: dict[str, Any] | None) -> None:
+    def __init__(
+        self,
+        trainer: Sent2VecTrainer,
+        dictionary: Any,
+        ids: Any,
+        wi: np.ndarray,
+        wo: np.ndarray,
+        target_ok: np.ndarray,
+        state: dict[str, Any] | None,
+    ) -> None:
         from sentvec.sent2vec import kernels
 
         self.k = kernels
@@ -548,8 +665,9 @@ class _Run:
         self.njobs = len(self.job_starts) - 1
         # jobs of each pass that start before the end of training
         first_tok = self.offsets[self.job_starts[:-1]]
-        self.pass_jobs = [int((p * n_tok + first_tok < self.total).sum())
-                          for p in range(self.npasses)]
+        self.pass_jobs = [
+            int((p * n_tok + first_tok < self.total).sum()) for p in range(self.npasses)
+        ]
         self.start = (0, 0)
         self.epoch_seconds = [0.0] * self.npasses
         self.resumed_tokens = 0
@@ -559,8 +677,10 @@ class _Run:
 
     def _restore(self, state: dict[str, Any]) -> None:
         if state["n_tokens"] != self.ids.n_tokens or state["njobs"] != self.njobs:
-            raise ValueError("cannot resume: the corpus differs from the checkpoint's "
-                             f"({self.ids.n_tokens} tokens vs {state['n_tokens']})")
+            raise ValueError(
+                "cannot resume: the corpus differs from the checkpoint's "
+                f"({self.ids.n_tokens} tokens vs {state['n_tokens']})"
+            )
         for i in range(self.tr.thread):
             self.rng[i][0] = np.uint64(int(state["rng"][i]))
             self.neg_pos[i][0] = int(state["neg_pos"][i])
@@ -571,20 +691,51 @@ class _Run:
             self.resumed_tokens = int(self.stats[:, self.start[0], self.k.STAT_TOKENS].sum())
 
     def state_dict(self, epoch: int, job: int) -> dict[str, Any]:
-        return {"version": _STATE_VERSION, "config": self.tr.config(), "epoch": epoch,
-                "job": job, "n_tokens": self.ids.n_tokens, "njobs": self.njobs,
-                "rng": [str(int(r[0])) for r in self.rng],
-                "neg_pos": [int(p[0]) for p in self.neg_pos], "stats": self.stats.tolist(),
-                "epoch_seconds": self.epoch_seconds}
+        return {
+            "version": _STATE_VERSION,
+            "config": self.tr.config(),
+            "epoch": epoch,
+            "job": job,
+            "n_tokens": self.ids.n_tokens,
+            "njobs": self.njobs,
+            "rng": [str(int(r[0])) for r in self.rng],
+            "neg_pos": [int(p[0]) for p in self.neg_pos],
+            "stats": self.stats.tolist(),
+            "epoch_seconds": self.epoch_seconds,
+        }
 
     def _call(self, tid: int, stats: np.ndarray, first: int, last: int, before: int) -> None:
         tr, d = self.tr, self.dictionary
-        self.k.train_job(self.tokens, self.offsets, first, last, self.wi, self.wo, self.keep,
-                         self.target_ok, self.tables[tid], self.neg_pos[tid], self.rng[tid],
-                         self.sig, self.log, d.nwords, max(tr.bucket, 1), tr.word_ngrams,
-                         tr.dropout_k, tr.neg, max(d.placeholder_id, 0), tr.lr,
-                         tr.lr_update_rate, before, self.total, self.mode, tr.exclude_target,
-                         tr.sigmoid == "exact", tr.l1, stats)
+        self.k.train_job(
+            self.tokens,
+            self.offsets,
+            first,
+            last,
+            self.wi,
+            self.wo,
+            self.keep,
+            self.target_ok,
+            self.tables[tid],
+            self.neg_pos[tid],
+            self.rng[tid],
+            self.sig,
+            self.log,
+            d.nwords,
+            max(tr.bucket, 1),
+            tr.word_ngrams,
+            tr.dropout_k,
+            tr.neg,
+            max(d.placeholder_id, 0),
+            tr.lr,
+            tr.lr_update_rate,
+            before,
+            self.total,
+            self.mode,
+            tr.exclude_target,
+            tr.sigmoid == "exact",
+            tr.l1,
+            stats,
+        )
 
     def train(self) -> list[EpochReport]:
         tr = self.tr
@@ -606,8 +757,13 @@ class _Run:
                 try:
                     if not stop.is_set():
                         first, last = int(self.job_starts[j]), int(self.job_starts[j + 1])
-                        self._call(tid, self.stats[tid, e], first, last,
-                                   e * self.ids.n_tokens + int(self.offsets[first]))
+                        self._call(
+                            tid,
+                            self.stats[tid, e],
+                            first,
+                            last,
+                            e * self.ids.n_tokens + int(self.offsets[first]),
+                        )
                 except BaseException as exc:  # surfaced by the main thread
                     errors.append(exc)
                     stop.set()
@@ -633,8 +789,10 @@ class _Run:
                 for e in range(e0, self.npasses):
                     epoch_t0[e] = time.perf_counter()
                     for j in range(j0 if e == e0 else 0, self.pass_jobs[e]):
-                        if tr.checkpoint_every is not None and (
-                                time.monotonic() - last_ckpt) >= 60 * tr.checkpoint_every:
+                        if (
+                            tr.checkpoint_every is not None
+                            and (time.monotonic() - last_ckpt) >= 60 * tr.checkpoint_every
+                        ):
                             checkpoint(e, j)
                             last_ckpt = time.monotonic()
                         while not stop.is_set():
@@ -657,8 +815,10 @@ class _Run:
                 for _ in range(tr.thread):
                     q.put(None)
 
-        threads = [threading.Thread(target=worker, args=(i,), name=f"sent2vec-worker-{i}",
-                                    daemon=True) for i in range(tr.thread)]
+        threads = [
+            threading.Thread(target=worker, args=(i,), name=f"sent2vec-worker-{i}", daemon=True)
+            for i in range(tr.thread)
+        ]
         threads.append(threading.Thread(target=producer, name="sent2vec-producer", daemon=True))
         show = tr.show_progress_bar
         if show is None:
@@ -668,8 +828,15 @@ class _Run:
         if show:
             from sentvec._progress import progress_bar
 
-            bar = progress_bar(show=True, total=self.total, initial=done0, unit="tok",
-                               unit_scale=True, desc="Sent2Vec", smoothing=0.1)
+            bar = progress_bar(
+                show=True,
+                total=self.total,
+                initial=done0,
+                unit="tok",
+                unit_scale=True,
+                desc="Sent2Vec",
+                smoothing=0.1,
+            )
         t_start = time.perf_counter()
         for th in threads:
             th.start()
@@ -704,10 +871,14 @@ class _Run:
         lr_now = float(lr[lr > 0].min()) if (lr > 0).any() else self.tr.lr
         el = max(time.perf_counter() - t_start, 1e-9)
         bar.set_postfix(
-            {"words/s/thread": f"{(tok - done0) / el / self.tr.thread:,.0f}",
-             "lr": f"{lr_now:.6f}",
-             "loss": f"{st[:, S.STAT_LOSS].sum() / max(st[:, S.STAT_TARGETS].sum(), 1):.4f}",
-             "epoch": e + 1}, refresh=False)
+            {
+                "words/s/thread": f"{(tok - done0) / el / self.tr.thread:,.0f}",
+                "lr": f"{lr_now:.6f}",
+                "loss": f"{st[:, S.STAT_LOSS].sum() / max(st[:, S.STAT_TARGETS].sum(), 1):.4f}",
+                "epoch": e + 1,
+            },
+            refresh=False,
+        )
 
     def _reports(self, e0: int) -> list[EpochReport]:
         S = self.k
@@ -715,11 +886,16 @@ class _Run:
         for e in range(e0, self.npasses):
             st = self.stats[:, e]
             lr = st[:, S.STAT_LR]
-            out.append(EpochReport(
-                epoch=e, loss=float(st[:, S.STAT_LOSS].sum() / max(st[:, S.STAT_TARGETS].sum(), 1)),
-                targets=int(st[:, S.STAT_TARGETS].sum()), tokens=int(st[:, S.STAT_TOKENS].sum()),
-                seconds=float(self.epoch_seconds[e]),
-                final_lr=float(lr[lr > 0].min()) if (lr > 0).any() else 0.0))
+            out.append(
+                EpochReport(
+                    epoch=e,
+                    loss=float(st[:, S.STAT_LOSS].sum() / max(st[:, S.STAT_TARGETS].sum(), 1)),
+                    targets=int(st[:, S.STAT_TARGETS].sum()),
+                    tokens=int(st[:, S.STAT_TOKENS].sum()),
+                    seconds=float(self.epoch_seconds[e]),
+                    final_lr=float(lr[lr > 0].min()) if (lr > 0).any() else 0.0,
+                )
+            )
         return out
 
 
@@ -734,7 +910,8 @@ def _check_finite(wi: np.ndarray, wo: np.ndarray, lr: float) -> None:
         raise TrainingDivergedError(
             f"training diverged: {bad_in} of {wi.size} input-matrix values and {bad_out} of "
             f"{wo.size} output-matrix values are NaN or infinite (lr={lr}); no model was "
-            "written; lower the learning rate")
+            "written; lower the learning rate"
+        )
 
 
 def _count_non_finite(a: np.ndarray) -> int:
@@ -742,23 +919,44 @@ def _count_non_finite(a: np.ndarray) -> int:
     would add a quarter of the input matrix to the peak memory)."""
     flat = a.reshape(-1)
     step = 1 << 22
-    return sum(int(min(step, flat.size - i) - np.count_nonzero(np.isfinite(flat[i:i + step])))
-               for i in range(0, flat.size, step))
+    return sum(
+        int(min(step, flat.size - i) - np.count_nonzero(np.isfinite(flat[i : i + step])))
+        for i in range(0, flat.size, step)
+    )
 
 
-def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0.2,
-                   lr_update_rate: int = 100, min_count: int = 5, min_count_label: int = 5,
-                   neg: int = 10, word_ngrams: int = 2, dropout_k: int = 4, t: float = 1e-4,
-                   bucket: int = 2_000_000, max_vocab_size: int | None = None, thread: int = 2,
-                   seed: int = 1, loss: Loss = "ns", update: UpdateMode = "target",
-                   exclude_target: bool = False, l1: float = 0.0, sigmoid: Sigmoid = "table",
-                   epoch_tokens: EpochTokens = "all", job_tokens: int = 10_000,
-                   checkpoint_dir: str | os.PathLike[str] | None = None,
-                   checkpoint_every: float | None = None, keep_checkpoints: int = 1,
-                   resume_from: str | os.PathLike[str] | None = None,
-                   show_progress_bar: bool | None = None,
-                   tmp_dir: str | os.PathLike[str] | None = None,
-                   max_memory: Any = None) -> Sent2Vec:
+def train_sent2vec(
+    corpus: Any,
+    *,
+    dim: int = 100,
+    epoch: int = 5,
+    lr: float = 0.2,
+    lr_update_rate: int = 100,
+    min_count: int = 5,
+    min_count_label: int = 5,
+    neg: int = 10,
+    word_ngrams: int = 2,
+    dropout_k: int = 4,
+    t: float = 1e-4,
+    bucket: int = 2_000_000,
+    max_vocab_size: int | None = None,
+    thread: int = 2,
+    seed: int = 1,
+    loss: Loss = "ns",
+    update: UpdateMode = "target",
+    exclude_target: bool = False,
+    l1: float = 0.0,
+    sigmoid: Sigmoid = "table",
+    epoch_tokens: EpochTokens = "all",
+    job_tokens: int = 10_000,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    checkpoint_every: float | None = None,
+    keep_checkpoints: int = 1,
+    resume_from: str | os.PathLike[str] | None = None,
+    show_progress_bar: bool | None = None,
+    tmp_dir: str | os.PathLike[str] | None = None,
+    max_memory: Any = None,
+) -> Sent2Vec:
     """Train a Sent2Vec model on a corpus (paper: Pagliardini et al. 2018, arXiv:1703.02507).
 
     Every hyper-parameter is documented in :class:`Sent2VecTrainer`, which this function
@@ -791,10 +989,32 @@ def train_sent2vec(corpus: Any, *, dim: int = 100, epoch: int = 5, lr: float = 0
         A corpus that is neither a path nor a sequence of str.
     """
     return Sent2VecTrainer(
-        dim=dim, epoch=epoch, lr=lr, lr_update_rate=lr_update_rate, min_count=min_count,
-        min_count_label=min_count_label, neg=neg, word_ngrams=word_ngrams, dropout_k=dropout_k,
-        t=t, bucket=bucket, max_vocab_size=max_vocab_size, thread=thread, seed=seed, loss=loss,
-        update=update, exclude_target=exclude_target, l1=l1, sigmoid=sigmoid,
-        epoch_tokens=epoch_tokens, job_tokens=job_tokens, checkpoint_dir=checkpoint_dir, checkpoint_every=checkpoint_every,
-        keep_checkpoints=keep_checkpoints, resume_from=resume_from,
-        show_progress_bar=show_progress_bar, tmp_dir=tmp_dir, max_memory=max_memory).fit(corpus)
+        dim=dim,
+        epoch=epoch,
+        lr=lr,
+        lr_update_rate=lr_update_rate,
+        min_count=min_count,
+        min_count_label=min_count_label,
+        neg=neg,
+        word_ngrams=word_ngrams,
+        dropout_k=dropout_k,
+        t=t,
+        bucket=bucket,
+        max_vocab_size=max_vocab_size,
+        thread=thread,
+        seed=seed,
+        loss=loss,
+        update=update,
+        exclude_target=exclude_target,
+        l1=l1,
+        sigmoid=sigmoid,
+        epoch_tokens=epoch_tokens,
+        job_tokens=job_tokens,
+        checkpoint_dir=checkpoint_dir,
+        checkpoint_every=checkpoint_every,
+        keep_checkpoints=keep_checkpoints,
+        resume_from=resume_from,
+        show_progress_bar=show_progress_bar,
+        tmp_dir=tmp_dir,
+        max_memory=max_memory,
+    ).fit(corpus)

@@ -32,8 +32,20 @@ from sentvec.whitening.estimator import (
 from sentvec.whitening.solvers import DEFAULT_EPS, MIN_VARIANCE, SOLVERS
 from sentvec.whitening.statistics import WhiteningStatistics
 
-__all__ = ["Whitening", "WhiteningStatistics", "check_n_components", "whiten_rows",
-           "whiten_keeping_zero_rows",
-           "DEFAULT_EPS", "MIN_VARIANCE", "SOLVERS",
-           "AllButTheTop", "CommonComponentRemoval", "COMPONENT_WEIGHTINGS", "POSTPROCESSOR_TYPES",
-           "load_postprocessor", "postprocessor_type_of", "default_abtt_components"]
+__all__ = [
+    "Whitening",
+    "WhiteningStatistics",
+    "check_n_components",
+    "whiten_rows",
+    "whiten_keeping_zero_rows",
+    "DEFAULT_EPS",
+    "MIN_VARIANCE",
+    "SOLVERS",
+    "AllButTheTop",
+    "CommonComponentRemoval",
+    "COMPONENT_WEIGHTINGS",
+    "POSTPROCESSOR_TYPES",
+    "load_postprocessor",
+    "postprocessor_type_of",
+    "default_abtt_components",
+]

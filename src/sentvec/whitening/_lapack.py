@@ -17,7 +17,7 @@ is passed as its transpose ``(d, n)``, which is Fortran-ordered without a copy.
 from __future__ import annotations
 
 import ctypes
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -34,17 +34,29 @@ _SIGNATURES: dict[tuple[str, str], tuple[Any, ...]] = {
     # dpocon(uplo, n, a, lda, anorm, rcond, work, iwork, info)
     ("scipy.linalg.cython_lapack", "dpocon"): (_CHR, _INT, _P, _INT, _DBL, _DBL, _P, _P, _INT),
     # dtrsm(side, uplo, transa, diag, m, n, alpha, a, lda, b, ldb)
-    ("scipy.linalg.cython_blas", "dtrsm"): (_CHR, _CHR, _CHR, _CHR, _INT, _INT, _DBL, _P, _INT,
-                                            _P, _INT),
+    ("scipy.linalg.cython_blas", "dtrsm"): (
+        _CHR,
+        _CHR,
+        _CHR,
+        _CHR,
+        _INT,
+        _INT,
+        _DBL,
+        _P,
+        _INT,
+        _P,
+        _INT,
+    ),
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _routine(module: str, name: str) -> Any:
     from numba.extending import get_cython_function_address
 
     return ctypes.CFUNCTYPE(None, *_SIGNATURES[module, name])(
-        get_cython_function_address(module, name))
+        get_cython_function_address(module, name)
+    )
 
 
 def _int(v: int) -> ctypes.c_int:
@@ -55,8 +67,9 @@ def _square_f64(a: np.ndarray, name: str, *, writeable: bool = False) -> int:
     if not isinstance(a, np.ndarray):
         raise ValueError(f"{name} must be a numpy array, got {type(a).__name__}")
     if a.dtype != np.float64 or a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] == 0:
-        raise ValueError(f"{name} must be a non-empty square float64 matrix, got {a.dtype} "
-                         f"{a.shape}")
+        raise ValueError(
+            f"{name} must be a non-empty square float64 matrix, got {a.dtype} {a.shape}"
+        )
     if not a.flags.f_contiguous:
         raise ValueError(f"{name} must be Fortran-contiguous")
     if writeable and not a.flags.writeable:
@@ -88,7 +101,8 @@ def cholesky_lower_inplace(a: np.ndarray) -> int:
     info = ctypes.c_int(0)
     n_ = _int(d)
     _routine("scipy.linalg.cython_lapack", "dpotrf")(
-        b"L", ctypes.byref(n_), a.ctypes.data, ctypes.byref(n_), ctypes.byref(info))
+        b"L", ctypes.byref(n_), a.ctypes.data, ctypes.byref(n_), ctypes.byref(info)
+    )
     return int(info.value)
 
 
@@ -120,9 +134,16 @@ def cholesky_rcond(L: np.ndarray, anorm: float) -> tuple[float, int]:
     work = np.empty(3 * max(d, 1), dtype=np.float64)
     iwork = np.empty(max(d, 1), dtype=np.intc)
     _routine("scipy.linalg.cython_lapack", "dpocon")(
-        b"L", ctypes.byref(n_), L.ctypes.data, ctypes.byref(n_),
-        ctypes.byref(ctypes.c_double(float(anorm))), ctypes.byref(rcond), work.ctypes.data,
-        iwork.ctypes.data, ctypes.byref(info))
+        b"L",
+        ctypes.byref(n_),
+        L.ctypes.data,
+        ctypes.byref(n_),
+        ctypes.byref(ctypes.c_double(float(anorm))),
+        ctypes.byref(rcond),
+        work.ctypes.data,
+        iwork.ctypes.data,
+        ctypes.byref(info),
+    )
     return float(rcond.value), int(info.value)
 
 
@@ -147,16 +168,32 @@ def solve_lower_inplace(L: np.ndarray, b: np.ndarray) -> np.ndarray:
         Wrong dtype, layout or shapes, an empty ``L`` or a read-only ``b``.
     """
     d = _square_f64(L, "L")
-    if not isinstance(b, np.ndarray) or b.dtype != np.float64 or b.ndim != 2 or b.shape[0] != d or not b.flags.f_contiguous:
-        raise ValueError(f"b must be a Fortran-contiguous float64 ({d}, n) matrix, got "
-                         f"{b.dtype} {b.shape}")
+    if (
+        not isinstance(b, np.ndarray)
+        or b.dtype != np.float64
+        or b.ndim != 2
+        or b.shape[0] != d
+        or not b.flags.f_contiguous
+    ):
+        raise ValueError(
+            f"b must be a Fortran-contiguous float64 ({d}, n) matrix, got {b.dtype} {b.shape}"
+        )
     if not b.flags.writeable:
         raise ValueError("b must be writeable (it is overwritten)")
     if b.shape[1] == 0:
         return b
     m_, n_ = _int(d), _int(b.shape[1])
     _routine("scipy.linalg.cython_blas", "dtrsm")(
-        b"L", b"L", b"N", b"N", ctypes.byref(m_), ctypes.byref(n_),
-        ctypes.byref(ctypes.c_double(1.0)), L.ctypes.data, ctypes.byref(m_), b.ctypes.data,
-        ctypes.byref(m_))
+        b"L",
+        b"L",
+        b"N",
+        b"N",
+        ctypes.byref(m_),
+        ctypes.byref(n_),
+        ctypes.byref(ctypes.c_double(1.0)),
+        L.ctypes.data,
+        ctypes.byref(m_),
+        b.ctypes.data,
+        ctypes.byref(m_),
+    )
     return b

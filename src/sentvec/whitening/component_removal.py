@@ -36,9 +36,15 @@ from sentvec._validation import check_choice, check_positive_int
 from sentvec.whitening.estimator import Whitening
 from sentvec.whitening.statistics import WhiteningStatistics
 
-__all__ = ["AllButTheTop", "CommonComponentRemoval", "POSTPROCESSOR_TYPES",
-           "load_postprocessor", "postprocessor_type_of", "default_abtt_components",
-           "COMPONENT_WEIGHTINGS"]
+__all__ = [
+    "AllButTheTop",
+    "CommonComponentRemoval",
+    "POSTPROCESSOR_TYPES",
+    "load_postprocessor",
+    "postprocessor_type_of",
+    "default_abtt_components",
+    "COMPONENT_WEIGHTINGS",
+]
 
 _CONFIG_FILE = "component_removal.json"
 _WHITENING_FILE = "whitening.json"
@@ -80,7 +86,7 @@ class _ComponentRemoval(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         return np.ones_like(values)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> "_ComponentRemoval":
+    def fit(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> _ComponentRemoval:
         """Fit on the rows of ``X``.
 
         Parameters
@@ -104,7 +110,7 @@ class _ComponentRemoval(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         arr = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         return self.fit_statistics(WhiteningStatistics.from_array(arr, sample_weight))
 
-    def fit_statistics(self, statistics: WhiteningStatistics) -> "_ComponentRemoval":
+    def fit_statistics(self, statistics: WhiteningStatistics) -> _ComponentRemoval:
         """Fit from precomputed (e.g. merged per-partition) statistics.
 
         Raises
@@ -114,11 +120,13 @@ class _ComponentRemoval(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         """
         self._check_params()
         if not isinstance(statistics, WhiteningStatistics):
-            raise TypeError(f"statistics must be WhiteningStatistics, got "
-                            f"{type(statistics).__name__}")
+            raise TypeError(
+                f"statistics must be WhiteningStatistics, got {type(statistics).__name__}"
+            )
         if statistics.n_samples < 2:
-            raise ValueError(f"need at least 2 rows, the statistics summarise "
-                             f"{statistics.n_samples}")
+            raise ValueError(
+                f"need at least 2 rows, the statistics summarise {statistics.n_samples}"
+            )
         d = statistics.n_features
         k = int(self.n_components)
         if k > d:
@@ -128,8 +136,9 @@ class _ComponentRemoval(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         self._set_fitted(statistics, components, values)
         return self
 
-    def _set_fitted(self, statistics: WhiteningStatistics, components: np.ndarray,
-                    values: np.ndarray) -> None:
+    def _set_fitted(
+        self, statistics: WhiteningStatistics, components: np.ndarray, values: np.ndarray
+    ) -> None:
         d = statistics.n_features
         self.statistics_ = statistics
         self.mean_ = statistics.mean.copy() if self._centred else np.zeros(d)
@@ -190,19 +199,30 @@ class _ComponentRemoval(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             As :meth:`sentvec.Whitening.save`; nothing is written.
         """
         check_is_fitted(self, "components_")
-        arrays = {"mean": self.statistics_.mean, "scatter": self.statistics_.scatter,
-                  "components": self.components_, "singular_values": self.singular_values_}
-        with atomic_directory(path, marker=_CONFIG_FILE, kind=f"a saved {type(self).__name__}"
-                              ) as root:
+        arrays = {
+            "mean": self.statistics_.mean,
+            "scatter": self.statistics_.scatter,
+            "components": self.components_,
+            "singular_values": self.singular_values_,
+        }
+        with atomic_directory(
+            path, marker=_CONFIG_FILE, kind=f"a saved {type(self).__name__}"
+        ) as root:
             for name, arr in arrays.items():
                 atomic_save_npy(root / f"{name}.npy", np.asarray(arr, dtype=np.float64))
-            atomic_write_json(root / _CONFIG_FILE, {
-                "format": self._FORMAT, "version": _VERSION, "params": self._params(),
-                "n_features_in": int(self.n_features_in_),
-                "n_samples_seen": int(self.n_samples_seen_)})
+            atomic_write_json(
+                root / _CONFIG_FILE,
+                {
+                    "format": self._FORMAT,
+                    "version": _VERSION,
+                    "params": self._params(),
+                    "n_features_in": int(self.n_features_in_),
+                    "n_samples_seen": int(self.n_samples_seen_),
+                },
+            )
 
     @classmethod
-    def load(cls, path: Any) -> "_ComponentRemoval":
+    def load(cls, path: Any) -> _ComponentRemoval:
         """Read a directory written by :meth:`save`.
 
         Raises
@@ -215,8 +235,9 @@ class _ComponentRemoval(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
         root = Path(path)
         cfg_path = root / _CONFIG_FILE
         if not cfg_path.is_file():
-            raise FileNotFoundError(f"no {_CONFIG_FILE} in {str(root)!r}: not a saved "
-                                    f"{cls.__name__}")
+            raise FileNotFoundError(
+                f"no {_CONFIG_FILE} in {str(root)!r}: not a saved {cls.__name__}"
+            )
         try:
             cfg = read_json_object(cfg_path)
             if cfg.get("format") != cls._FORMAT:
@@ -229,17 +250,19 @@ class _ComponentRemoval(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseE
             obj = cls(**cfg["params"])
             obj._check_params()
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{str(cfg_path)!r} is not a valid {cls.__name__} config: "
-                             f"{exc}") from exc
+            raise ValueError(
+                f"{str(cfg_path)!r} is not a valid {cls.__name__} config: {exc}"
+            ) from exc
         k = int(obj.n_components)
-        expected = {"mean": (d,), "scatter": (d, d), "components": (k, d),
-                    "singular_values": (k,)}
+        expected = {"mean": (d,), "scatter": (d, d), "components": (k, d), "singular_values": (k,)}
         arrays = {}
         for name, shape in expected.items():
             arr = load_npy(root / f"{name}.npy")
             if arr.shape != shape or arr.dtype != np.float64 or not np.isfinite(arr).all():
-                raise ValueError(f"{str(root / (name + '.npy'))!r} is corrupt: shape {arr.shape}"
-                                 f" dtype {arr.dtype}, expected {shape} float64, finite")
+                raise ValueError(
+                    f"{str(root / (name + '.npy'))!r} is corrupt: shape {arr.shape}"
+                    f" dtype {arr.dtype}, expected {shape} float64, finite"
+                )
             arrays[name] = arr
         stats = WhiteningStatistics(n, arrays["mean"], arrays["scatter"])
         obj._set_fitted(stats, arrays["components"], arrays["singular_values"] ** 2)
@@ -364,8 +387,10 @@ def postprocessor_type_of(postprocessor: Any) -> str:
     for name, cls in POSTPROCESSOR_TYPES.items():
         if type(postprocessor) is cls:
             return name
-    raise TypeError(f"cannot save a post-processor of type {type(postprocessor).__name__}; "
-                    f"expected one of {[c.__name__ for c in POSTPROCESSOR_TYPES.values()]}")
+    raise TypeError(
+        f"cannot save a post-processor of type {type(postprocessor).__name__}; "
+        f"expected one of {[c.__name__ for c in POSTPROCESSOR_TYPES.values()]}"
+    )
 
 
 def load_postprocessor(path: Any, postprocessor_type: str | None = None) -> Any:
@@ -391,9 +416,11 @@ def load_postprocessor(path: Any, postprocessor_type: str | None = None) -> Any:
             return Whitening.load(root)
         cfg_path = root / _CONFIG_FILE
         if not cfg_path.is_file():
-            raise FileNotFoundError(f"no {_WHITENING_FILE} or {_CONFIG_FILE} in {str(root)!r}: "
-                                    "not a saved Whitening, AllButTheTop or "
-                                    "CommonComponentRemoval")
+            raise FileNotFoundError(
+                f"no {_WHITENING_FILE} or {_CONFIG_FILE} in {str(root)!r}: "
+                "not a saved Whitening, AllButTheTop or "
+                "CommonComponentRemoval"
+            )
         fmt = read_json_object(cfg_path).get("format")
         for cls in (AllButTheTop, CommonComponentRemoval):
             if fmt == cls._FORMAT:
@@ -401,6 +428,8 @@ def load_postprocessor(path: Any, postprocessor_type: str | None = None) -> Any:
         raise ValueError(f"{str(cfg_path)!r}: unknown format {fmt!r}")
     cls = POSTPROCESSOR_TYPES.get(postprocessor_type)
     if cls is None:
-        raise ValueError(f"unknown post-processor type {postprocessor_type!r}; expected one of "
-                         f"{sorted(POSTPROCESSOR_TYPES)}")
+        raise ValueError(
+            f"unknown post-processor type {postprocessor_type!r}; expected one of "
+            f"{sorted(POSTPROCESSOR_TYPES)}"
+        )
     return cls.load(root)

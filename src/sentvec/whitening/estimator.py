@@ -42,8 +42,9 @@ _CONFIG_FILE = "whitening.json"
 _ARRAYS = ("mean", "components", "explained_variance", "scatter")
 
 
-def check_n_components(n_components: Any, n_features: int | None = None, *,
-                       name: str = "n_components") -> int | None:
+def check_n_components(
+    n_components: Any, n_features: int | None = None, *, name: str = "n_components"
+) -> int | None:
     """Validate a whitening dimension ``k``: None (keep all) or an integer in ``[1, n_features]``.
 
     The one check of ``k`` in sentvec: :class:`Whitening`, the STS scorer, the layer search and
@@ -71,8 +72,10 @@ def check_n_components(n_components: Any, n_features: int | None = None, *,
         return None
     k = check_positive_int(name, n_components)
     if n_features is not None and k > n_features:
-        raise ValueError(f"{name}={k} is invalid; expected at most n_features={n_features} "
-                         f"(the vectors have {n_features} dimensions)")
+        raise ValueError(
+            f"{name}={k} is invalid; expected at most n_features={n_features} "
+            f"(the vectors have {n_features} dimensions)"
+        )
     return k
 
 
@@ -109,8 +112,10 @@ def _validate_rows(estimator: Any, X: Any, **kwargs: Any) -> np.ndarray:
             where = f"{bad} of {len(arr)} rows hold"
         except (TypeError, ValueError):
             where = "the input holds"
-        raise ValueError(f"Whitening input must be finite: {where} NaN or infinite values "
-                         "(check the encoder's output, e.g. non-finite model weights)") from None
+        raise ValueError(
+            f"Whitening input must be finite: {where} NaN or infinite values "
+            "(check the encoder's output, e.g. non-finite model weights)"
+        ) from None
 
 
 class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -174,15 +179,21 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     Semantics and Faster Retrieval", 2021 (dimension reduction by keeping the first k columns).
     """
 
-    def __init__(self, n_components: int | None = None, *, eps: float = DEFAULT_EPS,
-                 solver: str = "eigh", warn_singular: bool = True) -> None:
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        eps: float = DEFAULT_EPS,
+        solver: str = "eigh",
+        warn_singular: bool = True,
+    ) -> None:
         self.n_components = n_components
         self.eps = eps
         self.solver = solver
         self.warn_singular = warn_singular
 
     # ----------------------------------------------------------------- fitting
-    def fit(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> "Whitening":
+    def fit(self, X: Any, y: Any = None, *, sample_weight: Any = None) -> Whitening:
         """Fit ``mu`` and ``Sigma`` on the rows of ``X``.
 
         Parameters
@@ -247,7 +258,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             Z = centred @ self.whitening_matrix_
         return Z.astype(np.float32) if arr.dtype == np.float32 else Z
 
-    def partial_fit(self, X: Any, y: Any = None) -> "Whitening":
+    def partial_fit(self, X: Any, y: Any = None) -> Whitening:
         """Add the rows of ``X`` to the statistics and refit (same result as one ``fit``).
 
         Raises
@@ -264,7 +275,7 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             stats = previous.merge(stats)
         return self.fit_statistics(stats)
 
-    def fit_statistics(self, statistics: WhiteningStatistics) -> "Whitening":
+    def fit_statistics(self, statistics: WhiteningStatistics) -> Whitening:
         """Fit from precomputed (e.g. merged per-partition) statistics.
 
         Raises
@@ -285,8 +296,9 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             self.solver_ = "cholesky"
             self.n_dropped_ = 0
         else:
-            sol = eigen_solution(statistics, self.n_components, eps=self.eps,
-                                 warn=self.warn_singular)
+            sol = eigen_solution(
+                statistics, self.n_components, eps=self.eps, warn=self.warn_singular
+            )
             self._cholesky = None
             self.solver_ = "eigh"
             self.components_ = sol.components
@@ -317,8 +329,14 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         return W
 
     @classmethod
-    def from_statistics(cls, statistics: WhiteningStatistics, n_components: int | None = None, *,
-                        eps: float = DEFAULT_EPS, solver: str = "eigh") -> "Whitening":
+    def from_statistics(
+        cls,
+        statistics: WhiteningStatistics,
+        n_components: int | None = None,
+        *,
+        eps: float = DEFAULT_EPS,
+        solver: str = "eigh",
+    ) -> Whitening:
         """Build a fitted ``Whitening`` from (merged) :class:`WhiteningStatistics`."""
         return cls(n_components, eps=eps, solver=solver).fit_statistics(statistics)
 
@@ -354,8 +372,9 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             if X.numblocks[1] != 1:
                 X = X.rechunk({1: -1})
             dtype = np.float32 if X.dtype == np.float32 else np.float64
-            return X.map_blocks(self._transform_array, dtype=dtype,
-                                chunks=(X.chunks[0], (self.n_components_,)))
+            return X.map_blocks(
+                self._transform_array, dtype=dtype, chunks=(X.chunks[0], (self.n_components_,))
+            )
         return self._transform_array(X)
 
     @property
@@ -402,23 +421,31 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         check_is_fitted(self, "mean_")
         arrays = {"mean": self.mean_, "scatter": self.statistics_.scatter}
         if self.solver_ == "eigh":
-            arrays.update(components=self.components_,
-                          explained_variance=self.explained_variance_)
+            arrays.update(components=self.components_, explained_variance=self.explained_variance_)
         with atomic_directory(path, marker=_CONFIG_FILE, kind="a saved Whitening") as root:
             for name, arr in arrays.items():
                 atomic_save_npy(root / f"{name}.npy", np.asarray(arr, dtype=np.float64))
-            atomic_write_json(root / _CONFIG_FILE, {
-                "format": _FORMAT, "version": _VERSION,
-                "params": {"n_components": self.n_components, "eps": float(self.eps),
-                           "solver": self.solver, "warn_singular": bool(self.warn_singular)},
-                "n_features_in": int(self.n_features_in_),
-                "n_components": int(self.n_components_),
-                "n_samples_seen": int(self.n_samples_seen_), "n_dropped": int(self.n_dropped_),
-                "covariance": "normalised by N",
-            })
+            atomic_write_json(
+                root / _CONFIG_FILE,
+                {
+                    "format": _FORMAT,
+                    "version": _VERSION,
+                    "params": {
+                        "n_components": self.n_components,
+                        "eps": float(self.eps),
+                        "solver": self.solver,
+                        "warn_singular": bool(self.warn_singular),
+                    },
+                    "n_features_in": int(self.n_features_in_),
+                    "n_components": int(self.n_components_),
+                    "n_samples_seen": int(self.n_samples_seen_),
+                    "n_dropped": int(self.n_dropped_),
+                    "covariance": "normalised by N",
+                },
+            )
 
     @classmethod
-    def load(cls, path: Any) -> "Whitening":
+    def load(cls, path: Any) -> Whitening:
         """Read a directory written by :meth:`save`.
 
         Raises
@@ -453,18 +480,27 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         solver = params.get("solver", "eigh")
         names = _ARRAYS if solver == "eigh" else ("mean", "scatter")
         arrays = {name: load_npy(root / f"{name}.npy") for name in names}
-        expected = {"mean": (d,), "components": (k, d), "explained_variance": (k,),
-                    "scatter": (d, d)}
+        expected = {
+            "mean": (d,),
+            "components": (k, d),
+            "explained_variance": (k,),
+            "scatter": (d, d),
+        }
         expected = {name: expected[name] for name in names}
         for name, shape in expected.items():
             arr = arrays[name]
             if arr.shape != shape or arr.dtype != np.float64 or not np.isfinite(arr).all():
                 raise ValueError(
                     f"{str(root / (name + '.npy'))!r} is corrupt: shape {arr.shape} dtype "
-                    f"{arr.dtype}, expected {shape} float64 with finite values")
+                    f"{arr.dtype}, expected {shape} float64 with finite values"
+                )
         try:
-            obj = cls(params.get("n_components"), eps=params.get("eps", DEFAULT_EPS),
-                      solver=solver, warn_singular=params.get("warn_singular", True))
+            obj = cls(
+                params.get("n_components"),
+                eps=params.get("eps", DEFAULT_EPS),
+                solver=solver,
+                warn_singular=params.get("warn_singular", True),
+            )
             obj._check_params()
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{str(cfg_path)!r} is not a valid Whitening config: {exc}") from exc
@@ -474,8 +510,10 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
                 warnings.simplefilter("ignore", UserWarning)
                 obj.fit_statistics(statistics)
             if obj.n_components_ != k or obj.n_dropped_ != n_dropped:
-                raise ValueError(f"{str(root)!r} is corrupt: its statistics give "
-                                 f"{obj.n_components_} components, the config says {k}")
+                raise ValueError(
+                    f"{str(root)!r} is corrupt: its statistics give "
+                    f"{obj.n_components_} components, the config says {k}"
+                )
             return obj
         if not (arrays["explained_variance"] > 0).all():
             raise ValueError(f"{str(root)!r}: explained_variance.npy must be positive")
@@ -486,9 +524,11 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         obj.components_ = arrays["components"]
         obj.explained_variance_ = arrays["explained_variance"]
         obj.explained_variance_ratio_ = obj.explained_variance_ / float(
-            np.trace(obj.statistics_.covariance))
+            np.trace(obj.statistics_.covariance)
+        )
         obj._whitening_matrix = np.ascontiguousarray(
-            arrays["components"].T / np.sqrt(arrays["explained_variance"]))
+            arrays["components"].T / np.sqrt(arrays["explained_variance"])
+        )
         obj.n_components_ = k
         obj.n_dropped_ = n_dropped
         obj.n_features_in_ = d
@@ -522,9 +562,15 @@ def whiten_keeping_zero_rows(whitening: Any, X: np.ndarray) -> tuple[np.ndarray,
     return Z, n_zero
 
 
-def whiten_rows(X: np.ndarray, sample_weight: Any = None, *, n_components: int | None = None,
-                eps: float = DEFAULT_EPS, solver: str = "cholesky",
-                warn_singular: bool = False) -> tuple[np.ndarray, Whitening]:
+def whiten_rows(
+    X: np.ndarray,
+    sample_weight: Any = None,
+    *,
+    n_components: int | None = None,
+    eps: float = DEFAULT_EPS,
+    solver: str = "cholesky",
+    warn_singular: bool = False,
+) -> tuple[np.ndarray, Whitening]:
     """Fit a whitening on the rows of ``X`` and return them whitened, with the fitted estimator.
 
     The arithmetic of ``Whitening(...).fit_transform(X, sample_weight=...)`` without
@@ -553,8 +599,12 @@ def whiten_rows(X: np.ndarray, sample_weight: Any = None, *, n_components: int |
         ``X`` is not a 2-D float32 / float64 array of at least 2 rows, bad weights or
         parameters, or a covariance :class:`Whitening` cannot whiten.
     """
-    if not isinstance(X, np.ndarray) or X.ndim != 2 or X.dtype not in (np.float32, np.float64) \
-            or X.shape[0] < 2:
+    if (
+        not isinstance(X, np.ndarray)
+        or X.ndim != 2
+        or X.dtype not in (np.float32, np.float64)
+        or X.shape[0] < 2
+    ):
         raise ValueError("X must be a 2-D float32 or float64 ndarray with at least 2 rows")
     w = Whitening(n_components, eps=eps, solver=solver, warn_singular=warn_singular)
     w._check_params()

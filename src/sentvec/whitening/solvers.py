@@ -24,8 +24,15 @@ import numpy as np
 
 from sentvec.whitening.statistics import WhiteningStatistics
 
-__all__ = ["SOLVERS", "DEFAULT_EPS", "MIN_VARIANCE", "EigenSolution", "CholeskySolution",
-           "eigen_solution", "cholesky_solution"]
+__all__ = [
+    "SOLVERS",
+    "DEFAULT_EPS",
+    "MIN_VARIANCE",
+    "EigenSolution",
+    "CholeskySolution",
+    "eigen_solution",
+    "cholesky_solution",
+]
 
 #: Solvers of :class:`sentvec.whitening.Whitening`.
 SOLVERS: tuple[str, ...] = ("eigh", "cholesky")
@@ -36,7 +43,7 @@ DEFAULT_EPS = 1e-10
 #: Smallest largest-variance a whitening accepts (2**-900, about 1.5e-271): below it, the
 #: eigenvalues that must be resolved (down to 1e-10 of the largest) and the covariance entries
 #: themselves reach float64's subnormal range, where they lose their precision silently.
-MIN_VARIANCE = 2.0 ** -900
+MIN_VARIANCE = 2.0**-900
 
 #: Below this estimated reciprocal condition number the Cholesky solver is not used.
 CHOLESKY_MIN_RCOND = 1e-8
@@ -74,18 +81,25 @@ def _check_statistics(statistics: WhiteningStatistics) -> None:
         raise TypeError(f"statistics must be WhiteningStatistics, got {type(statistics).__name__}")
     if statistics.n_samples < 2:
         raise ValueError(
-            f"need at least 2 rows to estimate a covariance, got {statistics.n_samples}")
+            f"need at least 2 rows to estimate a covariance, got {statistics.n_samples}"
+        )
     if not (np.isfinite(statistics.mean).all() and np.isfinite(statistics.scatter).all()):
         if np.isfinite(statistics.mean).all():
             raise ValueError(
                 "the covariance overflows float64: the values (mean entries up to "
                 f"{float(np.abs(statistics.mean).max()):.1e}) are too large to square; "
-                "rescale them (whitened vectors do not depend on the scale)")
+                "rescale them (whitened vectors do not depend on the scale)"
+            )
         raise ValueError("statistics contain non-finite values")
 
 
-def eigen_solution(statistics: WhiteningStatistics, n_components: int | None = None, *,
-                   eps: float = DEFAULT_EPS, warn: bool = True) -> EigenSolution:
+def eigen_solution(
+    statistics: WhiteningStatistics,
+    n_components: int | None = None,
+    *,
+    eps: float = DEFAULT_EPS,
+    warn: bool = True,
+) -> EigenSolution:
     """Eq. 1's whitening ``W = U_k D_k^{-1/2}`` of a covariance (``numpy.linalg.eigh``).
 
     Parameters
@@ -121,17 +135,20 @@ def eigen_solution(statistics: WhiteningStatistics, n_components: int | None = N
     evecs = evecs * signs
     top = float(evals[0])
     if not top > statistics._rounding_variance():
-        if top < MIN_VARIANCE and float(np.abs(statistics.mean).max()) < 2.0 ** -400:
+        if top < MIN_VARIANCE and float(np.abs(statistics.mean).max()) < 2.0**-400:
             if top == 0.0 and not statistics.mean.any():
                 raise ValueError(
                     "the covariance is zero: every row is a zero vector, or its values are "
-                    "too small to square in float64 (below about 1e-154); cannot whiten")
+                    "too small to square in float64 (below about 1e-154); cannot whiten"
+                )
             raise ValueError(
                 "the covariance is zero: the values (mean entries up to "
                 f"{float(np.abs(statistics.mean).max()):.1e}) are too small to square in "
-                "float64; rescale them (whitened vectors do not depend on the scale)")
-        raise ValueError("the covariance is zero (all rows are identical, up to rounding); "
-                         "cannot whiten")
+                "float64; rescale them (whitened vectors do not depend on the scale)"
+            )
+        raise ValueError(
+            "the covariance is zero (all rows are identical, up to rounding); cannot whiten"
+        )
     if top < MIN_VARIANCE:
         # entries and eigenvalues in float64's subnormal range: results would be silently
         # imprecise (scores off by points), so refuse like the smaller scales above
@@ -139,7 +156,8 @@ def eigen_solution(statistics: WhiteningStatistics, n_components: int | None = N
             f"the covariance is too small for float64: its largest variance is {top:.1e}, "
             f"below {MIN_VARIANCE:.1e}, where the covariance loses its precision (the values "
             "are too small to square accurately); rescale them (whitened vectors do not "
-            "depend on the scale)")
+            "depend on the scale)"
+        )
     rank = int(np.count_nonzero(evals > eps * top))
     kept = min(k, rank)
     n_dropped = k - kept
@@ -149,13 +167,18 @@ def eigen_solution(statistics: WhiteningStatistics, n_components: int | None = N
             f"singular (numerical rank {rank}, eigenvalues <= eps*max = {eps:g}*{top:.3g} "
             f"treated as zero); dropped {n_dropped} of the {k} requested directions, "
             f"so the output has {kept} columns instead of {k}",
-            UserWarning, stacklevel=5,
+            UserWarning,
+            stacklevel=5,
         )
     variance = evals[:kept].copy()
     return EigenSolution(
-        components=np.ascontiguousarray(evecs[:, :kept].T), explained_variance=variance,
+        components=np.ascontiguousarray(evecs[:, :kept].T),
+        explained_variance=variance,
         whitening_matrix=np.ascontiguousarray(evecs[:, :kept] / np.sqrt(variance)),
-        total_variance=float(np.trace(cov)), rank=rank, n_dropped=n_dropped)
+        total_variance=float(np.trace(cov)),
+        rank=rank,
+        n_dropped=n_dropped,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -192,8 +215,9 @@ class CholeskySolution:
         return np.ascontiguousarray(solve_triangular(self.factor, np.eye(r), lower=True).T)
 
 
-def cholesky_solution(statistics: WhiteningStatistics, *,
-                      eps: float = DEFAULT_EPS) -> CholeskySolution | None:
+def cholesky_solution(
+    statistics: WhiteningStatistics, *, eps: float = DEFAULT_EPS
+) -> CholeskySolution | None:
     """The Cholesky whitening of a covariance, or None where only the eigen solver is safe.
 
     Used when Sigma is well-conditioned: LAPACK's ``dpocon`` estimate of the reciprocal
@@ -212,10 +236,11 @@ def cholesky_solution(statistics: WhiteningStatistics, *,
 
     _check_statistics(statistics)
     # the mean eigenvalue (trace / d) is a lower bound of the largest one the eigen path tests
-    if not (float(np.trace(statistics.scatter)) / (statistics.n_samples * statistics.n_features)
-            > statistics._rounding_variance()
-            and float(statistics.scatter.diagonal().max()) / statistics.n_samples
-            >= MIN_VARIANCE):
+    if not (
+        float(np.trace(statistics.scatter)) / (statistics.n_samples * statistics.n_features)
+        > statistics._rounding_variance()
+        and float(statistics.scatter.diagonal().max()) / statistics.n_samples >= MIN_VARIANCE
+    ):
         return None
     cov = statistics.covariance  # a new symmetric array: its transpose is the same matrix
     anorm = float(np.abs(cov).sum(axis=0).max())

@@ -99,13 +99,13 @@ class WhiteningStatistics:
         return noise * noise * float(self.mean @ self.mean)
 
     @classmethod
-    def empty(cls, n_features: int) -> "WhiteningStatistics":
+    def empty(cls, n_features: int) -> WhiteningStatistics:
         """Statistics of zero rows (the identity of :meth:`merge`)."""
         d = check_positive_int("n_features", n_features)
         return cls(0, np.zeros(d), np.zeros((d, d)))
 
     @classmethod
-    def from_array(cls, X: Any, sample_weight: Any = None) -> "WhiteningStatistics":
+    def from_array(cls, X: Any, sample_weight: Any = None) -> WhiteningStatistics:
         """Statistics of the rows of ``X``.
 
         Parameters
@@ -128,8 +128,8 @@ class WhiteningStatistics:
             weights = cls.check_sample_weight(sample_weight, arr.shape[0])
         total = cls.empty(arr.shape[1])
         for start in range(0, arr.shape[0], _CHUNK_ROWS):
-            chunk = arr[start:start + _CHUNK_ROWS]
-            cw = None if weights is None else weights[start:start + _CHUNK_ROWS]
+            chunk = arr[start : start + _CHUNK_ROWS]
+            cw = None if weights is None else weights[start : start + _CHUNK_ROWS]
             if cw is not None and cw.sum() == 0:
                 continue
             stats, _ = cls._from_block(chunk, cw)
@@ -146,21 +146,43 @@ class WhiteningStatistics:
             Not non-negative integers, one per row, with a positive sum below 2**63.
         """
         w = np.asarray(sample_weight)
-        if w.dtype.kind == "f" and w.shape == (n_samples,) and np.isfinite(w).all() \
-                and (w == np.round(w)).all() and (np.abs(w) < 2.0 ** 62).all():
+        if (
+            w.dtype.kind == "f"
+            and w.shape == (n_samples,)
+            and np.isfinite(w).all()
+            and (w == np.round(w)).all()
+            and (np.abs(w) < 2.0**62).all()
+        ):
             w = w.astype(np.int64)  # whole-number floats (scikit-learn's weights) are counts
-        if (w.shape != (n_samples,) or not np.issubdtype(w.dtype, np.integer)
-                or (w < 0).any() or not 0 < _exact_total(w) <= np.iinfo(np.int64).max):
-            zero = " (all weights are zero)" if w.shape == (n_samples,) and w.size and \
-                np.issubdtype(w.dtype, np.number) and not np.asarray(w).any() else ""
-            raise ValueError("sample_weight must be non-negative integers (repeat counts), one "
-                             f"per row, with a positive sum below 2**63{zero}")
+        if (
+            w.shape != (n_samples,)
+            or not np.issubdtype(w.dtype, np.integer)
+            or (w < 0).any()
+            or not 0 < _exact_total(w) <= np.iinfo(np.int64).max
+        ):
+            zero = (
+                " (all weights are zero)"
+                if w.shape == (n_samples,)
+                and w.size
+                and np.issubdtype(w.dtype, np.number)
+                and not np.asarray(w).any()
+                else ""
+            )
+            raise ValueError(
+                "sample_weight must be non-negative integers (repeat counts), one "
+                f"per row, with a positive sum below 2**63{zero}"
+            )
         return w.astype(np.int64)
 
     @classmethod
-    def _from_block(cls, X: np.ndarray, counts: np.ndarray | None, *,
-                    out: np.ndarray | None = None, work: np.ndarray | None = None
-                    ) -> tuple["WhiteningStatistics", np.ndarray]:
+    def _from_block(
+        cls,
+        X: np.ndarray,
+        counts: np.ndarray | None,
+        *,
+        out: np.ndarray | None = None,
+        work: np.ndarray | None = None,
+    ) -> tuple[WhiteningStatistics, np.ndarray]:
         """Statistics of one validated block, and its centred rows ``X - mean`` (float64).
 
         ``X``: float32 or float64 rows, read in place (sums are accumulated in float64 without
@@ -195,8 +217,7 @@ class WhiteningStatistics:
             elif 8 * int(extra.sum()) > X.shape[0]:
                 # many repeated rows (SICK reuses sentences): one syrk of the rows scaled by
                 # sqrt(count)
-                scaled = np.multiply(centred, np.sqrt(counts.astype(np.float64))[:, None],
-                                     out=work)
+                scaled = np.multiply(centred, np.sqrt(counts.astype(np.float64))[:, None], out=work)
                 scatter = scaled.T @ scaled
             else:
                 base = centred if positive.all() else centred[positive]
@@ -206,7 +227,7 @@ class WhiteningStatistics:
                     scatter += E.T @ E
         return cls(n, mean, scatter), centred
 
-    def merge(self, other: "WhiteningStatistics") -> "WhiteningStatistics":
+    def merge(self, other: WhiteningStatistics) -> WhiteningStatistics:
         """Statistics of the union of both row sets (order-independent up to rounding).
 
         Raises
@@ -229,13 +250,16 @@ class WhiteningStatistics:
         n = self.n_samples + other.n_samples
         delta = other.mean - self.mean
         mean = self.mean + delta * (other.n_samples / n)
-        scatter = self.scatter + other.scatter + np.outer(delta, delta) * (
-            self.n_samples * other.n_samples / n)
+        scatter = (
+            self.scatter
+            + other.scatter
+            + np.outer(delta, delta) * (self.n_samples * other.n_samples / n)
+        )
         return WhiteningStatistics(n, mean, scatter)
 
     __add__ = merge
 
-    def __radd__(self, other: Any) -> "WhiteningStatistics":
+    def __radd__(self, other: Any) -> WhiteningStatistics:
         # sum([a, b, ...]) starts from 0
         if isinstance(other, int) and not isinstance(other, bool) and other == 0:
             return self
@@ -277,8 +301,11 @@ def statistics_of_dask(X: Any) -> WhiteningStatistics:
     blocks = X.to_delayed().ravel()
     # row counts may be unknown (NaN, e.g. after boolean masking): such blocks are kept, and an
     # empty one contributes nothing; at least 2 rows in all is checked by the fit
-    parts = [dask.delayed(_block_statistics)(b, X.shape[1])
-             for b, size in zip(blocks, X.chunks[0]) if not size == 0]
+    parts = [
+        dask.delayed(_block_statistics)(b, X.shape[1])
+        for b, size in zip(blocks, X.chunks[0])
+        if not size == 0
+    ]
     merge = dask.delayed(WhiteningStatistics.merge)
     while len(parts) > 1:
         nxt = [merge(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
