@@ -38,6 +38,8 @@ _LAZY: dict[str, str] = {
     "load_transfer": "sentvec.evaluation.transfer",
     "evaluate_transfer": "sentvec.evaluation.transfer",
     "TransferResult": "sentvec.evaluation.transfer",
+    "evaluate_rte": "sentvec.evaluation.rte",
+    "RTEResult": "sentvec.evaluation.rte",
     "Sent2Vec": "sentvec.sent2vec.model",
     "train_sent2vec": "sentvec.sent2vec.trainer",
     "Sent2VecTrainer": "sentvec.sent2vec.trainer",
@@ -62,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.encoders.transformer import TransformerEncoder  # noqa: F401
     from sentvec.evaluation.layers import analyze_layers  # noqa: F401
     from sentvec.evaluation.results import STSResult, results_table_markdown  # noqa: F401
+    from sentvec.evaluation.rte import RTEResult, evaluate_rte  # noqa: F401
     from sentvec.evaluation.sts import STSScorer, evaluate_sts, score_sts  # noqa: F401
     from sentvec.evaluation.sts_data import STSTask, load_sts, unique_sentences  # noqa: F401
     from sentvec.evaluation.transfer import TransferResult, evaluate_transfer, load_transfer  # noqa: F401

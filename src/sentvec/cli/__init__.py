@@ -30,6 +30,7 @@ _COMMAND_MODULES = (
     "embed",
     "tokenize",
     "eval_transfer",
+    "eval_rte",
     "search",
     "encode",
     "convert",

@@ -7,6 +7,7 @@
 * ``layers`` / ``layer_results``: the layer-combination search (Figures 1 and 2);
 * ``sweep``: STS against the whitening dimension k; ``plots``: the figures;
 * ``transfer``: SentEval-style transfer tasks;
+* ``rte``: RTE by a cosine threshold (WhiteningBERT Table 3): reader, protocol, result;
 * ``_kernels``: the compiled (numba) kernels of the evaluation.
 """
 
@@ -97,6 +98,21 @@ _LAZY: dict[str, str] = {
     "pair_features": "sentvec.evaluation.transfer",
     "evaluate_transfer": "sentvec.evaluation.transfer",
     "transfer_table_markdown": "sentvec.evaluation.transfer",
+    "RTE_DEV_PAIRS": "sentvec.evaluation.rte",
+    "RTE_COLUMNS": "sentvec.evaluation.rte",
+    "RTE_LABELS": "sentvec.evaluation.rte",
+    "RTE_WHITENING_MODES": "sentvec.evaluation.rte",
+    "RTE_THRESHOLD_GRID": "sentvec.evaluation.rte",
+    "PAPER_RTE_ACCURACY": "sentvec.evaluation.rte",
+    "RTEData": "sentvec.evaluation.rte",
+    "RTEThresholdPoint": "sentvec.evaluation.rte",
+    "RTEResult": "sentvec.evaluation.rte",
+    "load_rte": "sentvec.evaluation.rte",
+    "prepare_rte_text": "sentvec.evaluation.rte",
+    "score_rte": "sentvec.evaluation.rte",
+    "evaluate_rte": "sentvec.evaluation.rte",
+    "rte_threshold_table": "sentvec.evaluation.rte",
+    "plot_rte_thresholds": "sentvec.evaluation.plots",
 }
 
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
@@ -123,7 +139,12 @@ if TYPE_CHECKING:  # pragma: no cover
         normalize_combination,
         search_combinations,
     )  # noqa: F401
-    from sentvec.evaluation.plots import plot_pair_heatmap, plot_size_curve, plot_whitening_sweep  # noqa: F401
+    from sentvec.evaluation.plots import (  # noqa: F401
+        plot_pair_heatmap,
+        plot_rte_thresholds,
+        plot_size_curve,
+        plot_whitening_sweep,
+    )
     from sentvec.evaluation.results import (
         AGGREGATIONS,
         TABLE_COLUMNS,
@@ -140,6 +161,22 @@ if TYPE_CHECKING:  # pragma: no cover
         results_table_markdown,
         results_table_text,
     )  # noqa: F401
+    from sentvec.evaluation.rte import (  # noqa: F401
+        PAPER_RTE_ACCURACY,
+        RTE_COLUMNS,
+        RTE_DEV_PAIRS,
+        RTE_LABELS,
+        RTE_THRESHOLD_GRID,
+        RTE_WHITENING_MODES,
+        RTEData,
+        RTEResult,
+        RTEThresholdPoint,
+        evaluate_rte,
+        load_rte,
+        prepare_rte_text,
+        rte_threshold_table,
+        score_rte,
+    )
     from sentvec.evaluation.sts import (
         WHITENING_MODES,
         ZERO_VECTOR_RULES,

@@ -1,8 +1,9 @@
 """PNG figures of the layer analysis and the whitening sweep (matplotlib, Agg canvas).
 
 Figure 1 (heat map of every two-layer combination) and Figure 2 (best score per number of
-combined hidden states) of WhiteningBERT (Huang et al., 2021), and STS average versus the kept
-whitening dimension k (BERT-whitening, Su et al., 2021). No pyplot and no global backend
+combined hidden states) of WhiteningBERT (Huang et al., 2021), STS average versus the kept
+whitening dimension k (BERT-whitening, Su et al., 2021), and RTE accuracy versus the cosine
+threshold (WhiteningBERT Table 3). No pyplot and no global backend
 change; every file is written atomically.
 """
 
@@ -16,9 +17,10 @@ from sentvec.evaluation.layers import layer_label
 
 if TYPE_CHECKING:
     from sentvec.evaluation.layers import LayerAnalysis
+    from sentvec.evaluation.rte import RTEResult
     from sentvec.evaluation.sweep import WhiteningSweep
 
-__all__ = ["plot_pair_heatmap", "plot_size_curve", "plot_whitening_sweep"]
+__all__ = ["plot_pair_heatmap", "plot_size_curve", "plot_whitening_sweep", "plot_rte_thresholds"]
 
 
 def _figure(width: float, height: float) -> Any:
@@ -140,6 +142,52 @@ def plot_whitening_sweep(sweep: WhiteningSweep, path: Any) -> None:
     ax.set_ylabel("STS avg (Spearman x 100)")
     ax.set_title(
         f"{sweep.model} {layer_label(sweep.layers)}: whitening dimension sweep", fontsize=9
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    _save_png(fig, path)
+
+
+def plot_rte_thresholds(result: RTEResult, path: Any) -> None:
+    """Write RTE accuracy and the share predicted entailment against the threshold as PNG.
+
+    Both curves are exact (from ``result.cosines``) on 401 thresholds over -1...1, with the
+    majority-class accuracy and the chosen threshold marked.
+    """
+    cos = np.asarray(result.cosines, dtype=np.float64)
+    if cos.size == 0:
+        raise ValueError("result has no cosines to plot")
+    grid = np.linspace(-1.0, 1.0, 401)
+    pred = cos[None, :] > grid[:, None]
+    share = 100.0 * pred.mean(axis=1)
+    accuracy = 100.0 * (pred == np.asarray(result.entailment, dtype=bool)[None, :]).mean(axis=1)
+    fig = _figure(6.4, 4.0)
+    ax = fig.add_subplot(1, 1, 1)
+    ax.plot(grid, accuracy, label="accuracy")
+    ax.plot(grid, share, linestyle=":", label="predicted entailment %")
+    ax.axhline(
+        result.majority_accuracy,
+        color="grey",
+        linestyle="--",
+        label=f"majority class ({result.majority_accuracy:.1f})",
+    )
+    ax.axvline(result.threshold, color="black", linewidth=0.8)
+    ax.plot([result.threshold], [result.accuracy], "o", color="black")
+    ax.annotate(
+        f"{result.accuracy:.1f} at {result.threshold:g}",
+        (result.threshold, result.accuracy),
+        textcoords="offset points",
+        xytext=(6, 6),
+        fontsize=8,
+    )
+    ax.set_xlim(-1.0, 1.0)
+    ax.set_ylim(0.0, 100.0)
+    ax.set_xlabel("threshold t (entailment where cosine > t)")
+    ax.set_ylabel("percent of pairs")
+    ax.set_title(
+        f"{result.metadata.get('model') or result.metadata.get('encoder', 'model')}: RTE dev, "
+        f"whitening {result.whitening.mode}; ROC AUC {result.auc:.1f}",
+        fontsize=9,
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
