@@ -197,7 +197,11 @@ def run(args: argparse.Namespace) -> int:
     t_eval = time.perf_counter() - t0
     r, meta = result, result.metadata
     model = meta.get("model") or meta.get("source") or meta.get("encoder", args.model)
-    config = {k: meta[k] for k in ("pooling", "layer_indices", "layers") if meta.get(k)}
+    idx = meta.get("layer_indices") or meta.get("layers")
+    config = ", ".join(
+        ([f"{meta['pooling']} pooling"] if meta.get("pooling") else [])
+        + (["hidden states " + "+".join(str(i) for i in idx)] if idx else [])
+    )
     print(
         f"RTE dev (GLUE, WhiteningBERT Table 3 protocol): {r.n_pairs} pairs, "
         f"{r.n_entailment} entailment"
@@ -247,8 +251,9 @@ def run(args: argparse.Namespace) -> int:
                 "command": "eval-rte",
                 "config": {
                     "model": args.model,
-                    "pooling": args.pooling,
-                    "layers": args.layers,
+                    "pooling": meta.get("pooling"),  # as used (the model's own if not given)
+                    "layers": meta.get("layers"),
+                    "layer_indices": meta.get("layer_indices"),
                     "whiten": args.whiten,
                     "whitening_source": how,
                     "n_components": args.n_components,

@@ -184,9 +184,13 @@ def plot_rte_thresholds(result: RTEResult, path: Any) -> None:
     ax.set_ylim(0.0, 100.0)
     ax.set_xlabel("threshold t (entailment where cosine > t)")
     ax.set_ylabel("percent of pairs")
+    meta = result.metadata
+    name = str(meta.get("model") or meta.get("encoder", "model"))
+    idx = meta.get("layer_indices")
+    if meta.get("pooling") and idx:
+        name += f" {meta['pooling']} " + "+".join(f"L{i}" for i in idx)
     ax.set_title(
-        f"{result.metadata.get('model') or result.metadata.get('encoder', 'model')}: RTE dev, "
-        f"whitening {result.whitening.mode}; ROC AUC {result.auc:.1f}",
+        f"{name}: RTE dev, whitening {result.whitening.mode}; ROC AUC {result.auc:.1f}",
         fontsize=9,
     )
     ax.grid(alpha=0.3)
