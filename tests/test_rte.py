@@ -268,3 +268,32 @@ def test_score_rte_zero_vectors_and_bad_input():
     best = max(100.0 * ((r.cosines > t) == ent).mean() for t in np.linspace(-1.01, 1.01, 2001))
     assert r.best_accuracy >= best - 1e-9  # the exact search is at least as good as a fine grid
     assert 100.0 * ((r.cosines > r.best_threshold) == ent).mean() == pytest.approx(r.best_accuracy)
+
+
+def test_reader_fuzzed_bytes_load_or_raise_value_error(tmp_path):
+    """Mutated copies of a 30-pair excerpt either load or raise ValueError (never another
+    exception): quotes, tabs, newlines, NUL and non-UTF-8 bytes are what the mutations insert."""
+    pytest.importorskip("hypothesis")
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    excerpt = b"".join(DEV.read_bytes().splitlines(keepends=True)[:31])
+    path = tmp_path / "fuzz.tsv"
+    special = st.sampled_from([b'"', b"\t", b"\n", b"\r", b"\x00", b"\xff", b"2", b""])
+    edits = st.lists(st.tuples(st.integers(0, len(excerpt) - 1), special), max_size=6)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(edits)
+    def check(changes):
+        data = bytearray(excerpt)
+        for pos, new in sorted(changes, reverse=True):
+            data[pos : pos + 1] = new
+        path.write_bytes(bytes(data))
+        try:
+            got = load_rte(path)
+        except ValueError as exc:
+            assert str(path) in str(exc)
+        else:
+            assert got.n_pairs == len(got.sentence2) == got.entailment.size >= 2
+
+    check()
