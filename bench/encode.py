@@ -441,7 +441,7 @@ def _ort_forward(ours, sentences: list[str], batch_size: int, repeats: int, thre
     for name, ts in times.items():
         diff = max(
             float(np.abs((a - b) * m[..., None]).max())
-            for a, b, (_, m) in zip(outputs[name], outputs["sentvec torch"], batches)
+            for a, b, (_, m) in zip(outputs[name], outputs["sentvec torch"], batches, strict=True)
         )
         ok = ok and diff <= 1e-4
         med = statistics.median(ts)

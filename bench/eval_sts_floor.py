@@ -118,7 +118,13 @@ def _command(model: str, batch_size: int, backend: str) -> dict:
         r"time: load ([\d.]+) s;.*?\) ([\d.]+) s; scoring ([\d.]+) s; wall ([\d.]+) s", proc.stdout
     )
     split = (
-        dict(zip(("load_s", "encode_s", "score_s", "inner_wall_s"), map(float, m.groups())))
+        dict(
+            zip(
+                ("load_s", "encode_s", "score_s", "inner_wall_s"),
+                map(float, m.groups()),
+                strict=True,
+            )
+        )
         if m
         else {}
     )
@@ -181,7 +187,9 @@ def main() -> int:
     def med(name: str, key: str) -> float:
         return statistics.median(x[key] for x in runs[name] if key in x)
 
-    ratios = [c["wall_s"] / f["forward_s"] for c, f in zip(runs["command"], runs["floor"])]
+    ratios = [
+        c["wall_s"] / f["forward_s"] for c, f in zip(runs["command"], runs["floor"], strict=True)
+    ]
     print(
         f"median over {args.repeats}: eval-sts wall {med('command', 'wall_s'):.1f} s = load "
         f"{med('command', 'load_s'):.1f} + encode {med('command', 'encode_s'):.1f} + scoring "

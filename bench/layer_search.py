@@ -103,8 +103,8 @@ def _interval(ratios: list[float]) -> str:
 
 
 def _summary(peers: list[tuple[float, float]], searches: list[tuple[float, float]]) -> str:
-    wall = [s[0] / p[0] for s, p in zip(searches, peers)]
-    cpu = [s[1] / p[1] for s, p in zip(searches, peers)]
+    wall = [s[0] / p[0] for s, p in zip(searches, peers, strict=True)]
+    cpu = [s[1] / p[1] for s, p in zip(searches, peers, strict=True)]
     return (
         f"ratio of the means {statistics.fmean(s[0] for s in searches) / statistics.fmean(p[0] for p in peers):.3f} wall, "
         f"{statistics.fmean(s[1] for s in searches) / statistics.fmean(p[1] for p in peers):.3f} CPU; "
@@ -133,7 +133,7 @@ def _record(
     """Append this bench's runs to ``path``; statistics over all its runs of this revision."""
     rev = _revision()
     with path.open("a", encoding="utf-8") as fh:
-        for (pw, pc), (sw, sc) in zip(peers, searches):
+        for (pw, pc), (sw, sc) in zip(peers, searches, strict=True):
             fh.write(
                 json.dumps(
                     {

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"median {statistics.median(single) * 1e3:7.2f} ms"
             )
         (se, ie, be, qe, le), (sf, if_, bf, qf, lf) = res["exact"], res["faiss"]
-        recall = np.mean([len(set(a) & set(b)) / k for a, b in zip(ie, if_)])
+        recall = np.mean([len(set(a) & set(b)) / k for a, b in zip(ie, if_, strict=True)])
         same_rows = int((ie == if_).all(axis=1).sum())
         diff_rows = np.flatnonzero(~(ie == if_).all(axis=1))
         explained = all(
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             Qo = Qo / np.maximum(np.linalg.norm(Qo, axis=1, keepdims=True), 1e-300)
         S = Qo @ Xo.T
         top = np.argsort(-S, axis=1, kind="stable")[:, :k]
-        rec_o = np.mean([len(set(a) & set(b)) / k for a, b in zip(top, ie[:100])])
+        rec_o = np.mean([len(set(a) & set(b)) / k for a, b in zip(top, ie[:100], strict=True)])
         print(
             f"  exact vs float64 argsort oracle (100 queries): recall@{k} = {rec_o:.4f}, "
             f"max |score diff| = {np.abs(np.take_along_axis(S, top, 1) - se[:100]).max():.2e}"

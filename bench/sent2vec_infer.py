@@ -45,7 +45,7 @@ import sys
 import tempfile
 import time
 import warnings
-from itertools import islice
+from itertools import islice, pairwise
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +66,7 @@ def peer_encode(model, sentences: list[str]) -> np.ndarray:
         ids = [lookup[t] for t in s.split() if t in lookup]
         rows = list(ids)
         if n > 1:
-            rows += [nwords + (a * 116049371 + b) % bucket for a, b in zip(ids, ids[1:])]
+            rows += [nwords + (a * 116049371 + b) % bucket for a, b in pairwise(ids)]
         if rows:
             out[k] = mat[rows].mean(axis=0)
     return out

@@ -230,7 +230,9 @@ def test_encoder_warnings_summarised_once(tmp_path, corpus, monkeypatch):
         def encode(self, sentences, **kw):
             import warnings
 
-            warnings.warn(f"{len(sentences)} sentences were truncated", RuntimeWarning)
+            warnings.warn(
+                f"{len(sentences)} sentences were truncated", RuntimeWarning, stacklevel=2
+            )
             return super().encode(sentences, **kw)
 
     with pytest.warns(RuntimeWarning) as record:

@@ -199,7 +199,7 @@ def test_threaded_year_scoring_never_touches_the_global_warning_filters(monkeypa
         before = list(warnings.filters)
         pairs = evaluate_pairs(scorer, whitening=("year",))
         assert warnings.filters == before
-        warnings.warn("raised after the threaded scoring", UserWarning)
+        warnings.warn("raised after the threaded scoring", UserWarning, stacklevel=1)
     assert len(pairs) == 10
     assert any("singular" in str(r.message) for r in rec)
     assert any("after the threaded scoring" in str(r.message) for r in rec)

@@ -73,7 +73,7 @@ def _oracle_scores(tasks, sentences, emb, D, *, corpus=None) -> dict[str, float]
         mu, U = _abtt_fit(fit, D)
         scores = [
             100 * spearmanr(_cos(_abtt_apply(a, mu, U), _abtt_apply(b, mu, U)), sub.gold).statistic
-            for (a, b), sub in zip(sides, task.subsets)
+            for (a, b), sub in zip(sides, task.subsets, strict=True)
         ]
         out[task.name] = float(np.mean(scores))
     return out

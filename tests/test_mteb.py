@@ -36,7 +36,7 @@ class _Memo:
         self.calls += 1
         todo = [s for s in dict.fromkeys(sentences) if s not in self.cache]
         if todo:
-            for s, v in zip(todo, self.encoder.encode(todo, **kwargs)):
+            for s, v in zip(todo, self.encoder.encode(todo, **kwargs), strict=True):
                 self.cache[s] = v
         return np.stack([self.cache[s] for s in sentences])
 
@@ -151,7 +151,10 @@ def test_encode_1x_signature_and_dataloader(tiny_minilm):
     unit = MTEBEncoder(tiny_minilm, normalize=True).encode(sents)
     np.testing.assert_allclose(np.linalg.norm(unit, axis=1), 1.0, rtol=1e-6)
     cos = model.similarity_pairwise(ref[:2], ref[1:])
-    want = [float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)) for a, b in zip(ref[:2], ref[1:])]
+    want = [
+        float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+        for a, b in zip(ref[:2], ref[1:], strict=True)
+    ]
     np.testing.assert_allclose(cos, want, rtol=1e-6)
     np.testing.assert_allclose(np.diag(model.similarity(ref, ref)), 1.0, rtol=1e-6)
     with pytest.raises(TypeError, match="encode method"):

@@ -205,7 +205,7 @@ def test_whitened_zero_rows_stay_zero(s2v, sentences):
         index.add(Z)
     scores, ids = index.search(Z, 10)
     for q in range(10):
-        by_id = dict(zip(ids[q].tolist(), scores[q].tolist()))
+        by_id = dict(zip(ids[q].tolist(), scores[q].tolist(), strict=True))
         assert [by_id[i] for i in (5, 6, 7)] == [0.0, 0.0, 0.0]
         assert by_id[q] == (0.0 if zero[q] else pytest.approx(1.0, abs=1e-6))
 

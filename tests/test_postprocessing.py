@@ -39,7 +39,7 @@ def _vocabulary(model):
     M = np.asarray(model.input_matrix, dtype=np.float64)
     return {
         w: (M[i], int(c))
-        for i, (w, c) in enumerate(zip(d.words, d.counts))
+        for i, (w, c) in enumerate(zip(d.words, d.counts, strict=True))
         if w not in ("</s>", "<PLACEHOLDER>")
     }
 

@@ -11,6 +11,7 @@ import lzma
 import shutil
 import struct
 import subprocess
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -88,7 +89,7 @@ def test_counts_and_ntokens_by_hand(tmp_path):
     f.write_bytes(text)
     d = Dictionary.from_corpus(f, min_count=1)
     expect = {"a": 5, "b": 3, EOS: 3, "c": 1, "\xa0x": 1}
-    assert dict(zip(d.words[1:], d.counts[1:].tolist())) == expect
+    assert dict(zip(d.words[1:], d.counts[1:].tolist(), strict=True)) == expect
     assert d.ntokens == sum(expect.values())
     # descending count; 6 entries are below std::sort's threshold of 16, so it is a plain
     # insertion sort and ties keep first-occurrence order
@@ -145,7 +146,7 @@ def test_bigram_hash_matches_big_integer_formula():
     rng = np.random.default_rng(0)
     ids = rng.integers(0, 2**31 - 1, 50)
     nwords, bucket = 123_457, 2_000_000
-    expect = [nwords + (int(a) * 116049371 + int(b)) % bucket for a, b in zip(ids, ids[1:])]
+    expect = [nwords + (int(a) * 116049371 + int(b)) % bucket for a, b in pairwise(ids)]
     assert bigram_rows(ids, nwords, bucket).tolist() == expect
     # trigrams wrap around 2**64 like C++ uint64_t, in the official order (per start position)
     rows, mod = [], 2**64
@@ -163,7 +164,7 @@ def test_feature_rows_unigrams_then_bigrams(dict_min2):
     rows = dict_min2.feature_rows(ids)
     assert rows[:4].tolist() == ids.tolist()
     assert rows[4:].tolist() == [
-        dict_min2.nwords + (int(a) * 116049371 + int(b)) % 2_000_000 for a, b in zip(ids, ids[1:])
+        dict_min2.nwords + (int(a) * 116049371 + int(b)) % 2_000_000 for a, b in pairwise(ids)
     ]
 
 
@@ -250,7 +251,7 @@ def test_std_sort_emulation_matches_libstdcxx(tmp_path):
         [str(tmp_path / "sort")], input=stdin, capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert len(out) == len(cases)
-    for keys, line in zip(cases, out):
+    for keys, line in zip(cases, out, strict=True):
         assert std_sort_order(keys).tolist() == [int(x) for x in line.split()]
 
 

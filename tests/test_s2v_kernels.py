@@ -166,7 +166,7 @@ def reference_train(
                 ntargets += 1
                 share = grad / np.float32(len(rows))
                 thr = np.float32(l1) * lr / np.float32(len(rows))
-                for r, key in zip(rows, keys):
+                for r, key in zip(rows, keys, strict=True):
                     if mode == "target":
                         wi[r] += share
                         if l1 > 0:

@@ -98,7 +98,7 @@ def test_matches_independent_oracle(models):
         "\t the \x0b city \r",
     ]
     emb = encode_quiet(m, sents)
-    for s, e in zip(sents, emb):
+    for s, e in zip(sents, emb, strict=True):
         np.testing.assert_allclose(e, oracle(m, s), atol=1e-6)
 
 

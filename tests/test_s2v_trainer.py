@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +100,7 @@ def test_lr_decays_linearly_to_zero(corpus):
 def test_loss_decreases_over_epochs(shuffled):
     _, rep = fit(shuffled, thread=1, epoch=4)
     losses = [e.loss for e in rep.epochs]
-    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    assert all(b < a for a, b in pairwise(losses)), losses
     assert rep.epochs[0].targets > 1000
 
 
@@ -121,7 +122,7 @@ def test_encode_is_mean_of_input_rows(corpus, n):
         "zzqx unknown the",
     ]
     got = model.encode(sents)
-    for s, v in zip(sents, got):
+    for s, v in zip(sents, got, strict=True):
         ids = [index[w] for w in s.split() if w in index]
         rows = list(ids) + [
             ngram_row(ids[i : i + k], d.nwords, d.bucket)

@@ -36,7 +36,7 @@ def test_scored_pair_counts(both_variants, variant):
         for s in t.subsets:
             assert s.gold.dtype == np.float64 and s.gold.shape == (s.n_pairs,)
             assert s.gold.min() >= 0 and s.gold.max() <= 5
-            assert all(a and b for a, b in zip(s.sent1, s.sent2))  # no empty sentence
+            assert all(a and b for a, b in zip(s.sent1, s.sent2, strict=True))  # no empty sentence
 
 
 def test_subset_counts_sts16(both_variants):
@@ -45,9 +45,9 @@ def test_subset_counts_sts16(both_variants):
 
 
 def test_raw_and_senteval_gold_equal(both_variants):
-    for a, b in zip(both_variants["senteval"], both_variants["raw"]):
+    for a, b in zip(both_variants["senteval"], both_variants["raw"], strict=True):
         assert a.name == b.name and a.subset_names == b.subset_names
-        for sa, sb in zip(a.subsets, b.subsets):
+        for sa, sb in zip(a.subsets, b.subsets, strict=True):
             np.testing.assert_array_equal(sa.gold, sb.gold)
 
 

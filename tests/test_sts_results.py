@@ -129,7 +129,7 @@ def test_wmean_weights_by_pair_count():
     p = [rng.normal(size=5), rng.normal(size=20)]
     g = [rng.normal(size=5), rng.normal(size=20)]
     s = aggregate_scores({"T": p}, {"T": g})
-    r0, r1 = (100 * spearmanr(a, b)[0] for a, b in zip(p, g))
+    r0, r1 = (100 * spearmanr(a, b)[0] for a, b in zip(p, g, strict=True))
     assert s.spearman["mean"]["T"] == pytest.approx((r0 + r1) / 2)
     assert s.spearman["wmean"]["T"] == pytest.approx((5 * r0 + 20 * r1) / 25)
     assert s.pearson["wmean"]["T"] == pytest.approx(
@@ -148,7 +148,9 @@ def test_cosine_spearman_pearson_match_scipy():
     for sub in task.subsets:
         a = emb[[row[s] for s in sub.sent1]]
         b = emb[[row[s] for s in sub.sent2]]
-        cos = np.array([x @ y / np.linalg.norm(x) / np.linalg.norm(y) for x, y in zip(a, b)])
+        cos = np.array(
+            [x @ y / np.linalg.norm(x) / np.linalg.norm(y) for x, y in zip(a, b, strict=True)]
+        )
         assert np.diff(np.sort(cos)).min() > 1e-9  # no (near-)ties: rounding cannot reorder
         assert res.subset_scores["R"][sub.name] == pytest.approx(
             100 * spearmanr(cos, sub.gold)[0], abs=1e-9
@@ -431,7 +433,7 @@ def test_row_dots_match_a_numpy_oracle(dtype, d):
     pairs = [(ia[:10], ib[:10]), (np.array([5, 1]), np.array([2, 5]))]
     cos, n_zero, n_undef = _subset_cosines(Z, pairs)
     Z64 = Z.astype(np.float64)
-    for (j1, j2), c in zip(pairs, cos):
+    for (j1, j2), c in zip(pairs, cos, strict=True):
         num = np.sum(Z64[j1] * Z64[j2], axis=1)
         den = np.linalg.norm(Z64[j1], axis=1) * np.linalg.norm(Z64[j2], axis=1)
         expect = np.where(den > 0, num / np.where(den > 0, den, 1), 0.0)

@@ -132,7 +132,7 @@ def _toy(n, dim, signal, seed, n_classes=2, scale=37.0):
     # scaled so that float32 rounding of the features is not negligible and lbfgs needs work
     X = (means[y] + rng.standard_normal((n, dim))) * scale + 1e-3 * rng.standard_normal((n, dim))
     sents = [f"w{i}" for i in range(n)]  # one token each: SentEval's order is by label
-    return sents, y, dict(zip(sents, X))
+    return sents, y, dict(zip(sents, X, strict=True))
 
 
 def test_senteval_cv_protocol_equals_oracle():

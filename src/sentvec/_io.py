@@ -8,10 +8,10 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal, cast
 
 import numpy as np
 
@@ -88,15 +88,15 @@ def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
     return obj
 
 
-def load_npy(path: str | os.PathLike[str], *, mmap: bool | str = False) -> np.ndarray:
+def load_npy(path: str | os.PathLike[str], *, mmap: bool | str | None = False) -> np.ndarray:
     """Read a ``.npy`` file with pickle disabled; clear errors for missing or corrupt files.
 
     Parameters
     ----------
     path : path-like
-    mmap : bool or {"r", "c"}, default False
+    mmap : bool, {"r", "c"} or None, default False
         Memory-map the file instead of reading it: True or ``"r"`` read-only, ``"c"``
-        copy-on-write (numpy's ``mmap_mode``).
+        copy-on-write (numpy's ``mmap_mode``); False or None read it into memory.
 
     Raises
     ------
@@ -110,7 +110,8 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool | str = False) -> np.nd
     if not p.is_file():
         raise FileNotFoundError(f"array file not found: {str(p)!r}")
     try:
-        mode = "r" if mmap is True else (mmap or None)
+        # numpy checks the mode string itself (ValueError for an unknown one)
+        mode = cast("Literal['r', 'c', 'r+', 'w+'] | None", "r" if mmap is True else (mmap or None))
         return np.load(p, mmap_mode=mode, allow_pickle=False)
     except (
         ValueError,
@@ -394,7 +395,7 @@ class TextLineReader:
     ) -> None:
         self.source, self.errors, self.hint, self.what, self.n_bad = source, errors, hint, what, 0
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Generator[str, None, None]:
         with contextlib.ExitStack() as stack:
             if self.source == "-":
                 fh: IO[bytes] = sys.stdin.buffer

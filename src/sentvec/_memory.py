@@ -147,9 +147,10 @@ def check_memory(
         limit = parse_memory_size(max_memory)
         where = f"the limit {format_bytes(limit)} ({source})"
     else:
-        limit = available_memory()
-        if limit is None:
+        available = available_memory()
+        if available is None:
             return
+        limit = available
         where = f"the {format_bytes(limit)} of memory available (MemAvailable)"
     if need > limit:
         raise InsufficientMemoryError(

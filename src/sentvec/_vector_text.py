@@ -116,7 +116,7 @@ def _format_kernel(bits, pow10, pow2, decade, pairs, tol, out, row_end, exact):
                 break
             m = np.int64(fl) + (1 if frac > 0.5 else 0)
             if m >= 1000000:
-                m = 100000
+                m = np.int64(100000)
                 e += 1
             tz = 0
             if m % 10 == 0:

@@ -502,7 +502,8 @@ def load_or_encode_layer_vectors(
     """:func:`pooled_layer_vectors` without writing the cache: returns the vectors, the cache
     hit flag, the ``(cache key, array)`` entries still to be saved (see
     :func:`save_layer_vectors`) and the seconds."""
-    if not callable(getattr(encoder, "encode_layers", None)):
+    encode_layers = getattr(encoder, "encode_layers", None)
+    if not callable(encode_layers):
         raise TypeError(
             f"{type(encoder).__name__} has no encode_layers(); the layer analysis "
             "needs a transformer encoder"
@@ -527,7 +528,7 @@ def load_or_encode_layer_vectors(
         kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
         if batch_size is not None:
             kwargs["batch_size"] = batch_size
-        computed = encoder.encode_layers(sentences, pooling=missing, **kwargs)
+        computed = encode_layers(sentences, pooling=missing, **kwargs)
         if not isinstance(computed, Mapping) or not set(missing) <= set(computed):
             got = sorted(computed) if isinstance(computed, Mapping) else type(computed).__name__
             raise ValueError(

@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -268,7 +268,8 @@ class EncoderPlugin(WorkerPlugin):
 
 
 def _plugin(name: str) -> EncoderPlugin:
-    return distributed.get_worker().plugins[name]
+    # registered under this name by the client (register_plugin)
+    return cast(EncoderPlugin, distributed.get_worker().plugins[name])
 
 
 def _probe_task(name: str, batch_size: int | None) -> tuple[dict[str, Any], np.ndarray]:
@@ -333,7 +334,8 @@ def _encode_partition(
     """Encode (or find already written) the shards ``(i, a, b, ba, bb)`` of one partition."""
     t = time.perf_counter()
     p = _plugin(name)
-    records, caught, stats, n_reused = [], [], None, 0
+    caught: list[warnings.WarningMessage] = []
+    records, stats, n_reused = [], None, 0
     for i, a, b, ba, bb in shards:
         rec = _written_shard(out, path, i, a, b, ba, bb, dim, encoding)
         if rec is None:
@@ -666,7 +668,8 @@ def _run(
     groups = [range(k, min(k + per_part, new.n_shards)) for k in range(0, new.n_shards, per_part)]
     bounds = new.boundaries
     futures: dict[Any, tuple[int, int]] = {}
-    stat_parts: dict[int, Any] = {}  # first shard index -> statistics (future or value)
+    # (partition's first line, 1: its reused shards / 0: its new shards) -> statistics
+    stat_parts: dict[tuple[int, int], Any] = {}
     for g in groups:
         a, b = bounds[g.start][0], bounds[g.stop][0]
         todo = [
@@ -775,6 +778,7 @@ def _run(
     if statistics:
         from sentvec.whitening import WhiteningStatistics
 
+        assert new.dim is not None  # set from the probe above
         merged = WhiteningStatistics.empty(new.dim)
         # a partition's statistics cover its reused shards (key 1) and its new shards (key 0);
         # merging in line-start order gives one reproducible float64 result

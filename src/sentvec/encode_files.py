@@ -41,6 +41,7 @@ import time
 import warnings
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -233,8 +234,8 @@ def _check_manifest(m: EncodeManifest) -> None:
         not lines
         or lines[0] != m.start_line
         or lines[-1] != m.end_line
-        or any(b <= a for a, b in zip(lines, lines[1:]))
-        or any(b < a for a, b in zip(nbytes, nbytes[1:]))
+        or any(b <= a for a, b in pairwise(lines))
+        or any(b < a for a, b in pairwise(nbytes))
         or min(nbytes) < 0
     ):
         raise ValueError("shard boundaries are not increasing from start_line to end_line")
@@ -477,7 +478,7 @@ def encode_file(
     )
     done = _reusable(old, new, out, overwrite, resume)
     same_config = old is not None and old.config_key() == new.config_key()
-    runs = old.runs if same_config else ()
+    runs = old.runs if old is not None and same_config else ()
 
     def write(completed: dict[int, ShardRecord], n_enc: int, n_reused: int) -> EncodeManifest:
         run = RunRecord(started, n_enc, n_reused, round(time.perf_counter() - t0, 3))
@@ -567,10 +568,10 @@ def _reusable(
         if old.dim != new.dim:
             what = f"recorded dimension {old.dim}, this encoder gives {new.dim}"
         else:
-            diff = float(np.max(np.abs(np.asarray(old.probe) - np.asarray(new.probe))))
+            gap = float(np.max(np.abs(np.asarray(old.probe) - np.asarray(new.probe))))
             what = (
                 f"same dimension {new.dim}, but this encoder's vectors of the probe "
-                f"sentences differ from the recorded ones by up to {diff:.3g}: other "
+                f"sentences differ from the recorded ones by up to {gap:.3g}: other "
                 "weights under the same description"
             )
         raise ValueError(
@@ -580,7 +581,7 @@ def _reusable(
     if not resume:
         return {}
     changed_input = (old.input_size, old.input_mtime_ns) != (new.input_size, new.input_mtime_ns)
-    plan = dict(enumerate(zip(new.boundaries[:-1], new.boundaries[1:])))
+    plan = dict(enumerate(pairwise(new.boundaries)))
     done = {}
     for rec in old.shards:
         same_plan = plan.get(rec.index) == (
@@ -704,7 +705,7 @@ def _manifests(output_dir: Path) -> list[tuple[Path, EncodeManifest]]:
         raise FileNotFoundError(f"no {MANIFEST_NAME} in {str(output_dir)!r} or its part-* folders")
     found = sorted(((p, read_manifest(p)) for p in parts), key=lambda pm: pm[1].start_line)
     first = found[0][1]
-    for (_, m0), (p1, m1) in zip(found, found[1:]):
+    for (_, m0), (p1, m1) in pairwise(found):
         if m1.start_line != m0.end_line:
             raise ValueError(
                 f"partitions do not tile the file: {str(p1)!r} starts at line "

@@ -67,7 +67,7 @@ def scan_lines(
             nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
             # newline j of this block ends line count + j; line count + j + 1 starts after it
             lo, hi = count + 1, count + len(nl)
-            cands = set()
+            cands: set[int] = set()
             if step is not None and hi >= max(lo, start):
                 first = start + max(0, -(-(lo - start) // step)) * step
                 cands.update(range(first, hi + 1, step))

@@ -253,11 +253,12 @@ class SemanticSearch:
 
     def _vectors(self) -> np.ndarray:
         if self.backend == "faiss":  # a view of faiss's own storage, no copy
-            if self._faiss is None or self._ntotal == 0:
-                return np.zeros((0, self.dim or 0), np.float32)
+            dim = self.dim
+            if self._faiss is None or self._ntotal == 0 or dim is None:
+                return np.zeros((0, dim or 0), np.float32)
             faiss = self._faiss_module()
-            flat = faiss.rev_swig_ptr(self._faiss.get_xb(), self._ntotal * self.dim)
-            return np.asarray(flat).reshape(self._ntotal, self.dim)
+            flat = faiss.rev_swig_ptr(self._faiss.get_xb(), self._ntotal * dim)
+            return np.asarray(flat).reshape(self._ntotal, dim)
         if self._matrix is None:
             d = self.dim or 0
             self._matrix = (
@@ -543,7 +544,7 @@ class SemanticSearch:
                 "infinite values; delete the index and build it again"
             )
         top = float(norms.max()) if n else 0.0
-        if obj.metric == "dot" and top * top > _dot_limit(obj.dim):
+        if obj.metric == "dot" and top * top > _dot_limit(int(d)):
             raise ValueError(
                 f"{str(f)!r} is corrupt: a stored vector has norm {top:.4g}, whose "
                 "dot products exceed the float32 range; delete the index and build "
@@ -558,7 +559,8 @@ class SemanticSearch:
 class CorpusIndex(NamedTuple):
     """What :func:`open_corpus_index` returns."""
 
-    index: SemanticSearch
+    # the field shadows tuple.index (a method) on purpose: ``result.index`` is the index
+    index: SemanticSearch  # type: ignore[assignment]
     built: bool
     n_lines: int
     directory: Path
@@ -622,8 +624,8 @@ def open_corpus_index(
     *,
     model_arg: str,
     index_dir: str | os.PathLike[str] | None = None,
-    metric: str = "cosine",
-    backend: str = "exact",
+    metric: SearchMetric = "cosine",
+    backend: SearchBackend = "exact",
     rebuild: bool = False,
     batch_size: int | None = None,
     show_progress_bar: bool | None = None,
@@ -674,7 +676,11 @@ def open_corpus_index(
 
     corpus = Path(corpus)
     explicit = index_dir is not None
-    index_dir = Path(index_dir) if explicit else corpus.with_name(corpus.name + ".sentvec-index")
+    index_dir = (
+        Path(index_dir)
+        if index_dir is not None
+        else corpus.with_name(corpus.name + ".sentvec-index")
+    )
     fp = index_fingerprint(corpus, model_arg, encoder, metric, backend)
     fp_path = index_dir / FINGERPRINT_FILE
     if index_dir.exists() and not rebuild and fp_path.is_file():
@@ -683,7 +689,7 @@ def open_corpus_index(
             checksums = stored.pop(_CHECKSUMS_KEY, None)
             current = stored == fp
             now = stored_checksums(index_dir) if current else None
-            if current and checksums != now:
+            if now is not None and checksums != now:
                 current = False
                 want = checksums if isinstance(checksums, dict) else {}
                 what = [

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import AbstractContextManager
 from typing import Any
 
 from sentvec.cli._args import (
@@ -191,6 +192,7 @@ def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
     """``encode_file_distributed`` on ``--dask-scheduler`` or a local ``--dask-workers`` cluster."""
     from sentvec.cluster import PartitionError, encode_file_distributed, local_client
 
+    opened: AbstractContextManager[Any]
     if args.dask_scheduler is not None:
         import distributed
 

@@ -125,16 +125,16 @@ def run(args: argparse.Namespace) -> int:
     scores, ids = index.search_texts(queries, args.k, batch_size=args.batch_size)
     dt = time.perf_counter() - t0
     texts = corpus_lines_at(corpus, {int(i) for i in ids.ravel() if i >= 0})
-    results = [
+    results: list[dict[str, Any]] = [
         {
             "query": q,
             "results": [
                 {"rank": r + 1, "score": float(s), "line": int(i) + 1, "text": texts[int(i)]}
-                for r, (s, i) in enumerate(zip(srow, irow))
+                for r, (s, i) in enumerate(zip(srow, irow, strict=True))
                 if i >= 0
             ],
         }
-        for q, srow, irow in zip(queries, scores, ids)
+        for q, srow, irow in zip(queries, scores, ids, strict=True)
     ]
     if args.json:
         print(

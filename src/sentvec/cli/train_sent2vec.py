@@ -202,6 +202,7 @@ def _run(args: argparse.Namespace) -> int:
     elif fmt == "both":
         written.append(str(model.save_bin(out.with_name(out.name + ".bin"))))
     rep = trainer.report_
+    assert rep is not None  # fit() sets it
     summary = {
         "written": written,
         "nwords": rep.nwords,

@@ -37,7 +37,14 @@ class Encoder(Protocol):
     for an empty list, ``(d,)`` for a single string).
     """
 
-    def encode(self, sentences: Any, **kwargs: Any) -> np.ndarray: ...
+    def encode(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int = ...,
+        show_progress_bar: bool | None = ...,
+        normalize: bool = ...,
+    ) -> np.ndarray: ...
 
 
 # An encoder that can be saved in a pipeline also has ``save(path)`` and a class attribute

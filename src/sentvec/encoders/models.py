@@ -100,7 +100,7 @@ def minilm_path() -> Path:
 def _distribution_files(name: str) -> list[Path]:
     """Absolute paths of the files installed by distribution ``name`` (PackageNotFoundError)."""
     dist = metadata.distribution(name)
-    return [Path(dist.locate_file(f)) for f in (dist.files or [])]
+    return [Path(str(dist.locate_file(f))) for f in (dist.files or [])]
 
 
 def _mpnet_parts() -> tuple[list[Path], str]:

@@ -164,7 +164,7 @@ def export_onnx(model: Any, path: str | os.PathLike[str], *, pad_id: int = 0) ->
             torch.onnx.export(
                 _AllHiddenStates(export_model),
                 example,
-                buf,
+                buf,  # type: ignore[arg-type]  # a binary file object works (torch's docs)
                 input_names=["input_ids", "attention_mask"],
                 output_names=names,
                 dynamic_axes={
@@ -241,7 +241,7 @@ class OnnxForward:
         self.path = root / "onnx" / self.key[:32] / "model.onnx"
         self.threads = int(threads) if threads is not None else torch.get_num_threads()
         self.exported = False
-        self.session = None
+        self.session: Any = None  # an onnxruntime.InferenceSession once __init__ returns
         if self.path.is_file():
             try:
                 self.session = self._session(ort)
@@ -294,7 +294,8 @@ class OnnxForward:
             ).hidden_states
         m = mask[..., None].astype(bool)
         diff = max(
-            float(np.abs(np.where(m, a - b.float().numpy(), 0)).max()) for a, b in zip(ours, ref)
+            float(np.abs(np.where(m, a - b.float().numpy(), 0)).max())
+            for a, b in zip(ours, ref, strict=True)
         )
         if not diff <= EXPORT_CHECK_TOL:
             raise RuntimeError(

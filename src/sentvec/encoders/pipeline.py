@@ -198,7 +198,7 @@ class Pipeline:
         kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
         if batch_size is not None:
             kwargs["batch_size"] = batch_size
-        X = np.asarray(self.encoder.encode(items, **kwargs), dtype=np.float32)
+        X: np.ndarray = np.asarray(self.encoder.encode(items, **kwargs), dtype=np.float32)
         if self.whitening is not None:
             if len(X):
                 from sentvec.whitening import whiten_keeping_zero_rows
@@ -265,13 +265,14 @@ class Pipeline:
 
     def _save_encoder(self, directory: Path) -> str:
         enc_type = getattr(self.encoder, "encoder_type", None)
-        if enc_type not in ENCODER_LOADERS or not callable(getattr(self.encoder, "save", None)):
+        save = getattr(self.encoder, "save", None)
+        if enc_type not in ENCODER_LOADERS or not callable(save):
             raise TypeError(
                 f"cannot save an encoder of type {type(self.encoder).__name__}; a saved pipeline "
                 f"needs an encoder with save(path) and an encoder_type in "
                 f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec, SIFEncoder, USIFEncoder)"
             )
-        self.encoder.save(directory)
+        save(directory)
         return str(enc_type)
 
     @classmethod

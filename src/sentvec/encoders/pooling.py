@@ -15,7 +15,7 @@ real tokens including [CLS] and [SEP]; token=CLS is the first token's hidden vec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
@@ -174,10 +174,12 @@ def normalize_layers(layers: Sequence[int] | int, num_hidden_states: int) -> tup
         If ``layers`` is empty, holds a non-integer, an index outside ``[-(L+1), L]`` (the
         message names the valid range), or names the same hidden state twice.
     """
-    if isinstance(layers, (int, np.integer)) and not isinstance(layers, bool):
-        layers = (layers,)
+    # checked at run time: any object may come in, and a bool is refused below
+    given: Any = layers
+    if isinstance(given, (int, np.integer)) and not isinstance(given, bool):
+        given = (given,)
     try:
-        items = tuple(layers)
+        items = tuple(given)
     except TypeError:
         raise ValueError(
             f"layers={layers!r} is invalid; expected an int or a sequence of ints"

@@ -520,7 +520,11 @@ def load_sif_encoder(path: str | os.PathLike[str]) -> Any:
     cfg = read_json_object(cfg_path)
     if cfg.get("format") != _FORMAT or cfg.get("version") != _VERSION:
         raise ValueError(f"{str(cfg_path)!r} is not a sentvec SIF encoder of version {_VERSION}")
-    cls = {"sif": SIFEncoder, "usif": USIFEncoder}.get(cfg.get("method"))
+    methods: dict[str, type[SIFEncoder] | type[USIFEncoder]] = {
+        "sif": SIFEncoder,
+        "usif": USIFEncoder,
+    }
+    cls = methods.get(str(cfg.get("method")))
     if cls is None:
         raise ValueError(f"{str(cfg_path)!r}: unknown method {cfg.get('method')!r}")
     words = tokenizer = None

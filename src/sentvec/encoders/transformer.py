@@ -592,7 +592,7 @@ class TransformerEncoder:
             Unknown or empty ``pooling``, or a sentence holding a lone surrogate.
         """
         if pooling is None:
-            modes: tuple[str, ...] = (self._pooling,)
+            modes: tuple[Pooling, ...] = (self._pooling,)
             as_dict = False
         elif isinstance(pooling, str):
             modes, as_dict = (pooling,), False
@@ -602,8 +602,7 @@ class TransformerEncoder:
                 raise ValueError(
                     f"pooling=() is invalid; name at least one of {sorted(POOLING_MODES)}"
                 )
-        for m in modes:
-            check_choice("pooling", m, POOLING_MODES)
+        modes = tuple(check_choice("pooling", m, POOLING_MODES) for m in modes)
         items, single = check_sentences(sentences)
         K = self.num_layers + 1
 
@@ -653,7 +652,7 @@ class TransformerEncoder:
                 return_token_type_ids=False,
                 verbose=False,
             )["input_ids"]
-            for i, x in zip(too_long, cut):
+            for i, x in zip(too_long, cut, strict=True):
                 ids[i] = x
         return ids, len(too_long), longest
 

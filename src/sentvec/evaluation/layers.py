@@ -292,7 +292,7 @@ class CombinationScorer:
                 float(res.average),
                 tuple((str(k), float(v)) for k, v in res.task_scores.items()),
             )
-            for w, res in zip(modes, self._results(idx, modes))
+            for w, res in zip(modes, self._results(idx, modes), strict=True)
         ]
 
     def score(self, layers: Sequence[int] | int, whitening: str = "none") -> CombinationScore:

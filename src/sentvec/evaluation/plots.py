@@ -91,7 +91,7 @@ def plot_size_curve(analysis: LayerAnalysis, path: Any) -> None:
     """Write Figure 2 (best STS average per number of combined hidden states) as PNG."""
     fig = _figure(6.4, 4.0)
     ax = fig.add_subplot(1, 1, 1)
-    for n, (w, marker) in enumerate(zip(analysis.whitening_modes, "os")):
+    for n, (w, marker) in enumerate(zip(analysis.whitening_modes, "os", strict=False)):
         pts = analysis.curve(w)
         if not pts:
             continue

@@ -236,15 +236,15 @@ def aggregate_scores(
             raise ValueError(
                 f"task {task!r}: gold_ranks has {len(ranks)} subset(s), golds {len(task_golds)}"
             )
-        for name, p, g, gr in zip(names, task_preds, task_golds, ranks):
+        for p, g, gr in zip(task_preds, task_golds, ranks, strict=True):
             rho, r = correlations(p, g, gold_ranks=gr)
             n_undefined += int(math.isnan(rho)) + int(math.isnan(r))
             s_list.append(100.0 * rho)
             p_list.append(100.0 * r)
             n_list.append(len(g))
-        sub_s[task] = dict(zip(names, s_list))
-        sub_p[task] = dict(zip(names, p_list))
-        sub_n[task] = dict(zip(names, n_list))
+        sub_s[task] = dict(zip(names, s_list, strict=True))
+        sub_p[task] = dict(zip(names, p_list, strict=True))
+        sub_n[task] = dict(zip(names, n_list, strict=True))
         w = np.asarray(n_list, dtype=np.float64)
         for agg, values in ((agg_s, s_list), (agg_p, p_list)):
             v = np.asarray(values)
@@ -445,7 +445,7 @@ def results_table_text(
     header, body = _table(rows, aggregation, digits)
     widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
     fmt = [lambda s, w=widths[0]: s.ljust(w)] + [(lambda s, w=w: s.rjust(w)) for w in widths[1:]]
-    lines = ["  ".join(f(c) for f, c in zip(fmt, r)).rstrip() for r in [header] + body]
+    lines = ["  ".join(f(c) for f, c in zip(fmt, r, strict=True)).rstrip() for r in [header] + body]
     return "\n".join(lines) + "\n"
 
 

@@ -172,7 +172,7 @@ def _whiteningbert_zero_rule(
     at zero, and the distance is ``||x/|x| - y/|y| ||^2 / 2``.
     """
     zero = ~np.any(Z != 0, axis=1)
-    for cos, (j1, j2) in zip(cosines, subset_pairs):
+    for cos, (j1, j2) in zip(cosines, subset_pairs, strict=True):
         z1, z2 = zero[j1], zero[j2]
         cos[z1 & z2] = 1.0
         cos[z1 ^ z2] = 0.5

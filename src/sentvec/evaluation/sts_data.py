@@ -173,7 +173,7 @@ def _read_semeval(directory: Path, subset: str) -> STSSubset:
     s1: list[str] = []
     s2: list[str] = []
     gold: list[float] = []
-    for i, (pair, g) in enumerate(zip(pairs, golds), 1):
+    for i, (pair, g) in enumerate(zip(pairs, golds, strict=True), 1):
         g = g.strip()
         if not g:  # unscored pair (STS15/16 hold the whole released set): skipped like SentEval
             continue
@@ -285,7 +285,7 @@ def load_sts(
     tasks: str | Iterable[str] | None = None,
     *,
     data_dir: Any = None,
-    variant: TextVariant = "senteval",
+    variant: TextVariant | str = "senteval",
     split: str = "test",
 ) -> list[STSTask]:
     """Read STS tasks (only their scored pairs).
@@ -410,7 +410,7 @@ def unique_sentences(tasks: STSTask | Iterable[STSTask]) -> list[str]:
     seen: dict[str, None] = {}
     for task in as_task_list(tasks):
         for sub in task.subsets:
-            for a, b in zip(sub.sent1, sub.sent2):
+            for a, b in zip(sub.sent1, sub.sent2, strict=True):
                 seen[a] = None
                 seen[b] = None
     return list(seen)

@@ -507,14 +507,18 @@ def _cv_protocol(
     paths = _run(n_jobs, [(lr.path, (X, y, a, b)) for _, a, b in jobs])
     hit = sum(h for _, h in paths)
     chosen = [
-        lr.best(lr.fold_mean([p[0] for (o, _, _), p in zip(jobs, paths) if o == k]))
+        lr.best(lr.fold_mean([p[0] for (o, _, _), p in zip(jobs, paths, strict=True) if o == k]))
         for k in range(kfold)
     ]
     preds = _run(
-        n_jobs, [(lr.predict, (c, X, y, tr, X[te])) for (c, _), (tr, te) in zip(chosen, outer)]
+        n_jobs,
+        [
+            (lr.predict, (c, X, y, tr, X[te]))
+            for (c, _), (tr, te) in zip(chosen, outer, strict=True)
+        ],
     )
     hit += sum(h for _, h in preds)
-    accs = [lr.percent(np.mean(p == y[te])) for (p, _), (_, te) in zip(preds, outer)]
+    accs = [lr.percent(np.mean(p == y[te])) for (p, _), (_, te) in zip(preds, outer, strict=True)]
     return [c for c, _ in chosen], [d for _, d in chosen], accs, hit
 
 
@@ -525,12 +529,15 @@ def pair_features(u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 def _senteval_order(split: TransferSplit) -> np.ndarray:
     """Stable order by (token count, label), the order SentEval sorts samples in before CV."""
+    keys: list[tuple[int, ...]]
     if split.pair_sentences is None:
-        keys = [(len(s.split()), int(y)) for s, y in zip(split.sentences, split.labels)]
+        keys = [
+            (len(s.split()), int(y)) for s, y in zip(split.sentences, split.labels, strict=True)
+        ]
     else:
         keys = [
             (len(a.split()), len(b.split()), int(y))
-            for a, b, y in zip(split.sentences, split.pair_sentences, split.labels)
+            for a, b, y in zip(split.sentences, split.pair_sentences, split.labels, strict=True)
         ]
     return np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
 

@@ -237,7 +237,7 @@ class MTEBEncoder:
             enc_kwargs["batch_size"] = int(bs)
         if "show_progress_bar" in kwargs:
             enc_kwargs["show_progress_bar"] = kwargs["show_progress_bar"]
-        X = np.asarray(self.model.encode(texts, **enc_kwargs), dtype=np.float32)
+        X: np.ndarray = np.asarray(self.model.encode(texts, **enc_kwargs), dtype=np.float32)
         if X.ndim != 2 or X.shape[0] != len(texts):
             raise ValueError(
                 f"the encoder returned shape {X.shape} for {len(texts)} texts; expected (n, d)"

@@ -723,7 +723,7 @@ def export_sentence_transformers(
             "whitening": f" + whitening (k={pp_info['n_components']})",
             "all-but-the-top": f" + all-but-the-top (D={pp_info['n_components']})",
             "common-component-removal": f" + common-component removal ({pp_info['n_components']})",
-        }[pp_info["type"]]
+        }[str(pp_info["type"])]
     info["title"] = title or (f"{source}: {pool_name} " + "+".join(f"L{i}" for i in idx) + pp_title)
     sts_md = _sts_markdown(sts)
 
@@ -755,7 +755,7 @@ def export_sentence_transformers(
                 "pooling_mode_mean_sqrt_len_tokens": False,
             },
         )
-        for (weight, bias), module in zip(dense, modules[len(modules) - len(dense) :]):
+        for (weight, bias), module in zip(dense, modules[len(modules) - len(dense) :], strict=True):
             sub = tmp / module["path"]
             _write_json(
                 sub / "config.json",

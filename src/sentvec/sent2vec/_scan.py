@@ -277,7 +277,7 @@ def scan_corpus(source: Any, stream: BinaryIO, block_bytes: int = 1 << 22) -> Sc
         if st[_NKEYS] > limit:
             raise TooManyTokens(int(st[_NKEYS]))
         n = int(st[_NRAW])
-        stream.write(memoryview(raw[:n]))
+        stream.write(raw[:n].data)
         segments.append(n)
     if last != b"\n":
         n_lines += 1  # a last line without a newline

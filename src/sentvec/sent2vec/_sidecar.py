@@ -154,7 +154,7 @@ def _read(
     fh.seek(payload_start)
     if fh.readinto(payload) != payload.shape[0]:
         raise _Stale("damaged (it changed while reading)")
-    if zlib.crc32(payload) != payload_crc:
+    if zlib.crc32(payload.data) != payload_crc:
         raise _Stale("damaged (checksum mismatch)")
     arrays: dict[str, np.ndarray] = {}
     try:
@@ -240,7 +240,7 @@ def write(
         "header": header,
     }
     # the header's length depends on the offsets it records: reserve room for them
-    specs = {
+    specs: dict[str, dict[str, Any]] = {
         name: {"dtype": a.dtype.str, "offset": 0, "count": int(a.shape[0])}
         for name, a in arrays.items()
     }
@@ -254,7 +254,7 @@ def write(
     for name, a in arrays.items():
         lo = specs[name]["offset"] - payload_start
         payload[lo : lo + a.nbytes] = a.view(np.uint8)
-    meta["payload_start"], meta["payload_crc32"] = payload_start, zlib.crc32(payload)
+    meta["payload_start"], meta["payload_crc32"] = payload_start, zlib.crc32(payload.data)
     text = json.dumps(meta).encode()
     text += b" " * (hlen - len(text))
     assert len(text) == hlen

@@ -30,7 +30,7 @@ import struct
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -185,7 +185,7 @@ class _Cursor:
         return v
 
     def table(self, st: struct.Struct, table: tuple[tuple[str, str], ...], what: str) -> dict:
-        return dict(zip((name for name, _ in table), self.unpack(st, what)))
+        return dict(zip((name for name, _ in table), self.unpack(st, what), strict=True))
 
 
 def _looks_like_text(head: bytes) -> bool:
@@ -263,8 +263,10 @@ def _read_dictionary(cur: _Cursor, args: dict, st: os.stat_result) -> Dictionary
         dictionary, cur.off = found
         return dictionary
     dictionary = _read_entries(cur, args, h)
-    with _prefix(cur, cur.off) as head:
-        _sidecar.write(cur.path, st, head, h, dictionary)
+    head = _prefix(cur, cur.off)
+    if head is not None:  # the index is an optimisation: without the bytes, none is written
+        with head:
+            _sidecar.write(cur.path, st, head, h, dictionary)
     return dictionary
 
 
@@ -347,7 +349,7 @@ def _read_matrix(
     exact_rows: int | None,
     dim: int,
     *,
-    mode: str | None,
+    mode: Literal["r", "c"] | None,
     skip: bool = False,
 ) -> np.ndarray | None:
     """The matrix at the cursor: read (``mode`` None), memory-mapped (``"r"``, ``"c"``) or, with
@@ -375,7 +377,7 @@ def _read_matrix(
 MMAP_MODES = ("r", "c")
 
 
-def check_mmap_mode(mmap: str | bool | None) -> str | None:
+def check_mmap_mode(mmap: str | bool | None) -> Literal["r", "c"] | None:
     """Normalise an ``mmap`` argument: ``"r"`` (read-only map), ``"c"`` (copy-on-write map) or
     None (read into memory); True and False are accepted for ``"r"`` and None.
 
@@ -388,8 +390,10 @@ def check_mmap_mode(mmap: str | bool | None) -> str | None:
         return "r"
     if mmap is None or mmap is False:
         return None
-    if isinstance(mmap, str) and mmap in MMAP_MODES:
-        return mmap
+    if mmap == "r":
+        return "r"
+    if mmap == "c":
+        return "c"
     raise ValueError(
         f"mmap={mmap!r} is invalid; expected 'r' (read-only memory map), 'c' "
         "(copy-on-write memory map) or None (read into memory)"
@@ -481,6 +485,7 @@ def read_bin(
                     whole.close()
                 except BufferError:  # a view is still held by a traceback: left to the GC
                     pass
+    assert inp is not None  # _read_matrix returns None only with skip=True
     return BinModel(args=args, dictionary=dictionary, input_matrix=inp, output_matrix=out)
 
 
@@ -549,7 +554,7 @@ def write_bin(
         (dictionary.words, dictionary.counts, 0),
         (dictionary.labels, dictionary.label_counts, 1),
     ):
-        for w, c in zip(words, counts.tolist()):
+        for w, c in zip(words, counts.tolist(), strict=True):
             entries += w.encode("utf-8", "surrogateescape")
             entries += b"\x00"
             entries += _ENTRY_TAIL.pack(c, typ)
@@ -571,7 +576,7 @@ def _write_matrix(fh: Any, mat: np.ndarray) -> None:
     step = max(1, (64 << 20) // max(1, mat.shape[1] * 4))  # 64 MiB at a time
     for start in range(0, mat.shape[0], step):
         # a view when the rows already are contiguous little-endian float32 (no copy)
-        fh.write(memoryview(np.ascontiguousarray(mat[start : start + step], dtype="<f4")))
+        fh.write(np.ascontiguousarray(mat[start : start + step], dtype="<f4").data)
 
 
 def is_bin_file(path: str | os.PathLike[str]) -> bool:

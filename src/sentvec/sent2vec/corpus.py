@@ -189,7 +189,7 @@ def remove_stale_temp_dirs(directory: str | os.PathLike[str] | None = None) -> l
     longer, never deletes a live one.
     """
     root = Path(directory) if directory is not None else Path(tempfile.gettempdir())
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(root.glob(f"{TEMP_PREFIX}*-*"))
     except OSError:
@@ -383,11 +383,11 @@ def count_and_convert(
         with open(stream_path, "rb") as src, open(tmp / "tokens.int32", "wb") as out:
             for n in segments:
                 seg = buf[:n]
-                if src.readinto(memoryview(seg).cast("B")) != 4 * n:
+                if src.readinto(seg.data.cast("B")) != 4 * n:
                     raise OSError(f"{str(stream_path)!r} was truncated while training")
                 _scan.remap_segment(seg, key2id, d.eos_id, ids, lens, counters)
                 nt, ns = int(counters[0]), int(counters[1])
-                out.write(memoryview(ids[:nt]))
+                out.write(ids[:nt].data)
                 lengths.append(lens[:ns].copy())
                 total += nt
                 raw += int(counters[2])

@@ -286,7 +286,7 @@ class Dictionary:
         """``words[i]`` is the word with id ``i`` (decoded on first use when the dictionary was
         made :meth:`from_word_bytes`)."""
         if self._words is None:
-            self._words = decode_words(*self._word_bytes)
+            self._words = decode_words(*self.word_bytes())
         return self._words
 
     @property
@@ -324,7 +324,7 @@ class Dictionary:
     def placeholder_id(self) -> int:
         """Id of ``<PLACEHOLDER>`` (0 in every official sent2vec model), or -1 if absent."""
         if self._words is None:  # in the bytes, without decoding every word
-            wb, offs = self._word_bytes
+            wb, offs = self.word_bytes()
             if self._nwords and bytes(wb[offs[0] : offs[1]]) == _PLACEHOLDER_B:
                 return 0
             return _last_id_of(wb, offs, _PLACEHOLDER_B)
@@ -334,7 +334,7 @@ class Dictionary:
     def eos_id(self) -> int:
         """Id of the end-of-sentence word ``</s>``, or -1 if absent."""
         if self._words is None:  # in the bytes, without decoding every word
-            return _last_id_of(*self._word_bytes, _EOS_B)
+            return _last_id_of(*self.word_bytes(), _EOS_B)
         if self._word2id is None:  # one C-level scan instead of building the whole mapping
             words = self.words
             if EOS not in words:
@@ -803,7 +803,7 @@ def _prune_counter(counter: Counter, t: int, label_prefix: bytes) -> Counter:
         [_TYPE_LABEL if k.startswith(label_prefix) else _TYPE_WORD for k in keys], dtype=np.int8
     )
     keys, counts, _ = _threshold(keys, counts, types, t, t)
-    return Counter(dict(zip(keys, counts.tolist())))
+    return Counter(dict(zip(keys, counts.tolist(), strict=True)))
 
 
 def _threshold(keys: list, counts: np.ndarray, types: np.ndarray, t: int, tl: int):

@@ -551,7 +551,14 @@ class Sent2Vec:
                 data = np.frombuffer(b"".join(enc) or b"\x00", dtype=np.uint8)
                 views = (out[lo:hi], nfeat[lo:hi], ntok[lo:hi], nskip[lo:hi])
 
-                def run(a: int, b: int) -> None:
+                # the batch's arrays bound as defaults: each iteration's run sees its own batch
+                def run(
+                    a: int,
+                    b: int,
+                    data: np.ndarray = data,
+                    offs: np.ndarray = offs,
+                    views: tuple[np.ndarray, ...] = views,
+                ) -> None:
                     _infer.embed_range(
                         data,
                         offs,
@@ -669,7 +676,7 @@ def warn_encode_stats(stats: EncodeStats, *, stacklevel: int = 2) -> None:
 
 def _mapped_files(arrays: Any) -> list[tuple[mmap_module.mmap, int, str]]:
     """(mmap, bytes of the file the array needs, file name) of each memory-mapped array."""
-    found = []
+    found: list[tuple[mmap_module.mmap, int, str]] = []
     for arr in arrays:
         if not isinstance(arr, np.memmap):
             continue

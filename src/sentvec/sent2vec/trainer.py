@@ -527,6 +527,7 @@ class Sent2VecTrainer:
         from sentvec.sent2vec.model import Sent2Vec
 
         ck = self.resume_from
+        assert ck is not None  # called only when resuming
         state = read_json_object(ck / _STATE_FILE)
         if state.get("version") != _STATE_VERSION:
             raise ValueError(
@@ -547,6 +548,7 @@ class Sent2VecTrainer:
         from sentvec.sent2vec.model import Sent2Vec
 
         root = self.checkpoint_dir
+        assert root is not None  # called only with a checkpoint_dir
         root.mkdir(parents=True, exist_ok=True)
         n = 1 + max(
             [int(p.name[5:]) for p in root.glob("ckpt-*") if p.name[5:].isdigit()], default=0

@@ -422,9 +422,9 @@ def load_postprocessor(path: Any, postprocessor_type: str | None = None) -> Any:
                 "CommonComponentRemoval"
             )
         fmt = read_json_object(cfg_path).get("format")
-        for cls in (AllButTheTop, CommonComponentRemoval):
-            if fmt == cls._FORMAT:
-                return cls.load(root)
+        for kind in (AllButTheTop, CommonComponentRemoval):
+            if fmt == kind._FORMAT:
+                return kind.load(root)
         raise ValueError(f"{str(cfg_path)!r}: unknown format {fmt!r}")
     cls = POSTPROCESSOR_TYPES.get(postprocessor_type)
     if cls is None:

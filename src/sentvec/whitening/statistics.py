@@ -303,7 +303,7 @@ def statistics_of_dask(X: Any) -> WhiteningStatistics:
     # empty one contributes nothing; at least 2 rows in all is checked by the fit
     parts = [
         dask.delayed(_block_statistics)(b, X.shape[1])
-        for b, size in zip(blocks, X.chunks[0])
+        for b, size in zip(blocks, X.chunks[0], strict=True)
         if not size == 0
     ]
     merge = dask.delayed(WhiteningStatistics.merge)

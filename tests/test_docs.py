@@ -1,0 +1,153 @@
+"""The documentation runs as written.
+
+* Every fenced ``python`` block of README.md and of each docs page that declares itself
+  runnable (an HTML comment starting ``<!-- runnable`` on its first line) is executed, the blocks
+  of one page in order and in one namespace, as a reader pasting them would.
+* Every line of the README's command-line tour runs through ``sentvec.cli.main``, in order.
+
+Both run from a scratch directory that holds the clone's ``tests/`` folder (the README's paths
+are relative to a clone), offline. For speed, the ``minilm`` alias resolves to a 2-layer slice
+of MiniLM (the ``tiny_minilm_dir`` fixture) here: same tokenizer, same hidden size, same code
+paths; everything else is as written.
+
+The API reference page is generated from ``sentvec.__all__`` (``docs/hooks/api_reference.py``);
+a test checks that it names every public name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import sentvec
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "README.md"
+RUNNABLE = "<!-- runnable"
+_FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+
+
+def fenced_blocks(path: Path, language: str) -> list[str]:
+    """The bodies of the ``language`` fenced blocks of a Markdown file, in order."""
+    return [m.group(2) for m in _FENCE.finditer(path.read_text("utf-8")) if m.group(1) == language]
+
+
+def runnable_pages() -> list[Path]:
+    pages = [README]
+    for page in sorted((REPO / "docs").rglob("*.md")):
+        lines = page.read_text("utf-8").splitlines()
+        if lines and lines[0].startswith(RUNNABLE):
+            pages.append(page)
+    return pages
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch, tiny_minilm_dir):
+    """A working directory like a clone's root, with ``minilm`` as the 2-layer slice."""
+    from sentvec.encoders import models
+
+    (tmp_path / "tests").symlink_to(REPO / "tests")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(models, "minilm_path", lambda: Path(tiny_minilm_dir))
+    return tmp_path
+
+
+def test_some_pages_are_runnable():
+    names = [p.name for p in runnable_pages()]
+    assert names[0] == "README.md" and "getting-started.md" in names
+    assert all(fenced_blocks(p, "python") for p in runnable_pages())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", runnable_pages(), ids=lambda p: str(p.relative_to(REPO)))
+def test_python_blocks_run_as_written(page, scratch, capsys):
+    namespace: dict = {"__name__": "__docs__"}
+    for i, block in enumerate(fenced_blocks(page, "python")):
+        code = compile(block, f"{page.name}[python block {i + 1}]", "exec")
+        exec(code, namespace)
+    out = capsys.readouterr().out
+    if page == README:  # what the README's comments promise
+        assert "(3, 384) float32" in out
+        assert "[[0]]" in out
+        assert namespace["V"].shape == (2, 16)
+        assert set(namespace["res"].task_scores) == {"STS16"}
+
+
+def _tour_lines() -> list[str]:
+    text = README.read_text("utf-8")
+    section = text[text.index("## Command line in 10 lines") :]
+    block = fenced_blocks_in(section, "bash")[0]
+    return [ln for ln in block.splitlines() if ln.strip()]
+
+
+def fenced_blocks_in(text: str, language: str) -> list[str]:
+    return [m.group(2) for m in _FENCE.finditer(text) if m.group(1) == language]
+
+
+def test_cli_tour_is_ten_sentvec_commands():
+    lines = _tour_lines()
+    assert len(lines) == 10
+    assert all(shlex.split(ln, comments=True)[0] == "sentvec" for ln in lines)
+
+
+@pytest.mark.slow
+def test_cli_tour_runs_as_written(scratch, capsys):
+    from sentvec.cli import main
+
+    for line in _tour_lines():
+        argv = shlex.split(line, comments=True)[1:]
+        rc = main(argv)
+        assert rc == 0, (line, capsys.readouterr().err[-2000:])
+    assert (scratch / "s2v.bin").is_file() and (scratch / "s2v-dir").is_dir()
+    assert (scratch / "vectors.npy").is_file() and (scratch / "vecs" / "manifest.json").is_file()
+    assert (scratch / "minilm-st" / "modules.json").is_file()
+
+
+def test_readme_is_a_landing_page():
+    text = README.read_text("utf-8")
+    assert len(text.splitlines()) <= 200
+    # the CI runs the README's test command: .ci/run must hold the same line
+    assert "python -m pytest -q " in text
+    ci = (REPO / ".ci" / "run").read_text("utf-8")
+    assert re.search(r"^python3? -m pytest -q$", ci, re.M)
+    assert re.search(r'pip install (-q )?-e "\.\[dev\]"', ci)
+
+
+def test_local_links_of_readme_resolve():
+    text = README.read_text("utf-8")
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+        if "://" not in target:
+            assert (REPO / target).exists(), target
+
+
+def _api_hook():
+    spec = importlib.util.spec_from_file_location(
+        "api_reference", REPO / "docs/hooks/api_reference.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_api_reference_names_every_public_name():
+    page = _api_hook().api_reference_markdown()
+    for name in sentvec.__all__:
+        assert f"`sentvec.{name}`" in page, name
+    # each lazily exported object is documented where it is defined
+    from sentvec import _LAZY
+
+    for name, module in _LAZY.items():
+        assert f"::: {module}.{name}\n" in page, name
+
+
+def test_version_is_one_string():
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    assert meta["project"]["version"] == sentvec.__version__
+    changelog = (REPO / "CHANGELOG.md").read_text("utf-8")
+    assert f"## [{sentvec.__version__}]" in changelog
