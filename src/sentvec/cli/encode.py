@@ -30,6 +30,7 @@ from sentvec.cli._args import (
     add_device_options,
     add_progress_option,
     check_output_path,
+    check_outputs_not_inputs,
     device_options,
     int_at_least,
     plain_text,
@@ -135,6 +136,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Encode (here or on a Dask cluster); optionally fit a whitening; print a summary; return 0."""
+    check_outputs_not_inputs(
+        {"--output": args.output, "--fit-whitening": args.fit_whitening},
+        {"--input": args.input, "--model": args.model, "--whitening": args.whitening},
+        replaced_dirs=("--fit-whitening",),
+    )
     if args.fit_whitening is not None:
         check_output_path(args.fit_whitening, what="--fit-whitening", kind="whole-dir")
     if args.n_components is not None and args.fit_whitening is None:

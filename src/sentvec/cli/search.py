@@ -86,9 +86,15 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build or reuse the index, search, print results; return 0."""
     from sentvec._io import check_input_file
+    from sentvec.cli._args import check_outputs_not_inputs
     from sentvec.encoders import load_encoder
     from sentvec.search import corpus_lines_at, open_corpus_index
 
+    check_outputs_not_inputs(
+        {"--index": args.index},
+        {"--corpus": args.corpus, "--queries": args.queries, "--model": args.model},
+        replaced_dirs=("--index",),
+    )
     corpus = check_input_file(args.corpus, what="corpus", regular=True)
     if args.queries:
         from sentvec._io import read_text_lines

@@ -189,6 +189,18 @@ def _run(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt == "auto":
         fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
+    from sentvec.cli._args import check_outputs_not_inputs
+
+    check_outputs_not_inputs(  # before anything else: the corpus must survive a typo
+        {
+            "-output": out,
+            "-output .bin file": out.with_name(out.name + ".bin") if fmt == "both" else None,
+            "--report": args.report,
+            "--checkpoint-dir": args.checkpoint_dir,
+        },
+        {"-input": args.input, "--resume-from": args.resume_from},
+        replaced_dirs=("-output",) if fmt in ("dir", "both") else (),
+    )
     trainer = Sent2VecTrainer(**kwargs)
     _check_outputs(
         out, fmt, args.report, args.checkpoint_dir

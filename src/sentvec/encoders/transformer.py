@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sentvec._io import atomic_write_json
+from sentvec._io import atomic_write_json, make_temp
 from sentvec._validation import check_choice, check_positive_int, check_sentences
 from sentvec.encoders.base import TRANSFORMER_BACKENDS
 from sentvec.encoders.models import resolve_model
@@ -762,7 +761,7 @@ class TransformerEncoder:
         if target.exists() and not target.is_dir():
             raise FileExistsError(f"{str(target)!r} exists and is not a directory")
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        tmp = make_temp(target, directory=True)
         try:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)
