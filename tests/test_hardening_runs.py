@@ -119,3 +119,83 @@ def test_a_job_returns_at_the_next_sentence_once_the_stop_flag_is_set():
     assert stats[kernels.STAT_TOKENS] == 0
     a, b, stats = run(0)
     assert not np.array_equal(a, wi) and stats[kernels.STAT_TOKENS] == 200
+
+
+# ---------------------------------------------------------------- row 5: search -k
+def test_search_k_beyond_the_index_returns_every_line(tmp_path, capsys):
+    """Row 5: `search -k 1000000000000` failed with numpy unable to allocate 3.64 TiB of
+    padding. The command caps k at the index size and says so."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the city of london\nthe river\na small town\n", encoding="utf-8")
+    argv = ["search", "--model", MODEL, "--corpus", str(corpus), "--query", "the city"]
+    assert main([*argv, "-k", "1000000000000", "--json", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    import json
+
+    hits = json.loads(out)["queries"][0]["results"]
+    assert sorted(h["line"] for h in hits) == [1, 2, 3]
+    assert "-k 1000000000000 is more than the 3 lines of the index: returning all 3" in err
+
+
+def test_search_api_refuses_giant_padding_but_pads_small_k():
+    """Row 5, the library: k > ntotal still pads as faiss does, unless the padding alone would
+    be huge (then a ValueError naming k and ntotal, before any allocation)."""
+    from sentvec.search import SemanticSearch
+
+    index = SemanticSearch()
+    index.add(np.eye(3, 4, dtype=np.float32))
+    scores, ids = index.search(np.ones((1, 4), np.float32), k=5)
+    assert ids.shape == (1, 5) and list(ids[0, 3:]) == [-1, -1]
+    with pytest.raises(ValueError, match=r"k=1000000000000 is more than the 3 vectors"):
+        index.search(np.ones((1, 4), np.float32), k=10**12)
+
+
+# ---------------------------------------------------------------- row 11: checks before encoding
+def test_n_components_past_a_pipelines_width_is_refused_before_encoding(
+    tmp_path, capsys, monkeypatch
+):
+    """Row 11: `eval-sts --n-components 17` on a 16-dim model was refused only after 13.6 s of
+    encoding (a saved pipeline did not state its width). Pipelines now state it, so the check
+    runs before any sentence is encoded."""
+    from sentvec import Pipeline, Whitening
+    from sentvec.encoders.pipeline import Pipeline as P
+    from sentvec.sent2vec.model import Sent2Vec
+
+    s2v = Sent2Vec.load(MODEL)
+    X = s2v.encode((REF / "sentences.txt").read_text(encoding="utf-8").splitlines())
+    Pipeline(s2v, Whitening().fit(X)).save(tmp_path / "pipe")
+
+    def no_encoding(*a, **k):
+        raise AssertionError("encoded before the arguments were checked")
+
+    monkeypatch.setattr(P, "encode", no_encoding)
+    argv = ["eval-sts", "--model", str(tmp_path / "pipe"), "--n-components", "17"]
+    assert main([*argv, "--whiten", "year", "--tasks", "sts12", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--n-components=17 is invalid; expected at most n_features=16" in err, err
+    assert Pipeline.load(tmp_path / "pipe").get_sentence_embedding_dimension() == 16
+
+
+# ---------------------------------------------------------------- row 9: bool / int arrays
+def test_whitening_fits_bool_and_int_arrays_as_their_float_values():
+    """Row 9: `Whitening().fit(X > 0.5)` raised numpy's TypeError from isfinite. Bool and int
+    embeddings are converted to float64 (oracle: the fit on the explicit float64 copy), and a
+    boolean sample_weight is a row mask (oracle: the fit on the selected rows; it was refused
+    as 'not non-negative integers')."""
+    from sentvec.whitening import Whitening, WhiteningStatistics
+
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 5))
+    for arr in (X > 0.5, (X * 10).astype(np.int32)):
+        got = Whitening().fit(arr)
+        want = Whitening().fit(arr.astype(np.float64))
+        np.testing.assert_allclose(got.mean_, want.mean_)
+        np.testing.assert_allclose(got.transform(arr), want.transform(arr.astype(np.float64)))
+    mask = rng.random(60) > 0.3
+    np.testing.assert_allclose(
+        Whitening().fit(X, sample_weight=mask).transform(X),
+        Whitening().fit(X[mask]).transform(X),
+        atol=1e-10,
+    )
+    stats = WhiteningStatistics.from_array(X, sample_weight=mask)
+    assert stats.n_samples == int(mask.sum())

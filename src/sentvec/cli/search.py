@@ -56,7 +56,12 @@ def register(subparsers: Any) -> None:
     q.add_argument(
         "--queries", metavar="FILE", help="a file of queries, one per line (blank lines skipped)"
     )
-    p.add_argument("-k", type=positive_int, default=10, help="results per query (default 10)")
+    p.add_argument(
+        "-k",
+        type=positive_int,
+        default=10,
+        help="results per query (default 10; at most the lines of the corpus)",
+    )
     p.add_argument(
         "--index",
         default=None,
@@ -127,8 +132,15 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"reusing index ({index.ntotal} lines)", file=sys.stderr)
+    k = min(args.k, max(index.ntotal, 1))
+    if k < args.k:
+        print(
+            f"-k {args.k} is more than the {index.ntotal} lines of the index: "
+            f"returning all {index.ntotal}, ranked",
+            file=sys.stderr,
+        )
     t0 = time.perf_counter()
-    scores, ids = index.search_texts(queries, args.k, batch_size=args.batch_size)
+    scores, ids = index.search_texts(queries, k, batch_size=args.batch_size)
     dt = time.perf_counter() - t0
     texts = corpus_lines_at(corpus, {int(i) for i in ids.ravel() if i >= 0})
     results = [
@@ -148,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "model": args.model,
                     "corpus": os.fspath(corpus),
-                    "k": args.k,
+                    "k": k,
                     "metric": args.metric,
                     "backend": args.backend,
                     "queries": results,
