@@ -199,3 +199,70 @@ def test_whitening_fits_bool_and_int_arrays_as_their_float_values():
     )
     stats = WhiteningStatistics.from_array(X, sample_weight=mask)
     assert stats.n_samples == int(mask.sum())
+
+
+# ---------------------------------------------------------------- row 10: a full disk
+def _small_disk(monkeypatch, free: int = 10_000) -> None:
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**9, 10**9 - free, free))
+
+
+def test_training_checks_free_space_before_reading_the_corpus(tmp_path, capsys, monkeypatch):
+    """Row 10: training learned of a full disk only when saving, after all the training. The
+    model's bucket rows (bucket x dim x 4 B, a lower bound of its size) are checked first."""
+    import sentvec.sent2vec.trainer as trainer_mod
+
+    def no_training(*a, **k):
+        raise AssertionError("training started although the model cannot be saved")
+
+    monkeypatch.setattr(trainer_mod.Sent2VecTrainer, "fit", no_training)
+    _small_disk(monkeypatch)
+    out = tmp_path / "m.bin"
+    argv = ["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output", str(out)]
+    assert main([*argv, "-bucket", "1000", "-dim", "50"]) == 2
+    err = capsys.readouterr().err
+    assert f"-output (its bucket rows alone) {str(out)!r} needs about 195.3 KiB" in err, err
+    assert "only 9.8 KiB is free" in err
+
+
+def test_encode_checks_free_space_for_its_shards_before_encoding(tmp_path, capsys, monkeypatch):
+    _small_disk(monkeypatch, free=1000)
+    out = tmp_path / "o"
+    argv = ["encode", "--model", MODEL, "--input", str(REF / "sentences.txt"), "--output", str(out)]
+    assert main([*argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    # 490 lines x 16 dims x 4 B = 30.6 KiB
+    assert f"output directory (its new shards) {str(out)!r} needs about 30.6 KiB" in err, err
+    assert "but only 1000 B is free" in err
+    assert not list(out.glob("shard-*"))
+
+
+@pytest.mark.parametrize("how", ["numpy-short-write", "fsync-enospc"])
+def test_a_full_disk_names_the_file_being_written(tmp_path, capsys, monkeypatch, how):
+    """Row 10: a full disk during embed / encode read '320000 requested and 19424 written'
+    (numpy) or '[Errno 28] No space left on device' without the file. Every atomic write now
+    names it (and leaves no temporary file)."""
+    import errno
+
+    if how == "numpy-short-write":
+        out = tmp_path / "v.npy"
+
+        def save(fh, arr, **k):
+            raise OSError("320000 requested and 19424 written")
+
+        monkeypatch.setattr(np, "save", save)
+    else:
+        out = tmp_path / "v.txt"
+
+        def fsync(fd):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(os, "fsync", fsync)
+    argv = ["embed", MODEL, "-i", str(REF / "sentences.txt"), "-o", str(out), "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"no space left on the device while writing {str(out)!r}" in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -50,6 +50,7 @@ from sentvec._io import (
     DirectoryLock,
     atomic_save_npy,
     atomic_write_json,
+    check_free_space,
     check_input_file,
     check_output_path,
     load_npy,
@@ -476,6 +477,8 @@ def encode_file(
         probe=tuple(tuple(map(float, v)) for v in probe),
     )
     done = _reusable(old, new, out, overwrite, resume)
+    todo = new.n_lines - sum(r.end_line - r.start_line for r in done.values())
+    check_free_space(out, 4 * new.dim * todo, what="output directory (its new shards)")
     same_config = old is not None and old.config_key() == new.config_key()
     runs = old.runs if same_config else ()
 
