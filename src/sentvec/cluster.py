@@ -73,7 +73,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from sentvec._io import atomic_write_json, load_npy
-from sentvec._validation import check_positive_int
+from sentvec._validation import check_float_range, check_positive_int
 from sentvec.encode_files import (
     MANIFEST_NAME,
     PROBE_SENTENCES,
@@ -446,6 +446,65 @@ def local_client(
         cluster = distributed.LocalCluster(**kwargs)
     with cluster, distributed.Client(cluster) as client:
         yield client
+
+
+#: Seconds ``connect_client`` waits for a scheduler's handshake by default.
+CONNECT_TIMEOUT = 30.0
+
+
+def connect_client(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
+    """A ``distributed.Client`` of the running scheduler at ``address``, or a clear error.
+
+    distributed's own connect timeout covers only refused connections: a server that accepts
+    and stays silent held the client in its handshake for 300 s and more, and a peer that is
+    not Dask (an HTTP server) made it read its reply as a frame length ("Unable to allocate
+    3.07 EiB"). The handshake is therefore tried first, bounded by ``timeout``, and any
+    failure is a ``ConnectionError`` naming the address.
+
+    Parameters
+    ----------
+    address : str
+        ``tcp://host:port`` (what ``dask scheduler`` prints).
+    timeout : float
+        Seconds for the connection and the handshake together (and for the client's own
+        connection afterwards).
+
+    Returns
+    -------
+    distributed.Client
+
+    Raises
+    ------
+    ConnectionError
+        (an ``OSError``) Nothing listens there, nothing answers within ``timeout`` seconds,
+        or what answers is not a Dask scheduler.
+    """
+    import asyncio
+
+    from distributed.comm import connect
+
+    timeout = check_float_range("timeout", timeout, low=0.0, low_inclusive=False)
+
+    async def handshake() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(handshake())
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ConnectionError(
+            f"no Dask scheduler answered at {address!r} within {timeout:g} s (a server "
+            "that accepts connections but never replies, or a slow network); check the "
+            "address, or raise the timeout"
+        ) from None
+    except OSError as exc:
+        raise ConnectionError(f"cannot connect to a Dask scheduler at {address!r}: {exc}") from None
+    except (Exception, MemoryError) as exc:  # a peer that is not Dask: any decoding error
+        raise ConnectionError(
+            f"the server at {address!r} is not a Dask scheduler (its reply to the Dask "
+            f"handshake could not be read: {type(exc).__name__}: {str(exc)[:120]})"
+        ) from None
+    return distributed.Client(address, timeout=timeout)
 
 
 def _model_spec(encoder: Any) -> Any:

@@ -105,6 +105,13 @@ def register(subparsers: Any) -> None:
         help="start a local cluster of N one-thread worker processes for the run",
     )
     d.add_argument(
+        "--dask-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to wait for --dask-scheduler to answer (default 30)",
+    )
+    d.add_argument(
         "--partition-lines",
         type=int_at_least(1),
         default=None,
@@ -195,12 +202,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
     """``encode_file_distributed`` on ``--dask-scheduler`` or a local ``--dask-workers`` cluster."""
-    from sentvec.cluster import PartitionError, encode_file_distributed, local_client
+    from sentvec.cluster import (
+        PartitionError,
+        connect_client,
+        encode_file_distributed,
+        local_client,
+    )
 
     if args.dask_scheduler is not None:
-        import distributed
-
-        opened = distributed.Client(args.dask_scheduler)
+        opened = connect_client(args.dask_scheduler, timeout=args.dask_timeout)
     else:
         opened = local_client(args.dask_workers)
     with opened as client:
