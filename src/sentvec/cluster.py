@@ -80,16 +80,16 @@ from sentvec.encode_files import (
     EncodeManifest,
     RunRecord,
     ShardRecord,
-    _count_nonfinite,
-    _describe_whitening,
-    _encode_lines,
-    _encode_shard,
-    _jsonable,
-    _plan,
-    _remove_shards,
-    _reusable,
     check_encode_arguments,
+    count_nonfinite,
+    describe_whitening,
+    encode_lines,
+    encode_shard,
+    jsonable,
+    plan_shards,
     read_manifest,
+    remove_shards,
+    reusable_shards,
 )
 from sentvec.line_ranges import read_line_range, scan_lines
 
@@ -280,8 +280,8 @@ def _probe_task(name: str, batch_size: int | None) -> tuple[dict[str, Any], np.n
         check_whitening_fits(p.base, p.whitening)
     from sentvec.encoders.base import describe_encoder
 
-    probe = _encode_lines(p.encoder, p.whitening, list(PROBE_SENTENCES), batch_size)
-    return _jsonable(describe_encoder(p.base)), probe
+    probe = encode_lines(p.encoder, p.whitening, list(PROBE_SENTENCES), batch_size)
+    return jsonable(describe_encoder(p.base)), probe
 
 
 def _written_shard(
@@ -297,7 +297,7 @@ def _written_shard(
         arr = load_npy(f, mmap=True)
     except ValueError:
         return None
-    if arr.dtype != np.float32 or arr.shape != (b - a, dim) or _count_nonfinite(arr):
+    if arr.dtype != np.float32 or arr.shape != (b - a, dim) or count_nonfinite(arr):
         return None
     lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
     return ShardRecord(
@@ -337,7 +337,7 @@ def _encode_partition(
     for i, a, b, ba, bb in shards:
         rec = _written_shard(out, path, i, a, b, ba, bb, dim, encoding)
         if rec is None:
-            rec = _encode_shard(
+            rec = encode_shard(
                 p.encoder,
                 p.whitening,
                 path,
@@ -696,13 +696,13 @@ def _run(
         end_line=end,
         shard_size=shard_size,
         encoder=description,
-        whitening=_describe_whitening(white),
+        whitening=describe_whitening(white),
         dim=int(probe.shape[1]),
-        boundaries=_plan(start_line, end, shard_size, offsets),
+        boundaries=plan_shards(start_line, end, shard_size, offsets),
         requested_end_line=end_line,
         probe=tuple(tuple(map(float, v)) for v in probe),
     )
-    done = _reusable(old, new, out, overwrite, resume)
+    done = reusable_shards(old, new, out, overwrite, resume)
     runs = old.runs if old is not None and old.config_key() == new.config_key() else ()
     completed: dict[int, ShardRecord] = dict(done)
     n_enc = 0
@@ -715,7 +715,7 @@ def _run(
 
     new = write()  # the directory now describes this configuration
     if old is not None:
-        _remove_shards(out, old, keep={r.file for r in done.values()})
+        remove_shards(out, old, keep={r.file for r in done.values()})
     recorded = {r.file for r in done.values()}
     for f in out.glob("shard-*.npy"):  # unrecorded files: a task reuses only this run's files
         if f.name not in recorded:
