@@ -644,3 +644,51 @@ def test_cli_export(tiny_minilm_dir, tmp_path, capsys):
     (bad / "x").mkdir(parents=True)
     assert main(["export", "--model", str(tiny_minilm_dir), "--output", str(bad)]) == 2
     assert "refusing to replace" in capsys.readouterr().err
+
+
+def test_card_front_matter_and_tokenizer_config_issue27(tiny_minilm, minilm_path, tmp_path):
+    """Issue 27, export fine print: the card's front matter carries the source model's license
+    and language (read from its own card), library_name, tags and a model-index with the STS
+    results; a non-serving export says it is not for TEI; tokenizer_config.json has no loader
+    key the source's lacks (local_files_only, is_local, max_length)."""
+    import yaml
+
+    from sentvec.evaluation.results import STSResult
+
+    tasks = sentvec.load_sts("STSBenchmark")
+    sub = tasks[0].subsets[0]
+    small = type(tasks[0])(
+        "STSBenchmark",
+        (type(sub)("test", sub.sent1[:30], sub.sent2[:30], sub.gold[:30]),),
+        "senteval",
+        "test",
+    )
+    result = sentvec.evaluate_sts(tiny_minilm, [small], aggregation="all")
+    assert isinstance(result, STSResult)
+    out = export_sentence_transformers(tiny_minilm, tmp_path / "card", sts=result)
+    card = (out / "README.md").read_text()
+    front = yaml.safe_load(card.split("---", 2)[1])
+    source = yaml.safe_load((minilm_path / "README.md").read_text().split("---", 2)[1])
+    assert front["license"] == source["license"] == "apache-2.0"
+    assert front["language"] == source["language"]
+    assert front["library_name"] == "sentence-transformers"
+    assert "sentence-transformers" in front["tags"] and "sentvec" in front["tags"]
+    (entry,) = front["model-index"]
+    (res,) = entry["results"]
+    assert res["dataset"]["name"] == "STSBenchmark"
+    assert res["metrics"][0]["value"] == round(result.task_scores["STSBenchmark"], 2)
+    assert "Not for text-embeddings-inference (TEI)" in card
+    saved = json.loads((out / "tokenizer_config.json").read_text())
+    src_keys = set(json.loads((minilm_path / "tokenizer_config.json").read_text()))
+    for key in ("local_files_only", "is_local", "max_length"):
+        assert key not in saved or key in src_keys, key
+    served = export_sentence_transformers(
+        tiny_minilm.__class__.from_pretrained(
+            minilm_path, num_hidden_layers=2, pooling="mean", layers=(-1,), device="cpu"
+        ),
+        tmp_path / "served",
+        serving_compatible=True,
+    )
+    text = (served / "README.md").read_text()
+    assert "Not for text-embeddings-inference" not in text and "1.8.3 or later" in text
+    assert "model-index" not in text  # no STS computed: no results claimed

@@ -521,3 +521,24 @@ def test_cli_keeps_transformers_bars_out_of_a_log(tiny_minilm_dir, tmp_path):
         text=True,
     )
     assert res.returncode == 0 and "Loading weights" in res.stderr
+
+
+def test_pickled_weights_are_never_offered_to_torch_load(minilm_path, tmp_path, monkeypatch):
+    """Issue 27: weights sentvec did not write are read with use_safetensors=True. A directory
+    with only a pickled pytorch_model.bin is refused with a message saying why, and torch.load
+    is never called (before, transformers called it and the pickle decided what ran)."""
+    import shutil
+
+    import torch
+
+    from sentvec.encoders import load_encoder
+    from sentvec.sent2vec import ModelFormatError
+
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
+        shutil.copy(minilm_path / name, tmp_path / name)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"a pickle would be here")
+    calls = []
+    monkeypatch.setattr(torch, "load", lambda *a, **k: calls.append(a))
+    with pytest.raises(ModelFormatError, match="holds pickled weights only"):
+        load_encoder(str(tmp_path))
+    assert calls == []

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import re
 import sys
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Collection, Generator, Iterator, Mapping
 from datetime import UTC
 from pathlib import Path
 from typing import IO, Any, Literal, cast
@@ -23,18 +25,137 @@ def _umask() -> int:
     return mask
 
 
+# ------------------------------------------------------------------ temporary files
+#: Marks the temporary files and directories of sentvec's atomic writers:
+#: ``.<target name>.sentvec-<pid>-<host tag>-<random><suffix>``.
+TEMP_MARK = "sentvec"
+_TEMP_RE = re.compile(
+    r"^\.(?P<name>.+)\.sentvec-(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})-[a-z0-9_]+\.(tmp|old)$"
+)
+_swept: set[str] = set()  # directories already swept by this process
+
+
+def pid_alive(pid: int) -> bool:
+    """True if a process ``pid`` exists on this host (``os.kill(pid, 0)``; no signal is sent).
+
+    A process of another user counts as alive. A pid reused by a new process also counts as
+    alive: a dead run's leftovers are then kept longer, never a live one's removed.
+    """
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    except OverflowError:  # not a pid of this system
+        return False
+    return True
+
+
+def host_tag() -> str:
+    """Eight hex digits of this host's name: temporary names made elsewhere (a network file
+    system shared by several hosts) are never judged by the pids of this one."""
+    import hashlib
+    import socket
+
+    return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
+
+
+def remove_stale_temps(directory: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files and directories that dead sentvec writers left in ``directory``.
+
+    A name made by :func:`make_temp` records the writer's pid and host. An entry is removed
+    when its host is this host, its pid is not this process and no process with that pid is
+    alive (the writer was killed with ``kill -9``, crashed, or the machine lost power: cases
+    no signal handler covers). Entries of live processes, of other hosts, and names not made
+    by :func:`make_temp` (older versions' ``.NAME.<random>.tmp`` included: their writer is
+    unknown) are left alone.
+
+    Parameters
+    ----------
+    directory : path-like
+
+    Returns
+    -------
+    list of pathlib.Path
+        What was removed (nothing when ``directory`` cannot be listed).
+    """
+    import shutil
+
+    removed: list[Path] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    here, me = host_tag(), os.getpid()
+    for name in names:
+        m = _TEMP_RE.match(name)
+        if m is None or m["host"] != here or int(m["pid"]) == me or pid_alive(int(m["pid"])):
+            continue
+        entry = Path(directory) / name
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                entry.unlink()
+        if not os.path.lexists(entry):
+            removed.append(entry)
+    return removed
+
+
+def temp_prefix(target: str | os.PathLike[str]) -> str:
+    """The name prefix of this process's temporary files for ``target`` (see :data:`TEMP_MARK`)."""
+    return f".{Path(target).name}.{TEMP_MARK}-{os.getpid()}-{host_tag()}-"
+
+
+def make_temp(
+    target: str | os.PathLike[str], *, directory: bool = False, suffix: str = ".tmp"
+) -> Any:
+    """Create a temporary file (or directory) next to ``target``, for a write renamed onto it.
+
+    Every atomic writer of sentvec names its temporary files here, so that a later run finds
+    and removes those of dead processes: the first call of a process for a folder removes
+    them first (:func:`remove_stale_temps`).
+
+    Parameters
+    ----------
+    target : path-like
+        The file or directory that will be written; its folder must exist.
+    directory : bool
+        Make a directory (mode 0700) instead of a file.
+    suffix : {".tmp", ".old"}
+
+    Returns
+    -------
+    (int, str) or pathlib.Path
+        ``tempfile.mkstemp``'s open descriptor and path for a file, the path of a directory.
+    """
+    parent = os.path.dirname(os.path.abspath(os.fspath(target)))
+    if parent not in _swept:
+        remove_stale_temps(parent)
+        _swept.add(parent)
+    prefix = temp_prefix(target)
+    if directory:
+        return Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=parent))
+    return tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=parent)
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -> Iterator[IO[Any]]:
     """Open a temporary file next to ``path``; rename it onto ``path`` only on success.
 
     On any exception the temporary file is removed and ``path`` is left untouched, so a reader
-    never sees a half-written file.
+    never sees a half-written file. The temporary file is named by :func:`make_temp` (the pid
+    of the writer in the name), so one left by a killed process is removed by a later write.
+    A full disk (``ENOSPC``) raises an ``OSError`` naming ``path``.
     """
     if "r" in mode or "a" in mode or "+" in mode:
         raise ValueError(f"atomic_open supports write modes only, got mode={mode!r}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = make_temp(path)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         with os.fdopen(fd, mode, **kwargs) as fh:
@@ -42,10 +163,78 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and is_disk_full(exc):
+            raise DiskFullError(
+                errno.ENOSPC,
+                f"no space left on the device while writing {str(path)!r} "
+                f"({exc.strerror or exc}); free space in {str(path.parent)!r} or choose "
+                "another location (nothing was written there)",
+            ) from exc
         raise
+
+
+class DiskFullError(OSError):
+    """A write failed for lack of space (or quota); the message names the file and the folder."""
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True if ``exc`` is a failed write for lack of space: ``ENOSPC`` / ``EDQUOT``, or numpy's
+    short-write message of ``tofile`` / ``np.save`` (``"N requested and M written"``, no
+    errno)."""
+    if isinstance(exc, DiskFullError):
+        return False  # already described
+    if getattr(exc, "errno", None) in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return bool(re.search(r"\d+ requested and \d+ written", str(exc)))
+
+
+def check_free_space(path: str | os.PathLike[str], needed: int, *, what: str = "output") -> None:
+    """Refuse, before the work, an output of ``needed`` bytes that cannot fit where it goes.
+
+    Parameters
+    ----------
+    path : path-like
+        The output; the free space of the file system holding its folder is checked
+        (``shutil.disk_usage``). A file at ``path`` now is not counted as free: the new file
+        is written beside it and renamed onto it at the end.
+    needed : int
+        Bytes the output will take (a lower bound is fine).
+    what : str
+        How the message names the output.
+
+    Raises
+    ------
+    DiskFullError
+        (an ``OSError``) Less than ``needed`` bytes are free; the message gives both sizes.
+    """
+    import shutil
+
+    folder = Path(os.path.abspath(os.fspath(path))).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:  # cannot tell: the write itself will say
+        return
+    if needed > free:
+        raise DiskFullError(
+            errno.ENOSPC,
+            f"{what} {os.fspath(path)!r} needs about {format_bytes(needed)} but only "
+            f"{format_bytes(free)} is free in {str(folder)!r}; free space or choose another "
+            "location",
+        )
+
+
+def format_bytes(n: float) -> str:
+    """``1536`` -> ``"1.5 KiB"`` (binary units)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"  # pragma: no cover
 
 
 def atomic_save_npy(path: str | os.PathLike[str], array: np.ndarray) -> None:
@@ -265,16 +454,14 @@ def atomic_directory(
     check_replaceable_directory(path, marker=marker, marker_format=marker_format, kind=kind)
     target = Path(os.path.abspath(os.fspath(path)))
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp = make_temp(target, directory=True)
     try:
         os.chmod(tmp, 0o777 & ~_umask())  # mkdtemp makes 0700; give the usual directory mode
         yield tmp
         # again: something may have been written at path while the body ran
         check_replaceable_directory(path, marker=marker, marker_format=marker_format, kind=kind)
         if os.path.lexists(target):
-            old = Path(
-                tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent)
-            )
+            old = make_temp(target, directory=True, suffix=".old")
             try:
                 os.replace(target, old / "previous")
             except BaseException:
@@ -328,7 +515,6 @@ def check_input_file(
     PermissionError
         ``path`` exists but is not readable.
     """
-    import errno
     import stat as stat_
 
     p = Path(path)
@@ -348,13 +534,126 @@ def check_input_file(
         )
     if regular and not stat_.S_ISREG(st.st_mode):
         raise ValueError(
-            f"{what} {str(p)!r} is not a regular file (a pipe, socket or device); "
+            f"{what} {str(p)!r} is not a regular file ({special_file_kind(st.st_mode)}); "
             "this command reads its input more than once (line scan, resume), so "
             "save the stream to a file first"
         )
     if not os.access(p, os.R_OK):
         raise PermissionError(f"{what} {str(p)!r} is not readable (permissions)")
     return p
+
+
+def special_file_kind(mode: int) -> str | None:
+    """What a ``st_mode`` is, in words, when it is neither a regular file nor a directory
+    (``"a FIFO (named pipe)"``, ``"a character device"``, ...); None for those two."""
+    import stat as stat_
+
+    for test, kind in (
+        (stat_.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat_.S_ISCHR, "a character device"),
+        (stat_.S_ISBLK, "a block device"),
+        (stat_.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    if stat_.S_ISREG(mode) or stat_.S_ISDIR(mode):
+        return None
+    return "not a regular file"  # pragma: no cover (door, whiteout, ...)
+
+
+def check_model_path(path: str | os.PathLike[str], *, what: str = "model") -> None:
+    """Refuse a model path that is a FIFO, a device or a socket, saying which (a model is read
+    more than once and by offset, so only a file or a directory can be one). Missing paths,
+    files and directories pass: the loaders say what is wrong with them.
+
+    Raises
+    ------
+    ValueError
+        ``"model '/tmp/f' is a FIFO (named pipe), not a model file or directory; ..."``.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    kind = special_file_kind(st.st_mode)
+    if kind is not None:
+        raise ValueError(
+            f"{what} {os.fspath(path)!r} is {kind}, not a model file or directory; give a "
+            "sent2vec .bin, a model directory or a model name (save a stream to a file first)"
+        )
+
+
+def check_outputs_not_inputs(
+    outputs: Mapping[str, str | os.PathLike[str] | None],
+    inputs: Mapping[str, str | os.PathLike[str] | None],
+    *,
+    replaced_dirs: Collection[str] = (),
+) -> None:
+    """Refuse, before any work, an output that is one of the inputs.
+
+    Every command that reads and writes files calls this first: an output that is the same
+    file as an input (``os.path.samefile``: the same path, another spelling of it, a hard or
+    symbolic link to it) would replace the input with the results (``embed -i a.txt -o a.txt``
+    used to turn the text into vectors). Outputs that do not exist yet, ``None`` and ``"-"``
+    (stdout / stdin) pass; so do outputs that are not regular files or directories
+    (``/dev/stdout``, ``/dev/null``, a FIFO: writing them destroys nothing). An output in
+    ``replaced_dirs`` is a directory replaced as a whole (``Sent2Vec.save``, ``export``): an
+    input anywhere inside it is refused too.
+
+    Parameters
+    ----------
+    outputs : mapping of str to path-like or None
+        How the message names each output (its option, e.g. ``"--output"``) to its path.
+    inputs : mapping of str to path-like or None
+        The same for the inputs (files or directories; a model alias that is not a path is
+        skipped since nothing exists at it).
+    replaced_dirs : collection of str
+        Keys of ``outputs`` that are directories replaced whole.
+
+    Raises
+    ------
+    ValueError
+        ``"--output 'a.txt' is the same file as --input 'a.txt'; writing it would destroy
+        the input: choose another output path"``.
+    """
+    import stat as stat_
+
+    real_inputs = []
+    for in_name, in_path in inputs.items():
+        if in_path is None or os.fspath(in_path) == "-":
+            continue
+        try:
+            os.stat(in_path)
+        except (OSError, ValueError):
+            continue
+        real_inputs.append((in_name, os.fspath(in_path)))
+    for out_name, out_path in outputs.items():
+        if out_path is None or os.fspath(out_path) == "-":
+            continue
+        out = os.fspath(out_path)
+        try:
+            mode = os.stat(out).st_mode
+        except (OSError, ValueError):
+            continue  # a new output (or one the output checks will refuse)
+        if not (stat_.S_ISREG(mode) or stat_.S_ISDIR(mode)):
+            continue
+        for in_name, inp in real_inputs:
+            same = os.path.samefile(out, inp)
+            inside = (
+                out_name in replaced_dirs
+                and stat_.S_ISDIR(mode)
+                and _is_inside(os.path.realpath(inp), os.path.realpath(out))
+            )
+            if same or inside:
+                relation = "is the same file as" if same else "is a directory that holds"
+                raise ValueError(
+                    f"{out_name} {out!r} {relation} {in_name} {inp!r}; writing it would "
+                    "destroy the input: choose another output path"
+                )
+
+
+def _is_inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 class TextLineReader:

@@ -73,23 +73,23 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from sentvec._io import atomic_write_json, load_npy
-from sentvec._validation import check_positive_int
+from sentvec._validation import check_float_range, check_positive_int
 from sentvec.encode_files import (
     MANIFEST_NAME,
     PROBE_SENTENCES,
     EncodeManifest,
     RunRecord,
     ShardRecord,
-    _count_nonfinite,
-    _describe_whitening,
-    _encode_lines,
-    _encode_shard,
-    _jsonable,
-    _plan,
-    _remove_shards,
-    _reusable,
     check_encode_arguments,
+    count_nonfinite,
+    describe_whitening,
+    encode_lines,
+    encode_shard,
+    jsonable,
+    plan_shards,
     read_manifest,
+    remove_shards,
+    reusable_shards,
 )
 from sentvec.line_ranges import read_line_range, scan_lines
 
@@ -281,8 +281,8 @@ def _probe_task(name: str, batch_size: int | None) -> tuple[dict[str, Any], np.n
         check_whitening_fits(p.base, p.whitening)
     from sentvec.encoders.base import describe_encoder
 
-    probe = _encode_lines(p.encoder, p.whitening, list(PROBE_SENTENCES), batch_size)
-    return _jsonable(describe_encoder(p.base)), probe
+    probe = encode_lines(p.encoder, p.whitening, list(PROBE_SENTENCES), batch_size)
+    return jsonable(describe_encoder(p.base)), probe
 
 
 def _written_shard(
@@ -298,7 +298,7 @@ def _written_shard(
         arr = load_npy(f, mmap=True)
     except ValueError:
         return None
-    if arr.dtype != np.float32 or arr.shape != (b - a, dim) or _count_nonfinite(arr):
+    if arr.dtype != np.float32 or arr.shape != (b - a, dim) or count_nonfinite(arr):
         return None
     lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
     return ShardRecord(
@@ -339,7 +339,7 @@ def _encode_partition(
     for i, a, b, ba, bb in shards:
         rec = _written_shard(out, path, i, a, b, ba, bb, dim, encoding)
         if rec is None:
-            rec = _encode_shard(
+            rec = encode_shard(
                 p.encoder,
                 p.whitening,
                 path,
@@ -448,6 +448,65 @@ def local_client(
         cluster = distributed.LocalCluster(**kwargs)
     with cluster, distributed.Client(cluster) as client:
         yield client
+
+
+#: Seconds ``connect_client`` waits for a scheduler's handshake by default.
+CONNECT_TIMEOUT = 30.0
+
+
+def connect_client(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
+    """A ``distributed.Client`` of the running scheduler at ``address``, or a clear error.
+
+    distributed's own connect timeout covers only refused connections: a server that accepts
+    and stays silent held the client in its handshake for 300 s and more, and a peer that is
+    not Dask (an HTTP server) made it read its reply as a frame length ("Unable to allocate
+    3.07 EiB"). The handshake is therefore tried first, bounded by ``timeout``, and any
+    failure is a ``ConnectionError`` naming the address.
+
+    Parameters
+    ----------
+    address : str
+        ``tcp://host:port`` (what ``dask scheduler`` prints).
+    timeout : float
+        Seconds for the connection and the handshake together (and for the client's own
+        connection afterwards).
+
+    Returns
+    -------
+    distributed.Client
+
+    Raises
+    ------
+    ConnectionError
+        (an ``OSError``) Nothing listens there, nothing answers within ``timeout`` seconds,
+        or what answers is not a Dask scheduler.
+    """
+    import asyncio
+
+    from distributed.comm import connect
+
+    timeout = check_float_range("timeout", timeout, low=0.0, low_inclusive=False)
+
+    async def handshake() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(handshake())
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ConnectionError(
+            f"no Dask scheduler answered at {address!r} within {timeout:g} s (a server "
+            "that accepts connections but never replies, or a slow network); check the "
+            "address, or raise the timeout"
+        ) from None
+    except OSError as exc:
+        raise ConnectionError(f"cannot connect to a Dask scheduler at {address!r}: {exc}") from None
+    except (Exception, MemoryError) as exc:  # a peer that is not Dask: any decoding error
+        raise ConnectionError(
+            f"the server at {address!r} is not a Dask scheduler (its reply to the Dask "
+            f"handshake could not be read: {type(exc).__name__}: {str(exc)[:120]})"
+        ) from None
+    return distributed.Client(address, timeout=timeout)
 
 
 def _model_spec(encoder: Any) -> Any:
@@ -639,13 +698,13 @@ def _run(
         end_line=end,
         shard_size=shard_size,
         encoder=description,
-        whitening=_describe_whitening(white),
+        whitening=describe_whitening(white),
         dim=int(probe.shape[1]),
-        boundaries=_plan(start_line, end, shard_size, offsets),
+        boundaries=plan_shards(start_line, end, shard_size, offsets),
         requested_end_line=end_line,
         probe=tuple(tuple(map(float, v)) for v in probe),
     )
-    done = _reusable(old, new, out, overwrite, resume)
+    done = reusable_shards(old, new, out, overwrite, resume)
     runs = old.runs if old is not None and old.config_key() == new.config_key() else ()
     completed: dict[int, ShardRecord] = dict(done)
     n_enc = 0
@@ -658,7 +717,7 @@ def _run(
 
     new = write()  # the directory now describes this configuration
     if old is not None:
-        _remove_shards(out, old, keep={r.file for r in done.values()})
+        remove_shards(out, old, keep={r.file for r in done.values()})
     recorded = {r.file for r in done.values()}
     for f in out.glob("shard-*.npy"):  # unrecorded files: a task reuses only this run's files
         if f.name not in recorded:

@@ -51,6 +51,7 @@ from sentvec._io import (
     DirectoryLock,
     atomic_save_npy,
     atomic_write_json,
+    check_free_space,
     check_input_file,
     check_output_path,
     load_npy,
@@ -261,8 +262,15 @@ def _check_manifest(m: EncodeManifest) -> None:
 # --------------------------------------------------------------------------- line scanning
 
 
-def _describe_whitening(w: Any) -> dict[str, Any] | None:
-    """Class, config and a digest of the fitted ``*_`` arrays (detects a refitted whitening)."""
+def describe_whitening(w: Any) -> dict[str, Any] | None:
+    """What the manifest records of a post-processor: class, config and a SHA-256 of its fitted
+    ``*_`` arrays (a refitted whitening gives another digest, so its shards are not reused).
+
+    Returns
+    -------
+    dict or None
+        ``{"class", "config", "fitted_sha256"}``; None for ``w=None``.
+    """
     if w is None:
         return None
     h = hashlib.sha256()
@@ -272,18 +280,24 @@ def _describe_whitening(w: Any) -> dict[str, Any] | None:
             h.update(name.encode())
             h.update(np.ascontiguousarray(v).tobytes())
     getter = getattr(w, "config_dict", None) or getattr(w, "get_params", None)
-    cfg = _jsonable(getter()) if callable(getter) else {}
+    cfg = jsonable(getter()) if callable(getter) else {}
     return {"class": type(w).__name__, "config": cfg, "fitted_sha256": h.hexdigest()}
 
 
-def _jsonable(obj: Any) -> Any:
+def jsonable(obj: Any) -> Any:
+    """``obj`` round-tripped through JSON (values JSON cannot hold become their ``str``), as the
+    manifest stores it, so a stored and a new description compare equal."""
     return json.loads(json.dumps(obj, default=str))
 
 
 # --------------------------------------------------------------------------- encoding
 
 
-def _plan(start_line: int, end_line: int, shard_size: int, offsets: dict[int, int]):
+def plan_shards(
+    start_line: int, end_line: int, shard_size: int, offsets: dict[int, int]
+) -> tuple[tuple[int, int], ...]:
+    """Shard boundaries: ``(line, byte offset)`` every ``shard_size`` lines from ``start_line``,
+    then ``end_line`` (``offsets`` from :func:`sentvec.line_ranges.scan_lines`)."""
     lines = list(range(start_line, end_line, shard_size)) + [end_line]
     if end_line == start_line:
         lines = [start_line]
@@ -294,8 +308,13 @@ def _shard_name(a: int, b: int) -> str:
     return f"shard-{a:012d}-{b:012d}.npy"
 
 
-def _count_nonfinite(arr: np.ndarray) -> int:
-    """NaN and infinite values in ``arr`` (read in blocks of rows: bounded memory on a memmap)."""
+def count_nonfinite(arr: np.ndarray) -> int:
+    """NaN and infinite values in ``arr`` (read in blocks of rows: bounded memory on a memmap).
+
+    Parameters
+    ----------
+    arr : ndarray of shape (n, d), float
+    """
     return sum(
         int((~np.isfinite(arr[i : i + _CHECK_ROWS])).sum())
         for i in range(0, arr.shape[0], _CHECK_ROWS)
@@ -313,7 +332,7 @@ def _shard_problem(out: Path, rec: ShardRecord, dim: int | None) -> str | None:
         return f"unreadable ({exc})"
     if arr.dtype != np.float32 or arr.shape != (rec.end_line - rec.start_line, dim):
         return f"{arr.dtype} {arr.shape}, expected float32 {(rec.end_line - rec.start_line, dim)}"
-    bad = _count_nonfinite(arr)
+    bad = count_nonfinite(arr)
     return f"{bad} non-finite values (NaN or infinity)" if bad else None
 
 
@@ -461,7 +480,7 @@ def encode_file(
             f"line range [{start_line}, {end_line}) is outside {str(path)!r}, "
             f"which has {n_seen} lines"
         )
-    probe = _encode_lines(encoder, white, list(PROBE_SENTENCES), batch_size)
+    probe = encode_lines(encoder, white, list(PROBE_SENTENCES), batch_size)
     new = EncodeManifest(
         input_path=str(path),
         input_size=stat.st_size,
@@ -469,14 +488,16 @@ def encode_file(
         start_line=start_line,
         end_line=end,
         shard_size=shard_size,
-        encoder=_jsonable(describe_encoder(encoder)),
-        whitening=_describe_whitening(white),
+        encoder=jsonable(describe_encoder(encoder)),
+        whitening=describe_whitening(white),
         dim=int(probe.shape[1]),
-        boundaries=_plan(start_line, end, shard_size, offsets),
+        boundaries=plan_shards(start_line, end, shard_size, offsets),
         requested_end_line=end_line,
         probe=tuple(tuple(map(float, v)) for v in probe),
     )
-    done = _reusable(old, new, out, overwrite, resume)
+    done = reusable_shards(old, new, out, overwrite, resume)
+    todo = new.n_lines - sum(r.end_line - r.start_line for r in done.values())
+    check_free_space(out, 4 * new.dim * todo, what="output directory (its new shards)")
     same_config = old is not None and old.config_key() == new.config_key()
     runs = old.runs if old is not None and same_config else ()
 
@@ -489,7 +510,7 @@ def encode_file(
     completed = dict(done)
     new = write(completed, 0, len(done))  # the directory now describes this configuration
     if old is not None:
-        _remove_shards(out, old, keep={r.file for r in done.values()})
+        remove_shards(out, old, keep={r.file for r in done.values()})
 
     from sentvec._progress import progress_bar
 
@@ -503,7 +524,7 @@ def encode_file(
             if i in done:
                 bar.update(b - a)
                 continue
-            completed[i] = _encode_shard(
+            completed[i] = encode_shard(
                 encoder,
                 white,
                 path,
@@ -547,10 +568,17 @@ def _summarise_warnings(caught: list[warnings.WarningMessage], path: Path) -> No
         )
 
 
-def _reusable(
+def reusable_shards(
     old: EncodeManifest | None, new: EncodeManifest, out: Path, overwrite: bool, resume: bool
 ) -> dict[int, ShardRecord]:
-    """Shards of ``old`` that ``new`` may reuse; raises on a conflicting configuration."""
+    """Shards of manifest ``old`` that ``new`` may reuse, by index.
+
+    Raises
+    ------
+    ValueError
+        ``old`` was written with another configuration or from a changed input, and
+        ``overwrite`` is False.
+    """
     if old is None:
         return {}
     hint = "refusing to mix them (pass overwrite=True / --overwrite to discard them)"
@@ -614,13 +642,14 @@ def _reusable(
     return done
 
 
-def _remove_shards(out: Path, old: EncodeManifest, keep: set[str]) -> None:
+def remove_shards(out: Path, old: EncodeManifest, keep: set[str]) -> None:
+    """Delete the shard files of ``old`` in ``out`` whose names are not in ``keep``."""
     for rec in old.shards:
         if rec.file not in keep:
             (out / rec.file).unlink(missing_ok=True)
 
 
-def _encode_lines(
+def encode_lines(
     encoder: Encoder,
     white: Any,
     lines: list[str],
@@ -630,7 +659,8 @@ def _encode_lines(
 ) -> np.ndarray:
     """Encode ``lines`` in chunks (progress per chunk), whiten, check; float32 (n, d).
 
-    The encoder's warnings are collected into ``caught`` (summarised once by the caller) instead of
+    The one encoding step of a shard, shared by :func:`encode_file` and
+    :func:`sentvec.cluster.encode_file_distributed`. The encoder's warnings are collected into ``caught`` (summarised once by the caller) instead of
     being repeated for every chunk.
     """
     kwargs: dict[str, Any] = {"show_progress_bar": False}
@@ -665,9 +695,34 @@ def _encode_lines(
     return emb
 
 
-def _encode_shard(
-    encoder, white, path, out, i, a, b, ba, bb, batch_size, encoding, dim, bar, caught
-):
+def encode_shard(
+    encoder: Encoder,
+    white: Any,
+    path: Path,
+    out: Path,
+    i: int,
+    a: int,
+    b: int,
+    ba: int,
+    bb: int,
+    batch_size: int | None,
+    encoding: str,
+    dim: int,
+    bar: Any,
+    caught: list[warnings.WarningMessage] | None,
+) -> ShardRecord:
+    """Encode shard ``i`` (lines ``[a, b)`` at bytes ``[ba, bb)`` of ``path``), write it atomically
+    into ``out`` as ``shard-<a>-<b>.npy`` (float32, shape (b - a, dim)) and return its record.
+
+    The step :func:`encode_file` runs for each shard and the Dask workers of
+    :func:`sentvec.cluster.encode_file_distributed` run for theirs.
+
+    Raises
+    ------
+    ValueError
+        The file changed under the run (another line count), the encoder's output has another
+        width than ``dim`` or is non-finite.
+    """
     t = time.perf_counter()
     lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
     if len(lines) != b - a:
@@ -675,7 +730,7 @@ def _encode_shard(
             f"{str(path)!r} changed while encoding: expected {b - a} lines at "
             f"line {a}, read {len(lines)}"
         )
-    emb = _encode_lines(encoder, white, lines, batch_size, bar, caught)
+    emb = encode_lines(encoder, white, lines, batch_size, bar, caught)
     if emb.shape[1] != dim:
         raise ValueError(f"shard {i} has dimension {emb.shape[1]}, the probe had {dim}")
     name = _shard_name(a, b)
@@ -779,7 +834,7 @@ def load_embeddings(
                     f"shard file {str(f)!r} holds {arr.dtype}, not float32 (not "
                     "written by encode_file); re-run encode_file to re-encode it"
                 )
-            bad = _count_nonfinite(arr)
+            bad = count_nonfinite(arr)
             if bad:
                 raise ValueError(
                     f"shard file {str(f)!r} holds {bad} NaN or infinite values "

@@ -78,6 +78,9 @@ __all__ = [
     "open_corpus_index",
     "corpus_lines_at",
 ]
+#: Largest padded result (scores float32 + ids int64) that ``search`` makes when k > ntotal.
+_MAX_PADDING_BYTES = 256 << 20
+
 #: Query block size of the exact backend: bounds the (block, ntotal) score matrix.
 _SCORE_BLOCK_BYTES = 128 * 2**20
 #: Extra candidates per query re-scored in float64 (enlarged when a near-tie requires it).
@@ -331,7 +334,8 @@ class SemanticSearch:
         queries : array-like of shape (n, d)
         k : int
             Results per query; may exceed ``ntotal`` (the slots beyond ``ntotal`` are padding:
-            id -1, score -inf, as faiss does).
+            id -1, score -inf, as faiss does) as long as the padded results stay below
+            256 MiB (``search -k`` of the command line is capped at ``ntotal`` instead).
 
         Returns
         -------
@@ -343,7 +347,8 @@ class SemanticSearch:
         ------
         ValueError
             Bad ``k``, wrong query dimension, or non-finite queries; an index holding no
-            vectors; ``metric="dot"``: query values beyond float32's range, or dot
+            vectors; ``k > ntotal`` with padded results over 256 MiB (``k=10**12`` asked numpy
+            for 3.64 TiB of padding); ``metric="dot"``: query values beyond float32's range, or dot
             products with the stored vectors that could exceed it.
         """
         k = check_positive_int("k", k)
@@ -363,6 +368,12 @@ class SemanticSearch:
                 f"({_F32_MAX:.4g}) in which metric='dot' scores; scale the queries down"
             )
         n = len(q)
+        if k > self._ntotal and n * k * 12 > _MAX_PADDING_BYTES:
+            raise ValueError(
+                f"k={k} is more than the {self._ntotal} vectors of the index: the "
+                f"results would be {n} x {k} slots, nearly all padding (id -1), "
+                f"{n * k * 12 / 2**30:.3g} GiB; pass k <= ntotal ({self._ntotal})"
+            )
         scores = np.full((n, k), -np.inf, dtype=np.float32)
         ids = np.full((n, k), -1, dtype=np.int64)
         kk = min(k, self._ntotal)

@@ -11,7 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sentvec._io import check_output_path  # noqa: F401  (the commands take it from here)
+from sentvec._io import (  # noqa: F401  (the commands take them from here)
+    check_output_path,
+    check_outputs_not_inputs,
+)
 
 #: ``--errors`` choices of the commands reading text: what a line that is not UTF-8 does.
 ERRORS = ("strict", "replace", "surrogateescape")

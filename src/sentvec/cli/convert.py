@@ -38,11 +38,18 @@ def register(subparsers: Any) -> None:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from sentvec.cli._args import check_output_path
+    from sentvec._io import check_model_path
+    from sentvec.cli._args import check_output_path, check_outputs_not_inputs
     from sentvec.sent2vec.binfile import is_bin_file
     from sentvec.sent2vec.model import Sent2Vec, check_save_target, is_model_dir
 
     src, dst = Path(args.source), Path(args.destination)
+    check_model_path(src, what="source")
+    check_outputs_not_inputs(
+        {"destination": dst},
+        {"source": src},
+        replaced_dirs=() if src.is_dir() else ("destination",),
+    )
     if not src.exists():
         raise FileNotFoundError(f"model not found: {str(src)!r}")
     if src.is_dir():

@@ -19,7 +19,13 @@ from typing import IO, Any
 import numpy as np
 
 from sentvec._io import TextLineReader as _LineReader
-from sentvec.cli._args import ERRORS, add_progress_option, check_output_path, progress
+from sentvec.cli._args import (
+    ERRORS,
+    add_progress_option,
+    check_output_path,
+    check_outputs_not_inputs,
+    progress,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -127,6 +133,9 @@ def _run_embed(args: argparse.Namespace) -> int:
 
     batch_size = check_positive_int("--batch-size", args.batch_size)
     threads = None if args.threads is None else check_positive_int("--threads", args.threads)
+    check_outputs_not_inputs(
+        {"--output": args.output}, {"model": args.model, "--input": args.input}
+    )
     _check_output(args.output)
     try:
         model = Sent2Vec.load(args.model, mmap="r" if args.mmap else None, inference_only=True)

@@ -31,6 +31,7 @@ from sentvec.cli._args import (
     add_device_options,
     add_progress_option,
     check_output_path,
+    check_outputs_not_inputs,
     device_options,
     int_at_least,
     plain_text,
@@ -105,6 +106,13 @@ def register(subparsers: Any) -> None:
         help="start a local cluster of N one-thread worker processes for the run",
     )
     d.add_argument(
+        "--dask-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long to wait for --dask-scheduler to answer (default 30)",
+    )
+    d.add_argument(
         "--partition-lines",
         type=int_at_least(1),
         default=None,
@@ -136,6 +144,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Encode (here or on a Dask cluster); optionally fit a whitening; print a summary; return 0."""
+    check_outputs_not_inputs(
+        {"--output": args.output, "--fit-whitening": args.fit_whitening},
+        {"--input": args.input, "--model": args.model, "--whitening": args.whitening},
+        replaced_dirs=("--fit-whitening",),
+    )
     if args.fit_whitening is not None:
         check_output_path(args.fit_whitening, what="--fit-whitening", kind="whole-dir")
     if args.n_components is not None and args.fit_whitening is None:
@@ -190,13 +203,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
     """``encode_file_distributed`` on ``--dask-scheduler`` or a local ``--dask-workers`` cluster."""
-    from sentvec.cluster import PartitionError, encode_file_distributed, local_client
+    from sentvec.cluster import (
+        PartitionError,
+        connect_client,
+        encode_file_distributed,
+        local_client,
+    )
 
     opened: AbstractContextManager[Any]
     if args.dask_scheduler is not None:
-        import distributed
-
-        opened = distributed.Client(args.dask_scheduler)
+        opened = connect_client(args.dask_scheduler, timeout=args.dask_timeout)
     else:
         opened = local_client(args.dask_workers)
     with opened as client:

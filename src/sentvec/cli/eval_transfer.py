@@ -146,6 +146,9 @@ def run(args: argparse.Namespace) -> int:
             "inner folds are --kfold"
         )
     t_start = time.perf_counter()
+    from sentvec._io import check_outputs_not_inputs
+
+    check_outputs_not_inputs({"--json": args.json}, {"--model": args.model})
     if args.json:  # before the work (issue 18): a bad path must not fail after it
         from sentvec._io import check_output_path
 

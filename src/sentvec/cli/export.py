@@ -139,8 +139,14 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``sentvec export``; returns the exit code."""
     from sentvec import Pipeline, load_encoder
     from sentvec._io import check_replaceable_directory
+    from sentvec.cli._args import check_outputs_not_inputs
     from sentvec.integrations.sentence_transformers import EXPORT_FORMAT, EXPORT_MARKER
 
+    check_outputs_not_inputs(
+        {"--output": args.output},
+        {"--model": args.model, "--whiten": args.whiten},
+        replaced_dirs=("--output",),
+    )
     check_replaceable_directory(
         args.output,
         marker=EXPORT_MARKER,

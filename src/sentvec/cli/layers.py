@@ -19,6 +19,7 @@ from sentvec.cli._args import (
     add_postprocess_options,
     add_transformer_options,
     check_output_path,
+    check_outputs_not_inputs,
     check_postprocess_options,
     device_options,
     load_transformer,
@@ -80,6 +81,7 @@ def run_layers(args: argparse.Namespace) -> int:
     if args.max_combination is not None and args.max_combination < 0:
         raise ValueError(f"max_combination={args.max_combination} is invalid; expected >= 0")
     check_postprocess_options(args, "--k")
+    check_outputs_not_inputs({"--out": args.out}, {"--model": args.model})
     out = check_output_path(args.out, what="--out", kind="dir")  # before the work
     encoder = load_transformer(args.model, max_length=args.max_length, **device_options(args))
     postprocessor = year_postprocessor(args, encoder)

@@ -16,6 +16,7 @@ from typing import Any
 from sentvec.cli._args import (
     add_evaluation_options,
     check_output_path,
+    check_outputs_not_inputs,
     device_options,
     display_name,
     load_transformer,
@@ -158,6 +159,14 @@ def run_report(args: argparse.Namespace) -> int:
     from sentvec.evaluation import render_report
 
     # inputs and output first: a bad path must not cost the transformer forward passes
+    check_outputs_not_inputs(
+        {"--out": args.out},
+        {
+            "--sent2vec": args.sent2vec,
+            "--token-corpus": args.token_corpus,
+            **{f"--models {m}": m for m in args.models},
+        },
+    )
     check_output_path(args.out, what="--out")
     sent2vec = None
     if args.sent2vec:

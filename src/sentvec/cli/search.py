@@ -56,7 +56,12 @@ def register(subparsers: Any) -> None:
     q.add_argument(
         "--queries", metavar="FILE", help="a file of queries, one per line (blank lines skipped)"
     )
-    p.add_argument("-k", type=positive_int, default=10, help="results per query (default 10)")
+    p.add_argument(
+        "-k",
+        type=positive_int,
+        default=10,
+        help="results per query (default 10; at most the lines of the corpus)",
+    )
     p.add_argument(
         "--index",
         default=None,
@@ -86,9 +91,15 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Build or reuse the index, search, print results; return 0."""
     from sentvec._io import check_input_file
+    from sentvec.cli._args import check_outputs_not_inputs
     from sentvec.encoders import load_encoder
     from sentvec.search import corpus_lines_at, open_corpus_index
 
+    check_outputs_not_inputs(
+        {"--index": args.index},
+        {"--corpus": args.corpus, "--queries": args.queries, "--model": args.model},
+        replaced_dirs=("--index",),
+    )
     corpus = check_input_file(args.corpus, what="corpus", regular=True)
     if args.queries:
         from sentvec._io import read_text_lines
@@ -121,8 +132,15 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(f"reusing index ({index.ntotal} lines)", file=sys.stderr)
+    k = min(args.k, max(index.ntotal, 1))
+    if k < args.k:
+        print(
+            f"-k {args.k} is more than the {index.ntotal} lines of the index: "
+            f"returning all {index.ntotal}, ranked",
+            file=sys.stderr,
+        )
     t0 = time.perf_counter()
-    scores, ids = index.search_texts(queries, args.k, batch_size=args.batch_size)
+    scores, ids = index.search_texts(queries, k, batch_size=args.batch_size)
     dt = time.perf_counter() - t0
     texts = corpus_lines_at(corpus, {int(i) for i in ids.ravel() if i >= 0})
     results: list[dict[str, Any]] = [
@@ -142,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "model": args.model,
                     "corpus": os.fspath(corpus),
-                    "k": args.k,
+                    "k": k,
                     "metric": args.metric,
                     "backend": args.backend,
                     "queries": results,

@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from typing import IO, Any
 
 from sentvec._io import TextLineReader as _LineReader
-from sentvec.cli._args import ERRORS, check_output_path
+from sentvec.cli._args import ERRORS, check_output_path, check_outputs_not_inputs
 
 TOKENIZERS = ("moses", "whitespace")
 
@@ -47,6 +47,7 @@ def _run_tokenize(args: argparse.Namespace) -> int:
     from sentvec._io import atomic_open
     from sentvec.sent2vec.preprocessing import Preprocessing
 
+    check_outputs_not_inputs({"--output": args.output}, {"--input": args.input})
     prep = Preprocessing(lowercase=bool(args.lowercase), tokenizer=args.tokenizer)
     if args.output != "-":
         check_output_path(args.output, what="output")

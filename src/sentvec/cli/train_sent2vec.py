@@ -138,7 +138,11 @@ def register(subparsers: Any) -> None:
 
 
 def _check_outputs(
-    out: Path, fmt: str, report: str | None, checkpoint_dir: str | None = None
+    out: Path,
+    fmt: str,
+    report: str | None,
+    checkpoint_dir: str | None = None,
+    model_bytes: int = 0,
 ) -> None:
     """Fail now if the model (or report) could not be written once training is done."""
     from sentvec.cli._args import check_output_path
@@ -151,6 +155,12 @@ def _check_outputs(
         check_output_path(out, what="-output")
     elif fmt == "both":
         check_output_path(out.with_name(out.name + ".bin"), what="-output .bin file")
+    # the model needs at least its bucket rows (the vocabulary adds more): refused now if
+    # they cannot fit, not after the training
+    from sentvec._io import check_free_space
+
+    copies = 2 if fmt == "both" else 1
+    check_free_space(out, copies * model_bytes, what="-output (its bucket rows alone)")
     if report:
         check_output_path(report, what="--report")
     if checkpoint_dir:
@@ -189,9 +199,21 @@ def _run(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt == "auto":
         fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
+    from sentvec.cli._args import check_outputs_not_inputs
+
+    check_outputs_not_inputs(  # before anything else: the corpus must survive a typo
+        {
+            "-output": out,
+            "-output .bin file": out.with_name(out.name + ".bin") if fmt == "both" else None,
+            "--report": args.report,
+            "--checkpoint-dir": args.checkpoint_dir,
+        },
+        {"-input": args.input, "--resume-from": args.resume_from},
+        replaced_dirs=("-output",) if fmt in ("dir", "both") else (),
+    )
     trainer = Sent2VecTrainer(**kwargs)
-    _check_outputs(
-        out, fmt, args.report, args.checkpoint_dir
+    _check_outputs(  # the model's input matrix holds at least bucket x dim float32
+        out, fmt, args.report, args.checkpoint_dir, 4 * trainer.bucket * trainer.dim
     )  # before training: a bad path must not waste the run
     model = trainer.fit(args.input)
     written = []

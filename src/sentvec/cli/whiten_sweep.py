@@ -16,6 +16,7 @@ from sentvec.cli._args import (
     add_evaluation_options,
     add_transformer_options,
     check_output_path,
+    check_outputs_not_inputs,
     device_options,
     layer_list,
     load_transformer,
@@ -46,6 +47,7 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     )
 
     t0 = time.perf_counter()
+    check_outputs_not_inputs({"--out": args.out}, {"--model": args.model, "--corpus": args.corpus})
     out = check_output_path(args.out, what="--out", kind="dir")  # before the work
     path = None
     if not args.no_corpus:

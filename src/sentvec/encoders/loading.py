@@ -49,12 +49,16 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
         If ``name_or_path`` names a ``.bin`` file or looks like a path (contains a separator or
         starts with ``.``/``~``) and does not exist.
     ValueError
-        If a file exists but is not a model sentvec can read; :class:`EncoderOptionsError`
+        If a file exists but is not a model sentvec can read, or ``name_or_path`` is a FIFO, a
+        device or a socket (the message says which); :class:`EncoderOptionsError`
         (a ValueError) if transformer options are given for a Sent2Vec model or a pipeline.
     """
     overrides = {k: v for k, v in overrides.items() if v is not None}
     text = os.fspath(name_or_path)
     path = Path(text).expanduser()
+    from sentvec._io import check_model_path
+
+    check_model_path(path)  # a FIFO or device: say so (not "not found", and never block on it)
     if path.suffix.lower() == ".bin" and not path.exists():
         raise FileNotFoundError(f"model file not found: {text!r}")
     if path.is_dir() and (path / PIPELINE_FILE).is_file():

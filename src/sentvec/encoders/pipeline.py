@@ -219,6 +219,16 @@ class Pipeline:
             X = X / np.where(norms > 0, norms, 1.0)
         return X[0] if single else X
 
+    def get_sentence_embedding_dimension(self) -> int | None:
+        """Width of the vectors :meth:`encode` returns, known without encoding (None when the
+        encoder does not state its own): the post-processor's output width, else the
+        encoder's. Lets every check that needs only the width (``eval-sts --n-components``)
+        run before any encoding."""
+        from sentvec.encoders.base import output_dimension
+
+        d = output_dimension(self.encoder)
+        return d if self.whitening is None or d is None else self._out_dim(d)
+
     def _out_dim(self, d: int) -> int:
         names = getattr(self.whitening, "get_feature_names_out", None)
         if callable(names):  # scikit-learn's output width (d for all-but-the-top)

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sentvec._io import atomic_write_json
+from sentvec._io import atomic_write_json, make_temp
 from sentvec._validation import check_choice, check_positive_int, check_sentences
 from sentvec.encoders.base import TRANSFORMER_BACKENDS
 from sentvec.encoders.models import resolve_model
@@ -158,6 +157,12 @@ def _read_encoder_config(model_dir: str) -> dict[str, Any]:
             f"{ENCODER_CONFIG_VERSION}"
         )
     return cfg
+
+
+def _pickled_weights_only(directory: str | os.PathLike[str]) -> bool:
+    """True if a model directory has ``pytorch_model*.bin`` weights and no safetensors."""
+    d = Path(directory)
+    return not any(d.glob("*.safetensors")) and any(d.glob("pytorch_model*.bin"))
 
 
 class TransformerEncoder:
@@ -327,7 +332,9 @@ class TransformerEncoder:
         **model_kwargs
             Passed to ``transformers.AutoModel.from_pretrained`` (e.g. ``dtype``, or
             ``num_hidden_layers=2`` to keep only the first two layers). ``local_files_only``
-            defaults to True: nothing is downloaded from a model hub.
+            defaults to True: nothing is downloaded from a model hub; ``use_safetensors``
+            defaults to True: only ``model.safetensors`` weights are read, never a pickled
+            ``pytorch_model.bin``.
 
         Raises
         ------
@@ -356,6 +363,18 @@ class TransformerEncoder:
         _resolve_device(device)  # a device this torch cannot use fails before the weights load
         # sentvec never downloads weights: a hub name loads only from the user's hub cache
         model_kwargs.setdefault("local_files_only", True)
+        # weights sentvec did not write are read from safetensors only: a pickled checkpoint
+        # (pytorch_model.bin) is never even offered to torch.load
+        model_kwargs.setdefault("use_safetensors", True)
+        if is_local and model_kwargs["use_safetensors"] and _pickled_weights_only(resolved):
+            from sentvec.sent2vec import ModelFormatError
+
+            raise ModelFormatError(
+                f"{str(name_or_path)!r} holds pickled weights only (pytorch_model.bin, no "
+                "model.safetensors); sentvec reads safetensors weights only, since loading a "
+                "pickle can run code. If you trust the file, convert it once with transformers "
+                "(AutoModel.from_pretrained(DIR, use_safetensors=False).save_pretrained(DIR))"
+            )
         try:
             tokenizer = AutoTokenizer.from_pretrained(
                 resolved, local_files_only=model_kwargs["local_files_only"]
@@ -761,7 +780,7 @@ class TransformerEncoder:
         if target.exists() and not target.is_dir():
             raise FileExistsError(f"{str(target)!r} exists and is not a directory")
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        tmp = make_temp(target, directory=True)
         try:
             self.model.save_pretrained(tmp)
             self.tokenizer.save_pretrained(tmp)

@@ -362,6 +362,7 @@ def _save_transformer(
         state_dict[name] = torch.from_numpy((bias - mu).astype(np.float32))
     encoder.model.save_pretrained(root, safe_serialization=True, state_dict=state_dict)
     encoder.tokenizer.save_pretrained(root)
+    _drop_loader_keys(root / "tokenizer_config.json", _source_dir(encoder))
     if not (root / "tokenizer.json").is_file():
         raise ExportError(
             f"the tokenizer of {encoder.name_or_path!r} is not a fast tokenizer "
@@ -380,6 +381,86 @@ def _save_transformer(
         root / "sentence_bert_config.json",
         {"max_seq_length": int(encoder.max_length), "do_lower_case": False},
     )
+
+
+#: Keys that transformers' loader adds to ``tokenizer_config.json`` when it saves a tokenizer
+#: it loaded (how it was loaded, not what it is); dropped unless the source model has them.
+_LOADER_KEYS = ("local_files_only", "is_local", "max_length")
+
+
+def _source_dir(encoder: Any) -> Path | None:
+    """The local directory of the model the encoder was made from (its recorded source model
+    first: a directory saved by sentvec records the one it came from), when there is one."""
+    from sentvec.encoders.models import resolve_model
+
+    for name in (_source_model(encoder), getattr(encoder, "name_or_path", None)):
+        if not name:
+            continue
+        if Path(str(name)).is_dir():
+            return Path(str(name))
+        try:
+            resolved = resolve_model(str(name))
+        except (OSError, ValueError):
+            continue
+        if Path(resolved).is_dir():
+            return Path(resolved)
+    return None
+
+
+def _drop_loader_keys(path: Path, source: Path | None) -> None:
+    """Remove from the saved ``tokenizer_config.json`` the loader keys the source lacks."""
+    cfg = json.loads(path.read_text(encoding="utf-8"))
+    src_keys: set[str] = set()
+    if source is not None and (source / "tokenizer_config.json").is_file():
+        src_keys = set(json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8")))
+    dropped = [k for k in _LOADER_KEYS if k in cfg and k not in src_keys]
+    if dropped:
+        _write_json(path, {k: v for k, v in cfg.items() if k not in dropped})
+
+
+def _source_card(source: Path | None) -> dict[str, Any]:
+    """``license`` and ``language`` of the source model's card (its README front matter)."""
+    if source is None or not (source / "README.md").is_file():
+        return {}
+    import yaml
+
+    text = (source / "README.md").read_text(encoding="utf-8", errors="replace")
+    if not text.startswith("---"):
+        return {}
+    try:
+        meta = yaml.safe_load(text.split("---", 2)[1])
+    except (yaml.YAMLError, IndexError):
+        return {}
+    if not isinstance(meta, dict):
+        return {}
+    return {k: meta[k] for k in ("license", "language") if isinstance(meta.get(k), (str, list))}
+
+
+def _model_index(title: str, sts: Any) -> list[str]:
+    """``model-index`` front-matter lines (the Hub's and MTEB's evaluation results) for the STS
+    results ``sts`` computed; none for a Markdown string or no results."""
+    from sentvec.evaluation.results import STSResult
+
+    res = sts if isinstance(sts, STSResult) else None
+    if isinstance(sts, Mapping) and len(sts) == 1:
+        res = next(iter(sts.values()))
+    if not isinstance(res, STSResult):
+        return []
+    lines = ["model-index:", f"- name: {json.dumps(title)}", "  results:"]
+    for task, score in res.task_scores.items():
+        lines += [
+            "  - task:",
+            "      type: STS",
+            "    dataset:",
+            f"      name: {task}",
+            f"      type: {task.lower()}",
+            "      split: test",
+            "    metrics:",
+            "    - type: cos_sim_spearman",
+            f"      value: {float(score):.2f}",
+            f"      name: Spearman (cosine) x 100, {res.aggregation} over subsets (sentvec)",
+        ]
+    return lines
 
 
 def _versions() -> dict[str, str]:
@@ -430,7 +511,7 @@ def _sts_markdown(sts: Any) -> str | None:
     )
 
 
-def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
+def _model_card(info: dict[str, Any], sts_md: str | None, sts: Any = None) -> str:
     hub = info["base_model"]
     front = [
         "---",
@@ -446,6 +527,13 @@ def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
         front.append("- " + info["post_processing"]["type"])
     if hub:
         front.append(f"base_model: {hub}")
+    for key in ("license", "language"):
+        value = info.get(key)
+        if isinstance(value, str):
+            front.append(f"{key}: {value}")
+        elif isinstance(value, list) and value:
+            front += [f"{key}:"] + [f"- {v}" for v in value]
+    front += _model_index(info["title"], sts)
     front.append("---")
     layers = info["layers"]
     lines = [
@@ -545,7 +633,18 @@ def _model_card(info: dict[str, Any], sts_md: str | None) -> str:
             "(`1_Pooling/config.json`, at most one `2_Dense` with identity activation, last "
             "layer): "
             "`text-embeddings-inference --model-id PATH`. That server L2-normalises by "
-            "default (cosines unchanged) and may run in float16 on a GPU.",
+            "default (cosines unchanged) and may run in float16 on a GPU. TEI 1.8.1-1.8.2 "
+            "ignore a Dense module of a local directory: use 1.8.3 or later.",
+        ]
+    else:
+        lines += [
+            "",
+            "**Not for text-embeddings-inference (TEI).** TEI does not run this layout: it "
+            "skips the layer-combination module (with a log warning), finds no `1_Pooling`, "
+            "pools with CLS and applies no Dense, so it serves other vectors without an "
+            "error. Export with `--serving-compatible` for TEI. sentence-transformers "
+            "(3.x, safetensors) and infinity-emb (torch engine) load this directory "
+            "correctly; see docs/export-compatibility.md of sentvec.",
         ]
     if sts_md:
         lines += ["", "## STS evaluation (computed with sentvec)", "", sts_md.rstrip()]
@@ -726,6 +825,7 @@ def export_sentence_transformers(
         }[str(pp_info["type"])]
     info["title"] = title or (f"{source}: {pool_name} " + "+".join(f"L{i}" for i in idx) + pp_title)
     sts_md = _sts_markdown(sts)
+    info.update(_source_card(_source_dir(encoder)))
 
     with atomic_directory(
         path,
@@ -782,6 +882,6 @@ def export_sentence_transformers(
         )
         from sentvec._io import atomic_write_text
 
-        atomic_write_text(tmp / "README.md", _model_card(info, sts_md))
+        atomic_write_text(tmp / "README.md", _model_card(info, sts_md, sts))
         _write_json(tmp / EXPORT_MARKER, info)
     return Path(path)

@@ -581,6 +581,8 @@ def _write_matrix(fh: Any, mat: np.ndarray) -> None:
 
 def is_bin_file(path: str | os.PathLike[str]) -> bool:
     """True if ``path`` is a file starting with the fastText magic number."""
+    if not os.path.isfile(path):  # never open a FIFO or a device: reading it could block
+        return False
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from sentvec._io import pid_alive
 from sentvec.sent2vec._scan import close_sentence
 from sentvec.sent2vec._wordtable import build_table, lookup
 from sentvec.sent2vec._wordtable import is_sep as _is_sep
@@ -169,16 +170,6 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
 TEMP_PREFIX = "sentvec-s2v-"
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by another user
-        return True
-    return True
-
-
 def remove_stale_temp_dirs(directory: str | os.PathLike[str] | None = None) -> list[Path]:
     """Delete the conversion folders of runs that died without cleaning up; return them.
 
@@ -198,7 +189,7 @@ def remove_stale_temp_dirs(directory: str | os.PathLike[str] | None = None) -> l
         pid_text = d.name[len(TEMP_PREFIX) :].split("-", 1)[0]
         if not pid_text.isdigit() or int(pid_text) == os.getpid() or not d.is_dir():
             continue
-        if not _pid_alive(int(pid_text)):
+        if not pid_alive(int(pid_text)):
             shutil.rmtree(d, ignore_errors=True)
             if not d.exists():
                 removed.append(d)

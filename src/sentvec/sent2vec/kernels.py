@@ -1018,6 +1018,7 @@ def train_job(
     exact_sigmoid,
     l1,
     stats,
+    stop=None,
 ):
     """Train on sentences ``first .. last-1`` of a token-id corpus; update ``wi``/``wo`` in place.
 
@@ -1069,7 +1070,13 @@ def train_job(
         L1 proximal weight tau (0 disables it).
     stats : ndarray of shape (N_STATS,), float64
         This thread's tallies: loss sum, targets, tokens, last learning rate (incremented).
+    stop : ndarray of shape (1,), uint8, optional
+        Read before each sentence: the job returns early once ``stop[0]`` is non-zero (set by
+        another thread on Ctrl-C or SIGTERM), so a long job never delays the end of a run by
+        more than one sentence.
     """
+    if stop is None:
+        stop = np.zeros(1, np.uint8)
     job, ws = _job_and_workspace(
         mode, l1, word_ngrams, offsets, first, last, wi.shape[1], dropout_k
     )
@@ -1101,8 +1108,28 @@ def train_job(
         exact_sigmoid,
         l1,
         stats,
+        stop,
         ws,
     )
+
+
+def check_job_size(neg, nwords):
+    """Refuse settings that make one sentence's work unbounded by the data: more negatives per
+    target than the vocabulary has words (``-neg 100000000`` ran for minutes per sentence, and a
+    job sees a stop request only between sentences). ``nwords`` 0 (before the vocabulary pass)
+    checks nothing.
+
+    Raises
+    ------
+    ValueError
+        ``neg > nwords``; the message gives the largest value that is accepted.
+    """
+    if nwords and neg > nwords:
+        raise ValueError(
+            f"neg={neg} is more negatives per target than the vocabulary has words "
+            f"({nwords}); each target would meet the same words many times over: use "
+            f"neg <= {nwords} (the paper's and the official default: 10)"
+        )
 
 
 _JOBS: dict = {}
@@ -1159,6 +1186,7 @@ def _probe_args(mode, l1, word_ngrams):
         False,
         float(l1),
         np.zeros(N_STATS),
+        np.zeros(1, np.uint8),
     )
 
 
@@ -1217,6 +1245,7 @@ def _make_job(variant):
         exact_sigmoid,
         l1,
         stats,
+        stop,
         ws,
     ):
         flushed = 0
@@ -1227,6 +1256,8 @@ def _make_job(variant):
         for s in range(first, last):
             if tokens_before + flushed + unflushed >= total_tokens:
                 break  # official trainThread: stop once epoch * ntokens tokens are processed
+            if stop[0] != 0:
+                break  # Ctrl-C / SIGTERM: the run is being stopped
             progress = (tokens_before + flushed) / total_tokens
             lr = lr0 * (1.0 - progress)
             if lr < 0.0:

@@ -23,6 +23,7 @@ from sentvec._io import (
     atomic_directory,
     atomic_save_npy,
     atomic_write_text,
+    check_model_path,
     has_marker,
     load_npy,
     read_json_object,
@@ -263,6 +264,7 @@ class Sent2Vec:
         """
         mode = check_mmap_mode(mmap)
         p = Path(path)
+        check_model_path(p)
         if not p.exists():
             raise FileNotFoundError(f"model not found: {str(p)!r}")
         if mode is None:  # read into memory: the matrices must fit (memory maps need not)

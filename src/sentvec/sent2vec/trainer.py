@@ -310,6 +310,9 @@ class Sent2VecTrainer:
 
     def _check_memory(self, nwords: int, n_sentences: int = 0) -> None:
         from sentvec._memory import check_memory
+        from sentvec.sent2vec.kernels import check_job_size
+
+        check_job_size(self.neg, nwords)  # after the vocabulary pass (nwords > 0) only
 
         need, drivers = self.memory_estimate(nwords, n_sentences)
         check_memory(
@@ -676,6 +679,8 @@ class _Run:
         if state is not None:
             self._restore(state)
         self.mode = kernels.MODE_SENTENCE if trainer.update == "sentence" else kernels.MODE_TARGET
+        #: read by the compiled jobs before each sentence: 1 ends them (Ctrl-C, SIGTERM)
+        self.stop_flag = np.zeros(1, dtype=np.uint8)
 
     def _restore(self, state: dict[str, Any]) -> None:
         if state["n_tokens"] != self.ids.n_tokens or state["njobs"] != self.njobs:
@@ -737,6 +742,7 @@ class _Run:
             tr.sigmoid == "exact",
             tr.l1,
             stats,
+            self.stop_flag,
         )
 
     def train(self) -> list[EpochReport]:
@@ -851,6 +857,7 @@ class _Run:
                 if bar is not None:
                     self._progress(bar, done0, t_start)
         except KeyboardInterrupt:
+            self.stop_flag[0] = 1  # the compiled jobs return at their next sentence
             stop.set()
             for th in threads:
                 th.join()

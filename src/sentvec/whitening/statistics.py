@@ -140,12 +140,17 @@ class WhiteningStatistics:
     def check_sample_weight(sample_weight: Any, n_samples: int) -> np.ndarray:
         """Validated repeat counts: ndarray of shape (n_samples,), int64.
 
+        Whole-number floats are counts (scikit-learn passes float weights) and a boolean array
+        is a row mask (1 keeps a row, 0 drops it).
+
         Raises
         ------
         ValueError
             Not non-negative integers, one per row, with a positive sum below 2**63.
         """
         w = np.asarray(sample_weight)
+        if w.dtype == np.bool_:
+            w = w.astype(np.int64)  # a row mask: True keeps a row once, False drops it
         if (
             w.dtype.kind == "f"
             and w.shape == (n_samples,)
