@@ -243,7 +243,9 @@ def test_static_embedding_dir_equals_sentence_transformers(
     tmp_path, tokenizer, sts_sentences, odd_texts, normalize
 ):
     st = pytest.importorskip("sentence_transformers")
-    from sentence_transformers.models import Normalize, StaticEmbedding
+    with warnings.catch_warnings():  # the old import path, deprecated in 6.x
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from sentence_transformers.models import Normalize, StaticEmbedding
 
     tok = tokenizer.__class__.from_str(tokenizer.to_str())
     mods = [StaticEmbedding(tok, embedding_weights=_rows(tok.get_vocab_size(), seed=3))]
@@ -370,3 +372,29 @@ def test_evaluate_sts_and_search_take_a_static_encoder(m2v_dir, tmp_path):
     search.add_texts(docs)
     scores, ids = search.search_texts(["stock markets fell sharply"], k=1)
     assert ids[0, 0] == 1 and abs(scores[0, 0] - 1.0) < 1e-5
+
+
+# ---------------------------------------------------------------------- WordLlama
+
+
+@pytest.mark.parametrize("trunc_dim", [None, 128, 64])
+def test_wordllama_equals_its_own_embed(sts_sentences, odd_texts, trunc_dim):
+    wordllama = pytest.importorskip("wordllama")
+    from pathlib import Path
+
+    # its wheel ships weights/ and tokenizers/; cache_dir= the package folder finds both
+    package = Path(wordllama.__file__).resolve().parent
+    ref = wordllama.WordLlama.load(
+        "l2_supercat", cache_dir=package, disable_download=True, trunc_dim=trunc_dim
+    )
+    name = "wordllama" if trunc_dim is None else f"wordllama-{trunc_dim}"
+    enc = load_encoder(name)
+    assert isinstance(enc, StaticEncoder) and enc.dim == (trunc_dim or 256)
+    texts = sts_sentences + [t for t in odd_texts if t]
+    ours = _quiet_encode(enc, texts)
+    theirs = ref.embed(texts)
+    assert np.abs(ours - theirs).max() <= 1e-6 * max(1.0, float(np.abs(theirs).max()))
+    assert (
+        np.abs(_quiet_encode(enc, texts, normalize=True) - ref.embed(texts, norm=True)).max()
+        <= 1e-6
+    )
