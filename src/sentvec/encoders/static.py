@@ -53,6 +53,7 @@ DEFAULT_MAX_LENGTH = 512
 _BATCH = 16384
 _PARALLEL_MIN = 2048
 _CACHE_LIMIT = 1 << 20  # distinct chunks remembered before the cache starts over
+_JOIN = 512  # new chunks tokenized together as one text
 
 _SEPARABLE_NORMALIZERS = {
     "BertNormalizer",
@@ -81,6 +82,11 @@ def _flatten(node: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:
     return [node]
 
 
+def _component(obj: Any) -> dict[str, Any] | None:
+    """The JSON description of a tokenizer component (normalizer, pre-tokenizer), or None."""
+    return None if obj is None else json.loads(obj.__getstate__())
+
+
 def chunk_separable(tokenizer: Any) -> bool:
     """Whether tokenizing ``a + " " + b`` always gives the tokens of ``a`` then those of ``b``.
 
@@ -90,21 +96,18 @@ def chunk_separable(tokenizer: Any) -> bool:
     the model is deterministic (no BPE dropout) and no added token holds whitespace.
     Anything else (SentencePiece's ``Metaspace``, byte-level BPE, ``Replace``...) is False.
     """
-    spec = json.loads(tokenizer.to_str())
-    norms = _flatten(spec.get("normalizer"), "normalizers")
-    pres = _flatten(spec.get("pre_tokenizer"), "pretokenizers")
+    norms = _flatten(_component(tokenizer.normalizer), "normalizers")
+    pres = _flatten(_component(tokenizer.pre_tokenizer), "pretokenizers")
     if any(n.get("type") not in _SEPARABLE_NORMALIZERS for n in norms):
         return False
     if not pres or any(p.get("type") not in _SEPARABLE_PRETOKENIZERS for p in pres):
         return False
     if not any(p.get("type") in _SPLITTING_PRETOKENIZERS for p in pres):
         return False
-    model = spec.get("model") or {}
-    if model.get("dropout") not in (None, 0, 0.0):
+    if getattr(tokenizer.model, "dropout", None) not in (None, 0, 0.0):
         return False
-    return not any(
-        any(c.isspace() for c in t.get("content", "")) for t in spec["added_tokens"] or []
-    )
+    added = tokenizer.get_added_tokens_decoder().values()
+    return not any(any(c.isspace() for c in t.content) for t in added)
 
 
 def is_model2vec_dir(path: str | os.PathLike[str]) -> bool:
@@ -286,11 +289,13 @@ class StaticEncoder:
         return np.ascontiguousarray(a, dtype=dtype)
 
     def _unknown_id(self) -> int:
-        spec = json.loads(self.tokenizer.to_str())
-        unk = (spec.get("model") or {}).get("unk_token")
-        if unk is None:
-            return -1
-        tid = self.tokenizer.token_to_id(str(unk))
+        """The unknown token's id, as Model2Vec finds it (-1: none)."""
+        model = self.tokenizer.model
+        if hasattr(model, "unk_token"):  # WordPiece, BPE, WordLevel
+            unk = model.unk_token
+            tid = None if unk is None else self.tokenizer.token_to_id(str(unk))
+        else:  # Unigram: only its JSON records unk_id
+            tid = json.loads(self.tokenizer.to_str())["model"].get("unk_id")
         return -1 if tid is None else int(tid)
 
     def __getstate__(self) -> dict[str, Any]:  # pickles (Dask workers) leave the cache behind
@@ -348,17 +353,33 @@ class StaticEncoder:
         return [e.ids for e in self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
 
     def _add_chunks(self, chunks: list[str]) -> None:
+        """Tokenize new chunks and append them to the cache.
+
+        Tokenizing each chunk as a text of its own costs the tokenizer's per-text overhead
+        (most of the time for one-word texts), so chunks are joined by spaces into texts of
+        about :data:`_JOIN` chunks, and each token goes back to the chunk its character
+        offset falls in (a token never spans a space: :func:`chunk_separable`).
+        """
         if len(self._chunks) + len(chunks) > _CACHE_LIMIT:
             self._reset_cache()
-        ids = self._encode_ids(chunks)
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-        flat = np.fromiter(
-            (t for row in ids for t in row), dtype=np.int64, count=int(lengths.sum())
-        )
+        lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+        groups = range(0, len(chunks), _JOIN)
+        texts = [" ".join(chunks[g : g + _JOIN]) for g in groups]
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False)
+        owner_parts, id_parts = [], []
+        for g, e in zip(groups, encodings, strict=True):
+            lens = lengths[g : g + _JOIN]
+            starts = np.zeros(len(lens), dtype=np.int64)
+            np.cumsum(lens[:-1] + 1, out=starts[1:])
+            offsets = np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2)
+            owner_parts.append(g + np.searchsorted(starts, offsets[:, 0], side="right") - 1)
+            id_parts.append(np.asarray(e.ids, dtype=np.int64))
+        owner = np.concatenate(owner_parts) if owner_parts else np.zeros(0, np.int64)
+        flat = np.concatenate(id_parts) if id_parts else np.zeros(0, np.int64)
+        counts = np.bincount(owner, minlength=len(chunks))
         base = len(self._chunks)
         self._chunks.update(zip(chunks, range(base, base + len(chunks)), strict=True))
-        ptr = self._piece_ptr[-1] + np.cumsum(lengths)
-        self._piece_ptr = np.concatenate([self._piece_ptr, ptr])
+        self._piece_ptr = np.concatenate([self._piece_ptr, self._piece_ptr[-1] + np.cumsum(counts)])
         self._piece_tok = np.concatenate([self._piece_tok, flat])
 
     def _pieces(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -372,7 +393,7 @@ class StaticEncoder:
             with self._lock:  # the cache's dict and arrays change together
                 new = set(words).difference(self._chunks)
                 if new:
-                    self._add_chunks(sorted(new))
+                    self._add_chunks(list(new))
                 pieces = np.fromiter(
                     map(self._chunks.__getitem__, words), dtype=np.int64, count=len(words)
                 )
