@@ -143,12 +143,15 @@ def main() -> None:
         return StaticEncoder.from_model2vec(tmp / "m2v")
 
     def wl_load():
-        return wordllama.WordLlama.load(
-            "l2_supercat", cache_dir=package, disable_download=True
-        )
+        return wordllama.WordLlama.load("l2_supercat", cache_dir=package, disable_download=True)
 
     loads = race(
-        {"m2v load": m2v_load, "ours load": ours_load, "wl load": wl_load, "ours wl load": load_wordllama},
+        {
+            "m2v load": m2v_load,
+            "ours load": ours_load,
+            "wl load": wl_load,
+            "ours wl load": load_wordllama,
+        },
         args.load_repeats,
     )
     report({k: loads[k] for k in ("m2v load", "ours load")}, 1, "m2v load")
@@ -164,7 +167,9 @@ def main() -> None:
     a = m2v.encode(sentences)
     b = ours.encode(sentences, num_threads=2)
     c = plain.encode(sentences, num_threads=2)
-    print(f"max |ours - m2v| = {np.abs(a - b).max():.2e}; max |no-cache - cache| = {np.abs(b - c).max():.2e}")
+    print(
+        f"max |ours - m2v| = {np.abs(a - b).max():.2e}; max |no-cache - cache| = {np.abs(b - c).max():.2e}"
+    )
 
     def ours_run(enc, cold: bool):
         def run():

@@ -398,3 +398,66 @@ def test_wordllama_equals_its_own_embed(sts_sentences, odd_texts, trunc_dim):
         np.abs(_quiet_encode(enc, texts, normalize=True) - ref.embed(texts, norm=True)).max()
         <= 1e-6
     )
+
+
+def _small_raw_sts(root, n: int = 50):
+    """The first ``n`` lines of the raw STS13 subsets and STS-B test (static models read raw
+    text)."""
+    from sentvec._data import data_dir
+
+    src = data_dir() / "raw" / "STS"
+    for rel in [
+        f"STS13-en-test/STS.{k}.{s}.txt"
+        for k in ("input", "gs")
+        for s in ("FNWN", "headlines", "OnWN")
+    ] + ["STSBenchmark/sts-test.csv"]:
+        dst = root / "raw" / "STS" / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        lines = (src / rel).read_text(encoding="utf-8").splitlines(True)
+        dst.write_text("".join(lines[:n]), encoding="utf-8")
+    return root
+
+
+def test_report_has_a_row_per_static_model(m2v_dir, tmp_path):
+    from sentvec import load_sts, score_sts
+    from sentvec.cli import main
+    from sentvec.evaluation import unique_sentences
+
+    data = _small_raw_sts(tmp_path / "data")
+    out = tmp_path / "REPORT.md"
+    args = ["report", "--models", "", "--static", f"{m2v_dir},wordllama-64", "--out", str(out)]
+    assert main([*args, "--data", str(data), "--tasks", "sts13,stsb", "--quiet"]) == 0
+    lines = out.read_text(encoding="utf-8").splitlines()
+    for name in ("model", "wordllama-64"):
+        # without and with per-year whitening, in each of the three aggregation tables and the
+        # side-by-side table
+        assert sum(x.startswith(f"| Static ({name}) |") for x in lines) == 4 * 2
+    enc = load_encoder(m2v_dir)
+    tasks = load_sts(["sts13", "stsb"], data_dir=data, variant=enc.preferred_text_variant)
+    sents = unique_sentences(tasks)
+    avg = score_sts(tasks, sents, _quiet_encode(enc, sents)).average
+    mean_table = "\n".join(lines).split("## Aggregation `mean`")[1].split("## Aggregation")[0]
+    row = next(x for x in mean_table.splitlines() if x.startswith("| Static (model) |"))
+    assert row.rstrip(" |").split("| ")[-1].strip() == f"{avg:.2f}"
+
+
+def test_encode_file_and_dask_cluster_take_a_static_model(m2v_dir, tmp_path):
+    distributed = pytest.importorskip("distributed")  # noqa: F841
+    from sentvec._data import data_dir
+    from sentvec.cluster import encode_file_distributed, local_client
+    from sentvec.encode_files import encode_file, load_embeddings
+
+    lines = (
+        (data_dir() / "corpus" / "enwiki-2015-sentences-sample10k.txt")
+        .read_text(encoding="utf-8")
+        .splitlines()[:3000]
+    )
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    enc = load_encoder(m2v_dir)
+    encode_file(enc, corpus, tmp_path / "single", shard_size=1000, show_progress_bar=False)
+    X = load_embeddings(tmp_path / "single", mmap=False)
+    assert np.array_equal(X, _quiet_encode(enc, lines))
+    with local_client(2, dashboard_address=None) as client:
+        encode_file_distributed(str(m2v_dir), corpus, tmp_path / "dask", client, shard_size=1000)
+    assert np.array_equal(load_embeddings(tmp_path / "dask", mmap=False), X)

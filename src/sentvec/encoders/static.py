@@ -54,6 +54,7 @@ _BATCH = 16384
 _PARALLEL_MIN = 2048
 _CACHE_LIMIT = 1 << 20  # distinct chunks remembered before the cache starts over
 _JOIN = 512  # new chunks tokenized together as one text
+_COMPILED: set[str] = set()  # table dtypes whose kernel this process has loaded
 
 _SEPARABLE_NORMALIZERS = {
     "BertNormalizer",
@@ -476,6 +477,11 @@ class StaticEncoder:
         from sentvec.encoders import _static_kernels as K
 
         items, single = check_sentences(sentences)
+        if self.embeddings.dtype.name not in _COMPILED:  # first use: load or compile kernels
+            from sentvec._jit import compiling_notice
+
+            with compiling_notice(show_progress_bar):
+                self._warm_up(K)
         batch = _BATCH if batch_size is None else check_positive_int("batch_size", batch_size)
         threads = (
             _threads() if num_threads is None else check_positive_int("num_threads", num_threads)
@@ -542,6 +548,20 @@ class StaticEncoder:
                 stacklevel=2,
             )
         return out[0] if single else out
+
+    def _warm_up(self, K: Any) -> None:
+        """Call the kernel once on a one-token text (numba loads it from its cache or compiles)."""
+        z = np.zeros(2, dtype=np.int64)
+        one = np.ones(1, dtype=np.int64)
+        table = (
+            self.embeddings[:1].view(np.uint16) if self._lut is not None else self.embeddings[:1]
+        )
+        lut = self._lut if self._lut is not None else np.zeros(1, dtype=np.float32)
+        out = np.zeros((1, self.dim), dtype=np.float32)
+        e_i, e_f = np.zeros(0, np.int64), np.zeros(0, np.float32)
+        K.mean_rows(0, 1, np.array([0, 1]), z[:1], np.array([0, 1]), z[:1], table, lut, e_i, e_f,
+                    -1, -1, False, out, one.copy(), np.zeros(1, np.bool_))  # fmt: skip
+        _COMPILED.add(self.embeddings.dtype.name)
 
     # ------------------------------------------------------------------ files
     def save(self, path: str | os.PathLike[str]) -> None:
