@@ -387,6 +387,12 @@ def test_wordllama_equals_its_own_embed(sts_sentences, odd_texts, trunc_dim):
     ref = wordllama.WordLlama.load(
         "l2_supercat", cache_dir=package, disable_download=True, trunc_dim=trunc_dim
     )
+    from wordllama.config.models import WordLlamaModels
+
+    from sentvec.encoders.static_loaders import WORDLLAMA_FILES
+
+    uri = WordLlamaModels.l2_supercat  # sentvec reads its files without importing wordllama
+    assert WORDLLAMA_FILES["l2_supercat"] == (uri.tokenizer_config, uri.tensor_key)
     name = "wordllama" if trunc_dim is None else f"wordllama-{trunc_dim}"
     enc = load_encoder(name)
     assert isinstance(enc, StaticEncoder) and enc.dim == (trunc_dim or 256)
