@@ -39,7 +39,9 @@ def register(subparsers: Any) -> None:
         description=plain_text(__doc__.split("\n\n")[1]),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
+        allow_abbrev=False,  # "--api-key SECRET" must not pass as --api-key-file
     )
+    p.add_argument("--api-key", nargs="?", action=_RefuseKey, help=argparse.SUPPRESS)
     p.add_argument("models", nargs="+", metavar="MODEL", help=MODEL_HELP)
     p.add_argument(
         "--name", action="append", default=None, help="served name of each MODEL, in order"
@@ -83,6 +85,16 @@ def register(subparsers: Any) -> None:
     )
     add_device_options(p)
     p.set_defaults(func=run)
+
+
+class _RefuseKey(argparse.Action):
+    """``--api-key``: refused without echoing the value (it would show in ps and history)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        parser.error(
+            "the API key is never given on the command line (other users see it in ps, and "
+            "it stays in the shell history): use --api-key-file FILE or $SENTVEC_API_KEY"
+        )
 
 
 def _settings(args: argparse.Namespace) -> Any:
