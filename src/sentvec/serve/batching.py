@@ -114,6 +114,7 @@ class DynamicBatcher:
         self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"sentvec-encode-{name}")
         self._closed = False
         self._last_batch_jobs = 0
+        self._current: list[_Job] = []  # the batch being encoded
         #: Set when the batching task died of an unexpected error (the server is unhealthy).
         self.failed: BaseException | None = None
 
@@ -214,6 +215,7 @@ class DynamicBatcher:
         try:
             while True:
                 jobs = await self._gather()
+                self._current = jobs
                 self._last_batch_jobs = len(jobs)
                 texts = [t for job in jobs for t in job.texts]
                 t0 = time.perf_counter()
@@ -253,8 +255,8 @@ class DynamicBatcher:
                 await self._task
             except (asyncio.CancelledError, Exception):
                 pass
-        while self._pending:
-            job = self._pending.popleft()
+        while self._pending or self._current:
+            job = self._pending.popleft() if self._pending else self._current.pop()
             if not job.future.done():
                 job.future.set_exception(BatcherClosedError("the server is shutting down"))
         self._queued_items = 0
