@@ -35,6 +35,7 @@ _COMMAND_MODULES = (
     "encode",
     "convert",
     "export",
+    "serve",
 )
 
 

@@ -1,0 +1,175 @@
+"""``sentvec serve``: serve models over HTTP with OpenAI- and TEI-compatible APIs.
+
+Each MODEL is anything --model accepts (minilm, a Hugging Face directory, a sent2vec .bin,
+memory-mapped, a Sent2Vec directory, a saved pipeline), served under its --name (default: the
+alias, or the path's last component). Models load before the port opens. Concurrent requests
+for a model are batched. The API key is read from --api-key-file or $SENTVEC_API_KEY, never
+from the command line. SIGTERM stops accepting connections, answers the requests in flight,
+then exits 0. See docs/serving.md.
+
+Examples::
+
+    sentvec serve minilm
+    sentvec serve minilm wiki_unigrams.bin --name minilm --name wiki --port 8080
+    SENTVEC_API_KEY=... sentvec serve my-pipeline --workers 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+from sentvec.cli._args import (
+    MODEL_HELP,
+    add_device_options,
+    device_options,
+    int_at_least,
+    plain_text,
+)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``serve`` sub-command."""
+    p = subparsers.add_parser(
+        "serve",
+        help="serve models over HTTP (OpenAI /v1/embeddings, TEI /embed, /metrics)",
+        description=plain_text(__doc__.split("\n\n")[1]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
+        allow_abbrev=False,  # "--api-key SECRET" must not pass as --api-key-file
+    )
+    p.add_argument("--api-key", nargs="?", action=_RefuseKey, help=argparse.SUPPRESS)
+    p.add_argument("models", nargs="+", metavar="MODEL", help=MODEL_HELP)
+    p.add_argument(
+        "--name", action="append", default=None, help="served name of each MODEL, in order"
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int_at_least(0), default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--workers", type=int_at_least(1), default=1, help="server processes (default 1)"
+    )
+    p.add_argument("--max-batch-tokens", type=int_at_least(1), default=16384, metavar="N")
+    p.add_argument("--max-batch-size", type=int_at_least(1), default=256, metavar="N")
+    p.add_argument(
+        "--max-wait-ms",
+        type=float,
+        default=2.0,
+        metavar="MS",
+        help="how long a batch waits for more requests (default 2)",
+    )
+    p.add_argument("--max-input-items", type=int_at_least(1), default=2048, metavar="N")
+    p.add_argument("--max-request-bytes", type=int_at_least(1), default=8 << 20, metavar="N")
+    p.add_argument(
+        "--max-queue-items",
+        type=int_at_least(1),
+        default=8192,
+        metavar="N",
+        help="texts queued per model before 429 (default 8192)",
+    )
+    p.add_argument(
+        "--api-key-file",
+        default=None,
+        metavar="FILE",
+        help="file whose first line is the API key (else $SENTVEC_API_KEY; neither: no key)",
+    )
+    p.add_argument(
+        "--log-level",
+        choices=("critical", "error", "warning", "info", "debug"),
+        default="info",
+    )
+    p.add_argument(
+        "--access-log", action="store_true", help="log every request (default: errors only)"
+    )
+    add_device_options(p)
+    p.set_defaults(func=run)
+
+
+class _RefuseKey(argparse.Action):
+    """``--api-key``: refused without echoing the value (it would show in ps and history)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        parser.error(
+            "the API key is never given on the command line (other users see it in ps, and "
+            "it stays in the shell history): use --api-key-file FILE or $SENTVEC_API_KEY"
+        )
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from sentvec.serve.served_model import model_name_for
+    from sentvec.serve.settings import ServeSettings
+
+    names = args.name or []
+    if len(names) > len(args.models):
+        raise ValueError(f"{len(names)} --name values for {len(args.models)} models")
+    names = names + [model_name_for(m) for m in args.models[len(names) :]]
+    return ServeSettings(
+        models=[[n, m] for n, m in zip(names, args.models, strict=True)],
+        max_batch_tokens=args.max_batch_tokens,
+        max_batch_size=args.max_batch_size,
+        max_wait_ms=args.max_wait_ms,
+        max_input_items=args.max_input_items,
+        max_request_bytes=args.max_request_bytes,
+        max_queue_items=args.max_queue_items,
+        encoder_options=device_options(args),
+        api_key_file=args.api_key_file,
+    ).check()
+
+
+def _quiet_reported_warnings() -> None:
+    """The server reports truncation and zero vectors in each response; the encoders' own
+    per-call warnings would flood the log."""
+    import warnings
+
+    for pattern in (
+        r"\d+ of \d+ distinct sentences were longer than max_length",
+        r"\d+ of \d+ sentences have no in-vocabulary word",
+        r"\d+ of \d+ encoder vectors are all-zero",
+    ):
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the models, then serve until SIGTERM / Ctrl-C."""
+    import signal
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import uvicorn
+
+    from sentvec.serve.settings import SETTINGS_ENV, read_api_key
+
+    settings = _settings(args)
+    api_key = read_api_key(settings.api_key_file)  # fail now on an unreadable key file
+    logging.basicConfig(level=args.log_level.upper(), format="sentvec serve: %(message)s")
+    _quiet_reported_warnings()
+    common: dict[str, Any] = dict(
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=args.access_log,
+        server_header=False,
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        key_state = "an API key" if api_key else "NO API key"
+        print(f"sentvec serve: listening on {args.host}, with {key_state}", file=sys.stderr)
+    if args.workers > 1:
+        os.environ[SETTINGS_ENV] = settings.to_json()
+        target: Any = "sentvec.serve.app:app_from_environment"
+        common.update(factory=True, workers=args.workers)
+    else:
+        from sentvec.serve import create_app
+
+        target = create_app(
+            dict(settings.models), api_key=api_key, settings=settings
+        )  # loads the models before the port opens
+    # uvicorn handles SIGTERM (stop accepting, finish requests in flight) and re-raises it
+    # once done: a no-op handler then lets the command end normally
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        uvicorn.run(target, **common)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return 0

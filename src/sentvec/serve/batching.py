@@ -1,0 +1,263 @@
+"""Dynamic batching: concurrent requests for one model are encoded together.
+
+Requests wait in a bounded per-model queue. One task per model takes the oldest request and
+gathers the ones behind it into a batch until the batch would exceed ``max_batch_size`` items or
+``max_batch_tokens`` tokens, or ``max_wait_ms`` has passed with nothing new (a request is never
+split; one larger than the bounds is a batch of its own). The batch is encoded in the model's own
+worker thread, off the event loop, while the next batch gathers; each request then gets its own
+rows, in its own order. A request cancelled while queued (its client went away) is skipped, so it
+costs no encoding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["DynamicBatcher", "QueueFullError", "BatcherClosedError"]
+
+log = logging.getLogger("sentvec.serve")
+
+
+class QueueFullError(Exception):
+    """The model's queue holds ``limit`` items already; the request was not queued."""
+
+    def __init__(self, queued: int, requested: int, limit: int) -> None:
+        super().__init__(
+            f"the model's queue holds {queued} inputs; {requested} more would exceed its "
+            f"limit of {limit} (--max-queue-items)"
+        )
+        self.queued, self.requested, self.limit = queued, requested, limit
+
+
+class BatcherClosedError(Exception):
+    """The batcher was closed (the server is shutting down) before the request was encoded."""
+
+
+@dataclass(eq=False)
+class _Job:
+    texts: list[str]
+    tokens: int
+    future: asyncio.Future = field(repr=False)
+
+
+#: ``on_batch(items, tokens, seconds)``: called after each encoded batch (metrics).
+BatchObserver = Callable[[int, int, float], None]
+
+
+class DynamicBatcher:
+    """Gathers concurrent encode requests for one encoder into batches.
+
+    Parameters
+    ----------
+    encode : callable
+        ``encode(list of str) -> ndarray (n, d) float32``; run in this batcher's worker thread,
+        one batch at a time.
+    max_batch_tokens : int, default 16384
+        Token budget of a batch (the sum of its requests' token counts).
+    max_batch_size : int, default 256
+        Items (sentences) per batch.
+    max_wait_ms : float, default 2.0
+        How long a batch waits for more requests when the queue is empty. Not waited when the
+        previous batch held a single request (a lone client then pays no delay).
+    max_queue_items : int, default 8192
+        Items queued at most; beyond, :meth:`submit` raises :class:`QueueFullError`.
+    name : str
+        The model's name (worker thread name, log lines).
+    on_batch : callable, optional
+        ``on_batch(items, tokens, seconds)`` after each batch.
+
+    Raises
+    ------
+    ValueError
+        A bound below 1, or a negative wait.
+    """
+
+    def __init__(
+        self,
+        encode: Callable[[list[str]], np.ndarray],
+        *,
+        max_batch_tokens: int = 16384,
+        max_batch_size: int = 256,
+        max_wait_ms: float = 2.0,
+        max_queue_items: int = 8192,
+        name: str = "model",
+        on_batch: BatchObserver | None = None,
+    ) -> None:
+        for label, value in (
+            ("max_batch_tokens", max_batch_tokens),
+            ("max_batch_size", max_batch_size),
+            ("max_queue_items", max_queue_items),
+        ):
+            if int(value) < 1:
+                raise ValueError(f"{label} must be >= 1, got {value}")
+        if not max_wait_ms >= 0:
+            raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}")
+        self._encode = encode
+        self.max_batch_tokens = int(max_batch_tokens)
+        self.max_batch_size = int(max_batch_size)
+        self.max_wait = float(max_wait_ms) / 1000.0
+        self.max_queue_items = int(max_queue_items)
+        self.name = name
+        self._on_batch = on_batch
+        self._pending: deque[_Job] = deque()
+        self._queued_items = 0
+        self._wakeup: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"sentvec-encode-{name}")
+        self._closed = False
+        self._last_batch_jobs = 0
+        self._current: list[_Job] = []  # the batch being encoded
+        #: Set when the batching task died of an unexpected error (the server is unhealthy).
+        self.failed: BaseException | None = None
+
+    @property
+    def queued_items(self) -> int:
+        """Items waiting in the queue (not yet in a batch being encoded)."""
+        return self._queued_items
+
+    def _start(self) -> None:
+        if self._task is None:
+            self._wakeup = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"sentvec-batcher-{self.name}"
+            )
+
+    async def submit(self, texts: list[str], tokens: int) -> np.ndarray:
+        """Queue ``texts`` and return their vectors, shape ``(len(texts), d)``, in order.
+
+        Parameters
+        ----------
+        texts : list of str
+            At least one text.
+        tokens : int
+            Their token count (counts against ``max_batch_tokens``).
+
+        Raises
+        ------
+        QueueFullError
+            The queue cannot take ``len(texts)`` more items.
+        BatcherClosedError
+            The batcher is closed.
+        Exception
+            Whatever the encoder raised for the batch holding these texts.
+        """
+        if self._closed:
+            raise BatcherClosedError("the server is shutting down")
+        n = len(texts)
+        if self._queued_items and self._queued_items + n > self.max_queue_items:
+            raise QueueFullError(self._queued_items, n, self.max_queue_items)
+        self._start()
+        assert self._wakeup is not None
+        job = _Job(texts, int(tokens), asyncio.get_running_loop().create_future())
+        self._pending.append(job)
+        self._queued_items += n
+        self._wakeup.set()
+        return await job.future  # a cancelled await cancels the future: the job is skipped
+
+    def _pop_live(self) -> _Job | None:
+        while self._pending:
+            job = self._pending.popleft()
+            self._queued_items -= len(job.texts)
+            if not job.future.done():
+                return job
+        return None
+
+    def _peek_live(self) -> _Job | None:
+        while self._pending and self._pending[0].future.done():
+            self._queued_items -= len(self._pending.popleft().texts)
+        return self._pending[0] if self._pending else None
+
+    async def _gather(self) -> list[_Job]:
+        """The next batch: the oldest live job and the ones that fit behind it."""
+        assert self._wakeup is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            first = self._pop_live()
+            if first is not None:
+                break
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        jobs, items, tokens = [first], len(first.texts), first.tokens
+        wait = self.max_wait if self._last_batch_jobs > 1 else 0.0
+        deadline = loop.time() + wait
+        while items < self.max_batch_size and tokens < self.max_batch_tokens:
+            job = self._peek_live()
+            if job is None:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    break
+                self._wakeup.clear()
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), remaining)
+                except TimeoutError:
+                    break
+                continue
+            if items + len(job.texts) > self.max_batch_size:
+                break
+            if tokens + job.tokens > self.max_batch_tokens:
+                break
+            self._pop_live()
+            jobs.append(job)
+            items += len(job.texts)
+            tokens += job.tokens
+        return jobs
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                jobs = await self._gather()
+                self._current = jobs
+                self._last_batch_jobs = len(jobs)
+                texts = [t for job in jobs for t in job.texts]
+                t0 = time.perf_counter()
+                try:
+                    vectors = await loop.run_in_executor(self._executor, self._encode, texts)
+                except Exception as exc:  # the encoder failed: those requests fail, not the loop
+                    log.exception(
+                        "model %r: encoding a batch of %d inputs failed", self.name, len(texts)
+                    )
+                    for job in jobs:
+                        if not job.future.done():
+                            job.future.set_exception(exc)
+                    continue
+                if self._on_batch is not None:
+                    tokens = sum(job.tokens for job in jobs)
+                    self._on_batch(len(texts), tokens, time.perf_counter() - t0)
+                start = 0
+                for job in jobs:
+                    stop = start + len(job.texts)
+                    if not job.future.done():
+                        job.future.set_result(vectors[start:stop])
+                    start = stop
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # pragma: no cover - a bug in the loop itself
+            self.failed = exc
+            log.exception("model %r: the batching task stopped", self.name)
+            raise
+
+    async def aclose(self) -> None:
+        """Stop batching: queued requests fail with :class:`BatcherClosedError`; the worker
+        thread finishes the batch it is encoding, then exits."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+        while self._pending or self._current:
+            job = self._pending.popleft() if self._pending else self._current.pop()
+            if not job.future.done():
+                job.future.set_exception(BatcherClosedError("the server is shutting down"))
+        self._queued_items = 0
+        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)

@@ -1,0 +1,108 @@
+"""Prometheus metrics of the server (``GET /metrics``), through ``prometheus-client``.
+
+Each app has its own registry, so several apps in one process do not collide. With
+``--workers N`` each process counts its own requests (a scrape reaches one of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["ServeMetrics", "CONTENT_TYPE_LATEST"]
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+class ServeMetrics:
+    """The server's counters, histograms and gauges, labelled per model."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "sentvec_requests",
+            "HTTP requests answered, by route, model and status code",
+            ["route", "model", "status"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "sentvec_request_errors",
+            "Requests answered with a status >= 400, by route, model and status code",
+            ["route", "model", "status"],
+            registry=r,
+        )
+        self.latency = Histogram(
+            "sentvec_request_duration_seconds",
+            "Time from request start to response, by route and model",
+            ["route", "model"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "sentvec_batch_size",
+            "Texts per encoded batch",
+            ["model"],
+            buckets=_SIZE_BUCKETS,
+            registry=r,
+        )
+        self.batch_tokens = Histogram(
+            "sentvec_batch_tokens",
+            "Tokens per encoded batch",
+            ["model"],
+            buckets=tuple(b * 16 for b in _SIZE_BUCKETS),
+            registry=r,
+        )
+        self.batch_seconds = Histogram(
+            "sentvec_batch_duration_seconds",
+            "Encoding time per batch",
+            ["model"],
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.queue_depth = Gauge(
+            "sentvec_queue_depth", "Texts waiting to be batched", ["model"], registry=r
+        )
+        self.in_progress = Gauge(
+            "sentvec_requests_in_progress", "Embedding requests being served", ["model"], registry=r
+        )
+        self.truncated = Counter(
+            "sentvec_truncated_inputs",
+            "Inputs longer than the model's limit, truncated by the encoder",
+            ["model"],
+            registry=r,
+        )
+
+    def track_queue(self, model: str, depth: Callable[[], float]) -> None:
+        """Report ``depth()`` as the model's queue depth at every scrape."""
+        self.queue_depth.labels(model).set_function(depth)
+
+    def batch_observer(self, model: str) -> Callable[[int, int, float], None]:
+        """The ``on_batch`` callback of the model's batcher."""
+        size, tokens, secs = (
+            self.batch_size.labels(model),
+            self.batch_tokens.labels(model),
+            self.batch_seconds.labels(model),
+        )
+
+        def observe(n: int, t: int, seconds: float) -> None:
+            size.observe(n)
+            tokens.observe(t)
+            secs.observe(seconds)
+
+        return observe
+
+    def observe_request(self, route: str, model: str, status: int, seconds: float) -> None:
+        """Count one answered request."""
+        code = str(status)
+        self.requests.labels(route, model, code).inc()
+        if status >= 400:
+            self.errors.labels(route, model, code).inc()
+        self.latency.labels(route, model).observe(seconds)
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every metric."""
+        return generate_latest(self.registry)

@@ -1,0 +1,213 @@
+"""One served model: an encoder under a name, with what the APIs need to know about it.
+
+Nothing here depends on the encoder's type: it is asked through duck-typed attributes. Token
+counts come from the encoder's own Hugging Face ``tokenizer`` (a pipeline's inner encoder's),
+special tokens included, the way the encoder itself tokenizes; an encoder without one (Sent2Vec,
+a static model without a tokenizer) counts whitespace-separated words. An input is truncated
+when it has more tokens than the encoder's ``max_length``; the server reports it, never hides it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec.encoders.base import Encoder, describe_encoder
+
+__all__ = ["ServedModel", "TokenCounts", "load_served_model", "model_name_for"]
+
+#: The text encoded once at start-up, so the first request pays no lazy initialisation.
+WARMUP_TEXT = "sentvec warms up"
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    """Token counts of one request's texts.
+
+    Attributes
+    ----------
+    lengths : ndarray of shape (n,), int64
+        Tokens of each text before truncation.
+    limit : int or None
+        The encoder's ``max_length`` (None: it truncates nothing).
+    """
+
+    lengths: np.ndarray
+    limit: int | None
+
+    @property
+    def truncated(self) -> int:
+        """How many texts are longer than ``limit`` (the encoder cuts them to ``limit``)."""
+        return 0 if self.limit is None else int((self.lengths > self.limit).sum())
+
+    @property
+    def processed(self) -> int:
+        """Tokens the encoder reads: each text's count, capped at ``limit``."""
+        if self.limit is None:
+            return int(self.lengths.sum())
+        return int(np.minimum(self.lengths, self.limit).sum())
+
+    def first_too_long(self) -> int:
+        """Index of the first text longer than ``limit`` (-1 if none)."""
+        if self.limit is None:
+            return -1
+        hits = np.flatnonzero(self.lengths > self.limit)
+        return int(hits[0]) if len(hits) else -1
+
+
+def _inner(encoder: Any) -> Any:
+    """The encoder that reads the text: a pipeline's own encoder, else the encoder itself."""
+    inner = getattr(encoder, "encoder", None)
+    return inner if callable(getattr(inner, "encode", None)) else encoder
+
+
+def model_name_for(source: str | os.PathLike[str]) -> str:
+    """The default served name of a ``--model`` value: an alias as given, a path by its last
+    component (a ``.bin`` file without its suffix)."""
+    text = os.fspath(source)
+    path = Path(text)
+    if "/" not in text and "\\" not in text and not path.exists():
+        return text
+    return path.stem if path.suffix.lower() == ".bin" else path.name
+
+
+class ServedModel:
+    """An encoder served under ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The name clients give as ``model``.
+    encoder : Encoder
+        Anything with ``encode(list of str) -> ndarray (n, d) float32``.
+    source : str, optional
+        What it was loaded from (shown by ``/info`` and ``/v1/models``).
+    warmup : bool, default True
+        Encode one text now: loads lazy state (kernels, threads) and measures the width ``d``.
+
+    Attributes
+    ----------
+    dim : int
+        Width of the vectors.
+    max_input_length : int or None
+        Longest input in tokens before the encoder truncates (None: no limit).
+    """
+
+    def __init__(
+        self, name: str, encoder: Encoder, *, source: str | None = None, warmup: bool = True
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"a model name must be a non-empty string, got {name!r}")
+        if not callable(getattr(encoder, "encode", None)):
+            raise TypeError(f"model {name!r}: {type(encoder).__name__} has no encode method")
+        self.name = name
+        self.encoder = encoder
+        self.source = source or name
+        inner = _inner(encoder)
+        tok = getattr(inner, "tokenizer", None)
+        self._tokenizer = tok if callable(tok) else None
+        limit = getattr(inner, "max_length", None)
+        self.max_input_length: int | None = (
+            int(limit) if isinstance(limit, (int, np.integer)) and self._tokenizer else None
+        )
+        vec = np.asarray(encoder.encode([WARMUP_TEXT]), dtype=np.float32) if warmup else None
+        self.dim = int(vec.shape[-1]) if vec is not None else _declared_dim(encoder)
+
+    # ------------------------------------------------------------------ texts
+    def count_tokens(self, texts: Sequence[str]) -> TokenCounts:
+        """Token counts of ``texts`` (see the module docstring for how they are counted)."""
+        if self._tokenizer is None:
+            lengths = np.fromiter((len(t.split()) for t in texts), dtype=np.int64, count=len(texts))
+        else:
+            ids = self._tokenizer(
+                list(texts),
+                add_special_tokens=True,
+                truncation=False,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+                verbose=False,
+            )["input_ids"]
+            lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
+        return TokenCounts(lengths, self.max_input_length)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """``encoder.encode(texts)`` as float32, shape ``(len(texts), dim)`` (the batcher's call)."""
+        return np.asarray(self.encoder.encode(texts), dtype=np.float32).reshape(len(texts), -1)
+
+    # ------------------------------------------------------------- dimensions
+    def dimensions_refusal(self, k: int) -> str | None:
+        """Why ``dimensions=k`` cannot be served exactly, or None when it can.
+
+        Exact only for a whitening with components sorted by variance (eigen solver): its first
+        ``k`` output columns are the whitening that keeps ``k`` components (WhiteningBERT Eq. 1;
+        BERT-whitening's dimension reduction). Cutting any other vector would be a different,
+        untested model.
+        """
+        w = getattr(self.encoder, "whitening", None)
+        if w is None or getattr(w, "explained_variance_", None) is None:
+            return (
+                f"model {self.name!r} cannot shorten its vectors exactly: 'dimensions' is "
+                "honoured only for a whitened pipeline, whose components are sorted by "
+                "variance (its first k columns are the whitening with k components); "
+                "leave 'dimensions' out"
+            )
+        if getattr(w, "solver_", "eigh") != "eigh":
+            return (
+                f"model {self.name!r} was whitened with the Cholesky solver, whose columns are "
+                "not sorted by variance; 'dimensions' needs a whitening fitted with "
+                "solver='eigh'"
+            )
+        if not 1 <= k <= self.dim:
+            return f"'dimensions' must be between 1 and {self.dim} for model {self.name!r}, got {k}"
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-serialisable description (``/info``)."""
+        info = describe_encoder(self.encoder)
+        return {
+            k: v
+            for k, v in info.items()
+            if isinstance(v, (str, int, float, bool, list, type(None)))
+        }
+
+    @property
+    def pooling(self) -> str:
+        """The inner encoder's token pooling (``"mean"`` when it does not say)."""
+        return str(getattr(_inner(self.encoder), "pooling", "mean"))
+
+
+def _declared_dim(encoder: Any) -> int:
+    from sentvec.encoders.base import output_dimension
+
+    d = output_dimension(encoder)
+    if d is None:
+        raise ValueError(f"{type(encoder).__name__} does not state its width; load it with warmup")
+    return d
+
+
+def load_served_model(
+    name: str, source: str | os.PathLike[str], encoder_options: dict[str, Any] | None = None
+) -> ServedModel:
+    """Load ``source`` with :func:`sentvec.load_encoder` and serve it as ``name``.
+
+    ``encoder_options`` (``device``, ``backend``) apply to transformers; a model without them
+    (Sent2Vec, a saved pipeline) is loaded without them, as every command does.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        As :func:`sentvec.load_encoder`.
+    """
+    from sentvec.encoders import EncoderOptionsError, load_encoder
+
+    try:
+        encoder = load_encoder(source, **(encoder_options or {}))
+    except EncoderOptionsError:
+        encoder = load_encoder(source)
+    return ServedModel(name, encoder, source=os.fspath(source))

@@ -1,0 +1,115 @@
+"""DynamicBatcher in-process: bounds, order, queue limit, cancelled jobs skipped."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from sentvec.serve.batching import DynamicBatcher, QueueFullError
+
+
+class Recorder:
+    """An encoder whose vector of text t is [len(t), hash]; records each batch; can block."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.gate.wait(10)
+        self.batches.append(list(texts))
+        return np.array([[len(t), sum(map(ord, t))] for t in texts], dtype=np.float32)
+
+
+def _want(texts):
+    return np.array([[len(t), sum(map(ord, t))] for t in texts], dtype=np.float32)
+
+
+def test_concurrent_requests_share_batches_within_bounds_and_get_their_rows():
+    rec = Recorder()
+
+    async def run():
+        b = DynamicBatcher(rec, max_batch_size=5, max_batch_tokens=1000, max_wait_ms=20)
+        rec.gate.clear()  # hold the first batch so the others queue up behind it
+        groups = [[f"r{i}-{j}" * (i + 1) for j in range(1 + i % 3)] for i in range(10)]
+        tasks = [asyncio.create_task(b.submit(g, len(g))) for g in groups]
+        await asyncio.sleep(0.05)
+        rec.gate.set()
+        out = await asyncio.gather(*tasks)
+        await b.aclose()
+        return groups, out
+
+    groups, out = asyncio.run(run())
+    for g, v in zip(groups, out, strict=True):
+        np.testing.assert_array_equal(v, _want(g))
+    assert len(rec.batches) < len(groups)
+    assert all(len(batch) <= 5 for batch in rec.batches)
+    assert sorted(t for batch in rec.batches for t in batch) == sorted(t for g in groups for t in g)
+
+
+def test_token_bound_and_oversized_request_alone():
+    rec = Recorder()
+
+    async def run():
+        b = DynamicBatcher(rec, max_batch_size=100, max_batch_tokens=10, max_wait_ms=20)
+        rec.gate.clear()
+        first = asyncio.create_task(b.submit(["x"], 1))
+        await asyncio.sleep(0.02)
+        tasks = [asyncio.create_task(b.submit([f"t{i}"], 4)) for i in range(4)]
+        big = asyncio.create_task(b.submit(["big"], 50))
+        await asyncio.sleep(0.02)
+        rec.gate.set()
+        await asyncio.gather(first, big, *tasks)
+        await b.aclose()
+
+    asyncio.run(run())
+    assert rec.batches[0] == ["x"]
+    assert rec.batches[1:] == [["t0", "t1"], ["t2", "t3"], ["big"]]  # 4 + 4 <= 10 tokens
+
+
+def test_full_queue_refuses_and_cancelled_jobs_are_never_encoded():
+    rec = Recorder()
+
+    async def run():
+        b = DynamicBatcher(rec, max_queue_items=3, max_wait_ms=0)
+        rec.gate.clear()
+        running = asyncio.create_task(b.submit(["running"], 1))
+        await asyncio.sleep(0.02)  # now in the worker thread, no longer queued
+        queued = asyncio.create_task(b.submit(["a", "b"], 2))
+        gone = asyncio.create_task(b.submit(["gone"], 1))
+        await asyncio.sleep(0.01)
+        assert b.queued_items == 3
+        with pytest.raises(QueueFullError, match="--max-queue-items"):
+            await b.submit(["one too many"], 1)
+        gone.cancel()
+        rec.gate.set()
+        await asyncio.gather(running, queued)
+        await b.aclose()
+
+    asyncio.run(run())
+    assert ["gone"] not in rec.batches and all("gone" not in batch for batch in rec.batches)
+    assert ["running"] in rec.batches
+
+
+def test_encoder_error_fails_only_its_batch():
+    calls = []
+
+    def flaky(texts):
+        calls.append(texts)
+        if "boom" in texts:
+            raise RuntimeError("boom")
+        return np.zeros((len(texts), 2), dtype=np.float32)
+
+    async def run():
+        b = DynamicBatcher(flaky, max_wait_ms=0)
+        with pytest.raises(RuntimeError, match="boom"):
+            await b.submit(["boom"], 1)
+        ok = await b.submit(["fine"], 1)
+        await b.aclose()
+        return ok
+
+    assert asyncio.run(run()).shape == (1, 2)
