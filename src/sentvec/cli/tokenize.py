@@ -73,9 +73,12 @@ def _run_tokenize(args: argparse.Namespace) -> int:
         else:
             out = stack.enter_context(atomic_open(args.output, "wb"))
         if args.tokenizer == "moses":
+            from sentvec._jit import compiling_notice
             from sentvec.sent2vec.moses import MosesTokenizer
 
             moses = MosesTokenizer(lowercase=bool(args.lowercase))
+            with compiling_notice():  # a first run compiles the kernels: say so on a terminal
+                moses.load()
             while batch := list(islice(lines, BATCH_LINES)):
                 text, fallback = moses.tokenize_text(batch)
                 if fallback:  # rare: sacremoses fills in the lines the kernel left
