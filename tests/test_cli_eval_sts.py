@@ -239,3 +239,114 @@ def test_n_components_above_the_width_fails_before_encoding(
         analyze_layers(tiny_minilm, n_components=d + 1)
     with pytest.raises(ValueError, match="whitening='white'"):
         analyze_layers(tiny_minilm, whitening="white")
+
+
+# ------------------------------------------------------------------ the pooled-vector cache
+@pytest.fixture(autouse=True)
+def _private_cache(monkeypatch, tmp_path):
+    """Every run of this module caches under the test's own directory, never ~/.cache."""
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "default-cache"))
+
+
+def _forward_passes(monkeypatch):
+    """Count the transformer forward-pass batches (TransformerEncoder._run calls)."""
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    calls = []
+    real = TransformerEncoder._run
+
+    def counted(self, *args, **kwargs):
+        calls.append(len(args[0]))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransformerEncoder, "_run", counted)
+    return calls
+
+
+def _without_timing(data):
+    """A JSON result without its wall times and cache flag (everything else must be equal)."""
+    if isinstance(data, dict):
+        return {
+            k: _without_timing(v) for k, v in data.items() if k not in ("timing_s", "cache_hit")
+        }
+    if isinstance(data, list):
+        return [_without_timing(v) for v in data]
+    return data
+
+
+def _table_text(out):
+    """The printed table (header lines and rows), without the timing line."""
+    return [ln for ln in out.splitlines() if not ln.startswith(("time:", "wrote "))]
+
+
+@pytest.mark.filterwarnings("ignore:score_sts. year whitening")
+def test_second_run_reads_the_cache_and_prints_a_bit_identical_table(
+    small_data, use_tiny, monkeypatch, capsys, tmp_path
+):
+    passes = _forward_passes(monkeypatch)
+    base = ["eval-sts", "--tasks", "STSB,SICK", "--data", str(small_data)]
+    corpus = tmp_path / "corpus.txt"
+    lines = (PACKAGE_DATA_DIR / "corpus/enwiki-2015-sentences-sample10k.txt").read_text(
+        encoding="utf-8"
+    )
+    corpus.write_text("\n".join(lines.splitlines()[:60]) + "\n", encoding="utf-8")
+    configs = [
+        [],  # the Table 1 block
+        ["--layers", "1,-1", "--whiten", "year", "--n-components", "16"],
+        ["--layers", "1", "--whiten", str(corpus), "--postprocess", "abtt"],
+    ]
+    for i, extra in enumerate(configs):
+        cache = ["--cache-dir", str(tmp_path / f"cache{i}")]
+        runs = {}
+        names = [("cold", cache), ("cached", cache)] + [("no-cache", ["--no-cache"])] * (i == 0)
+        for name, opts in names:
+            n_before = len(passes)
+            out_json = tmp_path / f"{name}.json"
+            assert main(base + extra + opts + ["--json", str(out_json)]) == 0, extra
+            out = capsys.readouterr().out
+            runs[name] = (_table_text(out), json.loads(out_json.read_text()), out)
+            ran = len(passes) > n_before
+            # the first run and --no-cache compute; the second reads every vector from disk
+            assert ran == (name != "cached"), (extra, name)
+        cold, cached = runs["cold"], runs["cached"]
+        fresh = runs.get("no-cache", cold)
+        assert "vectors from the cache" in cached[2] and "from the cache" not in cold[2]
+        assert cached[0] == cold[0] == fresh[0]  # the printed table, digit for digit
+        # every score, bit for bit (JSON floats round-trip exactly)
+        assert _without_timing(cached[1]) == _without_timing(cold[1]) == _without_timing(fresh[1])
+        if extra:
+            assert cached[1]["metadata"]["cache_hit"] and not cold[1]["metadata"]["cache_hit"]
+        else:
+            assert cached[1]["cache_hit"] and not cold[1]["cache_hit"]
+    assert not list((tmp_path / "default-cache").rglob("*.npy"))  # --cache-dir was used
+    # the Table 1 run's entries (cls and mean pooling) serve every other configuration
+    n_before = len(passes)
+    cls_last = ["--pooling", "cls", "--layers=-1", "--aggregation", "all"]
+    assert main(base + cls_last + ["--cache-dir", str(tmp_path / "cache0")]) == 0
+    assert len(passes) == n_before and "vectors from the cache" in capsys.readouterr().out
+
+
+@pytest.mark.filterwarnings("ignore:score_sts. year whitening")
+def test_eval_sts_reuses_the_vectors_of_a_layers_run(
+    small_data, tiny_minilm_dir, monkeypatch, tmp_path, capsys
+):
+    """Same key as ``sentvec layers``: its per-layer vectors serve eval-sts, and the score of a
+    combination is the one ``layers`` printed."""
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    common = ["--tasks", "STSB,SICK", "--data", str(small_data), "--cache-dir", str(tmp_path / "c")]
+    model = ["--model", str(tiny_minilm_dir)]
+    assert main(["layers", *model, "--out", str(tmp_path / "o"), "--max-combination", "0",
+                 "--quiet", *common]) == 0  # fmt: skip
+    capsys.readouterr()
+    analysis = json.loads((tmp_path / "o/model-mean-layers.json").read_text())
+    pair = next(p for p in analysis["pairs"] if p["layers"] == [1, 2] and p["whitening"] == "none")
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("the forward pass ran")
+
+    monkeypatch.setattr(TransformerEncoder, "_run", no_forward)
+    out_json = tmp_path / "e.json"
+    assert main(["eval-sts", *model, "--layers", "1,-1", "--json", str(out_json), *common]) == 0
+    assert "vectors from the cache" in capsys.readouterr().out
+    assert json.loads(out_json.read_text())["average"] == pair["average"]

@@ -148,6 +148,13 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         help="sentences per forward pass (default: the encoder's, 32)",
     )
     add_device_options(p)
+    add_cache_options(p)
+    p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
+    add_progress_option(p)
+
+
+def add_cache_options(p: argparse.ArgumentParser) -> None:
+    """``--no-cache`` and ``--cache-dir``: the pooled-vector disk cache (layers, eval-sts, ...)."""
     p.add_argument(
         "--no-cache",
         action="store_true",
@@ -159,8 +166,6 @@ def add_evaluation_options(p: argparse.ArgumentParser) -> None:
         help="cache root, for vectors and ONNX graphs "
         "(default: $SENTVEC_CACHE or ~/.cache/sentvec)",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress display (= --no-progress)")
-    add_progress_option(p)
 
 
 def vector_cache(args: argparse.Namespace) -> Any:

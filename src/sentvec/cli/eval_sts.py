@@ -4,7 +4,10 @@ Without configuration options it prints the WhiteningBERT Table 1 block for one 
 ``minilm``): CLS last layer; AVG last layer; AVG L1; AVG L1+L_last; AVG L1+L_last + whitening
 (fitted per task on its scored pairs, the paper's protocol), all five rows from ONE forward pass
 per distinct sentence (``encode_layers`` with both poolings). With ``--pooling``, ``--layers`` or
-``--whiten`` it evaluates that one configuration.
+``--whiten`` it evaluates that one configuration. A transformer's pooled per-layer vectors are
+kept in the same disk cache as ``sentvec layers`` (``--cache-dir``, default ``$SENTVEC_CACHE`` or
+``~/.cache/sentvec``; ``--no-cache`` disables it): a second run of any configuration of the same
+model and data re-scores without a forward pass.
 
 Examples::
 
@@ -25,6 +28,7 @@ from typing import Any
 
 from sentvec.cli._args import (
     MODEL_HELP,
+    add_cache_options,
     add_device_options,
     add_postprocess_options,
     add_progress_option,
@@ -35,8 +39,10 @@ from sentvec.cli._args import (
     positive_int,
     progress,
     read_corpus_file,
+    report_warnings,
     sts_task_list,
     sts_tasks_for,
+    vector_cache,
     year_postprocessor,
 )
 
@@ -132,6 +138,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--batch-size", type=positive_int, default=32)
     add_device_options(p)
+    add_cache_options(p)
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the results as JSON")
     add_progress_option(p)
@@ -165,6 +172,43 @@ def _header(
         f"{_AGGREGATION_HELP[aggregation]}; Avg = mean of the task scores",
         f"pairs: {counts} ({total} pairs, {n_sentences} distinct sentences)",
     ]
+
+
+def _layer_vectors(
+    args: argparse.Namespace, encoder: Any, sentences: list[str], variant: str, pooling: Any
+) -> tuple[dict[str, Any], bool, float]:
+    """Pooled per-layer vectors of ``sentences`` from the vector cache, or one forward pass
+    (the new entries are written in the background: :func:`_finish_cache` waits for them)."""
+    from sentvec.cache import pooled_layer_vectors
+
+    return pooled_layer_vectors(
+        encoder,
+        sentences,
+        pooling=pooling,
+        text_variant=variant,
+        cache=args.vector_cache,
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+        background_save=True,
+    )
+
+
+def _finish_cache(args: argparse.Namespace) -> None:
+    """Wait for the cache writes; a failed one is a warning (the results stand)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        args.vector_cache.finish_writes()
+    report_warnings(caught)
+
+
+def _vectors_note(hit: bool) -> str:
+    return (
+        "vectors from the cache (no forward pass)"
+        if hit
+        else "ONE forward pass per distinct sentence"
+    )
 
 
 def _render(rows: dict[str, Any], markdown: bool) -> str:
@@ -204,14 +248,7 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     sentences = unique_sentences(tasks)
     t_load = time.perf_counter() - t_start
 
-    t0 = time.perf_counter()
-    per = encoder.encode_layers(
-        sentences,
-        pooling=("cls", "mean"),
-        batch_size=args.batch_size,
-        show_progress_bar=progress(args),
-    )
-    t_encode = time.perf_counter() - t0
+    per, hit, t_encode = _layer_vectors(args, encoder, sentences, tasks[0].variant, ("cls", "mean"))
 
     t0 = time.perf_counter()
     k = args.n_components
@@ -231,9 +268,9 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     print()
     print(_render(rows, args.markdown), end="")
     print()
+    how = "" if hit else f" (encode_layers, cls+mean pooling, batch {args.batch_size})"
     print(
-        f"time: load {t_load:.1f} s; ONE forward pass per distinct sentence "
-        f"(encode_layers, cls+mean pooling, batch {args.batch_size}) {t_encode:.1f} s; "
+        f"time: load {t_load:.1f} s; {_vectors_note(hit)}{how} {t_encode:.1f} s; "
         f"scoring {t_score:.1f} s; wall {wall:.1f} s"
     )
     if args.json:
@@ -248,10 +285,12 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
                 "n_sentences": len(sentences),
                 "n_pairs": {t.name: t.n_pairs for t in tasks},
                 "timing_s": {"load": t_load, "encode": t_encode, "score": t_score, "wall": wall},
+                "cache_hit": hit,
                 "rows": [{"label": label, "result": res.to_dict()} for label, res in rows.items()],
             },
         )
         print(f"wrote {args.json}")
+    _finish_cache(args)
     return 0
 
 
@@ -307,6 +346,19 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
+    embeddings, hit = None, False
+    if callable(getattr(encoder, "encode_layers", None)):  # a transformer: the per-layer cache
+        from sentvec.evaluation import combine_layers
+
+        sentences = unique_sentences(tasks)
+        per, hit, _ = _layer_vectors(args, encoder, sentences, tasks[0].variant, encoder.pooling)
+        embeddings = combine_layers(per[encoder.pooling], encoder.layer_indices)
+        if isinstance(whitening, list):  # a corpus FILE: its vectors are cached too
+            per, corpus_hit, _ = _layer_vectors(
+                args, encoder, whitening, "corpus:none", encoder.pooling
+            )
+            whitening = combine_layers(per[encoder.pooling], encoder.layer_indices)
+            hit = hit and corpus_hit
     result = evaluate_sts(
         encoder,
         tasks,
@@ -318,6 +370,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
         show_progress_bar=progress(args),
         postprocessor=postprocessor,
         zero_vectors=args.zero_vectors or "senteval",
+        embeddings=embeddings,
     )
     t_eval = time.perf_counter() - t0
     wall = time.perf_counter() - t_start
@@ -325,6 +378,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
         metadata={
             **result.metadata,
             "timing_s": {"load": t_load, "encode_and_score": t_eval, "wall": wall},
+            "cache_hit": hit,
         }
     )
     meta = result.metadata
@@ -358,10 +412,12 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
     print()
     print(_render({label: result}, args.markdown), end="")
     print()
-    print(f"time: load {t_load:.1f} s; encode + score {t_eval:.1f} s; wall {wall:.1f} s")
+    what = "score (vectors from the cache)" if hit else "encode + score"
+    print(f"time: load {t_load:.1f} s; {what} {t_eval:.1f} s; wall {wall:.1f} s")
     if args.json:
         result.to_json(args.json)
         print(f"wrote {args.json}")
+    _finish_cache(args)
     return 0
 
 
@@ -422,4 +478,5 @@ def run(args: argparse.Namespace) -> int:
             "--postprocess / --abtt-components need --whiten year or a corpus FILE "
             "(the Table 1 block has its own whitening row)"
         )
+    args.vector_cache = vector_cache(args)
     return _single(args, t_start) if single else _table1(args, t_start)

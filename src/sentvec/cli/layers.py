@@ -66,9 +66,12 @@ def _eval_sts_command(
         ("--data", args.data),
         ("--variant", args.variant),
         ("--model-backend", args.model_backend),
+        ("--cache-dir", args.cache_dir),  # eval-sts reads this run's vectors from there
     ):
         if value:
             parts += [flag, value]
+    if args.no_cache:
+        parts.append("--no-cache")
     return shlex.join(parts)
 
 

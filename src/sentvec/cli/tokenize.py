@@ -43,7 +43,20 @@ def register(subparsers: Any) -> None:
     t.set_defaults(func=_run_tokenize)
 
 
+#: Lines tokenized per batch (a few MB of text).
+BATCH_LINES = 32768
+
+
+def _encode(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # lone surrogates not made by surrogateescape: kept as they are
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _run_tokenize(args: argparse.Namespace) -> int:
+    from itertools import islice
+
     from sentvec._io import atomic_open
     from sentvec.sent2vec.preprocessing import Preprocessing
 
@@ -52,18 +65,36 @@ def _run_tokenize(args: argparse.Namespace) -> int:
     if args.output != "-":
         check_output_path(args.output, what="output")
     reader = _LineReader(args.input, args.errors)
-    n = 0
+    lines = iter(reader)
+    n = n_fallback = 0
     with ExitStack() as stack:
         if args.output == "-":
             sys.stdout.flush()
             out: IO[bytes] = sys.stdout.buffer
         else:
             out = stack.enter_context(atomic_open(args.output, "wb"))
-        for line in reader:
-            out.write((prep.prepare(line) + "\n").encode("utf-8", "surrogateescape"))
-            n += 1
+        if args.tokenizer == "moses":
+            from sentvec._jit import compiling_notice
+            from sentvec.sent2vec.moses import MosesTokenizer
+
+            moses = MosesTokenizer(lowercase=bool(args.lowercase))
+            with compiling_notice():  # a first run compiles the kernels: say so on a terminal
+                moses.load()
+            while batch := list(islice(lines, BATCH_LINES)):
+                text, fallback = moses.tokenize_text(batch)
+                if fallback:  # rare: sacremoses fills in the lines the kernel left
+                    text = "\n".join(moses.tokenize_lines(batch)) + "\n"
+                    n_fallback += len(fallback)
+                out.write(_encode(text))
+                n += len(batch)
+        else:
+            for line in lines:
+                out.write(_encode(prep.prepare(line) + "\n"))
+                n += 1
         out.flush()
     msg = f"sentvec tokenize: {n} lines ({args.tokenizer}, lowercase={bool(args.lowercase)})"
+    if n_fallback:
+        msg += f"; {n_fallback} tokenized by sacremoses itself (the compiled rules' fallback)"
     if reader.n_bad:
         msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
     print(msg, file=sys.stderr)

@@ -344,10 +344,10 @@ class _WeightedAverageEncoder:
             self._word2id = {w: i for i, w in enumerate(self.words or [])}
             self._prep = Preprocessing.from_dict(self.preprocessing)
         get, prep = self._word2id.get, self._prep
+        if not prep.is_identity:
+            sentences = prep.prepare_batch(list(sentences))
         out = []
         for s in sentences:
-            if not prep.is_identity:
-                s = prep.prepare_for_lookup(s)
             out.append(
                 np.asarray(
                     [i for i in (get(t, -1) for t in split_tokens(s)) if i >= 0], dtype=np.int64

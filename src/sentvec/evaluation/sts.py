@@ -647,6 +647,7 @@ def evaluate_sts(
     metadata: Mapping[str, Any] | None = None,
     postprocessor: Any = None,
     zero_vectors: str = "senteval",
+    embeddings: np.ndarray | None = None,
 ) -> STSResult:
     """Encode the tasks' sentences with ``encoder`` and score them (see :func:`score_sts`).
 
@@ -677,6 +678,11 @@ def evaluate_sts(
         task, and ``whitening`` must be "none" (or "year").
     zero_vectors : {"senteval", "whiteningbert"}, default "senteval"
         Cosine of a pair with a zero vector, as :func:`score_sts`.
+    embeddings : ndarray of shape (n, d), optional
+        The encoder's vectors of ``unique_sentences(tasks)``, in that order, already computed
+        (e.g. read from :class:`sentvec.cache.VectorCache`, as ``sentvec eval-sts`` does); the
+        tasks' sentences are then not encoded (the encoder still describes itself and encodes a
+        whitening corpus given as sentences).
 
     Returns
     -------
@@ -739,7 +745,14 @@ def evaluate_sts(
             )
         whitening, postprocessor = "year", own
     sentences = unique_sentences(task_list)
-    emb = encode(sentences)
+    if embeddings is None:
+        emb = encode(sentences)
+    else:
+        emb = check_embeddings(embeddings, name="embeddings")
+        if emb.shape[0] != len(sentences):
+            raise ValueError(
+                f"embeddings has {emb.shape[0]} rows for {len(sentences)} distinct task sentences"
+            )
     corpus_info = None
     if isinstance(whitening, np.ndarray) or (
         isinstance(whitening, (list, tuple)) and not isinstance(whitening, str)

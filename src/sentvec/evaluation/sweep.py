@@ -59,11 +59,10 @@ def prepare_corpus(
     items = [s.strip() for s in lines if s.strip()]
     if preprocessing == "lower":
         items = [s.lower() for s in items]
-    elif preprocessing == "moses-lower":
-        from sacremoses import MosesTokenizer
+    elif preprocessing == "moses-lower":  # compiled; the same tokens as sacremoses
+        from sentvec.sent2vec.moses import MosesTokenizer
 
-        tok = MosesTokenizer("en")
-        items = [" ".join(tok.tokenize(s, escape=False)).lower() for s in items]
+        items = MosesTokenizer(lowercase=True).tokenize_lines(items)
     banned = set(exclude)
     kept = [s for s in items if s not in banned]
     return kept, len(items) - len(kept)

@@ -32,6 +32,7 @@ _LAZY: dict[str, str] = {
     "write_bin": "sentvec.sent2vec.binfile",
     "is_bin_file": "sentvec.sent2vec.binfile",
     "Preprocessing": "sentvec.sent2vec.preprocessing",
+    "MosesTokenizer": "sentvec.sent2vec.moses",
 }
 
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )  # noqa: F401
     from sentvec.sent2vec.dictionary import Dictionary  # noqa: F401
     from sentvec.sent2vec.model import EncodeStats, Sent2Vec  # noqa: F401
+    from sentvec.sent2vec.moses import MosesTokenizer  # noqa: F401
     from sentvec.sent2vec.preprocessing import Preprocessing  # noqa: F401
     from sentvec.sent2vec.reports import EpochReport, TrainingReport  # noqa: F401
     from sentvec.sent2vec.trainer import Sent2VecTrainer, TrainingDivergedError, train_sent2vec  # noqa: F401

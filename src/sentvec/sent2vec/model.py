@@ -546,7 +546,7 @@ class Sent2Vec:
                 self._check_mapped()  # a model file shrunk since: an error, not a SIGBUS
                 chunk = items[lo:hi]
                 if not prep.is_identity:
-                    chunk = [prep.prepare_for_lookup(s) for s in chunk]
+                    chunk = prep.prepare_batch(chunk)
                 enc = [_encode_utf8(s) for s in chunk]
                 offs = np.zeros(len(enc) + 1, dtype=np.int64)
                 np.cumsum([len(b) for b in enc], out=offs[1:])

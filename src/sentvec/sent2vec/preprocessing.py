@@ -8,12 +8,15 @@ inference time, so the model carries a :class:`Preprocessing` record and ``encod
   ``\\n``, ``\\r``, ``\\v``, ``\\f``, NUL) — the default, and the only choice for official
   ``.bin`` files, which record nothing.
 * ``tokenizer="moses"``: sacremoses ``MosesTokenizer("en").tokenize(line.strip(),
-  escape=False)``, the recipe of the reference corpus and of the SentEval STS files.
+  escape=False)``, the recipe of the reference corpus and of the SentEval STS files, computed by
+  the compiled :class:`sentvec.sent2vec.moses.MosesTokenizer` (the same tokens, with sacremoses
+  as its fallback).
 * ``lowercase=True``: :meth:`str.lower` after tokenizing (the reference corpus recipe).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -26,11 +29,11 @@ TOKENIZERS: tuple[str, ...] = ("whitespace", "moses")
 TokenizerName = Literal["whitespace", "moses"]
 
 
-@lru_cache(maxsize=1)
-def _moses():
-    from sacremoses import MosesTokenizer
+@lru_cache(maxsize=2)
+def _moses(lowercase: bool) -> Any:
+    from sentvec.sent2vec.moses import MosesTokenizer
 
-    return MosesTokenizer(lang="en")
+    return MosesTokenizer(lowercase=lowercase)
 
 
 @dataclass(frozen=True)
@@ -75,11 +78,9 @@ class Preprocessing:
         """Tokens of ``text`` exactly as inference looks them up."""
         if not isinstance(text, str):
             raise TypeError(f"text must be str, got {type(text).__name__}")
-        if self.tokenizer == "moses":
-            toks = _moses().tokenize(text.strip(), escape=False)
-            toks = [t for tok in toks for t in split_tokens(tok)]
-        else:
-            toks = split_tokens(text)
+        if self.tokenizer == "moses":  # Moses tokens hold no separator; lower-cased by it
+            return _moses(self.lowercase).tokenize(text)
+        toks = split_tokens(text)
         if self.lowercase:
             toks = [t.lower() for t in toks]
         return toks
@@ -93,3 +94,18 @@ class Preprocessing:
         if self.tokenizer == "whitespace":
             return text.lower() if self.lowercase else text
         return self.prepare(text)
+
+    def prepare_batch(self, texts: Sequence[str]) -> list[str]:
+        """:meth:`prepare_for_lookup` of every item; Moses tokenizes the batch at once.
+
+        Raises
+        ------
+        TypeError
+            If an item is not a str.
+        """
+        if self.tokenizer == "whitespace":
+            return [self.prepare_for_lookup(t) for t in texts]
+        for t in texts:
+            if not isinstance(t, str):
+                raise TypeError(f"text must be str, got {type(t).__name__}")
+        return _moses(self.lowercase).tokenize_lines(texts)

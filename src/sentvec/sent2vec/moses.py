@@ -1,0 +1,316 @@
+"""The reference recipe's Moses tokenizer, compiled: sacremoses' tokens at kernel speed.
+
+:class:`MosesTokenizer` gives, for every line, exactly the tokens of sacremoses
+``MosesTokenizer("en").tokenize(line, escape=False)`` (optionally lower-cased with
+:meth:`str.lower`), the preparation of the reference corpus and of the SentEval STS files
+(``shared/data/MANIFEST.md``). A batch of lines is encoded once to UTF-32 and tokenized by the
+numba kernels of :mod:`sentvec.sent2vec._moses` (the same ordered rewrite rules as sacremoses,
+with its own Unicode classes and nonbreaking prefixes), in parallel threads without the GIL.
+
+Exactness: the classes (IsAlnum, IsAlpha, IsN, IsLower) and the English nonbreaking prefixes
+are read from the installed sacremoses, and the rules are those of sacremoses 0.2.0
+(:data:`VERIFIED_SACREMOSES`, checked line by line on the 1M-sentence reference corpus and the
+STS raw files by ``bench/moses_identity.py``). A line the kernel cannot handle (its
+intermediate text outgrows the scratch buffer) is tokenized by sacremoses itself and counted in
+:attr:`MosesTokenizer.n_fallback`; with another sacremoses version every line is (with a
+:class:`UserWarning`), so the tokens stay sacremoses' own.
+
+The class tables are built once from sacremoses (about a second, mostly its import) and cached
+under ``$SENTVEC_CACHE/moses/`` (default ``~/.cache/sentvec``), keyed by the sacremoses and
+Unicode versions; later processes load them in milliseconds without importing sacremoses.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import unicodedata
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: sacremoses versions whose English rules the kernels implement (identity-checked).
+VERIFIED_SACREMOSES: tuple[str, ...] = ("0.2.0",)
+#: Bumped when the cached table layout changes.
+_TABLES_FORMAT = 1
+#: Lines of at least this many per thread are worth a second thread.
+_PARALLEL_MIN = 2048
+
+
+def sacremoses_version() -> str | None:
+    """The installed sacremoses version (read from its metadata, without importing it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sacremoses")
+    except PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def _sacremoses() -> Any:
+    from sacremoses import MosesTokenizer as SacreMosesTokenizer
+
+    return SacreMosesTokenizer(lang="en")
+
+
+def sacremoses_tokens(line: str, *, lowercase: bool = False) -> list[str]:
+    """The reference: sacremoses ``MosesTokenizer("en").tokenize(line, escape=False)``.
+
+    Parameters
+    ----------
+    line : str
+    lowercase : bool, default False
+        Apply :meth:`str.lower` to each token (the reference corpus recipe).
+
+    Returns
+    -------
+    list of str
+    """
+    toks = _sacremoses().tokenize(line, escape=False)
+    return [t.lower() for t in toks] if lowercase else toks
+
+
+@dataclass(frozen=True)
+class _Tables:
+    flags: np.ndarray  # uint8 (0x110000,), bits of sentvec.sent2vec._moses
+    prefixes: np.ndarray  # uint32, the prefixes' code points back to back
+    prefix_offsets: np.ndarray  # int64 (P + 1,)
+    prefix_kind: np.ndarray  # uint8 (P,), NONBREAKING or NUMERIC_ONLY
+
+
+def _codepoints(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+def _build_tables() -> tuple[np.ndarray, dict[str, int]]:
+    """Flags from sacremoses' classes and Python's ``\\s``; prefix kinds from its lists."""
+    from sentvec.sent2vec import _moses as k
+
+    tok = _sacremoses()
+    flags = np.zeros(0x110000, dtype=np.uint8)
+    for chars, bit in (
+        (tok.IsAlnum, k.ALNUM),
+        (tok.IsAlpha, k.ALPHA),
+        (tok.IsN, k.NUMBER),
+        (tok.IsLower, k.LOWER),
+    ):
+        flags[_codepoints(chars)] |= bit
+    # sacremoses matches whitespace with re's \s: Python's own Unicode whitespace
+    everything = "".join(map(chr, range(0x110000)))
+    spaces = "".join(re.findall(r"\s", everything))
+    flags[_codepoints(spaces)] |= k.SPACE
+    numeric = set(tok.NUMERIC_ONLY_PREFIXES)
+    kinds = {p: k.NUMERIC_ONLY for p in numeric}
+    for p in tok.NONBREAKING_PREFIXES:
+        if p not in numeric and not any(ch.isspace() for ch in p):
+            kinds[p] = k.NONBREAKING
+    return flags, kinds
+
+
+def _tables_path(version: str) -> Path:
+    from sentvec.cache import default_cache_dir
+
+    tag = f"en-v{_TABLES_FORMAT}-sacremoses{version}-unicode{unicodedata.unidata_version}"
+    return default_cache_dir() / "moses" / tag
+
+
+def _pack(flags: np.ndarray, kinds: dict[str, int]) -> _Tables:
+    names = sorted(kinds)
+    offsets = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in names], out=offsets[1:])
+    return _Tables(
+        flags=flags,
+        prefixes=_codepoints("".join(names)) if names else np.zeros(1, np.uint32),
+        prefix_offsets=offsets,
+        prefix_kind=np.array([kinds[p] for p in names], dtype=np.uint8),
+    )
+
+
+@lru_cache(maxsize=1)
+def _tables() -> _Tables:
+    """The tables, from the disk cache or built (and cached; a failed write only warns)."""
+    from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
+
+    version = sacremoses_version() or "none"
+    stem = _tables_path(version)
+    npy, meta = stem.with_suffix(".npy"), stem.with_suffix(".json")
+    try:
+        kinds = json.loads(meta.read_text(encoding="utf-8"))["prefixes"]
+        flags = load_npy(npy)
+        if flags.shape == (0x110000,) and flags.dtype == np.uint8:
+            return _pack(flags, {str(p): int(v) for p, v in kinds.items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    flags, kinds = _build_tables()
+    try:
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        atomic_save_npy(npy, flags)
+        atomic_write_json(meta, {"sacremoses": version, "prefixes": kinds})  # written last
+    except OSError as exc:
+        warnings.warn(
+            f"could not cache the Moses tables under {str(stem.parent)!r} ({exc}); they are "
+            "rebuilt by the next process",
+            UserWarning,
+            stacklevel=3,
+        )
+    return _pack(flags, kinds)
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class MosesTokenizer:
+    """sacremoses' English Moses tokenizer (``escape=False``), compiled, with exact fallback.
+
+    Parameters
+    ----------
+    lowercase : bool, default False
+        Lower-case the tokens (:meth:`str.lower`, as the reference corpus recipe does).
+    num_threads : int, optional
+        Threads for the (GIL-free) kernel; default: the CPUs available to this process.
+
+    Attributes
+    ----------
+    n_lines, n_fallback : int
+        Lines tokenized so far, and how many of them sacremoses itself tokenized.
+    compiled : bool
+        False when the installed sacremoses is not one of :data:`VERIFIED_SACREMOSES` (every
+        line then goes to sacremoses).
+
+    Notes
+    -----
+    Source: Koehn et al.'s ``tokenizer.perl`` as ported by sacremoses (``MosesTokenizer.tokenize``
+    with ``lang="en"``, ``escape=False``, no aggressive dash splits, no protected patterns).
+    """
+
+    def __init__(self, *, lowercase: bool = False, num_threads: int | None = None) -> None:
+        from sentvec._validation import check_positive_int
+
+        self.lowercase = bool(lowercase)
+        self.num_threads = (
+            _default_threads()
+            if num_threads is None
+            else check_positive_int("num_threads", num_threads)
+        )
+        version = sacremoses_version()
+        self.compiled = version in VERIFIED_SACREMOSES
+        if not self.compiled:
+            warnings.warn(
+                f"sacremoses {version} is not a version the compiled Moses tokenizer was "
+                f"checked against ({', '.join(VERIFIED_SACREMOSES)}); tokenizing with "
+                "sacremoses itself (exact, slower)",
+                UserWarning,
+                stacklevel=2,
+            )
+        self.n_lines = 0
+        self.n_fallback = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"MosesTokenizer(lowercase={self.lowercase}, num_threads={self.num_threads})"
+
+    def _reference(self, line: str) -> str:
+        return " ".join(sacremoses_tokens(line, lowercase=self.lowercase))
+
+    def tokenize_text(self, lines: Sequence[str]) -> tuple[str, list[int]]:
+        """Tokenize ``lines``; each line's tokens joined by single spaces, lines by ``"\\n"``.
+
+        Parameters
+        ----------
+        lines : sequence of str
+            One sentence per item (a newline inside an item is whitespace, as in sacremoses).
+
+        Returns
+        -------
+        text : str
+            ``"\\n".join(...)`` of the tokenized lines, with a trailing ``"\\n"`` after the
+            last line (empty for no lines). The lines left to sacremoses are empty in it.
+        fallback : list of int
+            Indices of the lines the kernel left to sacremoses (see :meth:`tokenize_lines`,
+            which fills them in).
+        """
+        from sentvec.sent2vec import _moses as k
+
+        n = len(lines)
+        if n == 0:
+            return "", []
+        if not self.compiled:
+            return "\n" * n, list(range(n))
+        tables = _tables()
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=n), out=offsets[1:])
+        data = _codepoints("".join(lines))
+        if data.size == 0:
+            data = np.zeros(1, dtype=np.uint32)
+        out = np.empty(2 * int(offsets[-1]) + n, dtype=np.uint32)
+        out_len = np.empty(n, dtype=np.int64)
+        args = (tables.flags, tables.prefixes, tables.prefix_offsets, tables.prefix_kind)
+        threads = min(self.num_threads, max(1, n // _PARALLEL_MIN))
+        if threads == 1:
+            k.tokenize_range(data, offsets, 0, n, *args, out, out_len)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+
+            parts = threads * 4
+            bounds = [n * i // parts for i in range(parts + 1)]
+            with ThreadPoolExecutor(threads) as pool:
+                list(
+                    pool.map(
+                        lambda a, b: k.tokenize_range(data, offsets, a, b, *args, out, out_len),
+                        bounds[:-1],
+                        bounds[1:],
+                    )
+                )
+        joined = np.empty(int(np.maximum(out_len, 0).sum()) + n, dtype=np.uint32)
+        m = k.gather(offsets, out, out_len, 10, joined)
+        text = joined[:m].tobytes().decode("utf-32-le", "surrogatepass")
+        if self.lowercase:
+            text = text.lower()
+        fallback = np.flatnonzero(out_len < 0).tolist()
+        return text, fallback
+
+    def tokenize_lines(self, lines: Sequence[str]) -> list[str]:
+        """Tokenize ``lines``: each line's tokens joined by single spaces.
+
+        Parameters
+        ----------
+        lines : sequence of str
+
+        Returns
+        -------
+        list of str
+            ``" ".join(sacremoses tokens)`` per line (lower-cased if :attr:`lowercase`); ``""``
+            for a line without tokens.
+        """
+        text, fallback = self.tokenize_text(lines)
+        out = text.split("\n")[:-1] if text else []
+        for i in fallback:
+            out[i] = self._reference(lines[i])
+        with self._lock:
+            self.n_lines += len(lines)
+            self.n_fallback += len(fallback)
+        return out
+
+    def tokenize(self, line: str) -> list[str]:
+        """Tokens of one line (as :func:`sacremoses_tokens`, lower-cased if asked)."""
+        if not isinstance(line, str):
+            raise TypeError(f"line must be str, got {type(line).__name__}")
+        (text,) = self.tokenize_lines([line])
+        return text.split(" ") if text else []
+
+    def load(self) -> None:
+        """Load the tables and the kernels now (numba compiles them on a first run)."""
+        if self.compiled:
+            self.tokenize_text(["a"])

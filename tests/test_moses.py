@@ -1,0 +1,192 @@
+"""The compiled Moses tokenizer against its oracles: sacremoses run here, and the tokenized
+reference corpus (made by sacremoses, ``shared/data/MANIFEST.md``).
+
+* The shipped corpus sample (``src/sentvec/data/corpus``, the first 10,000 lines of the 1M
+  corpus: all the package ships) against ``tests/data/sent2vec-reference/train-sample.txt``, the
+  same 10,000 lines of the ``.tok.lower`` twin: no sacremoses run needed, so every line is
+  compared.
+* The shipped STS raw files (STS12-16, STS-B, SICK): every distinct field with a non-ASCII
+  character, a run of dots or a control character (the rarely exercised rules), and a seeded
+  sample of 1,500 others, against sacremoses in this test (sacremoses tokenizes a few thousand
+  lines a second; ``bench/moses_identity.py`` compares all 62,239 fields and the whole 1M corpus).
+* Hand-made edge cases of every rule, the character classes against sacremoses' own regex
+  classes on all code points, and the fallback.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentvec._data import PACKAGE_DATA_DIR
+from sentvec.sent2vec.moses import MosesTokenizer, sacremoses_tokens
+
+pytest.importorskip("sacremoses")
+
+REFERENCE = Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt"
+SAMPLE = PACKAGE_DATA_DIR / "corpus" / "enwiki-2015-sentences-sample10k.txt"
+
+EDGE_CASES = [
+    "",
+    "   ",
+    "\x01\x02",
+    "  \x01 \t tab\x02x \x0b\x0c\x1c end  ",
+    "a\u00a0b\u2003c\u3000d\u2028e\x85f",
+    'He said "hi"... ok..',
+    "It's John's 1990's cat.'",
+    "x.'",
+    "'quoted' and ''double'' and `back` ``ticks''",
+    "Mr. Smith vs. e.g. No. 5 and No. x and pp. 12 and Art. b",
+    "U.S. a.b. A. Inc. etc. St. Louis. No. Pp. 4.",
+    "end with No.",
+    "a,,b 5,000, 3, x,5 5,x ,a, 7,",
+    ",",
+    "DOTMULTI x DOTDOTMULTI. DOTDOTDOTMULTIx DDOTMULTI DOTMULT",
+    "x .. y ... z.... .. ...",
+    "..",
+    "a..b..",
+    "Σ ΣΑΣ. İstanbul. ǅemal ẞ",
+    "l'amour's 'tis rock'n'roll 'em 'Tis o'clock 90's 5'sx '5",
+    "(a) [b] {c} <d> @e #f $g %h &i *j +k =l |m ~n ^o",
+    "don't can't won't cannot gonna 'twas y'all",
+    "e-mail - -- --- self-made",
+    "half ½ ² ³ ٣ 三 numbers ³,4 ½,½",
+    "हिन्दी क़ ಕನ್ನಡ",
+    "emoji 😀 and \U0001f600, surrogate \udcff!",
+    "tab\there\nnewline\rcarriage",
+    "a " * 200 + ".",
+    "." * 50,
+    "'" * 7 + "s",
+]
+
+
+def _reference(lines, lowercase=True):
+    return [" ".join(sacremoses_tokens(s.strip(), lowercase=lowercase)) for s in lines]
+
+
+@pytest.fixture(scope="module")
+def moses():
+    tok = MosesTokenizer(lowercase=True, num_threads=2)
+    assert tok.compiled
+    return tok
+
+
+def test_shipped_corpus_sample_equals_the_tokenized_reference(moses):
+    raw = SAMPLE.read_text(encoding="utf-8").split("\n")[:-1]
+    want = REFERENCE.read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(raw) == len(want) == 10_000
+    before = moses.n_fallback
+    got = moses.tokenize_lines(raw)
+    bad = [(r, g, w) for r, g, w in zip(raw, got, want, strict=True) if g != w]
+    assert bad == []
+    assert moses.n_fallback == before  # all by the kernel
+
+
+def _sts_fields() -> list[str]:
+    fields: set[str] = set()
+    for p in sorted((PACKAGE_DATA_DIR / "raw").rglob("*")):
+        if p.is_file() and ("input" in p.name or p.suffix == ".csv" or p.name.startswith("SICK")):
+            for line in p.read_text(encoding="utf-8").split("\n"):
+                fields.update(line.split("\t"))
+    return sorted(fields)
+
+
+def test_sts_raw_fields_equal_sacremoses(moses):
+    fields = _sts_fields()
+    assert len(fields) > 50_000
+    rare = [f for f in fields if re.search(r"[^\x20-\x7e]|\.\.", f)]
+    others = sorted(set(fields) - set(rare))
+    chosen = rare + random.Random(0).sample(others, 1500)
+    assert len(rare) > 500
+    got = moses.tokenize_lines(chosen)
+    want = _reference(chosen)
+    assert [(f, g, w) for f, g, w in zip(chosen, got, want, strict=True) if g != w] == []
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_edge_cases_equal_sacremoses(lowercase):
+    tok = MosesTokenizer(lowercase=lowercase, num_threads=1)
+    got = tok.tokenize_lines(EDGE_CASES)
+    want = _reference(EDGE_CASES, lowercase)
+    assert list(zip(EDGE_CASES, got, strict=True)) == list(zip(EDGE_CASES, want, strict=True))
+    assert tok.n_fallback == 0 and tok.n_lines == len(EDGE_CASES)
+    # one line at a time: the same tokens
+    for line, w in zip(EDGE_CASES, want, strict=True):
+        assert tok.tokenize(line) == (w.split(" ") if w else [])
+
+
+def test_two_threads_give_the_one_thread_result():
+    lines = SAMPLE.read_text(encoding="utf-8").split("\n")[:6000]
+    one = MosesTokenizer(num_threads=1).tokenize_text(lines)
+    two = MosesTokenizer(num_threads=2).tokenize_text(lines)
+    assert one == two and one[1] == []
+
+
+def test_character_classes_are_sacremoses_own():
+    from sacremoses import MosesTokenizer as Ref
+
+    from sentvec.sent2vec import _moses as k
+    from sentvec.sent2vec.moses import _tables
+
+    flags = _tables().flags
+    every = "".join(map(chr, range(0x110000)))
+    for chars, bit in (
+        (Ref.IsAlnum, k.ALNUM),
+        (Ref.IsAlpha, k.ALPHA),
+        (Ref.IsN, k.NUMBER),
+        (Ref.IsLower, k.LOWER),
+    ):
+        members = {ord(c) for c in re.findall(f"[{chars}]", every)}
+        np.testing.assert_array_equal(
+            np.flatnonzero(flags & bit), np.array(sorted(members), dtype=np.int64)
+        )
+    spaces = {ord(c) for c in re.findall(r"\s", every)}
+    np.testing.assert_array_equal(np.flatnonzero(flags & k.SPACE), sorted(spaces))
+
+
+def test_lines_the_kernel_leaves_go_to_sacremoses(monkeypatch):
+    from sentvec.sent2vec import _moses as k
+
+    real = k.tokenize_range
+
+    def leave_odd_lines(data, offsets, start, stop, *rest):
+        real(data, offsets, start, stop, *rest)
+        out_len = rest[-1]
+        out_len[start:stop:2] = -1  # as for a line that outgrew the scratch buffer
+
+    monkeypatch.setattr(k, "tokenize_range", leave_odd_lines)
+    tok = MosesTokenizer(lowercase=True, num_threads=1)
+    got = tok.tokenize_lines(EDGE_CASES)
+    assert got == _reference(EDGE_CASES)
+    assert tok.n_fallback == (len(EDGE_CASES) + 1) // 2
+
+
+def test_unverified_sacremoses_version_tokenizes_with_sacremoses(monkeypatch):
+    import sentvec.sent2vec.moses as mod
+
+    monkeypatch.setattr(mod, "sacremoses_version", lambda: "0.0.1")
+    with pytest.warns(UserWarning, match="not a version the compiled"):
+        tok = mod.MosesTokenizer(lowercase=True)
+    assert not tok.compiled
+    assert tok.tokenize_lines(EDGE_CASES[:8]) == _reference(EDGE_CASES[:8])
+    assert tok.n_fallback == 8
+
+
+def test_preprocessing_and_sent2vec_use_it(monkeypatch):
+    from sentvec.sent2vec.preprocessing import Preprocessing
+
+    prep = Preprocessing(lowercase=True, tokenizer="moses")
+    lines = EDGE_CASES[5:15]
+    assert prep.prepare_batch(lines) == _reference(lines)
+    assert [prep.prepare(s) for s in lines] == _reference(lines)
+    with pytest.raises(TypeError, match="must be str"):
+        prep.prepare_batch(["a", 3])
+
+
+def test_bad_threads():
+    with pytest.raises(ValueError, match="num_threads"):
+        MosesTokenizer(num_threads=0)
