@@ -133,8 +133,9 @@ def test_weights_are_the_papers_formulas():
     assert params["a"] == pytest.approx(a)
     z = 1 / np.arange(2, 7)
     np.testing.assert_allclose(zipf_weights(5), 1e-4 / (1e-4 + z / z.sum()))
-    w, _ = token_weights("zipf", None, keep)
+    w, params = token_weights("zipf", None, keep, sif_a=1e-4)
     np.testing.assert_allclose(w[:5], zipf_weights(5))
+    assert w[5] == 0 and params == {"a": 1e-4}
     with pytest.raises(ValueError, match="corpus"):
         token_weights("sif", None, keep)
 
@@ -215,3 +216,32 @@ def test_pca_path_and_bad_input(small_teacher, corpus_file, tmp_path):
     (tmp_path / "taken" / "other.txt").write_text("x")
     with pytest.raises((FileExistsError, ValueError)):
         distill(small_teacher, tmp_path / "taken", weighting="zipf", whiten="none", dim=8)
+
+
+def test_cli_refuses_an_output_that_is_an_input_before_any_work(corpus_file, capsys):
+    from sentvec.cli import main
+
+    rc = main(
+        [
+            "distill",
+            "--model",
+            "minilm",
+            "--corpus",
+            str(corpus_file),
+            "--output",
+            str(corpus_file.parent),
+        ]
+    )
+    assert rc == 2
+    assert "is an input" in capsys.readouterr().err
+    rc = main(
+        [
+            "distill",
+            "--output",
+            str(corpus_file.parent / "x"),
+            "--corpus",
+            str(corpus_file.parent / "none.txt"),
+        ]
+    )
+    assert rc == 2
+    assert "not found" in capsys.readouterr().err

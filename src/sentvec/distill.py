@@ -46,6 +46,7 @@ __all__ = [
     "token_weights",
     "whiten_rows",
     "pca_rows",
+    "fit_rows",
     "WEIGHTINGS",
     "WHITEN_MODES",
     "DISTILL_RECORD",
@@ -65,9 +66,12 @@ ZIPF_SIF_COEFFICIENT = 1e-4
 UNUSED_TOKEN_PATTERN = r"\[unused\d+\]"
 
 DEFAULT_DIM = 256
+DEFAULT_WEIGHTING = "zipf"
+#: sentvec's default ``a`` of the Zipf weights: 3e-4 scored best with the whitening (docs/distill.md)
+DEFAULT_ZIPF_A = 3e-4
 DEFAULT_LAYERS: tuple[int, ...] = (-1,)
 DEFAULT_MAX_SENTENCES = 1_000_000
-DEFAULT_WHITENING_SENTENCES = 100_000
+DEFAULT_WHITENING_SENTENCES = 20_000
 _COUNT_BATCH = 8192
 
 
@@ -209,7 +213,7 @@ def count_corpus_tokens(
     corpus_path : path-like
     max_sentences : int, optional
         Count at most this many non-empty lines (None: all).
-    sample_sentences : int, default 100000
+    sample_sentences : int, default 20000
     show_progress_bar : bool, optional
 
     Returns
@@ -308,7 +312,7 @@ def token_weights(
     keep : ndarray of shape (V,), bool
         Rows that are part of the vocabulary (False for ``[unusedN]``: weight 0).
     sif_a, usif_n : optional
-        SIF's ``a`` (default 1e-3; 1e-4 for zipf) and uSIF's ``n`` (default 11).
+        SIF's ``a`` (default 1e-3; 3e-4 for zipf, where Model2Vec uses 1e-4) and uSIF's ``n`` (default 11).
 
     Returns
     -------
@@ -335,7 +339,7 @@ def token_weights(
         w[keep] = 1.0
         return w, {}
     if weighting == "zipf":
-        a = ZIPF_SIF_COEFFICIENT if sif_a is None else float(sif_a)
+        a = DEFAULT_ZIPF_A if sif_a is None else float(sif_a)
         w[keep] = zipf_weights(int(keep.sum()), a)
         return w, {"a": a}
     if counts is None:
@@ -432,6 +436,57 @@ def pca_rows(rows: np.ndarray, n_components: int, fit_rows: np.ndarray | None = 
     ref = scores if fit_rows is None else scores[fit_rows]
     signs = np.sign(ref[np.argmax(np.abs(ref), axis=0), np.arange(comps.shape[1])])
     return (scores * signs).astype(np.float32)
+
+
+def fit_rows(
+    rows: np.ndarray,
+    keep: np.ndarray,
+    *,
+    dim: int,
+    weighting: str,
+    whiten: str,
+    counts: np.ndarray | None = None,
+    sample: Sequence[np.ndarray] | None = None,
+    sif_a: float | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """From the teacher's token rows to the static model's rows: weights, then whitening
+    (:func:`whiten_rows`) or Model2Vec's PCA followed by the weights (its order).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (V, d)
+        :func:`token_rows` of every vocabulary id (anything for rows not kept).
+    keep : ndarray of shape (V,), bool
+        Vocabulary rows (False: never produced by the tokenizer; written as zeros).
+    dim : int
+        ``k``.
+    weighting, whiten, sif_a
+        As :func:`distill`. uSIF scales each row to unit norm first (Ethayarajh 2018, Alg. 1).
+    counts : ndarray of shape (V,), optional
+        Corpus counts (sif, usif).
+    sample : sequence of int arrays, optional
+        Token ids of corpus sentences (``whiten="corpus"``).
+
+    Returns
+    -------
+    rows : ndarray of shape (V, dim), float32
+    weight_params : dict
+    """
+    check_choice("whiten", whiten, WHITEN_MODES)
+    R = rows.astype(np.float64)
+    if weighting == "usif":
+        norms = np.linalg.norm(R, axis=1, keepdims=True)
+        R = np.divide(R, norms, out=np.zeros_like(R), where=norms > 0)
+    weights, params = token_weights(weighting, counts, keep, sif_a=sif_a)
+    if whiten == "corpus":
+        if sample is None:
+            raise ValueError("whiten='corpus' needs corpus sentences (sample)")
+        emb, _ = whiten_rows(R * weights[:, None], sample, dim)
+    else:
+        emb = pca_rows(R, dim, fit_rows=keep) if dim < R.shape[1] else R.astype(np.float32)
+        emb = (emb * weights[:, None]).astype(np.float32)
+    emb[~keep] = 0.0
+    return emb, params
 
 
 @dataclass
@@ -580,10 +635,10 @@ def distill(
         mean pooling of the last layer.
     max_sentences : int, optional
         Corpus lines counted (default 1,000,000; None: all).
-    whitening_sentences : int, default 100000
+    whitening_sentences : int, default 20000
         Corpus lines (the first ones) the whitening is fitted on.
     sif_a : float, optional
-        SIF's ``a`` for sif (1e-3) or zipf (1e-4).
+        SIF's ``a`` for sif (1e-3) or zipf (3e-4; Model2Vec: 1e-4).
     batch_size, device, dtype, show_progress_bar
         Teacher batch size and device; stored dtype; progress display.
 
@@ -656,30 +711,27 @@ def distill(
     stats = None
     if corpus is not None and needs_corpus:
         t0 = time.perf_counter()
+        counted = weighting in ("sif", "usif")  # zipf / none need only the whitening sample
         stats = count_corpus_tokens(
             tok,
             corpus,
-            max_sentences=max_sentences,
+            max_sentences=max_sentences if counted else whitening_sentences,
             sample_sentences=whitening_sentences if whiten == "corpus" else 0,
             show_progress_bar=show_progress_bar,
         )
         times["corpus_count_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    R = rows.astype(np.float64)
-    if weighting == "usif":  # uSIF weights unit-norm word vectors (Ethayarajh 2018, Alg. 1)
-        norms = np.linalg.norm(R, axis=1, keepdims=True)
-        R = np.divide(R, norms, out=np.zeros_like(R), where=norms > 0)
-    weights, wparams = token_weights(
-        weighting, None if stats is None else stats.counts[:V], keep, sif_a=sif_a
+    emb, wparams = fit_rows(
+        rows,
+        keep,
+        dim=k,
+        weighting=weighting,
+        whiten=whiten,
+        counts=None if stats is None else stats.counts[:V],
+        sample=None if stats is None else stats.sample,
+        sif_a=sif_a,
     )
-    if whiten == "corpus":
-        assert stats is not None
-        emb, _ = whiten_rows(R * weights[:, None], stats.sample, k)
-        emb[~keep] = 0.0
-    else:
-        emb = pca_rows(R, k, fit_rows=keep) if k < d else R.astype(np.float32)
-        emb = (emb * weights[:, None]).astype(np.float32)
     times["fit_s"] = time.perf_counter() - t0
 
     backend = json.loads(tok.backend_tokenizer.to_str())

@@ -34,6 +34,7 @@ _COMMAND_MODULES = (
     "encode",
     "convert",
     "export",
+    "distill",
 )
 
 
