@@ -26,6 +26,7 @@ _LAZY: dict[str, str] = {
     "CommonComponentRemoval": "sentvec.whitening.component_removal",
     "SIFEncoder": "sentvec.encoders.sif",
     "USIFEncoder": "sentvec.encoders.sif",
+    "StaticEncoder": "sentvec.encoders.static",
     "load_sts": "sentvec.evaluation.sts_data",
     "STSTask": "sentvec.evaluation.sts_data",
     "unique_sentences": "sentvec.evaluation.sts_data",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.encoders.loading import load_encoder  # noqa: F401
     from sentvec.encoders.pipeline import Pipeline, load_whitening  # noqa: F401
     from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
+    from sentvec.encoders.static import StaticEncoder  # noqa: F401
     from sentvec.encoders.transformer import TransformerEncoder  # noqa: F401
     from sentvec.evaluation.layers import analyze_layers  # noqa: F401
     from sentvec.evaluation.results import STSResult, results_table_markdown  # noqa: F401

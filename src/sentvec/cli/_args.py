@@ -47,8 +47,8 @@ def positive_int_list(text: str) -> list[int]:
 #: ``--model`` help of every command that takes any encoder (``sentvec.load_encoder``).
 MODEL_HELP = (
     "model alias (minilm, mpnet), Hugging Face directory or hub name already in the "
-    "local hub cache (nothing is downloaded), sent2vec .bin or directory, or saved "
-    "pipeline (default: minilm)"
+    "local hub cache (nothing is downloaded), sent2vec .bin or directory, Model2Vec or "
+    "StaticEmbedding directory, wordllama[-128|-64], or saved pipeline (default: minilm)"
 )
 
 

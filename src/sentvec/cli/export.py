@@ -7,11 +7,16 @@ centring (weight I, bias -mu), then A^T. --serving-compatible keeps to what
 text-embeddings-inference reads (last layer, cls or mean pooling, one 2_Dense; the centring is
 folded into the final LayerNorm bias) and refuses anything else.
 
+--format model2vec writes a Sent2Vec unigram model or a static model (with a fitted
+post-processor folded into its rows) as a Model2Vec directory instead (model2vec's
+StaticModel and sentence-transformers' StaticEmbedding load it).
+
 Examples::
 
     sentvec export --model minilm --layers 1,-1 --pooling mean --whiten corpus.txt --n-components 256 --output minilm-whitened
     sentvec export --model my-pipeline/ --output my-pipeline-st --sts
     sentvec export --model minilm --layers=-1 --whiten corpus.txt --output tei-model --serving-compatible
+    sentvec export --model unigram.bin --format model2vec --output unigram-m2v
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "export",
         help="write a pipeline as a sentence-transformers directory (optionally TEI-compatible)",
-        description=plain_text(__doc__.split("\n\n")[1]),
+        description=plain_text("\n\n".join(__doc__.split("\n\n")[1:3])),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
@@ -75,6 +80,19 @@ def register(subparsers: Any) -> None:
         required=True,
         metavar="DIR",
         help="directory to write (new, empty, or an earlier export, replaced whole)",
+    )
+    p.add_argument(
+        "--format",
+        choices=("sentence-transformers", "model2vec"),
+        default="sentence-transformers",
+        help="sentence-transformers (a transformer pipeline) or model2vec (a Sent2Vec "
+        "unigram model or a static model)",
+    )
+    p.add_argument(
+        "--pretokenized",
+        action="store_true",
+        help="--format model2vec of a Sent2Vec model that Moses-tokenizes: export it for "
+        "already tokenized text instead of refusing",
     )
     p.add_argument(
         "--serving-compatible",
@@ -135,8 +153,50 @@ def _whitening(args: argparse.Namespace, encoder: Any) -> tuple[Any, str | None]
     return Whitening(args.n_components).fit(X), f"{path.name} ({len(corpus)} lines)"
 
 
+def _run_model2vec(args: argparse.Namespace) -> int:
+    """``--format model2vec``: a static table and tokenizer in Model2Vec's layout."""
+    from sentvec import Pipeline, load_encoder
+    from sentvec.integrations.model2vec import export_model2vec, sent2vec_static_encoder
+
+    if args.serving_compatible or args.sts or args.pooling or args.layers:
+        raise ValueError(
+            "--serving-compatible, --sts, --pooling and --layers apply to "
+            "--format sentence-transformers only"
+        )
+    model = load_encoder(args.model)
+    encoder = model.encoder if isinstance(model, Pipeline) else model
+    if type(encoder).__name__ == "Sent2Vec":  # refuse bigram / Moses before any fitting
+        encoder = sent2vec_static_encoder(encoder, pretokenized=args.pretokenized)
+    if args.whiten is not None:
+        if isinstance(model, Pipeline) and model.whitening is not None:
+            raise ValueError(f"--model {args.model!r} has its own whitening; leave out --whiten")
+        path = Path(args.whiten).expanduser()
+        if path.is_dir():
+            from sentvec import load_whitening
+
+            post = load_whitening(path)
+        else:
+            from sentvec import Whitening
+
+            corpus, _ = read_corpus_file(path)
+            post = Whitening(args.n_components).fit(encoder.encode(corpus))
+        model = Pipeline(encoder, post)
+    elif isinstance(model, Pipeline):
+        model = Pipeline(encoder, model.whitening)
+    else:
+        model = encoder
+    out = export_model2vec(model, args.output, pretokenized=args.pretokenized)
+    print(f"wrote {out}: Model2Vec format, {type(model).__name__}")
+    print(f"load it with: StaticModel.from_pretrained({str(out)!r})")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``sentvec export``; returns the exit code."""
+    if args.format == "model2vec":
+        return _run_model2vec(args)
+    if args.pretokenized:
+        raise ValueError("--pretokenized applies to --format model2vec only")
     from sentvec import Pipeline, load_encoder
     from sentvec._io import check_replaceable_directory
     from sentvec.integrations.sentence_transformers import EXPORT_FORMAT, EXPORT_MARKER

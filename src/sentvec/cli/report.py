@@ -111,8 +111,16 @@ def _report_transformer(
 
 
 def _report_sent2vec(
-    encoder: Any, path: str, args: argparse.Namespace, post: list, notes: list
+    encoder: Any,
+    path: str,
+    args: argparse.Namespace,
+    post: list,
+    notes: list,
+    *,
+    kind: str = "Sent2Vec",
 ) -> tuple[Any, dict]:
+    """Rows of an encoder without pooling or layers: a Sent2Vec model, or (``kind``
+    ``"Static"``) a static embedding model."""
     from sentvec.evaluation import sent2vec_rows, unique_sentences
 
     tasks = sts_tasks_for(args, encoder)
@@ -120,7 +128,7 @@ def _report_sent2vec(
     t0 = time.perf_counter()
     emb = encoder.encode(sentences)
     secs = time.perf_counter() - t0
-    label = f"Sent2Vec ({Path(path).name})"
+    label = f"{kind} ({Path(path).name})"
     rows = sent2vec_rows(label, emb, tasks, sentences)
     if args.post_processing:
         from sentvec.encoders.sif import SIFEncoder, USIFEncoder
@@ -149,6 +157,16 @@ def _report_sent2vec(
         "cache_hit": False,
         "scoring_s": time.perf_counter() - t0 - secs,
     }
+
+
+def _load_static(name: str) -> Any:
+    """A static embedding model (Model2Vec / StaticEmbedding directory, WordLlama alias)."""
+    from sentvec.encoders import StaticEncoder, load_encoder
+
+    encoder = load_encoder(name)
+    if not isinstance(encoder, StaticEncoder):
+        raise ValueError(f"{name!r} is not a static embedding model")
+    return encoder
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -183,6 +201,16 @@ def run_report(args: argparse.Namespace) -> int:
         r, info = _report_sent2vec(sent2vec, args.sent2vec, args, post, notes)
         rows += r
         infos.append(info)
+    for name in args.static or []:
+        try:
+            static = _load_static(name)
+        except (FileNotFoundError, OSError, ImportError, ValueError) as exc:
+            skipped.append((name, str(exc)))
+            print(f"skipped {name}: {exc}", file=sys.stderr)
+            continue
+        r, info = _report_sent2vec(static, name, args, post, notes, kind="Static")
+        rows += r
+        infos.append(info)
     if not rows:
         raise ValueError(
             "no encoder could be evaluated: " + "; ".join(f"{n}: {w}" for n, w in skipped)
@@ -190,6 +218,8 @@ def run_report(args: argparse.Namespace) -> int:
     command = f"sentvec report --models {','.join(args.models)}"
     if args.sent2vec:
         command += f" --sent2vec {args.sent2vec}"
+    if args.static:
+        command += f" --static {','.join(args.static)}"
     if args.tasks:
         command += f" --tasks {','.join(args.tasks)}"
     if args.post_processing:
@@ -222,6 +252,14 @@ def register(subparsers: Any) -> None:
         help="comma-separated transformer models (default minilm,mpnet)",
     )
     r.add_argument("--sent2vec", default=None, help="a Sent2Vec model (.bin or directory)")
+    r.add_argument(
+        "--static",
+        type=str_list,
+        default=None,
+        metavar="M1,M2,...",
+        help="static embedding models, one row each: Model2Vec or StaticEmbedding "
+        "directories, wordllama, wordllama-128, wordllama-64",
+    )
     r.add_argument("--out", default="docs/REPRODUCTION.md")
     r.add_argument(
         "--post-processing",

@@ -8,7 +8,9 @@
 * ``loading``: :func:`load_encoder`, the one place a ``--model`` argument becomes an encoder;
 * ``pipeline``: :class:`Pipeline` (encoder + whitening) and :func:`load_whitening`;
 * ``sif``: :class:`SIFEncoder` and :class:`USIFEncoder`, frequency-weighted averages of word
-  vectors (Sent2Vec unigram rows or a transformer's input token embeddings).
+  vectors (Sent2Vec unigram rows or a transformer's input token embeddings);
+* ``static`` / ``static_loaders``: :class:`StaticEncoder`, static embedding models (Model2Vec,
+  sentence-transformers' ``StaticEmbedding``, WordLlama) and their loaders.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ _LAZY: dict[str, str] = {
     "ENCODER_LOADERS": "sentvec.encoders.pipeline",
     "TransformerEncoder": "sentvec.encoders.transformer",
     "SIFEncoder": "sentvec.encoders.sif",
+    "StaticEncoder": "sentvec.encoders.static",
     "USIFEncoder": "sentvec.encoders.sif",
-    "TruncationWarning": "sentvec.encoders.transformer",
+    "TruncationWarning": "sentvec.encoders.base",
     "DEFAULT_POOLING": "sentvec.encoders.transformer",
     "DEFAULT_LAYERS": "sentvec.encoders.transformer",
     "DEFAULT_BATCH_SIZE": "sentvec.encoders.transformer",
@@ -65,6 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
         PIPELINE_FILE,
         TRANSFORMER_BACKENDS,
         Encoder,
+        TruncationWarning,
         check_whitening_fits,
         describe_encoder,
         output_dimension,
@@ -94,10 +98,10 @@ if TYPE_CHECKING:  # pragma: no cover
         pool_layers,
     )  # noqa: F401
     from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
+    from sentvec.encoders.static import StaticEncoder  # noqa: F401
     from sentvec.encoders.transformer import (
         DEFAULT_BATCH_SIZE,
         DEFAULT_LAYERS,
         DEFAULT_POOLING,
         TransformerEncoder,
-        TruncationWarning,
     )  # noqa: F401

@@ -18,6 +18,7 @@ __all__ = [
     "text_variant_of",
     "output_dimension",
     "check_whitening_fits",
+    "TruncationWarning",
 ]
 
 #: The marker file of a saved :class:`sentvec.Pipeline` directory (its ``pipeline.json``).
@@ -26,6 +27,10 @@ PIPELINE_FILE = "pipeline.json"
 #: Forward-pass backends of :class:`sentvec.TransformerEncoder`: torch, or ONNX Runtime on the
 #: CPU (the ``onnx`` extra). Here, not in ``transformer.py``, so the CLI lists them without torch.
 TRANSFORMER_BACKENDS = ("torch", "onnx")
+
+
+class TruncationWarning(UserWarning):
+    """Some inputs were longer than the encoder's ``max_length`` and were truncated."""
 
 
 @runtime_checkable

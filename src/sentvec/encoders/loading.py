@@ -3,6 +3,8 @@
 * a directory holding ``pipeline.json``            -> :class:`sentvec.Pipeline`
 * an official sent2vec ``.bin`` file (by magic)    -> :class:`sentvec.Sent2Vec`
 * a directory saved by ``Sent2Vec.save``           -> :class:`sentvec.Sent2Vec`
+* a Model2Vec directory, a sentence-transformers directory whose first module is
+  ``StaticEmbedding``, or ``"wordllama"`` (``-128``, ``-64``)  -> :class:`sentvec.StaticEncoder`
 * anything else (alias such as ``"minilm"``, a Hugging Face model directory or hub name)
                                                    -> :class:`sentvec.TransformerEncoder`
 
@@ -31,7 +33,9 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     ----------
     name_or_path : str or path-like
         A saved pipeline directory, an official sent2vec ``.bin`` file, a directory written by
-        ``Sent2Vec.save``, a Hugging Face model directory, a model alias (``"minilm"``) or a hub
+        ``Sent2Vec.save``, a Model2Vec directory, a sentence-transformers ``StaticEmbedding``
+        directory, ``"wordllama"`` (``"wordllama-128"``, ``"wordllama-64"``), a Hugging Face
+        model directory, a model alias (``"minilm"``) or a hub
         name (loaded only from the local Hugging Face cache when offline).
     **overrides
         Keyword arguments for ``TransformerEncoder.from_pretrained`` (``pooling``, ``layers``,
@@ -74,6 +78,10 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
             f"{text!r} is a file but not an official sent2vec .bin model (wrong magic number); "
             "give a sent2vec .bin, a model directory or a model name"
         )
+    static = _static_encoder(text, path)
+    if static is not None:
+        _reject_overrides(overrides, "a static embedding model")
+        return static
     if path.is_dir():
         from sentvec.sent2vec.model import Sent2Vec, is_model_dir
 
@@ -83,6 +91,29 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     from sentvec.encoders.transformer import TransformerEncoder
 
     return TransformerEncoder.from_pretrained(text, **overrides)
+
+
+def _static_encoder(text: str, path: Path) -> Encoder | None:
+    """A StaticEncoder when ``text`` names one (a directory or a WordLlama alias), else None."""
+    from sentvec.encoders.static_loaders import (
+        load_static_sentence_transformers,
+        load_wordllama,
+        static_model_format,
+        wordllama_alias,
+    )
+
+    kind = static_model_format(path)
+    if kind == "model2vec":
+        from sentvec.encoders.static import StaticEncoder
+
+        return StaticEncoder.from_model2vec(path)
+    if kind == "sentence-transformers":
+        return load_static_sentence_transformers(path)
+    if not path.exists():
+        dim = wordllama_alias(text)
+        if dim is not False:
+            return load_wordllama(None if dim is None else int(dim))
+    return None
 
 
 class EncoderOptionsError(ValueError):

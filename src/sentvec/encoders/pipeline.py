@@ -45,12 +45,19 @@ def _load_sif(path: Path) -> Encoder:
     return load_sif_encoder(path)
 
 
+def _load_static(path: Path) -> Encoder:
+    from sentvec.encoders.static import StaticEncoder
+
+    return StaticEncoder.load(path)
+
+
 #: ``encoder_type`` of a saved component -> its loader (a directory written by its ``save()``).
 ENCODER_LOADERS = {
     "transformer": _load_transformer,
     "sent2vec": _load_sent2vec,
     "sif": _load_sif,
     "usif": _load_sif,
+    "static": _load_static,
 }
 
 

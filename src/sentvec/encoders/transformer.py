@@ -22,7 +22,7 @@ import torch
 
 from sentvec._io import atomic_write_json
 from sentvec._validation import check_choice, check_positive_int, check_sentences
-from sentvec.encoders.base import TRANSFORMER_BACKENDS
+from sentvec.encoders.base import TRANSFORMER_BACKENDS, TruncationWarning
 from sentvec.encoders.models import resolve_model
 from sentvec.encoders.pooling import (
     MEAN_MODES,
@@ -73,10 +73,6 @@ def _check_unicode(unique: list[str], items: list[str]) -> None:
                 "(e.g. Latin-1 input); decode the input with its real encoding, or with "
                 "errors='replace'"
             ) from None
-
-
-class TruncationWarning(UserWarning):
-    """Some inputs were longer than the encoder's ``max_length`` and were truncated."""
 
 
 def _default_device() -> torch.device:

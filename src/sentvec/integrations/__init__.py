@@ -15,6 +15,8 @@ _LAZY: dict[str, str] = {
     "affine_parameters": "sentvec.integrations.sentence_transformers",
     "ExportError": "sentvec.integrations.sentence_transformers",
     "check_exportable": "sentvec.integrations.sentence_transformers",
+    "export_model2vec": "sentvec.integrations.model2vec",
+    "sent2vec_static_encoder": "sentvec.integrations.model2vec",
     "MTEBEncoder": "sentvec.integrations.mteb",
     "mteb_model_meta": "sentvec.integrations.mteb",
 }

@@ -1,0 +1,197 @@
+"""Static embedding models from other libraries' files, as :class:`StaticEncoder`.
+
+* :func:`load_static_sentence_transformers`: a sentence-transformers directory whose first
+  module is ``StaticEmbedding`` (optionally followed by ``Normalize``);
+* :func:`load_wordllama`: the weights shipped inside the ``wordllama`` package (never
+  downloaded), aliases :data:`WORDLLAMA_ALIASES` for ``--model``;
+* :func:`static_model_format`: which of these (or a Model2Vec directory) a path holds, for
+  :func:`sentvec.encoders.loading.load_encoder`.
+
+Each loader reproduces its library's own ``encode``: sentence-transformers averages every token
+(the unknown one included) with the tokenizer's recorded truncation; WordLlama averages every
+token, no truncation, and cuts the table to its first ``trunc_dim`` columns (its Matryoshka
+dimensions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from sentvec.encoders.static import (
+    StaticEncoder,
+    is_model2vec_dir,
+    load_tokenizer_file,
+    read_safetensors,
+)
+from sentvec.sent2vec.binfile import ModelFormatError
+
+__all__ = [
+    "load_static_sentence_transformers",
+    "load_wordllama",
+    "static_model_format",
+    "wordllama_alias",
+    "WORDLLAMA_ALIASES",
+    "WORDLLAMA_DIMS",
+]
+
+#: ``--model`` names of WordLlama's shipped model -> the truncation dimension (None: all 256).
+WORDLLAMA_ALIASES: dict[str, int | None] = {
+    "wordllama": None,
+    "wordllama-256": None,
+    "wordllama-128": 128,
+    "wordllama-64": 64,
+}
+#: Widths WordLlama's ``trunc_dim`` accepts for its shipped 256-dimensional model.
+WORDLLAMA_DIMS = (64, 128, 256)
+_STATIC_MODULE = "StaticEmbedding"
+_NORMALIZE_MODULE = "Normalize"
+
+
+def _st_modules(path: Path) -> list[dict[str, Any]] | None:
+    f = path / "modules.json"
+    if not f.is_file():
+        return None
+    try:
+        mods = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(mods, list) or not mods or not all(isinstance(m, dict) for m in mods):
+        return None
+    return sorted(mods, key=lambda m: m.get("idx", 0))
+
+
+def static_model_format(path: str | os.PathLike[str]) -> str | None:
+    """``"model2vec"``, ``"sentence-transformers"`` (first module ``StaticEmbedding``) or None."""
+    p = Path(path)
+    if not p.is_dir():
+        return None
+    if is_model2vec_dir(p):
+        return "model2vec"
+    mods = _st_modules(p)
+    if mods and str(mods[0].get("type", "")).rsplit(".", 1)[-1] == _STATIC_MODULE:
+        return "sentence-transformers"
+    return None
+
+
+def load_static_sentence_transformers(path: str | os.PathLike[str]) -> StaticEncoder:
+    """A sentence-transformers directory whose first module is ``StaticEmbedding``.
+
+    The module's ``model.safetensors`` holds ``embedding.weight`` (or Model2Vec's
+    ``embeddings`` with optional ``mapping`` / ``weights``, as sentence-transformers folds
+    them) and its ``tokenizer.json``; a following ``Normalize`` module sets ``normalize``.
+    As ``StaticEmbedding``, every token is averaged (the unknown one too) and texts are cut only
+    by the tokenizer's recorded truncation.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` is not a directory.
+    ModelFormatError
+        Not such a directory, another module after ``StaticEmbedding`` (other than
+        ``Normalize``), a truncation that is not on the right, or missing / unreadable /
+        inconsistent files (named in the message).
+    """
+    d = Path(path)
+    if not d.is_dir():
+        raise FileNotFoundError(f"model directory not found: {str(d)!r}")
+    mods = _st_modules(d)
+    if not mods or str(mods[0].get("type", "")).rsplit(".", 1)[-1] != _STATIC_MODULE:
+        raise ModelFormatError(
+            f"{str(d / 'modules.json')!r} does not start with a StaticEmbedding module"
+        )
+    rest = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in mods[1:]]
+    if any(t != _NORMALIZE_MODULE for t in rest):
+        raise ModelFormatError(
+            f"{str(d / 'modules.json')!r}: modules {rest} after StaticEmbedding; sentvec reads "
+            "StaticEmbedding alone or followed by Normalize"
+        )
+    sub = d / str(mods[0].get("path") or "")
+    tok_path = sub / "tokenizer.json"
+    tokenizer = load_tokenizer_file(tok_path)
+    trunc = tokenizer.truncation
+    if trunc is not None and trunc.get("direction", "right") != "right":
+        raise ModelFormatError(f"{str(tok_path)!r}: truncation from the left is not supported")
+    st_path = sub / "model.safetensors"
+    tensors = read_safetensors(st_path)
+    table = tensors.get("embedding.weight", tensors.get("embeddings"))
+    if table is None:
+        raise ModelFormatError(
+            f"{str(st_path)!r} holds neither 'embedding.weight' nor 'embeddings'"
+        )
+    try:
+        return StaticEncoder(
+            table,
+            tokenizer,
+            weights=tensors.get("weights"),
+            token_mapping=tensors.get("mapping"),
+            normalize=bool(rest),
+            drop_unknown=False,
+            max_length=None if trunc is None else int(trunc["max_length"]),
+            source=f"sentence-transformers StaticEmbedding {d.name}",
+        )
+    except ModelFormatError as exc:
+        raise ModelFormatError(f"{str(st_path)!r} / {str(tok_path)!r}: {exc}") from exc
+
+
+def wordllama_alias(name: str) -> int | None | bool:
+    """The truncation dimension of a WordLlama ``--model`` alias (None: all); False if ``name``
+    is not one."""
+    return WORDLLAMA_ALIASES.get(name.strip().lower(), False)
+
+
+def load_wordllama(trunc_dim: int | None = None, *, config: str = "l2_supercat") -> StaticEncoder:
+    """WordLlama's model shipped in the ``wordllama`` package (its ``l2_supercat`` 256-d weights).
+
+    As ``WordLlama.load(config, trunc_dim=...).embed(texts)``: the Llama-2 tokenizer, every
+    token averaged, no truncation of texts, the table cut to its first ``trunc_dim`` columns;
+    not normalized (``embed``'s default; ``encode(normalize=True)`` = ``embed(norm=True)``).
+    Nothing is downloaded.
+
+    Parameters
+    ----------
+    trunc_dim : {64, 128, 256} or None
+    config : str, default "l2_supercat"
+
+    Raises
+    ------
+    ImportError
+        The ``wordllama`` package is not installed (``pip install sentvec[static]``).
+    ValueError
+        ``trunc_dim`` is not one of :data:`WORDLLAMA_DIMS`.
+    ModelFormatError
+        The package does not hold the weights or tokenizer file (named).
+    """
+    try:
+        import wordllama
+        from wordllama.config.models import WordLlamaModels
+    except ImportError as exc:
+        raise ImportError(
+            "the WordLlama model needs the package 'wordllama': pip install sentvec[static]"
+        ) from exc
+    if trunc_dim is not None and trunc_dim not in WORDLLAMA_DIMS:
+        raise ValueError(f"trunc_dim must be one of {WORDLLAMA_DIMS} or None, got {trunc_dim!r}")
+    uri = getattr(WordLlamaModels, config, None)
+    if uri is None:
+        raise ValueError(f"unknown WordLlama config {config!r}")
+    root = Path(wordllama.__file__).resolve().parent
+    dim = max(WORDLLAMA_DIMS)
+    st_path = root / "weights" / f"{config}_{dim}.safetensors"
+    tensors = read_safetensors(st_path)
+    if uri.tensor_key not in tensors:
+        raise ModelFormatError(f"{str(st_path)!r} holds no {uri.tensor_key!r} tensor")
+    table = tensors[uri.tensor_key]
+    if trunc_dim is not None:
+        table = table[:, :trunc_dim]
+    tokenizer = load_tokenizer_file(root / "tokenizers" / str(uri.tokenizer_config))
+    version = getattr(wordllama, "__version__", "")
+    return StaticEncoder(
+        table,
+        tokenizer,
+        normalize=False,
+        drop_unknown=False,
+        max_length=None,
+        source=f"WordLlama {config} {version} dim {trunc_dim or dim}".replace("  ", " "),
+    )
