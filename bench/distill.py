@@ -16,7 +16,7 @@ own environment (``--m2v-python``), e.g.::
 
 ``--ablation`` then scores sentvec's choices one at a time from the teacher rows computed once per
 layer choice (in-process, library functions of :mod:`sentvec.distill`): Model2Vec's recipe
-(Zipf a=1e-4, PCA), the default (Zipf a=3e-4, whitening), without whitening, real-count weights
+(Zipf a=1e-4, PCA), the default (whitening, then Zipf a=3e-4), without whitening, real-count weights
 (SIF, uSIF), and the layer choice L1+L6.
 
 Usage::
@@ -118,7 +118,7 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     tokenizer = Tokenizer.from_str(json.dumps(tok_json))
     configs = [
         ("Model2Vec's recipe (Zipf a=1e-4, PCA), L6", (-1,), "zipf", "none", 1e-4),
-        ("sentvec default: Zipf a=3e-4 + whitening, L6", (-1,), "zipf", "corpus", None),
+        ("sentvec default: whitening, then Zipf a=3e-4, L6", (-1,), "zipf", "corpus", None),
         ("- whitening (Zipf a=3e-4, PCA)", (-1,), "zipf", "none", None),
         ("real counts: SIF a=1e-3 + whitening", (-1,), "sif", "corpus", None),
         ("real counts: uSIF + whitening", (-1,), "usif", "corpus", None),

@@ -194,6 +194,12 @@ def test_distilled_directory_loads_in_model2vec_and_sentence_transformers(
     expected = np.stack([E[i].mean(0) for i in ids])
     expected /= np.linalg.norm(expected, axis=1, keepdims=True)
     np.testing.assert_allclose(m.encode(sents), expected, atol=2e-3)
+    from sentvec import load_encoder
+
+    ours = load_encoder(str(out))
+    assert type(ours).__name__ == "StaticEncoder"
+    np.testing.assert_allclose(ours.encode(sents), expected, atol=1e-5)  # float32 sums
+    np.testing.assert_allclose(ours.encode(sents), m.encode(sents), atol=1e-3)  # theirs: fp16
     st_modules = pytest.importorskip("sentence_transformers.sentence_transformer.modules")
     emb = st_modules.StaticEmbedding.from_model2vec(str(out))
     np.testing.assert_allclose(emb.embedding.weight.detach().numpy(), E, atol=1e-6)
