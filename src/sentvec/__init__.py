@@ -47,6 +47,7 @@ _LAZY: dict[str, str] = {
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
     "encode_file_distributed": "sentvec.cluster",
+    "distill": "sentvec.distillation",
     # integrations (optional extras; imported only on access)
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
     "MTEBEncoder": "sentvec.integrations.mteb",
@@ -57,6 +58,7 @@ __all__ += ["__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checkers
     from sentvec.cluster import encode_file_distributed  # noqa: F401
+    from sentvec.distillation import distill  # noqa: F401
     from sentvec.encode_files import encode_file  # noqa: F401
     from sentvec.encoders.base import Encoder  # noqa: F401
     from sentvec.encoders.loading import load_encoder  # noqa: F401

@@ -36,6 +36,7 @@ _COMMAND_MODULES = (
     "convert",
     "export",
     "serve",
+    "distill",
 )
 
 

@@ -39,6 +39,8 @@ __all__ = [
     "COMMON_COMPONENT_MODES",
     "count_tokens",
     "usif_parameter",
+    "sif_weights",
+    "usif_weights",
     "load_sif_encoder",
     "SIF_DEFAULT_A",
     "USIF_DEFAULT_N",
@@ -161,6 +163,43 @@ def usif_parameter(counts: np.ndarray, n: int) -> float:
             "undefined; use a larger n"
         )
     return (1.0 - alpha) / (alpha * 0.5 * V)
+
+
+def sif_weights(p: np.ndarray, a: float) -> np.ndarray:
+    """SIF's word weights ``a / (a + p(w))`` (Arora et al. 2017, Algorithm 1).
+
+    Parameters
+    ----------
+    p : ndarray of shape (V,), float
+        Word probabilities ``count / total`` (0 for a word without a count: weight 1).
+    a : float
+        SIF's ``a`` (> 0).
+
+    Returns
+    -------
+    ndarray of shape (V,), float64
+    """
+    return a / (a + np.asarray(p, dtype=np.float64))
+
+
+def usif_weights(p: np.ndarray, a: float) -> np.ndarray:
+    """uSIF's word weights ``a / (a/2 + p(w))`` (Ethayarajh 2018, Algorithm 1), a word without a
+    count taking the smallest positive ``p`` of the table (the authors' ``min_prob``).
+
+    Parameters
+    ----------
+    p : ndarray of shape (V,), float
+        Word probabilities ``count / total``, at least one positive.
+    a : float
+        uSIF's derived ``a`` (:func:`usif_parameter`).
+
+    Returns
+    -------
+    ndarray of shape (V,), float64
+    """
+    p = np.asarray(p, dtype=np.float64)
+    p = np.where(p > 0, p, p[p > 0].min())
+    return a / (0.5 * a + p)
 
 
 class _WeightedAverageEncoder:
@@ -682,7 +721,7 @@ class SIFEncoder(_WeightedAverageEncoder):
         )
 
     def _word_weights(self, p: np.ndarray) -> np.ndarray:
-        return self.a / (self.a + p)
+        return sif_weights(p, self.a)
 
     def _params(self) -> dict[str, Any]:
         return {"a": float(self.a), **super()._params()}
@@ -763,8 +802,7 @@ class USIFEncoder(_WeightedAverageEncoder):
         )
 
     def _word_weights(self, p: np.ndarray) -> np.ndarray:
-        p = np.where(p > 0, p, p[p > 0].min())
-        return self.a / (0.5 * self.a + p)
+        return usif_weights(p, self.a)
 
     def _word_matrix(self) -> np.ndarray:
         return self._unit

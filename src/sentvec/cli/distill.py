@@ -1,0 +1,158 @@
+"""``sentvec distill``: a static (Model2Vec-format) model from a transformer.
+
+Every vocabulary token goes through the teacher alone; the token rows are weighted and
+whitened on corpus sentences (WhiteningBERT Eq. 1, k = --dim) and written as a Model2Vec
+directory that model2vec, sentence-transformers' StaticEmbedding and sentvec load. The distill
+record (teacher, corpus, counts, settings, wall time) goes into distill.json and the model card.
+
+Examples::
+
+    sentvec distill --model minilm --dim 256 --corpus enwiki-2015-sentences-1M.txt.xz --output minilm-static
+    sentvec distill --model minilm --weighting zipf --whiten none --output m2v-like
+    sentvec distill --model mpnet --layers 1,-1 --weighting usif --corpus wiki.txt --output mpnet-static
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sentvec.cli._args import add_progress_option, layer_list, plain_text, positive_int, progress
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``distill`` sub-command."""
+    from sentvec.distillation import (
+        DEFAULT_DIM,
+        DEFAULT_MAX_SENTENCES,
+        DEFAULT_WEIGHTING,
+        DEFAULT_WHITENING_SENTENCES,
+        WEIGHTINGS,
+        WHITEN_MODES,
+    )
+
+    p = subparsers.add_parser(
+        "distill",
+        help="distill a static Model2Vec-format model from a transformer",
+        description=plain_text(__doc__.split("\n\n")[1]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
+    )
+    p.add_argument("--model", default="minilm", help="teacher: alias (minilm, mpnet) or directory")
+    p.add_argument(
+        "--output", required=True, metavar="DIR", help="directory to write (new or empty)"
+    )
+    p.add_argument(
+        "--corpus",
+        default=None,
+        metavar="FILE",
+        help="sentences, one per line (.xz/.gz/.bz2 read as is) for the whitening and the "
+        "counts; never evaluation text (default: the packaged 10k Wikipedia sample)",
+    )
+    p.add_argument(
+        "--dim",
+        type=positive_int,
+        default=DEFAULT_DIM,
+        help=f"output dimension (default {DEFAULT_DIM})",
+    )
+    p.add_argument(
+        "--weighting",
+        choices=WEIGHTINGS,
+        default=DEFAULT_WEIGHTING,
+        help=f"token weights: usif / sif from corpus counts, zipf from the rank as Model2Vec, "
+        f"none (default {DEFAULT_WEIGHTING})",
+    )
+    p.add_argument(
+        "--whiten",
+        choices=WHITEN_MODES,
+        default="corpus",
+        help="corpus: WhiteningBERT's whitening fitted on the corpus (k = --dim); none: "
+        "Model2Vec's PCA to --dim (default corpus)",
+    )
+    p.add_argument(
+        "--vocabulary",
+        default="teacher",
+        choices=("teacher",),
+        help="rows: the teacher's vocabulary (default; corpus words are not supported yet)",
+    )
+    p.add_argument(
+        "--bigrams",
+        type=int,
+        default=0,
+        choices=(0,),
+        metavar="N",
+        help="frequent corpus bigrams as extra rows (only 0 is supported yet)",
+    )
+    p.add_argument(
+        "--pooling",
+        choices=("mean", "cls", "max"),
+        default="mean",
+        help="token-row pooling (default mean)",
+    )
+    p.add_argument(
+        "--layers",
+        type=layer_list,
+        default=(-1,),
+        metavar="I,J,...",
+        help="hidden states averaged for the token rows (default -1; write --layers=-1)",
+    )
+    p.add_argument(
+        "--sif-a", type=float, default=None, help="SIF's a for sif (1e-3) or zipf (3e-4)"
+    )
+    p.add_argument(
+        "--max-sentences",
+        type=positive_int,
+        default=DEFAULT_MAX_SENTENCES,
+        help=f"corpus lines counted for sif / usif (default {DEFAULT_MAX_SENTENCES})",
+    )
+    p.add_argument(
+        "--whitening-sentences",
+        type=positive_int,
+        default=DEFAULT_WHITENING_SENTENCES,
+        help=f"first corpus lines the whitening is fitted on (default {DEFAULT_WHITENING_SENTENCES})",
+    )
+    p.add_argument("--dtype", choices=("float16", "float32"), default="float16")
+    p.add_argument("--batch-size", type=positive_int, default=512)
+    p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
+    add_progress_option(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``sentvec distill``; returns the exit code."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentvec.distillation import distill
+
+    corpus = args.corpus
+    if corpus is None and (args.whiten == "corpus" or args.weighting in ("sif", "usif")):
+        from sentvec._data import corpus_sample_path
+
+        corpus = str(corpus_sample_path())
+    result = distill(
+        args.model,
+        args.output,
+        corpus=corpus,
+        dim=args.dim,
+        weighting=args.weighting,
+        whiten=args.whiten,
+        pooling=args.pooling,
+        layers=args.layers,
+        max_sentences=args.max_sentences,
+        whitening_sentences=args.whitening_sentences,
+        sif_a=args.sif_a,
+        batch_size=args.batch_size,
+        device=args.device,
+        dtype=args.dtype,
+        show_progress_bar=progress(args),
+    )
+    rec = result.record
+    t = rec["wall_time_s"]
+    print(
+        f"wrote {args.output}: {rec['rows']} rows x {result.embeddings.shape[1]} ({args.dtype}), "
+        f"weighting {args.weighting}, whiten {args.whiten}, layers {list(args.layers)}; "
+        f"{t['total_s']:.1f} s (teacher {t['teacher_forward_s']:.1f} s)"
+    )
+    return 0

@@ -1,0 +1,775 @@
+"""Distillation of a static embedding model from a transformer (``sentvec distill``).
+
+A static model maps a sentence to the mean of one row per token. Model2Vec (Tulkens & van
+Dongen, 2024) builds the rows by passing every vocabulary token alone through the teacher
+(``[CLS] token [SEP]``, mean pooled), reduces them by PCA and weights each by SIF's
+``a / (a + p)`` with ``p`` guessed from the token's rank (Zipf's law). sentvec keeps the token
+rows (pooling and layers as :class:`~sentvec.TransformerEncoder` takes them) and fits the rest
+on real corpus sentences:
+
+* weights from real corpus counts: SIF (Arora et al. 2017) or uSIF (Ethayarajh 2018), the
+  formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec does, or none;
+* WhiteningBERT's whitening (Huang et al. 2021, Eq. 1) with ``k`` = the output dimension,
+  fitted on the static sentence vectors of corpus sentences (:class:`sentvec.Whitening`). The
+  sentence vector is a *mean* of rows, so the whitening ``(x - mu) W`` folds into the rows
+  exactly: ``row_t' = (w_t row_t - mu) W``. Or Model2Vec's PCA of the rows.
+
+The result is written as a Model2Vec directory (``config.json``, ``model.safetensors`` with the
+``embeddings`` tensor, ``tokenizer.json``, ``modules.json``, ``README.md``) that Model2Vec's
+``StaticModel.from_pretrained`` and sentence-transformers' ``StaticEmbedding.from_model2vec``
+load unchanged, plus the distill record ``distill.json``. Measurements: ``docs/distill.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec._io import atomic_directory, atomic_write_json, atomic_write_text
+from sentvec._validation import check_choice, check_positive_int
+
+__all__ = [
+    "distill",
+    "DistilledModel",
+    "CorpusCounts",
+    "token_rows",
+    "count_corpus_tokens",
+    "zipf_weights",
+    "token_weights",
+    "whiten_rows",
+    "pca_rows",
+    "fit_rows",
+    "WEIGHTINGS",
+    "WHITEN_MODES",
+    "DISTILL_RECORD",
+    "ZIPF_SIF_COEFFICIENT",
+    "UNUSED_TOKEN_PATTERN",
+]
+
+#: Token weightings: SIF / uSIF from corpus counts, Zipf from the rank (Model2Vec), none.
+WEIGHTINGS = ("usif", "sif", "zipf", "none")
+#: Whitening: fitted on corpus sentences, or none (then PCA reduces the dimension).
+WHITEN_MODES = ("corpus", "none")
+#: The distill record written next to the model.
+DISTILL_RECORD = "distill.json"
+#: Model2Vec's SIF coefficient for its Zipf weights (``model2vec.distill`` default).
+ZIPF_SIF_COEFFICIENT = 1e-4
+#: Tokens the tokenizer never produces and Model2Vec drops (BERT's ``[unusedN]``).
+UNUSED_TOKEN_PATTERN = r"\[unused\d+\]"
+
+DEFAULT_DIM = 256
+DEFAULT_WEIGHTING = "zipf"
+#: sentvec's default ``a`` of the Zipf weights: 3e-4 scored best with the whitening (docs/distill.md)
+DEFAULT_ZIPF_A = 3e-4
+DEFAULT_LAYERS: tuple[int, ...] = (-1,)
+DEFAULT_MAX_SENTENCES = 1_000_000
+DEFAULT_WHITENING_SENTENCES = 100_000
+_COUNT_BATCH = 8192
+
+
+@dataclass
+class CorpusCounts:
+    """Token counts of a corpus and the token ids of its first sentences.
+
+    Attributes
+    ----------
+    counts : ndarray of shape (V,), int64
+    n_sentences : int
+        Non-empty lines counted.
+    sample : list of ndarray of int64
+        Token ids (no special tokens) of the first ``sample_sentences`` non-empty lines.
+    path : str
+    """
+
+    counts: np.ndarray
+    n_sentences: int
+    sample: list[np.ndarray]
+    path: str
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.counts.sum())
+
+
+def _special_frame(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The ids the tokenizer puts before and after a text (``[CLS]`` / ``[SEP]`` for BERT,
+    ``<s>`` / ``</s>`` for RoBERTa), found by encoding one word with and without them."""
+    bare = list(tokenizer("a", add_special_tokens=False)["input_ids"])
+    full = list(tokenizer("a", add_special_tokens=True)["input_ids"])
+    for i in range(len(full) - len(bare) + 1):
+        if full[i : i + len(bare)] == bare:
+            return full[:i], full[i + len(bare) :]
+    raise ValueError("cannot find where the tokenizer puts its special tokens")
+
+
+def token_rows(
+    encoder: Any,
+    token_ids: Sequence[Sequence[int]],
+    *,
+    batch_size: int = 512,
+    show_progress_bar: bool | None = None,
+) -> np.ndarray:
+    """The teacher's vector of each token sequence, passed alone through the model.
+
+    Each entry is framed by the tokenizer's special tokens (``[CLS] ids [SEP]``), run through
+    ``encoder.model`` and pooled with the encoder's pooling, layers and mean mode
+    (:func:`sentvec.encoders.pooling.pool_layers`): Model2Vec's token rows for the defaults
+    ``pooling="mean"``, ``layers=(-1,)``; WhiteningBERT's L1 + L_last with ``layers=(1, -1)``.
+
+    Parameters
+    ----------
+    encoder : sentvec.TransformerEncoder
+    token_ids : sequence of sequences of int
+        One entry per row (a single vocabulary id, or the ids of a word or bigram).
+    batch_size : int, default 512
+    show_progress_bar : bool, optional
+        None: shown on a terminal (``sentvec._progress.progress_bar``).
+
+    Returns
+    -------
+    ndarray of shape (len(token_ids), hidden_size), float32
+
+    Raises
+    ------
+    TypeError
+        ``encoder`` has no ``model`` / ``tokenizer`` (not a TransformerEncoder).
+    ValueError
+        An empty entry.
+    """
+    import sys
+
+    import torch
+
+    from sentvec._progress import progress_bar
+    from sentvec.encoders import pool_layers
+
+    if getattr(encoder, "model", None) is None or getattr(encoder, "tokenizer", None) is None:
+        raise TypeError(f"token_rows needs a TransformerEncoder, got {type(encoder).__name__}")
+    batch_size = check_positive_int("batch_size", batch_size)
+    if any(len(ids) == 0 for ids in token_ids):
+        raise ValueError("token_rows: every entry needs at least one token id")
+    head, tail = _special_frame(encoder.tokenizer)
+    framed = [head + [int(i) for i in ids] + tail for ids in token_ids]
+    lengths = np.fromiter((len(f) for f in framed), dtype=np.int64, count=len(framed))
+    order = np.argsort(lengths, kind="stable")
+    out = np.empty((len(framed), encoder.hidden_size), dtype=np.float32)
+    pad = encoder.tokenizer.pad_token_id or 0
+    show = sys.stderr.isatty() if show_progress_bar is None else bool(show_progress_bar)
+    with (
+        progress_bar(total=len(framed), desc="Teacher forward", unit="tok", show=show) as bar,
+        torch.inference_mode(),
+    ):
+        for start in range(0, len(order), batch_size):
+            batch = order[start : start + batch_size]
+            T = int(lengths[batch].max())
+            ids = np.full((len(batch), T), pad, dtype=np.int64)
+            mask = np.zeros((len(batch), T), dtype=np.int64)
+            for r, j in enumerate(batch):
+                ids[r, : lengths[j]] = framed[j]
+                mask[r, : lengths[j]] = 1
+            mask_t = torch.from_numpy(mask).to(encoder.device)
+            res = encoder.model(
+                input_ids=torch.from_numpy(ids).to(encoder.device),
+                attention_mask=mask_t,
+                output_hidden_states=True,
+                return_dict=True,
+            )
+            hs = [h.float() for h in res.hidden_states]
+            pooled = pool_layers(
+                hs, mask_t, encoder.pooling, encoder.layer_indices, mean_mode=encoder.mean_mode
+            )
+            out[batch] = pooled.to("cpu", torch.float32).numpy()
+            bar.update(len(batch))
+    return out
+
+
+def count_corpus_tokens(
+    tokenizer: Any,
+    corpus_path: str | os.PathLike[str],
+    *,
+    max_sentences: int | None = DEFAULT_MAX_SENTENCES,
+    sample_sentences: int = DEFAULT_WHITENING_SENTENCES,
+    show_progress_bar: bool | None = None,
+) -> CorpusCounts:
+    """Count the tokens of a corpus file in one pass, keeping the first sentences' ids.
+
+    Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed, undecodable bytes
+    replaced), stripped, empty ones skipped, and tokenized without special tokens by the
+    ``tokenizers`` library's batch encoder (Rust, all cores). Unlike
+    :func:`sentvec.encoders.sif.count_tokens` this also keeps the token ids of the first
+    ``sample_sentences`` lines, on which the whitening is fitted, so the corpus is read once.
+
+    Parameters
+    ----------
+    tokenizer : tokenizers.Tokenizer or a transformers fast tokenizer
+    corpus_path : path-like
+    max_sentences : int, optional
+        Count at most this many non-empty lines (None: all).
+    sample_sentences : int, default 100000
+    show_progress_bar : bool, optional
+
+    Returns
+    -------
+    CorpusCounts
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        The corpus holds no token.
+    """
+    import sys
+
+    from sentvec._progress import progress_bar
+    from sentvec.sent2vec.dictionary import open_binary
+
+    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    path = Path(corpus_path)
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
+    V = int(backend.get_vocab_size(with_added_tokens=True))
+    counts = np.zeros(V, dtype=np.int64)
+    sample: list[np.ndarray] = []
+    n = 0
+    show = sys.stderr.isatty() if show_progress_bar is None else bool(show_progress_bar)
+
+    def add(batch: list[str]) -> None:
+        enc = backend.encode_batch_fast(batch, add_special_tokens=False)
+        ids = [np.asarray(e.ids, dtype=np.int64) for e in enc]
+        if len(sample) < sample_sentences:
+            sample.extend(ids[: sample_sentences - len(sample)])
+        if ids:
+            counts[:] += np.bincount(np.concatenate(ids), minlength=V)[:V]
+
+    batch: list[str] = []
+    with (
+        open_binary(path) as fh,
+        progress_bar(total=max_sentences, desc="Counting tokens", unit="line", show=show) as bar,
+    ):
+        for raw in fh:
+            if max_sentences is not None and n >= max_sentences:
+                break
+            line = raw.decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            batch.append(line)
+            n += 1
+            if len(batch) >= _COUNT_BATCH:
+                add(batch)
+                bar.update(len(batch))
+                batch = []
+        if batch:
+            add(batch)
+            bar.update(len(batch))
+    if not counts.any():
+        raise ValueError(f"no token counted in {str(path)!r}")
+    return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path))
+
+
+def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
+    """Model2Vec's weights: SIF's ``a / (a + p)`` with ``p`` from the rank by Zipf's law.
+
+    ``p_i = (1 / (i + 2)) / sum_j 1 / (j + 2)`` for the ``i``-th token in vocabulary order
+    (``model2vec.distill.inference.compute_weights``).
+
+    Returns
+    -------
+    ndarray of shape (n,), float64
+    """
+    from sentvec.encoders.sif import sif_weights
+
+    inv_rank = 1.0 / np.arange(2, n + 2, dtype=np.float64)
+    return sif_weights(inv_rank / inv_rank.sum(), a)
+
+
+def token_weights(
+    weighting: str,
+    counts: np.ndarray | None,
+    keep: np.ndarray,
+    *,
+    sif_a: float | None = None,
+    usif_n: int | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The weight of each row and the parameters used.
+
+    Parameters
+    ----------
+    weighting : {"usif", "sif", "zipf", "none"}
+        ``"sif"``: ``a / (a + p)``, ``p`` = corpus count / total (Arora et al. 2017);
+        ``"usif"``: ``a / (a/2 + p)`` with ``a`` derived from the counts (Ethayarajh 2018);
+        ``"zipf"``: :func:`zipf_weights` over the kept tokens in vocabulary order (Model2Vec).
+    counts : ndarray of shape (V,), int, optional
+        Corpus counts (needed for sif and usif).
+    keep : ndarray of shape (V,), bool
+        Rows that are part of the vocabulary (False for ``[unusedN]``: weight 0).
+    sif_a, usif_n : optional
+        SIF's ``a`` (default 1e-3; 3e-4 for zipf, where Model2Vec uses 1e-4) and uSIF's ``n`` (default 11).
+
+    Returns
+    -------
+    weights : ndarray of shape (V,), float64
+    params : dict
+
+    Raises
+    ------
+    ValueError
+        Unknown weighting, or sif / usif without counts.
+    """
+    from sentvec.encoders.sif import (
+        SIF_DEFAULT_A,
+        USIF_DEFAULT_N,
+        sif_weights,
+        usif_parameter,
+        usif_weights,
+    )
+
+    check_choice("weighting", weighting, WEIGHTINGS)
+    V = keep.shape[0]
+    w = np.zeros(V, dtype=np.float64)
+    if weighting == "none":
+        w[keep] = 1.0
+        return w, {}
+    if weighting == "zipf":
+        a = DEFAULT_ZIPF_A if sif_a is None else float(sif_a)
+        w[keep] = zipf_weights(int(keep.sum()), a)
+        return w, {"a": a}
+    if counts is None:
+        raise ValueError(f"weighting={weighting!r} needs corpus counts: give a corpus")
+    c = np.where(keep, counts, 0)
+    p = c / float(c.sum())
+    if weighting == "sif":
+        a = SIF_DEFAULT_A if sif_a is None else float(sif_a)
+        w[keep] = sif_weights(p[keep], a)
+        return w, {"a": a}
+    n = USIF_DEFAULT_N if usif_n is None else int(usif_n)
+    a = usif_parameter(c, n)
+    w[keep] = usif_weights(p[keep], a)
+    return w, {"a": a, "n": n}
+
+
+def _sentence_matrix(sample: Sequence[np.ndarray], V: int) -> Any:
+    """Sparse (n, V) matrix whose product with the rows gives each sentence's mean row."""
+    import scipy.sparse
+
+    ids = [s for s in sample if len(s)]
+    lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=len(ids))
+    indptr = np.concatenate([[0], np.cumsum(lengths)])
+    flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+    vals = np.repeat(1.0 / np.maximum(lengths, 1), lengths)
+    return scipy.sparse.csr_matrix((vals, flat, indptr), shape=(len(ids), V))
+
+
+def whiten_rows(
+    rows: np.ndarray, sample: Sequence[np.ndarray], n_components: int
+) -> tuple[np.ndarray, Any]:
+    """Fold WhiteningBERT's whitening of the static sentence vectors into the rows.
+
+    The sentence vector of tokens ``t_1..t_n`` is ``x = (1/n) sum_i r_{t_i}``; the whitening
+    ``x_hat = (x - mu) W`` (Eq. 1, ``W = U_k D_k^{-1/2}``) is fitted by :class:`sentvec.Whitening`
+    on ``x`` of the ``sample`` sentences. Since ``x`` is a mean, ``x_hat`` is the mean of the rows
+    ``(r_t - mu) W``, which are returned: a static model with these rows gives whitened vectors.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (V, d), float
+        Weighted token rows.
+    sample : sequence of int arrays
+        Token ids of corpus sentences (empty ones skipped).
+    n_components : int
+        ``k``.
+
+    Returns
+    -------
+    rows : ndarray of shape (V, k), float32
+    whitening : sentvec.Whitening (fitted)
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 non-empty sentences, or ``k`` above ``d``.
+    """
+    from sentvec.whitening import Whitening
+
+    X = np.asarray(_sentence_matrix(sample, rows.shape[0]) @ rows.astype(np.float64))
+    w = Whitening(n_components, warn_singular=False).fit(X)
+    if w.n_components_ < n_components:
+        raise ValueError(
+            f"the {X.shape[0]} corpus sentences span only {w.n_components_} directions of the "
+            f"static sentence vectors, fewer than dim={n_components}: give a larger corpus"
+        )
+    out = (rows.astype(np.float64) - w.mean_) @ w.whitening_matrix_
+    return out.astype(np.float32), w
+
+
+def pca_rows(rows: np.ndarray, n_components: int, fit_rows: np.ndarray | None = None) -> np.ndarray:
+    """Model2Vec's PCA of the token rows: centred, projected on the top ``k`` eigenvectors of
+    their covariance, each component's sign making its largest-magnitude score positive
+    (``model2vec.distill.inference._pca_fit_transform``).
+
+    Parameters
+    ----------
+    rows : ndarray of shape (V, d)
+    n_components : int
+    fit_rows : ndarray of bool of shape (V,), optional
+        Rows the PCA is fitted on (default all); all rows are transformed.
+
+    Returns
+    -------
+    ndarray of shape (V, k), float32
+    """
+    X = rows.astype(np.float64)
+    F = X if fit_rows is None else X[fit_rows]
+    mean = F.mean(axis=0)
+    C = (F - mean).T @ (F - mean) / (len(F) - 1)
+    _, vecs = np.linalg.eigh(C)
+    comps = vecs[:, ::-1][:, :n_components]
+    scores = (X - mean) @ comps
+    ref = scores if fit_rows is None else scores[fit_rows]
+    signs = np.sign(ref[np.argmax(np.abs(ref), axis=0), np.arange(comps.shape[1])])
+    return (scores * signs).astype(np.float32)
+
+
+def fit_rows(
+    rows: np.ndarray,
+    keep: np.ndarray,
+    *,
+    dim: int,
+    weighting: str,
+    whiten: str,
+    counts: np.ndarray | None = None,
+    sample: Sequence[np.ndarray] | None = None,
+    sif_a: float | None = None,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """From the teacher's token rows to the static model's rows: the whitening fitted on the
+    unweighted static sentence vectors (:func:`whiten_rows`), or Model2Vec's PCA, then each
+    row times its token's weight (Model2Vec's order: reduce, then weight). A sentence vector is
+    then ``mean_t w_t (r_t - mu) W``.
+
+    Parameters
+    ----------
+    rows : ndarray of shape (V, d)
+        :func:`token_rows` of every vocabulary id (anything for rows not kept).
+    keep : ndarray of shape (V,), bool
+        Vocabulary rows (False: never produced by the tokenizer; written as zeros).
+    dim : int
+        ``k``.
+    weighting, whiten, sif_a
+        As :func:`distill`. uSIF scales each row to unit norm first (Ethayarajh 2018, Alg. 1).
+    counts : ndarray of shape (V,), optional
+        Corpus counts (sif, usif).
+    sample : sequence of int arrays, optional
+        Token ids of corpus sentences (``whiten="corpus"``).
+
+    Returns
+    -------
+    rows : ndarray of shape (V, dim), float32
+    weight_params : dict
+    """
+    check_choice("whiten", whiten, WHITEN_MODES)
+    R = rows.astype(np.float64)
+    if weighting == "usif":
+        norms = np.linalg.norm(R, axis=1, keepdims=True)
+        R = np.divide(R, norms, out=np.zeros_like(R), where=norms > 0)
+    weights, params = token_weights(weighting, counts, keep, sif_a=sif_a)
+    if whiten == "corpus":
+        if sample is None:
+            raise ValueError("whiten='corpus' needs corpus sentences (sample)")
+        # whitening fitted on the unweighted static sentence vectors, then the weights: scored
+        # 69.95 against 69.78 for whitening the weighted vectors (docs/distill.md)
+        white, _ = whiten_rows(R, sample, dim)
+        emb = (white * weights[:, None]).astype(np.float32)
+    else:
+        emb = pca_rows(R, dim, fit_rows=keep) if dim < R.shape[1] else R.astype(np.float32)
+        emb = (emb * weights[:, None]).astype(np.float32)
+    emb[~keep] = 0.0
+    return emb, params
+
+
+@dataclass
+class DistilledModel:
+    """A distilled static model: rows, tokenizer and the record of how they were made.
+
+    Attributes
+    ----------
+    embeddings : ndarray of shape (V, k), float32
+        Row ``i`` is token id ``i``; weights and whitening are folded in.
+    tokenizer_json : str
+        The ``tokenizers`` JSON (the teacher's, truncation and padding off).
+    record : dict
+        Teacher, corpus, counts, settings, wall times.
+    """
+
+    embeddings: np.ndarray
+    tokenizer_json: str
+    record: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, path: str | os.PathLike[str], *, dtype: str = "float16") -> Path:
+        """Write a Model2Vec directory atomically (see the module docstring).
+
+        Parameters
+        ----------
+        path : path-like
+            A new or empty directory, or an earlier ``distill`` output (replaced whole).
+        dtype : {"float16", "float32"}, default "float16" (as Model2Vec stores)
+
+        Raises
+        ------
+        FileExistsError, ValueError
+            ``path`` holds something else; nothing is written.
+        """
+        check_choice("dtype", dtype, ("float16", "float32"))
+        encoder = self.to_encoder(dtype=dtype)
+        with atomic_directory(path, marker=DISTILL_RECORD, kind="a sentvec distill output") as root:
+            encoder.save(root)  # the Model2Vec files (StaticEncoder: the one writer of them)
+            atomic_write_text(root / "README.md", model_card(self.record))
+            atomic_write_json(root / DISTILL_RECORD, self.record)
+        return Path(path)
+
+    def to_encoder(self, *, dtype: str = "float32") -> Any:
+        """The model as a :class:`sentvec.encoders.StaticEncoder` (L2-normalised output, as
+        the saved Model2Vec config says)."""
+        from tokenizers import Tokenizer
+
+        from sentvec.encoders import StaticEncoder
+
+        settings = self.record.get("settings", {})
+        return StaticEncoder(
+            self.embeddings.astype(dtype),
+            Tokenizer.from_str(self.tokenizer_json),
+            normalize=True,
+            source=f"sentvec distill of {self.record.get('teacher', {}).get('model')}",
+            config={
+                "tokenizer_name": self.record.get("teacher", {}).get("model"),
+                "apply_pca": int(self.embeddings.shape[1]),
+                "sif_coefficient": self.record.get("weights", {}).get("a"),
+                "seq_length": 1000000,
+                "pooling": "mean",
+                "sentvec_distill": {k: settings.get(k) for k in ("weighting", "whiten", "layers")},
+            },
+        )
+
+
+def model_card(record: dict[str, Any]) -> str:
+    """The README.md of a distilled model: what it is, how it loads, the distill record."""
+    teacher = record.get("teacher", {}).get("model")
+    rows = "\n".join(
+        f"| {k} | `{json.dumps(v, default=str)}` |" for k, v in record.items() if k != "teacher"
+    )
+    return (
+        f"---\nlibrary_name: model2vec\nbase_model: {teacher}\ntags: [model2vec, sentvec, static-embeddings]\n---\n\n"
+        f"# Static model distilled from {teacher} by `sentvec distill`\n\n"
+        "A sentence vector is the mean of its tokens' rows (token weights and whitening are folded "
+        "into the rows), L2-normalised. Load it with `sentvec.load_encoder(DIR)`, "
+        "`model2vec.StaticModel.from_pretrained(DIR)` or sentence-transformers' "
+        "`StaticEmbedding.from_model2vec(DIR)`.\n\n"
+        "## Distill record\n\n| item | value |\n|---|---|\n"
+        f"| teacher | `{json.dumps(record.get('teacher'), default=str)}` |\n{rows}\n"
+    )
+
+
+def _check_not_input(output: Path, inputs: Sequence[Any]) -> None:
+    """ValueError when the output directory is, holds or lies inside an input."""
+    out = output.resolve()
+    for item in inputs:
+        if item is None or not os.path.exists(item):
+            continue
+        src = Path(item).resolve()
+        if out == src or out in src.parents or src in out.parents:
+            raise ValueError(
+                f"output {str(output)!r} is an input ({str(item)!r}) or overlaps it; "
+                "choose another output directory"
+            )
+
+
+def distill(
+    model: Any = "minilm",
+    output: str | os.PathLike[str] | None = None,
+    *,
+    corpus: str | os.PathLike[str] | None = None,
+    dim: int | None = DEFAULT_DIM,
+    weighting: str = "usif",
+    whiten: str = "corpus",
+    pooling: str = "mean",
+    layers: int | Sequence[int] = DEFAULT_LAYERS,
+    max_sentences: int | None = DEFAULT_MAX_SENTENCES,
+    whitening_sentences: int = DEFAULT_WHITENING_SENTENCES,
+    sif_a: float | None = None,
+    batch_size: int = 512,
+    device: str | None = None,
+    dtype: str = "float16",
+    show_progress_bar: bool | None = None,
+) -> DistilledModel:
+    """Distill a static model from a transformer (see the module docstring).
+
+    Parameters
+    ----------
+    model : str, path-like or sentvec.TransformerEncoder, default "minilm"
+        The teacher: an alias, a local model directory or a loaded encoder (its pooling and
+        layers are then used, ``pooling`` / ``layers`` ignored).
+    output : path-like, optional
+        Write the Model2Vec directory there (checked before any work: it must be writable and
+        must not be an input).
+    corpus : path-like, optional
+        Sentences, one per line (``.xz`` / ``.gz`` / ``.bz2`` read as is), for the counts and
+        the whitening; never evaluation text. Required unless ``weighting`` is zipf / none and
+        ``whiten="none"``.
+    dim : int or None, default 256
+        Output dimension ``k`` (None: the teacher's width).
+    weighting : {"usif", "sif", "zipf", "none"}, default "usif"
+    whiten : {"corpus", "none"}, default "corpus"
+        "none": Model2Vec's PCA to ``dim`` instead.
+    pooling, layers
+        Token-row pooling and hidden states (:class:`sentvec.TransformerEncoder`); default
+        mean pooling of the last layer.
+    max_sentences : int, optional
+        Corpus lines counted (default 1,000,000; None: all).
+    whitening_sentences : int, default 100000
+        Corpus lines (the first ones) the whitening is fitted on.
+    sif_a : float, optional
+        SIF's ``a`` for sif (1e-3) or zipf (3e-4; Model2Vec: 1e-4).
+    batch_size, device, dtype, show_progress_bar
+        Teacher batch size and device; stored dtype; progress display.
+
+    Returns
+    -------
+    DistilledModel
+
+    Raises
+    ------
+    ValueError
+        Bad options, a missing corpus, an output that is an input, ``dim`` above the width.
+    FileNotFoundError
+        A missing teacher or corpus.
+    """
+    t_start = time.perf_counter()
+    check_choice("weighting", weighting, WEIGHTINGS)
+    check_choice("whiten", whiten, WHITEN_MODES)
+    check_choice("dtype", dtype, ("float16", "float32"))
+    needs_corpus = weighting in ("sif", "usif") or whiten == "corpus"
+    if needs_corpus and corpus is None:
+        raise ValueError(
+            f"weighting={weighting!r} with whiten={whiten!r} is fitted on a corpus: give corpus= "
+            "(sentences, one per line; e.g. the packaged Wikipedia sample)"
+        )
+    if corpus is not None and not Path(corpus).is_file():
+        raise FileNotFoundError(f"corpus file not found: {str(corpus)!r}")
+    if output is not None:
+        from sentvec._io import check_output_path, check_replaceable_directory
+
+        model_dir = model if isinstance(model, (str, os.PathLike)) else None
+        _check_not_input(Path(output), [corpus, model_dir])
+        check_output_path(output, what="output", kind="whole-dir")
+        check_replaceable_directory(output, marker=DISTILL_RECORD, kind="a sentvec distill output")
+    if isinstance(model, (str, os.PathLike)):
+        from sentvec.encoders import TransformerEncoder
+
+        encoder = TransformerEncoder.from_pretrained(
+            model,
+            pooling=pooling,  # type: ignore[arg-type]
+            layers=layers,
+            device=device,
+        )
+    else:
+        encoder = model
+    d = int(encoder.hidden_size)
+    k = d if dim is None else check_positive_int("dim", dim)
+    if k > d:
+        raise ValueError(f"dim={k} is above the teacher's width {d}")
+    tok = encoder.tokenizer
+    vocab = tok.get_vocab()
+    V = max(vocab.values()) + 1
+    tokens = [""] * V
+    for t, i in vocab.items():
+        tokens[i] = t
+    unused = re.compile(UNUSED_TOKEN_PATTERN)
+    keep = np.fromiter((not unused.fullmatch(t) for t in tokens), dtype=bool, count=V)
+    times: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    rows = np.zeros((V, d), dtype=np.float32)
+    kept_ids = np.flatnonzero(keep)
+    rows[kept_ids] = token_rows(
+        encoder,
+        [[int(i)] for i in kept_ids],
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+    )
+    times["teacher_forward_s"] = time.perf_counter() - t0
+
+    stats = None
+    if corpus is not None and needs_corpus:
+        t0 = time.perf_counter()
+        counted = weighting in ("sif", "usif")  # zipf / none need only the whitening sample
+        stats = count_corpus_tokens(
+            tok,
+            corpus,
+            max_sentences=max_sentences if counted else whitening_sentences,
+            sample_sentences=whitening_sentences if whiten == "corpus" else 0,
+            show_progress_bar=show_progress_bar,
+        )
+        times["corpus_count_s"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    emb, wparams = fit_rows(
+        rows,
+        keep,
+        dim=k,
+        weighting=weighting,
+        whiten=whiten,
+        counts=None if stats is None else stats.counts[:V],
+        sample=None if stats is None else stats.sample,
+        sif_a=sif_a,
+    )
+    times["fit_s"] = time.perf_counter() - t0
+
+    backend = json.loads(tok.backend_tokenizer.to_str())
+    backend["truncation"] = None
+    backend["padding"] = None
+    from sentvec import __version__
+
+    record: dict[str, Any] = {
+        "format": "sentvec-distill",
+        "version": 1,
+        "sentvec_version": __version__,
+        "teacher": encoder.config_dict(),
+        "corpus": None
+        if stats is None
+        else {
+            "path": stats.path,
+            "sentences_counted": stats.n_sentences,
+            "tokens_counted": stats.n_tokens,
+            "whitening_sentences": len(stats.sample),
+        },
+        "settings": {
+            "dim": k,
+            "weighting": weighting,
+            "whiten": whiten,
+            "pooling": encoder.pooling,
+            "layers": list(encoder.layers),
+            "vocabulary": "teacher",
+            "bigrams": 0,
+            "dtype": dtype,
+            "max_sentences": max_sentences,
+        },
+        "weights": wparams,
+        "rows": int(emb.shape[0]),
+        "rows_dropped": [tokens[i] for i in np.flatnonzero(~keep)][:3] + ["..."]
+        if (~keep).any()
+        else [],
+        "n_rows_dropped": int((~keep).sum()),
+        "wall_time_s": {**{k_: round(v, 3) for k_, v in times.items()}},
+    }
+    result = DistilledModel(emb, json.dumps(backend, ensure_ascii=False), record)
+    record["wall_time_s"]["total_s"] = round(time.perf_counter() - t_start, 3)
+    if output is not None:
+        result.save(output, dtype=dtype)
+    return result
