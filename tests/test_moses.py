@@ -190,3 +190,24 @@ def test_preprocessing_and_sent2vec_use_it(monkeypatch):
 def test_bad_threads():
     with pytest.raises(ValueError, match="num_threads"):
         MosesTokenizer(num_threads=0)
+
+
+def test_a_damaged_table_cache_is_rebuilt(monkeypatch, tmp_path):
+    import sentvec.sent2vec.moses as mod
+
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path))
+    mod._tables.cache_clear()
+    try:
+        first = mod._tables()
+        (npy,) = (tmp_path / "moses").glob("*.npy")
+        good = first.flags.copy()
+        damaged = good.copy()
+        damaged[ord("a")] = 0  # 'a' no longer alphanumeric: would change tokens silently
+        np.save(npy, damaged)
+        mod._tables.cache_clear()
+        np.testing.assert_array_equal(mod._tables().flags, good)
+        npy.write_bytes(b"truncated")
+        mod._tables.cache_clear()
+        np.testing.assert_array_equal(mod._tables().flags, good)
+    finally:
+        mod._tables.cache_clear()

@@ -22,6 +22,7 @@ Unicode versions; later processes load them in milliseconds without importing sa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ import numpy as np
 #: sacremoses versions whose English rules the kernels implement (identity-checked).
 VERIFIED_SACREMOSES: tuple[str, ...] = ("0.2.0",)
 #: Bumped when the cached table layout changes.
-_TABLES_FORMAT = 1
+_TABLES_FORMAT = 2
 #: Lines of at least this many per thread are worth a second thread.
 _PARALLEL_MIN = 2048
 
@@ -143,17 +144,22 @@ def _tables() -> _Tables:
     stem = _tables_path(version)
     npy, meta = stem.with_suffix(".npy"), stem.with_suffix(".json")
     try:
-        kinds = json.loads(meta.read_text(encoding="utf-8"))["prefixes"]
+        stored = json.loads(meta.read_text(encoding="utf-8"))
         flags = load_npy(npy)
-        if flags.shape == (0x110000,) and flags.dtype == np.uint8:
-            return _pack(flags, {str(p): int(v) for p, v in kinds.items()})
+        if (
+            flags.shape == (0x110000,)
+            and flags.dtype == np.uint8
+            and hashlib.sha256(flags.tobytes()).hexdigest() == stored["sha256"]
+        ):  # a damaged file is rebuilt, never used
+            return _pack(flags, {str(p): int(v) for p, v in stored["prefixes"].items()})
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     flags, kinds = _build_tables()
     try:
         stem.parent.mkdir(parents=True, exist_ok=True)
         atomic_save_npy(npy, flags)
-        atomic_write_json(meta, {"sacremoses": version, "prefixes": kinds})  # written last
+        digest = hashlib.sha256(flags.tobytes()).hexdigest()
+        atomic_write_json(meta, {"sacremoses": version, "sha256": digest, "prefixes": kinds})
     except OSError as exc:
         warnings.warn(
             f"could not cache the Moses tables under {str(stem.parent)!r} ({exc}); they are "
