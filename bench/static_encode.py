@@ -115,7 +115,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--no-wordllama", action="store_true")
     ap.add_argument("--load-repeats", type=int, default=7)
+    ap.add_argument(
+        "--model",
+        default=None,
+        help="an existing Model2Vec directory instead of the MiniLM PCA-256 one built here",
+    )
     args = ap.parse_args()
     warnings.simplefilter("ignore")
 
@@ -130,7 +136,11 @@ def main() -> None:
     print(f"{n:,} sentences of {source}; RAYON_NUM_THREADS={os.environ['RAYON_NUM_THREADS']}")
     print(f"CPUs: {len(os.sched_getaffinity(0))}; {load()}")
     tmp = Path(tempfile.mkdtemp(prefix="static-bench-"))
-    build_model2vec(tmp / "m2v")
+    if args.model:
+        (tmp / "m2v").symlink_to(Path(args.model).resolve())
+    else:
+        build_model2vec(tmp / "m2v")
+    print(f"Model2Vec model: {args.model or 'MiniLM vocabulary, PCA-256 input embeddings'}")
 
     # ---------------------------------------------------------------- load
     print("\n== load (alternating, medians)")
@@ -192,6 +202,9 @@ def main() -> None:
     )
     report(times, n, "m2v")
 
+    if args.no_wordllama:
+        print(f"\nend: {load()}; uptime: {os.popen('uptime').read().strip()}")
+        return
     print("\n== WordLlama (alternating, medians)")
     wl = wl_load()
     wl_ours = load_wordllama()

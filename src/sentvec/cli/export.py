@@ -191,9 +191,19 @@ def _run_model2vec(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_static(name: str) -> bool:
+    from sentvec.encoders.static_loaders import static_model_format, wordllama_alias
+
+    path = Path(name).expanduser()
+    return static_model_format(path) is not None or (
+        not path.exists() and wordllama_alias(name) is not False
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``sentvec export``; returns the exit code."""
-    if args.format == "model2vec":
+    if args.format == "model2vec" or _is_static(args.model):
+        # a static model's Model2Vec directory is also a sentence-transformers one
         return _run_model2vec(args)
     if args.pretokenized:
         raise ValueError("--pretokenized applies to --format model2vec only")

@@ -35,6 +35,7 @@ __all__ = [
     "wordllama_alias",
     "WORDLLAMA_ALIASES",
     "WORDLLAMA_DIMS",
+    "WORDLLAMA_FILES",
 ]
 
 #: ``--model`` names of WordLlama's shipped model -> the truncation dimension (None: all 256).
@@ -43,6 +44,10 @@ WORDLLAMA_ALIASES: dict[str, int | None] = {
     "wordllama-256": None,
     "wordllama-128": 128,
     "wordllama-64": 64,
+}
+#: WordLlama configs whose weights its wheel ships: tokenizer file, tensor name (its ModelURI).
+WORDLLAMA_FILES: dict[str, tuple[str, str]] = {
+    "l2_supercat": ("l2_supercat_tokenizer_config.json", "embedding.weight"),
 }
 #: Widths WordLlama's ``trunc_dim`` accepts for its shipped 256-dimensional model.
 WORDLLAMA_DIMS = (64, 128, 256)
@@ -164,29 +169,33 @@ def load_wordllama(trunc_dim: int | None = None, *, config: str = "l2_supercat")
     ModelFormatError
         The package does not hold the weights or tokenizer file (named).
     """
-    try:
-        import wordllama
-        from wordllama.config.models import WordLlamaModels
-    except ImportError as exc:
+    import importlib.metadata
+    import importlib.util
+
+    # located, not imported: importing wordllama calls logging.basicConfig(level=INFO)
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or spec.origin is None:
         raise ImportError(
             "the WordLlama model needs the package 'wordllama': pip install sentvec[static]"
-        ) from exc
+        )
     if trunc_dim is not None and trunc_dim not in WORDLLAMA_DIMS:
         raise ValueError(f"trunc_dim must be one of {WORDLLAMA_DIMS} or None, got {trunc_dim!r}")
-    uri = getattr(WordLlamaModels, config, None)
-    if uri is None:
-        raise ValueError(f"unknown WordLlama config {config!r}")
-    root = Path(wordllama.__file__).resolve().parent
+    if config not in WORDLLAMA_FILES:
+        raise ValueError(
+            f"unknown WordLlama config {config!r}; sentvec knows {sorted(WORDLLAMA_FILES)}"
+        )
+    root = Path(spec.origin).resolve().parent
     dim = max(WORDLLAMA_DIMS)
-    st_path = root / "weights" / f"{config}_{dim}.safetensors"
+    tokenizer_file, key = WORDLLAMA_FILES[config]
+    st_path = root / "weights" / f"{config}_{dim}.safetensors"  # WordLlama.get_filename
     tensors = read_safetensors(st_path)
-    if uri.tensor_key not in tensors:
-        raise ModelFormatError(f"{str(st_path)!r} holds no {uri.tensor_key!r} tensor")
-    table = tensors[uri.tensor_key]
+    if key not in tensors:
+        raise ModelFormatError(f"{str(st_path)!r} holds no {key!r} tensor")
+    table = tensors[key]
     if trunc_dim is not None:
         table = table[:, :trunc_dim]
-    tokenizer = load_tokenizer_file(root / "tokenizers" / str(uri.tokenizer_config))
-    version = getattr(wordllama, "__version__", "")
+    version = importlib.metadata.version("wordllama")
+    tokenizer = load_tokenizer_file(root / "tokenizers" / tokenizer_file)
     return StaticEncoder(
         table,
         tokenizer,
