@@ -7,12 +7,13 @@ Dongen, 2024) builds the rows by passing every vocabulary token alone through th
 rows (pooling and layers as :class:`~sentvec.TransformerEncoder` takes them) and fits the rest
 on real corpus sentences:
 
-* weights from real corpus counts: SIF (Arora et al. 2017) or uSIF (Ethayarajh 2018), the
-  formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec does, or none;
 * WhiteningBERT's whitening (Huang et al. 2021, Eq. 1) with ``k`` = the output dimension,
-  fitted on the static sentence vectors of corpus sentences (:class:`sentvec.Whitening`). The
-  sentence vector is a *mean* of rows, so the whitening ``(x - mu) W`` folds into the rows
-  exactly: ``row_t' = (w_t row_t - mu) W``. Or Model2Vec's PCA of the rows.
+  fitted on the (unweighted) static sentence vectors of corpus sentences
+  (:class:`sentvec.Whitening`). The sentence vector is a *mean* of rows, so the whitening
+  ``(x - mu) W`` folds into the rows exactly: ``r_t' = (r_t - mu) W``. Or Model2Vec's PCA;
+* then each row times its token's weight: Zipf as Model2Vec (default, ``a`` = 3e-4), weights
+  from real corpus counts, SIF (Arora et al. 2017) or uSIF (Ethayarajh 2018) with the formulas
+  of :mod:`sentvec.encoders.sif`, or none. A sentence vector is ``mean_t w_t (r_t - mu) W``.
 
 The result is written as a Model2Vec directory (``config.json``, ``model.safetensors`` with the
 ``embeddings`` tensor, ``tokenizer.json``, ``modules.json``, ``README.md``) that Model2Vec's
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 #: Token weightings: SIF / uSIF from corpus counts, Zipf from the rank (Model2Vec), none.
-WEIGHTINGS = ("usif", "sif", "zipf", "none")
+WEIGHTINGS = ("zipf", "usif", "sif", "none")
 #: Whitening: fitted on corpus sentences, or none (then PCA reduces the dimension).
 WHITEN_MODES = ("corpus", "none")
 #: The distill record written next to the model.
@@ -596,7 +597,7 @@ def distill(
     *,
     corpus: str | os.PathLike[str] | None = None,
     dim: int | None = DEFAULT_DIM,
-    weighting: str = "usif",
+    weighting: str = DEFAULT_WEIGHTING,
     whiten: str = "corpus",
     pooling: str = "mean",
     layers: int | Sequence[int] = DEFAULT_LAYERS,
@@ -624,7 +625,8 @@ def distill(
         ``whiten="none"``.
     dim : int or None, default 256
         Output dimension ``k`` (None: the teacher's width).
-    weighting : {"usif", "sif", "zipf", "none"}, default "usif"
+    weighting : {"zipf", "usif", "sif", "none"}, default "zipf"
+        Zipf with ``a`` = 3e-4 scored best with the whitening (``docs/distill.md``).
     whiten : {"corpus", "none"}, default "corpus"
         "none": Model2Vec's PCA to ``dim`` instead.
     pooling, layers
