@@ -22,6 +22,10 @@ Contenders on raw text:
   the cache buys;
 * ``wordllama`` vs ``ours wordllama``: ``WordLlama.embed(sentences)`` vs ``StaticEncoder``.
 
+Whole commands (``--commands``): ``sentvec encode --model DIR --input FILE --output OUT`` against a
+``python -c`` that loads ``StaticModel.from_pretrained(DIR)``, encodes FILE's lines and saves a
+``.npy``, each a fresh process, alternating, after one untimed warm-up each.
+
 Load: ``StaticModel.from_pretrained(dir)`` vs ``StaticEncoder.from_model2vec(dir)`` and
 ``WordLlama.load(...)`` vs ``load_wordllama()``, alternating, medians of ``--load-repeats``.
 
@@ -111,11 +115,61 @@ def report(times: dict[str, list[float]], n: int, peer: str) -> None:
         )
 
 
+M2V_SCRIPT = (
+    "import sys, numpy as np; from model2vec import StaticModel; "
+    "m = StaticModel.from_pretrained(sys.argv[1]); "
+    "lines = open(sys.argv[2], encoding='utf-8').read().splitlines(); "
+    "np.save(sys.argv[3], m.encode(lines))"
+)
+
+
+def whole_commands(tmp: Path, sentences: list[str], repeats: int) -> None:
+    """Fresh processes: ``sentvec encode`` vs a model2vec script, alternating, medians."""
+    import shutil
+    import subprocess
+
+    text = tmp / "input.txt"
+    text.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    cmds = {
+        "sentvec encode": [
+            sys.executable, "-m", "sentvec", "encode", "--model", str(tmp / "m2v"),
+            "--input", str(text), "--output", str(tmp / "out"), "--quiet", "--overwrite",
+        ],
+        "model2vec script": [
+            sys.executable, "-c", M2V_SCRIPT, str(tmp / "m2v"), str(text), str(tmp / "m2v.npy"),
+        ],
+    }  # fmt: skip
+
+    def run(name: str) -> float:
+        if name == "sentvec encode":
+            shutil.rmtree(tmp / "out", ignore_errors=True)
+        t = time.perf_counter()
+        subprocess.run(cmds[name], env=env, check=True, capture_output=True)
+        return time.perf_counter() - t
+
+    print("\n== whole commands (fresh processes, alternating, medians)")
+    for name in cmds:
+        print(f"  warm-up {name}: {run(name):.2f} s ({load()})")
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    names = list(cmds)
+    for r in range(repeats):
+        for name in names if r % 2 == 0 else names[::-1]:
+            times[name].append(run(name))
+            print(f"  repeat {r} {name:<16} {times[name][-1]:7.3f} s  ({load()})", flush=True)
+    report(times, len(sentences), "model2vec script")
+    from sentvec.encode_files import load_embeddings
+
+    a, b = load_embeddings(tmp / "out", mmap=False), np.load(tmp / "m2v.npy")
+    print(f"max |sentvec encode - model2vec| = {np.abs(a - b).max():.2e}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--no-wordllama", action="store_true")
+    ap.add_argument("--commands", action="store_true", help="only the whole-command race")
     ap.add_argument("--load-repeats", type=int, default=7)
     ap.add_argument(
         "--model",
@@ -141,6 +195,10 @@ def main() -> None:
     else:
         build_model2vec(tmp / "m2v")
     print(f"Model2Vec model: {args.model or 'MiniLM vocabulary, PCA-256 input embeddings'}")
+
+    if args.commands:
+        whole_commands(tmp, sentences, args.repeats)
+        return
 
     # ---------------------------------------------------------------- load
     print("\n== load (alternating, medians)")
