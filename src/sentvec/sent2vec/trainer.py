@@ -29,7 +29,7 @@ import threading
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -529,8 +529,7 @@ class Sent2VecTrainer:
     def _load_checkpoint(self) -> tuple[dict[str, Any], Any]:
         from sentvec.sent2vec.model import Sent2Vec
 
-        ck = self.resume_from
-        assert ck is not None  # called only when resuming
+        ck = cast(Path, self.resume_from)  # called only when resuming
         state = read_json_object(ck / _STATE_FILE)
         if state.get("version") != _STATE_VERSION:
             raise ValueError(
@@ -550,8 +549,7 @@ class Sent2VecTrainer:
     def _save_checkpoint(self, run: _Run, epoch: int, job: int) -> Path:
         from sentvec.sent2vec.model import Sent2Vec
 
-        root = self.checkpoint_dir
-        assert root is not None  # called only with a checkpoint_dir
+        root = cast(Path, self.checkpoint_dir)  # called only with a checkpoint_dir
         root.mkdir(parents=True, exist_ok=True)
         n = 1 + max(
             [int(p.name[5:]) for p in root.glob("ckpt-*") if p.name[5:].isdigit()], default=0
