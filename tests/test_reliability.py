@@ -401,6 +401,12 @@ def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(
         raise AssertionError("the corpus was read")
 
     monkeypatch.delenv("SENTVEC_MAX_MEMORY", raising=False)
+    import shutil
+    from collections import namedtuple
+
+    # a disk large enough for the model (issue 27 checks free space before training too)
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(2**60, 0, 2**60))
     with monkeypatch.context() as m:
         m.setattr(Dictionary, "from_corpus", no_read)
         assert (

@@ -497,7 +497,7 @@ def encode_file(
     )
     done = reusable_shards(old, new, out, overwrite, resume)
     todo = new.n_lines - sum(r.end_line - r.start_line for r in done.values())
-    check_free_space(out, 4 * new.dim * todo, what="output directory (its new shards)")
+    check_free_space(out, 4 * int(new.dim or 0) * todo, what="output directory (its new shards)")
     same_config = old is not None and old.config_key() == new.config_key()
     runs = old.runs if old is not None and same_config else ()
 
@@ -707,7 +707,7 @@ def encode_shard(
     bb: int,
     batch_size: int | None,
     encoding: str,
-    dim: int,
+    dim: int | None,
     bar: Any,
     caught: list[warnings.WarningMessage] | None,
 ) -> ShardRecord:

@@ -1122,13 +1122,14 @@ def check_job_size(neg, nwords):
     Raises
     ------
     ValueError
-        ``neg > nwords``; the message gives the largest value that is accepted.
+        ``neg > max(nwords, 10)``; the message gives the largest value that is accepted.
     """
-    if nwords and neg > nwords:
+    limit = max(nwords, 10)  # the official default, 10, is always accepted
+    if nwords and neg > limit:
         raise ValueError(
             f"neg={neg} is more negatives per target than the vocabulary has words "
             f"({nwords}); each target would meet the same words many times over: use "
-            f"neg <= {nwords} (the paper's and the official default: 10)"
+            f"neg <= {limit} (the paper's and the official default: 10)"
         )
 
 
