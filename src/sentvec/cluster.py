@@ -493,7 +493,7 @@ def connect_client(address: str, *, timeout: float = CONNECT_TIMEOUT) -> Any:
 
     try:
         asyncio.run(handshake())
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         raise ConnectionError(
             f"no Dask scheduler answered at {address!r} within {timeout:g} s (a server "
             "that accepts connections but never replies, or a slow network); check the "

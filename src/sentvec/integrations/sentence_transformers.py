@@ -644,7 +644,7 @@ def _model_card(info: dict[str, Any], sts_md: str | None, sts: Any = None) -> st
             "pools with CLS and applies no Dense, so it serves other vectors without an "
             "error. Export with `--serving-compatible` for TEI. sentence-transformers "
             "(3.x, safetensors) and infinity-emb (torch engine) load this directory "
-            "correctly; see docs/export-compatibility.md of sentvec.",
+            "correctly; see docs/guides/export.md of sentvec.",
         ]
     if sts_md:
         lines += ["", "## STS evaluation (computed with sentvec)", "", sts_md.rstrip()]
