@@ -239,7 +239,7 @@ def test_cli_refuses_an_output_that_is_an_input_before_any_work(corpus_file, cap
         ]
     )
     assert rc == 2
-    assert "is an input" in capsys.readouterr().err
+    assert "is a directory that holds corpus" in capsys.readouterr().err
     rc = main(
         [
             "distill",

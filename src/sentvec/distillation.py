@@ -577,20 +577,6 @@ def model_card(record: dict[str, Any]) -> str:
     )
 
 
-def _check_not_input(output: Path, inputs: Sequence[Any]) -> None:
-    """ValueError when the output directory is, holds or lies inside an input."""
-    out = output.resolve()
-    for item in inputs:
-        if item is None or not os.path.exists(item):
-            continue
-        src = Path(item).resolve()
-        if out == src or out in src.parents or src in out.parents:
-            raise ValueError(
-                f"output {str(output)!r} is an input ({str(item)!r}) or overlaps it; "
-                "choose another output directory"
-            )
-
-
 def distill(
     model: Any = "minilm",
     output: str | os.PathLike[str] | None = None,
@@ -665,10 +651,16 @@ def distill(
     if corpus is not None and not Path(corpus).is_file():
         raise FileNotFoundError(f"corpus file not found: {str(corpus)!r}")
     if output is not None:
-        from sentvec._io import check_output_path, check_replaceable_directory
+        from sentvec._io import (
+            check_output_path,
+            check_outputs_not_inputs,
+            check_replaceable_directory,
+        )
 
         model_dir = model if isinstance(model, (str, os.PathLike)) else None
-        _check_not_input(Path(output), [corpus, model_dir])
+        check_outputs_not_inputs(
+            {"output": output}, {"corpus": corpus, "model": model_dir}, replaced_dirs=("output",)
+        )
         check_output_path(output, what="output", kind="whole-dir")
         check_replaceable_directory(output, marker=DISTILL_RECORD, kind="a sentvec distill output")
     if isinstance(model, (str, os.PathLike)):

@@ -27,6 +27,7 @@ from sentvec.cli._args import (
     add_device_options,
     add_progress_option,
     check_output_path,
+    check_outputs_not_inputs,
     device_options,
     layer_list,
     plain_text,
@@ -158,14 +159,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     real = {name: os.path.realpath(p) for name, p in outs.items()}
     if len(set(real.values())) < len(real):
         raise ValueError("--json and --plot name the same file")
-    if args.whiten in ("none", "task"):
-        return
-    whiten = os.path.realpath(Path(args.whiten).expanduser())
-    for name, p in real.items():
-        if p == whiten:
-            raise ValueError(
-                f"{name} {outs[name]!r} is the --whiten input; it would be overwritten"
-            )
+    whiten = None if args.whiten in ("none", "task") else args.whiten
+    check_outputs_not_inputs(outs, {"--whiten": whiten, "--model": args.model, "--data": args.data})
 
 
 def run(args: argparse.Namespace) -> int:
