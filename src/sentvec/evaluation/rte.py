@@ -40,7 +40,7 @@ from sentvec._data import data_dir as _data_dir
 from sentvec._validation import check_choice, check_embeddings, check_float_range
 from sentvec.encoders.base import Encoder
 from sentvec.evaluation.results import JSONRecord, WhiteningInfo
-from sentvec.evaluation.sts import cosine_similarity_rows
+from sentvec.evaluation.sts import cosine_similarity_rows, encode_checked
 from sentvec.evaluation.sts_data import TEXT_VARIANTS
 from sentvec.whitening import Whitening
 
@@ -519,20 +519,9 @@ def evaluate_rte(
     variant = variant or text_variant_of(encoder)
     texts = prepare_rte_text(data.sentence1 + data.sentence2, variant)
     distinct = list(dict.fromkeys(texts))
-    kwargs: dict[str, Any] = {}
-    if batch_size is not None:
-        kwargs["batch_size"] = batch_size
-    if show_progress_bar is not None:
-        kwargs["show_progress_bar"] = show_progress_bar
 
     def encode(items: list[str]) -> np.ndarray:
-        out = np.asarray(encoder.encode(items, **kwargs))
-        if out.ndim != 2 or out.shape[0] != len(items):
-            raise ValueError(
-                f"encoder.encode returned shape {out.shape} for {len(items)} sentences; "
-                "expected (n, d)"
-            )
-        return out
+        return encode_checked(encoder, items, batch_size, show_progress_bar)
 
     emb = encode(distinct)
     row = {s: i for i, s in enumerate(distinct)}

@@ -635,6 +635,47 @@ def score_sts(
     )
 
 
+def encode_checked(
+    encoder: Encoder,
+    sentences: list[str],
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+) -> np.ndarray:
+    """``encoder.encode(sentences)`` checked to be one row per sentence.
+
+    Parameters
+    ----------
+    encoder : Encoder
+        Anything with ``encode(sentences, **kw) -> ndarray (n, d)``.
+    sentences : list of str
+        The texts, ``n`` of them.
+    batch_size, show_progress_bar : optional
+        Passed on to ``encode`` only when given (not every encoder takes them).
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        What ``encode`` returned, as an array.
+
+    Raises
+    ------
+    ValueError
+        When the result is not two-dimensional with ``n`` rows.
+    """
+    kwargs: dict[str, Any] = {}
+    if batch_size is not None:
+        kwargs["batch_size"] = batch_size
+    if show_progress_bar is not None:
+        kwargs["show_progress_bar"] = show_progress_bar
+    out = np.asarray(encoder.encode(sentences, **kwargs))
+    if out.ndim != 2 or out.shape[0] != len(sentences):
+        raise ValueError(
+            f"encoder.encode returned shape {out.shape} for {len(sentences)} sentences; "
+            "expected (n, d)"
+        )
+    return out
+
+
 def evaluate_sts(
     encoder: Encoder,
     tasks: Any = None,
@@ -715,20 +756,9 @@ def evaluate_sts(
             task_list = load_sts(tasks, variant=text_variant_of(encoder))
         else:
             task_list = as_task_list(tasks)
-    kwargs: dict[str, Any] = {}
-    if batch_size is not None:
-        kwargs["batch_size"] = batch_size
-    if show_progress_bar is not None:
-        kwargs["show_progress_bar"] = show_progress_bar
 
     def encode(items: list[str]) -> np.ndarray:
-        out = np.asarray(encoder.encode(items, **kwargs))
-        if out.ndim != 2 or out.shape[0] != len(items):
-            raise ValueError(
-                f"encoder.encode returned shape {out.shape} for {len(items)} "
-                "sentences; expected (n, d)"
-            )
-        return out
+        return encode_checked(encoder, items, batch_size, show_progress_bar)
 
     if whitening is None:
         whitening = "none"
