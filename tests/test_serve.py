@@ -55,14 +55,36 @@ def server(tiny_minilm_dir, pipeline_dir):
 
 @pytest.fixture(scope="module")
 def oracles(tiny_minilm, pipeline_dir):
+    """The in-process encoders, computing with the torch thread count the server runs with.
+
+    A one-sentence forward pass splits its reductions across threads, so its last bit
+    depends on the thread count; an earlier test of the suite may have changed this
+    process's (Dask workers in-process set it to 1). The server is a fresh process.
+    """
+    import subprocess
+    import sys
+
+    import torch
+
     from sentvec import Pipeline, Sent2Vec, load_encoder
 
-    return {
-        "tiny": tiny_minilm,
-        "s2v": Sent2Vec.load(BIN),
-        "white": Pipeline.load(pipeline_dir),
-        "minilm": load_encoder("minilm", device="cpu"),
-    }
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(fresh.stdout))
+    try:
+        yield {
+            "tiny": tiny_minilm,
+            "s2v": Sent2Vec.load(BIN),
+            "white": Pipeline.load(pipeline_dir),
+            "minilm": load_encoder("minilm", device="cpu"),
+        }
+    finally:
+        torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

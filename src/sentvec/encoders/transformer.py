@@ -384,8 +384,8 @@ class TransformerEncoder:
                     raise OSError(
                         f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a "
                         "local directory, and it is not in the Hugging Face cache (sentvec "
-                        "never downloads models; fetch it yourself, e.g. `huggingface-cli "
-                        "download NAME`, or pass a local model directory)"
+                        "never downloads models; fetch it yourself, e.g. `hf download NAME` with "
+                        "huggingface-hub, or pass a local model directory)"
                     ) from exc
                 raise
             from sentvec.sent2vec import ModelFormatError
