@@ -8,7 +8,9 @@ shipped all-MiniLM-L6-v2, saved by the libraries themselves.
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import stat
 import warnings
 
 import numpy as np
@@ -212,7 +214,15 @@ def test_save_is_model2vec_format_read_by_model2vec_and_sentence_transformers(
     from model2vec import StaticModel
 
     enc = StaticEncoder.from_model2vec(m2v_dir)
-    enc.save(tmp_path / "copy")
+    mask = os.umask(0o022)
+    try:
+        enc.save(tmp_path / "copy")
+    finally:
+        os.umask(mask)
+    # every file readable as any written file is (safetensors' save_file makes 0600)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in (tmp_path / "copy").rglob("*")}
+    assert modes == {p.name: 0o755 if p.is_dir() else 0o644 for p in (tmp_path / "copy").rglob("*")}
+    assert "model.safetensors" in modes
     again = load_encoder(tmp_path / "copy")
     texts = sts_sentences[:300]
     ours = _quiet_encode(enc, texts)

@@ -250,6 +250,24 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
         fh.write("\n")
 
 
+def atomic_write_safetensors(
+    path: str | os.PathLike[str],
+    tensors: Mapping[str, np.ndarray],
+    metadata: dict[str, str] | None = None,
+) -> None:
+    """Write numpy arrays as a ``.safetensors`` file, atomically and with the usual file mode.
+
+    ``safetensors``' own ``save_file`` creates the file with mode 0600; this writes the same
+    bytes (``safetensors.numpy.save``) through :func:`atomic_open`, so the file gets
+    ``0666 & ~umask`` as every other file sentvec writes.
+    """
+    from safetensors.numpy import save
+
+    data = save({k: np.ascontiguousarray(v) for k, v in tensors.items()}, metadata=metadata)
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` as UTF-8, atomically."""
     with atomic_open(path, "w", encoding="utf-8") as fh:

@@ -577,9 +577,7 @@ class StaticEncoder:
         FileExistsError
             ``path`` is a file or a non-empty directory that is not a Model2Vec directory.
         """
-        from safetensors.numpy import save_file
-
-        from sentvec._io import atomic_directory, atomic_write_json
+        from sentvec._io import atomic_directory, atomic_write_json, atomic_write_safetensors
 
         with atomic_directory(path, marker="config.json", kind="a Model2Vec model") as tmp:
             tensors = {"embeddings": self.embeddings}
@@ -587,7 +585,7 @@ class StaticEncoder:
                 tensors["weights"] = self.weights
             if self.token_mapping is not None:
                 tensors["mapping"] = self.token_mapping
-            save_file(tensors, str(tmp / "model.safetensors"))
+            atomic_write_safetensors(tmp / "model.safetensors", tensors)
             self.tokenizer.save(str(tmp / "tokenizer.json"), pretty=False)
             cfg = {
                 "model_type": "model2vec",

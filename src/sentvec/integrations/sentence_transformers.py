@@ -322,11 +322,9 @@ def _write_json(path: Path, obj: Any) -> None:
 
 
 def _save_safetensors(path: Path, tensors: Mapping[str, np.ndarray]) -> None:
-    import torch
-    from safetensors.torch import save_file
+    from sentvec._io import atomic_write_safetensors
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()}, str(path))
+    atomic_write_safetensors(path, tensors)
 
 
 def _final_norm_bias(encoder: Any) -> str | None:
