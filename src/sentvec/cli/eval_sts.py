@@ -29,12 +29,12 @@ from typing import Any
 from sentvec.cli._args import (
     MODEL_HELP,
     add_cache_options,
+    add_configuration_options,
     add_device_options,
     add_postprocess_options,
     add_progress_option,
     check_postprocess_options,
     device_options,
-    layer_list,
     plain_text,
     positive_int,
     progress,
@@ -67,35 +67,17 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument(
-        "--pooling",
-        choices=("cls", "max", "mean"),
-        default=None,
-        help="token pooling (one configuration; default mean)",
-    )
-    p.add_argument(
-        "--layers",
-        type=layer_list,
-        default=None,
-        metavar="I,J,...",
-        help="hidden-state indices to average, 0 = embeddings, -1 = last "
-        "(one configuration; default 1,-1; write --layers=-1 for a leading minus)",
-    )
-    p.add_argument(
-        "--whiten",
-        default=None,
-        metavar="{none,year,FILE,DIR}",
-        help="none; year (fit per task on its scored pairs, the paper's protocol); a "
+    add_configuration_options(
+        p,
+        pooling_help="token pooling (one configuration; default mean)",
+        layers_default="one configuration; default 1,-1",
+        whiten_default=None,
+        whiten_metavar="{none,year,FILE,DIR}",
+        whiten_help="none; year (fit per task on its scored pairs, the paper's protocol); a "
         "text file of sentences (one per line) encoded with the same encoder; or "
         "a saved Whitening or pipeline directory (one configuration; default "
         "none)",
-    )
-    p.add_argument(
-        "--n-components",
-        type=positive_int,
-        default=None,
-        metavar="K",
-        help="dimensions kept by the whitening (BERT-whitening's k; default all)",
+        n_components_help="dimensions kept by the whitening (BERT-whitening's k; default all)",
     )
     add_postprocess_options(p)
     p.add_argument(
