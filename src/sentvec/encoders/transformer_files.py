@@ -137,10 +137,12 @@ def describe_pretrained(
         tok_cfg = _json_object(Path(resolved) / "tokenizer_config.json") or {}
         if cfg is None or not (Path(resolved) / "model.safetensors").is_file():
             return None
-        num_layers, hidden = cfg.get("num_hidden_layers"), cfg.get("hidden_size")
-        pos = cfg.get("max_position_embeddings")
-        if not all(isinstance(v, int) and v > 0 for v in (num_layers, hidden, pos)):
+        sizes = [
+            cfg.get(k) for k in ("num_hidden_layers", "hidden_size", "max_position_embeddings")
+        ]
+        if not all(type(v) is int and v > 0 for v in sizes):
             return None
+        num_layers, hidden, pos = (int(v) for v in sizes)  # type: ignore[arg-type]
         pooling = pooling or saved.get("pooling", DEFAULT_POOLING)
         mean_mode = mean_mode or saved.get("mean_mode", "exact")
         if pooling not in POOLING_MODES or mean_mode not in MEAN_MODES:

@@ -714,10 +714,11 @@ def evaluate_transfer(
         )
 
     def prep(sentences: Sequence[str]) -> tuple[str, ...]:
+        out: Sequence[str] = sentences
         if callable(batch):  # one call for the whole split (the compiled Moses tokenizer)
             out = list(batch(list(sentences)))
-        else:
-            out = [preprocess(s) for s in sentences] if preprocess is not None else sentences
+        elif preprocess is not None:
+            out = [preprocess(s) for s in sentences]
         return tuple(s.lower() for s in out) if lowercase else tuple(out)
 
     splits = {
