@@ -208,8 +208,8 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- modes
 def _table1_from_cache(args: argparse.Namespace) -> tuple[Any, ...] | None:
     """The Table 1 block's inputs from the vector cache, without loading the model: (description,
-    tasks, sentences, per-layer vectors, seconds reading them), or None (not a local
-    transformer, the cache off, or a miss: the caller loads the model)."""
+    tasks, sentences, per-layer vectors or None on a miss, seconds reading them), or None (not a
+    local transformer, or the cache off): the caller loads the model unless the vectors came."""
     from sentvec.cache import cached_layer_vectors
     from sentvec.encoders import describe_without_loading
     from sentvec.evaluation import TABLE1_CONFIGS, load_sts, normalize_combination, unique_sentences
@@ -236,8 +236,6 @@ def _table1_from_cache(args: argparse.Namespace) -> tuple[Any, ...] | None:
         cache=args.vector_cache,
         layers=used,
     )
-    if per is None:
-        return None
     return desc, tasks, sentences, per, time.perf_counter() - t0
 
 
@@ -247,7 +245,7 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     from sentvec.whitening import check_n_components
 
     cached = _table1_from_cache(args)
-    if cached is not None:  # a cache hit: the model is never loaded
+    if cached is not None and cached[3] is not None:  # a cache hit: the model is never loaded
         desc, tasks, sentences, per, t_encode = cached
         hit = True
         t_load = time.perf_counter() - t_start - t_encode
@@ -267,8 +265,11 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
             raise ValueError(
                 f"the Table 1 block needs a model with at least 2 layers; this one has {L}"
             )
-        tasks = sts_tasks_for(args, encoder)
-        sentences = unique_sentences(tasks)
+        if cached is not None and cached[0] == desc:  # a miss: the STS data already read
+            tasks, sentences = cached[1], cached[2]
+        else:
+            tasks = sts_tasks_for(args, encoder)
+            sentences = unique_sentences(tasks)
         t_load = time.perf_counter() - t_start
         per, hit, t_encode = _layer_vectors(
             args, encoder, sentences, tasks[0].variant, ("cls", "mean")
