@@ -101,10 +101,7 @@ def fingerprint_path(path: str | os.PathLike[str]) -> str:
     FileNotFoundError
         If ``path`` does not exist.
     """
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise FileNotFoundError(f"model path not found: {str(root)!r}")
-    files, base = _model_files(root)
+    files, base = _model_files(path)
     h = hashlib.sha256()
     for p in files:
         st = p.stat()
@@ -112,7 +109,12 @@ def fingerprint_path(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-def _model_files(root: Path) -> tuple[list[Path], Path]:
+def _model_files(path: str | os.PathLike[str]) -> tuple[list[Path], Path]:
+    """The files at ``path`` (a file, or a directory walked without hidden entries), sorted,
+    and the directory their names are relative to; FileNotFoundError if it does not exist."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"model path not found: {str(root)!r}")
     if root.is_file():
         return [root], root.parent
     files = sorted(
@@ -179,10 +181,7 @@ def content_fingerprint(
     FileNotFoundError
         If ``path`` does not exist.
     """
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise FileNotFoundError(f"model path not found: {str(root)!r}")
-    files, base = _model_files(root)
+    files, base = _model_files(path)
     h = hashlib.sha256()
     for p in files:
         digest = file_sha256(p, memo_dir)
