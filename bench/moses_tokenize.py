@@ -16,15 +16,36 @@ minutes per 100,000 lines), and the whole 1M corpus for ``sentvec tokenize`` alo
 (``--full-repeats`` runs). Printed: medians, ratios, CPU time, peak RSS, load average, and
 whether the outputs agree (sacremoses' output lower-cased against sentvec's).
 
+With ``--whole-corpus LOCK`` it instead times both commands on the WHOLE 1M corpus, each hold
+of the exclusive bench lock (``flock(2)`` on LOCK, the lock ``flock -x LOCK`` takes) kept under
+about 12 minutes: sacremoses' CLI (``-j 2``) runs on the two halves of the corpus in two holds
+and its time is the sum of the halves (two start-ups instead of one: slightly against
+sacremoses' favour by ~2 s); ``sentvec tokenize`` runs on the whole file three times, once in
+each hold, before, between and after the halves:
+
+* hold 1: sentvec (whole) #1, sacremoses half 1;
+* hold 2: sacremoses half 2, sentvec (whole) #2;
+* hold 3: sentvec (whole) #3.
+
+The load average is printed at the start and end of every hold, and the tokens of the two
+outputs are compared on all lines afterwards (under the shared lock).
+
 Usage::
 
     python bench/moses_tokenize.py [--lines 20000] [--repeats 3] [--full-repeats 3]
         [--baseline-src /path/to/older/src]
+    python bench/moses_tokenize.py --whole-corpus /work/notes/bench.lock
+    python bench/moses_tokenize.py --whole-corpus /work/notes/bench.lock --rounds 3
+
+With ``--rounds N`` both commands run on the whole file N times each, alternating, in one hold
+(sacremoses' CLI with 2 processes took 2.5 minutes for the whole corpus on a quiet machine, so
+three rounds fit in one hold of about 9 minutes).
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import lzma
 import os
 import statistics
@@ -69,13 +90,184 @@ def _unescape(text: str) -> str:
     return text
 
 
+def _hold(lock: Path, shared: bool = False):
+    """Context manager: the bench lock, exclusive (timed work) or shared; prints the load."""
+    import contextlib
+    import time
+
+    @contextlib.contextmanager
+    def held():
+        with open(lock, "a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+            t0 = time.time()
+            print(
+                f"  [{'shared' if shared else 'exclusive'} lock taken {time.strftime('%H:%M:%S')}, "
+                f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}]",
+                flush=True,
+            )
+            try:
+                yield
+            finally:
+                print(
+                    f"  [lock released after {time.time() - t0:.0f} s, load "
+                    f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}]",
+                    flush=True,
+                )
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+    return held()
+
+
+def whole_corpus(lock: Path, src: Path) -> int:
+    """Both commands on the whole 1M corpus, in three holds of the exclusive lock."""
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        full = tmp / "raw1m.txt"
+        with lzma.open(RAW_CORPUS, "rb") as fi, open(full, "wb") as fo:
+            while chunk := fi.read(1 << 24):
+                fo.write(chunk)
+        with open(full, "rb") as fi:
+            lines = fi.readlines()
+        n = len(lines)
+        halves = [tmp / "half1.txt", tmp / "half2.txt"]
+        halves[0].write_bytes(b"".join(lines[: n // 2]))
+        halves[1].write_bytes(b"".join(lines[n // 2 :]))
+        del lines
+        warm = tmp / "warm.txt"
+        with open(full, "rb") as fi, open(warm, "wb") as fo:
+            fo.writelines(islice(fi, 2000))
+        ours = _sentvec(src, full, tmp / "ours.txt")
+        sacre = [
+            (
+                ["sacremoses", "-l", "en", "-j", "2", "-q", "tokenize"],
+                h,
+                tmp / f"sacre{i}.txt",
+                None,
+            )
+            for i, h in enumerate(halves)
+        ]
+        ours_runs, sacre_runs = [], []
+
+        def timed(label, case, into):
+            r = _run(*case)
+            into.append(r)
+            print(
+                f"  {label}: {r['wall_s']:.2f} s wall, {r['cpu_s']:.2f} s CPU, "
+                f"{r['rss_mib']:.0f} MiB, load1 at start {r['load1']:.2f}",
+                flush=True,
+            )
+
+        print(f"whole corpus: {n:,} lines; halves of {n // 2:,} and {n - n // 2:,} lines")
+        with _hold(lock):  # hold 1
+            _run(*_sentvec(src, warm, tmp / "w1.txt"))  # untimed warm-ups
+            _run(sacre[0][0], warm, tmp / "w2.txt")
+            timed("sentvec tokenize, whole corpus #1", ours, ours_runs)
+            timed("sacremoses -j 2, half 1", sacre[0], sacre_runs)
+        with _hold(lock):  # hold 2
+            timed("sacremoses -j 2, half 2", sacre[1], sacre_runs)
+            timed("sentvec tokenize, whole corpus #2", ours, ours_runs)
+        with _hold(lock):  # hold 3
+            timed("sentvec tokenize, whole corpus #3", ours, ours_runs)
+        with _hold(lock, shared=True):
+            ours_lines = (tmp / "ours.txt").read_text(encoding="utf-8").split("\n")
+            sacre_text = "".join(p.read_text(encoding="utf-8") for _, _, p, _ in sacre)
+            sacre_lines = _unescape(sacre_text).lower().split("\n")
+            same = sum(
+                a.split() == b.split() for a, b in zip(ours_lines[:n], sacre_lines[:n], strict=True)
+            )
+        print(
+            f"tokens equal on {same:,} of {n:,} lines "
+            f"(line counts {len(ours_lines) - 1:,} and {len(sacre_lines) - 1:,})"
+        )
+    s_total = sum(r["wall_s"] for r in sacre_runs)
+    s_cpu = sum(r["cpu_s"] for r in sacre_runs)
+    o_med = statistics.median(r["wall_s"] for r in ours_runs)
+    print(
+        f"sacremoses -j 2 tokenize, whole corpus (sum of the halves): {s_total:.1f} s "
+        f"({n / s_total:,.0f} lines/s, {s_cpu:.1f} s CPU)"
+    )
+    print(
+        f"sentvec tokenize, whole corpus: median {o_med:.2f} s ({n / o_med:,.0f} lines/s); runs "
+        + " ".join(f"{r['wall_s']:.2f}" for r in ours_runs)
+    )
+    print(f"sacremoses / sentvec: x{s_total / o_med:.1f}")
+    return 0
+
+
+def whole_corpus_alternating(lock: Path, src: Path, rounds: int) -> int:
+    """Both commands on the whole 1M corpus, ``rounds`` times each, alternating (the order
+    reverses every round), in ONE hold of the exclusive lock; the outputs' tokens compared on
+    every line (under the shared lock)."""
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        full = tmp / "raw1m.txt"
+        with lzma.open(RAW_CORPUS, "rb") as fi, open(full, "wb") as fo:
+            while chunk := fi.read(1 << 24):
+                fo.write(chunk)
+        with open(full, "rb") as fi:
+            n = sum(1 for _ in fi)
+        warm = tmp / "warm.txt"
+        with open(full, "rb") as fi, open(warm, "wb") as fo:
+            fo.writelines(islice(fi, 2000))
+        sacre_argv = ["sacremoses", "-l", "en", "-j", "2", "-q", "tokenize"]
+        cases = {
+            "sentvec tokenize": _sentvec(src, full, tmp / "ours.txt"),
+            "sacremoses -j 2 tokenize": (sacre_argv, full, tmp / "sacre.txt", None),
+        }
+        runs: dict[str, list[dict]] = {k: [] for k in cases}
+        print(f"whole corpus: {n:,} lines; {rounds} alternating rounds", flush=True)
+        with _hold(lock):
+            _run(*_sentvec(src, warm, tmp / "w1.txt"))  # untimed warm-ups
+            _run(sacre_argv, warm, tmp / "w2.txt")
+            for r in range(rounds):
+                for name in list(cases) if r % 2 == 0 else list(cases)[::-1]:
+                    x = _run(*cases[name])
+                    runs[name].append(x)
+                    print(
+                        f"  {name}: {x['wall_s']:.2f} s wall, {x['cpu_s']:.2f} s CPU, "
+                        f"{x['rss_mib']:.0f} MiB, load1 at start {x['load1']:.2f}",
+                        flush=True,
+                    )
+        with _hold(lock, shared=True):
+            ours_lines = (tmp / "ours.txt").read_text(encoding="utf-8").split("\n")
+            sacre_text = (tmp / "sacre.txt").read_text(encoding="utf-8")
+            sacre_lines = _unescape(sacre_text).lower().split("\n")
+            same = sum(
+                a.split() == b.split() for a, b in zip(ours_lines[:n], sacre_lines[:n], strict=True)
+            )
+        print(f"tokens equal on {same:,} of {n:,} lines")
+    med = {k: statistics.median(x["wall_s"] for x in v) for k, v in runs.items()}
+    for k, v in runs.items():
+        print(
+            f"{k}: median {med[k]:.2f} s ({n / med[k]:,.0f} lines/s); runs "
+            + " ".join(f"{x['wall_s']:.2f}" for x in v)
+        )
+    print(f"sacremoses / sentvec: x{med['sacremoses -j 2 tokenize'] / med['sentvec tokenize']:.1f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lines", type=int, default=20_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--full-repeats", type=int, default=3)
     ap.add_argument("--baseline-src", type=Path, default=None)
+    ap.add_argument("--whole-corpus", type=Path, default=None, metavar="LOCK")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=0,
+        help="with --whole-corpus: both commands on the whole file, this many alternating "
+        "rounds in one hold (instead of sacremoses on two halves in two holds)",
+    )
+    ap.add_argument(
+        "--src", type=Path, default=ROOT / "src", help="sentvec source tree (default: this one)"
+    )
     args = ap.parse_args()
+    if args.whole_corpus is not None and args.rounds:
+        return whole_corpus_alternating(args.whole_corpus, args.src, args.rounds)
+    if args.whole_corpus is not None:
+        return whole_corpus(args.whole_corpus, args.src)
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         full = tmp / "raw1m.txt"

@@ -16,6 +16,7 @@ from sentvec.cache import (
     CacheKey,
     CacheWarning,
     VectorCache,
+    content_fingerprint,
     default_cache_dir,
     encoder_cache_key,
     fingerprint_path,
@@ -225,7 +226,7 @@ def test_encoder_cache_key_uses_files_and_config(tmp_path):
     enc = _FakeEncoder(tmp_path)
     key = encoder_cache_key(enc, SENTS)
     assert key.model == "fake"
-    assert key.model_fingerprint == fingerprint_path(tmp_path)
+    assert key.model_fingerprint == content_fingerprint(tmp_path)
     assert (key.pooling, key.max_length, key.text_variant) == ("mean", 64, "senteval")
     assert key.n_sentences == 3
     assert encoder_cache_key(_FakeEncoder(tmp_path, "cls"), SENTS).digest() != key.digest()
@@ -304,3 +305,98 @@ def test_background_save_error_surfaces_at_wait_and_leaves_no_entry(tmp_path):
     assert VectorCache(blocker).load(key) is None
     with pytest.raises(ValueError, match="n_sentences"):
         cache.save(key, _array(n=2), background=True)  # checked before any write
+
+
+# ------------------------------------------------- content fingerprints, layer-major entries
+def test_content_fingerprint_reads_bytes_and_remembers_unchanged_files(tmp_path, monkeypatch):
+    import hashlib as _hashlib
+
+    import sentvec.cache as cache_mod
+    from sentvec.cache import content_fingerprint, file_sha256
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    weights = model / "model.safetensors"
+    weights.write_bytes(b"\0" * 100)
+    memo = tmp_path / "memo"
+    assert file_sha256(weights) == _hashlib.sha256(b"\0" * 100).hexdigest()  # the oracle
+    monkeypatch.setattr(cache_mod, "_RACY_NS", 0)  # the files were just written
+    reads = []
+    real = _hashlib.file_digest
+    monkeypatch.setattr(
+        cache_mod.hashlib, "file_digest", lambda fh, algo: reads.append(1) or real(fh, algo)
+    )
+    f1 = content_fingerprint(model, memo)
+    assert len(reads) == 2 and len(list(memo.glob("*.json"))) == 2
+    assert content_fingerprint(model, memo) == f1 and len(reads) == 2  # remembered: no read
+    # the same size, the same modification time, other bytes: never the old digest
+    st = weights.stat()
+    weights.write_bytes(b"\1" + b"\0" * 99)
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert weights.stat().st_mtime_ns == st.st_mtime_ns
+    f2 = content_fingerprint(model, memo)
+    assert f2 != f1 and len(reads) == 3
+    assert content_fingerprint(model, None) == f2  # without a memo: the same digest
+    # a copy of the same files elsewhere has the same fingerprint
+    import shutil
+
+    shutil.copytree(model, tmp_path / "copy")
+    assert content_fingerprint(tmp_path / "copy", memo) == f2
+    with pytest.raises(FileNotFoundError, match="nope"):
+        content_fingerprint(tmp_path / "nope")
+
+
+def test_racy_files_are_hashed_but_not_remembered(tmp_path):
+    from sentvec.cache import file_sha256
+
+    f = tmp_path / "w.bin"
+    f.write_bytes(b"abc")  # its status changed just now
+    file_sha256(f, tmp_path / "memo")
+    assert not (tmp_path / "memo").exists()
+
+
+def test_layers_entries_are_stored_layer_major_and_memory_mapped(tmp_path):
+    cache = VectorCache(tmp_path)
+    key, arr = _key(), _array(n=3, layers=4, d=5)
+    cache.save(key, arr)
+    on_disk = np.load(cache.paths(key)[0])
+    np.testing.assert_array_equal(on_disk, arr.transpose(1, 0, 2))  # (L + 1, n, d)
+    got = cache.load(key)
+    assert isinstance(got.base, np.memmap) or isinstance(got, np.memmap)
+    assert got.shape == arr.shape and not got.flags.writeable
+    np.testing.assert_array_equal(got, arr)
+    np.testing.assert_array_equal(cache.load(key, layers=[1, -1]), arr)
+
+
+def test_only_the_layers_read_are_checked(tmp_path):
+    cache = VectorCache(tmp_path)
+    key, arr = _key(), _array(n=3, layers=4, d=5)
+    arr[:, 0, 2] = np.nan  # hidden state 0 damaged
+    cache.save(key, arr)
+    assert cache.load(key, layers=[1, 3]) is not None  # not read: not checked
+    for layers in (None, [0, 1], [-4]):
+        with pytest.warns(CacheWarning, match="hidden state 0 holds non-finite"):
+            assert cache.load(key, layers=layers) is None
+    with pytest.warns(CacheWarning, match="no hidden state 4"):
+        assert cache.load(key, layers=[4]) is None
+
+
+def test_a_version_1_entry_is_never_read(tmp_path):
+    # the row-major files of format 1 have another key (format_version): a miss, not a misread
+    cache = VectorCache(tmp_path)
+    old = _key(format_version=1)
+    npy, js = cache.paths(old)
+    cache.directory.mkdir(parents=True)
+    np.save(npy, _array())
+    js.write_text(json.dumps(old.to_dict()))
+    assert cache.load(_key()) is None
+
+
+def test_key_names_the_library_versions(monkeypatch):
+    from importlib import metadata
+
+    key = _key()
+    assert f"torch={metadata.version('torch')}" in key.libraries
+    assert f"numpy={np.__version__}" in key.libraries
+    assert dataclasses.replace(key, libraries="numpy=0").digest() != key.digest()

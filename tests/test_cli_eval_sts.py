@@ -350,3 +350,49 @@ def test_eval_sts_reuses_the_vectors_of_a_layers_run(
     assert main(["eval-sts", *model, "--layers", "1,-1", "--json", str(out_json), *common]) == 0
     assert "vectors from the cache" in capsys.readouterr().out
     assert json.loads(out_json.read_text())["average"] == pair["average"]
+
+
+@pytest.mark.filterwarnings("ignore:score_sts. year whitening")
+def test_a_cache_hit_never_loads_the_model_and_changed_weights_miss(
+    small_data, tiny_minilm_dir, monkeypatch, tmp_path, capsys
+):
+    """The Table 1 block's second run reads the key from the model files (no model load, no
+    forward pass) and prints the cold run's table bit for bit; weights rewritten with the same
+    size and modification time are a miss, never the old vectors."""
+    import os
+    import shutil
+
+    import sentvec.cache as cache_mod
+    import sentvec.cli.eval_sts as mod
+
+    monkeypatch.setattr(cache_mod, "_RACY_NS", 0)  # the copied files' status is fresh
+    model = tmp_path / "model"
+    shutil.copytree(tiny_minilm_dir, model)
+    real_load = mod._load_encoder
+    loads = []
+
+    def counted(args, **overrides):
+        loads.append(args.model)
+        return real_load(args, **overrides)
+
+    monkeypatch.setattr(mod, "_load_encoder", counted)
+    base = ["eval-sts", "--model", str(model), "--tasks", "STSB,SICK", "--data", str(small_data)]
+    base += ["--cache-dir", str(tmp_path / "c")]
+    runs = []
+    for _ in range(2):
+        out_json = tmp_path / f"r{len(runs)}.json"
+        assert main(base + ["--json", str(out_json)]) == 0
+        runs.append((_table_text(capsys.readouterr().out), json.loads(out_json.read_text())))
+    assert loads == [str(model)]  # the second run did not load the model
+    assert runs[1][1]["cache_hit"] and not runs[0][1]["cache_hit"]
+    assert runs[1][0] == runs[0][0]
+    assert _without_timing(runs[1][1]) == _without_timing(runs[0][1])
+    # one weight byte changed; size and modification time restored
+    weights = model / "model.safetensors"
+    st = weights.stat()
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x01
+    weights.write_bytes(bytes(data))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert main(base) == 0
+    assert loads == [str(model)] * 2 and "vectors from the cache" not in capsys.readouterr().out

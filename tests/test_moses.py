@@ -28,6 +28,21 @@ from sentvec.sent2vec.moses import MosesTokenizer, sacremoses_tokens
 pytest.importorskip("sacremoses")
 
 REFERENCE = Path(__file__).parent / "data" / "sent2vec-reference" / "train-sample.txt"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _private_table_cache(tmp_path_factory):
+    """The class tables (1.1 MB) are cached under this module's own directory, never in the
+    user's ``~/.cache/sentvec``; the in-process copy is dropped before and after."""
+    import sentvec.sent2vec.moses as mod
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SENTVEC_CACHE", str(tmp_path_factory.mktemp("moses-cache")))
+        mod._tables.cache_clear()
+        yield
+        mod._tables.cache_clear()
+
+
 SAMPLE = PACKAGE_DATA_DIR / "corpus" / "enwiki-2015-sentences-sample10k.txt"
 
 EDGE_CASES = [
@@ -211,3 +226,13 @@ def test_a_damaged_table_cache_is_rebuilt(monkeypatch, tmp_path):
         np.testing.assert_array_equal(mod._tables().flags, good)
     finally:
         mod._tables.cache_clear()
+
+
+def test_the_tables_are_cached_in_the_tests_own_directory():
+    import os
+
+    import sentvec.sent2vec.moses as mod
+
+    mod._tables()
+    root = Path(os.environ["SENTVEC_CACHE"])
+    assert root.name.startswith("moses-cache") and list((root / "moses").glob("*.npy"))

@@ -326,6 +326,30 @@ def test_each_distinct_sentence_encoded_once_and_hooks_apply():
     assert (r.n_distinct_sentences, r.n_empty_sentences, r.n_zero_vectors) == (4, 1, 1)
 
 
+def test_a_batch_preprocessor_gets_each_split_in_one_call_with_the_same_text(monkeypatch):
+    from sentvec.sent2vec.preprocessing import Preprocessing
+
+    sents = ("Don't stop-me now!", "It's 3.5 U.S. dollars...", "Don't stop-me now!", '"Quoted"')
+    data = TransferData(
+        "toy", (TransferSplit("all", sents * 4, np.tile([1, 0, 1, 0], 4)),), ("n", "p")
+    )
+    moses = Preprocessing(lowercase=True, tokenizer="moses")
+    batches = []
+    real = Preprocessing.prepare_batch
+    monkeypatch.setattr(
+        Preprocessing, "prepare_batch", lambda self, xs: batches.append(len(xs)) or real(self, xs)
+    )
+    by_batch, by_line = HashBOW(), HashBOW()
+    r1 = evaluate_transfer(by_batch, data, kfold=2, inner_kfold=2, preprocess=moses)
+    r2 = evaluate_transfer(by_line, data, kfold=2, inner_kfold=2, preprocess=moses.prepare)
+    assert batches == [16]  # one call for the split's 16 sentences
+    assert by_batch.calls == by_line.calls  # the per-sentence hook's text, item for item
+    assert "don 't stop-me now !" in by_batch.calls[0]
+    assert r1.accuracy == r2.accuracy
+    with pytest.raises(TypeError, match="prepare_batch"):
+        evaluate_transfer(HashBOW(), data, kfold=2, inner_kfold=2, preprocess=object())
+
+
 def test_real_task_subsample_with_toy_encoder():
     full = load_transfer("TREC")
     tr, te = full.split("train"), full.split("test")

@@ -2,14 +2,25 @@
 
 One entry is two files named by the SHA-256 of its key: ``<digest>.npy`` (the array, no pickle)
 and ``<digest>.json`` (the full key, written last: it is the commit marker). Both are written
-atomically, so a reader sees either a complete entry or none. The key holds everything that
-changes the vectors: model name/path, a fingerprint of the model files (relative name, size and
-modification time of every file) or of the encoder's configuration, text variant, pooling,
-maximum length, the SHA-256 of the sentence list, a hash of the encoding code's source files
-(so an edit between two releases counts too), the sentvec version and the cache format
-version. Any change of any component gives another digest, so stale vectors are never reused. An
-entry that cannot be read (truncated, wrong shape, non-finite values, key mismatch) is ignored
-with a :class:`CacheWarning` and recomputed.
+atomically, so a reader sees either a complete entry or none. Per-layer vectors (``(n, L+1, d)``)
+are stored layer-major, ``(L+1, n, d)``, and memory-mapped on reading, so a reader that uses a
+few hidden states (the Table 1 block of ``sentvec eval-sts``: 3 of 14 pooled layers) reads only
+those from the disk, while ``sentvec layers`` reads them all; one format for every command.
+
+The key holds everything that changes the vectors: model name/path, a fingerprint of the model
+files' contents (:func:`content_fingerprint`: relative name, size and SHA-256 of every file; a
+file's digest is remembered under ``<root>/fingerprints/`` against its device, inode, size,
+modification and status-change times, so it is read once, and any write to it, which moves its
+status-change time, makes it hashed again) or of the encoder's configuration, text variant,
+pooling, maximum length, the SHA-256 of the sentence list, a hash of the encoding code's source
+files (so an edit between two releases counts too), the versions of the libraries that compute
+the vectors (numpy, torch, transformers, tokenizers), the sentvec version and the cache format
+version. Any change of any component gives another digest, so stale vectors are never reused.
+The key of a local transformer can be computed from its files without loading it
+(:func:`description_cache_key` with
+:func:`sentvec.encoders.transformer_files.describe_pretrained`). An entry that cannot be read
+(truncated, wrong shape, non-finite values in the layers read, key mismatch) is ignored with a
+:class:`CacheWarning` and recomputed.
 
 Location: ``directory`` argument, else ``$SENTVEC_CACHE``, else ``~/.cache/sentvec``. Nothing is
 created until the first write.
@@ -36,9 +47,16 @@ from sentvec.encoders.base import Encoder
 #: Environment variable naming the cache directory.
 CACHE_ENV = "SENTVEC_CACHE"
 #: Bumped whenever the layout of cache entries (or the pooled values' definition) changes.
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2
 #: Sub-directory of the cache root holding sentence-vector entries.
 VECTORS_SUBDIR = "vectors"
+#: Sub-directory of the cache root remembering the SHA-256 of model files.
+FINGERPRINTS_SUBDIR = "fingerprints"
+#: Distributions whose code computes cached vectors (their versions are part of every key).
+_LIBRARIES = ("numpy", "torch", "transformers", "tokenizers")
+#: A file whose status changed less than this long ago is hashed but its digest not remembered
+#: (a write within the file system's timestamp granularity could otherwise go unseen).
+_RACY_NS = 2_000_000_000
 #: Encoder options that do not change per-layer vectors (``kind="layers"`` keys ignore them).
 _LAYER_INDEPENDENT = ("pooling", "layers", "layer_indices")
 
@@ -83,24 +101,106 @@ def fingerprint_path(path: str | os.PathLike[str]) -> str:
     FileNotFoundError
         If ``path`` does not exist.
     """
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise FileNotFoundError(f"model path not found: {str(root)!r}")
-    if root.is_file():
-        files = [root]
-        base = root.parent
-    else:
-        base = root
-        files = sorted(
-            p
-            for p in root.rglob("*")
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-        )
+    files, base = _model_files(path)
     h = hashlib.sha256()
     for p in files:
         st = p.stat()
         h.update(f"{p.relative_to(base).as_posix()}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
+
+
+def _model_files(path: str | os.PathLike[str]) -> tuple[list[Path], Path]:
+    """The files at ``path`` (a file, or a directory walked without hidden entries), sorted,
+    and the directory their names are relative to; FileNotFoundError if it does not exist."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"model path not found: {str(root)!r}")
+    if root.is_file():
+        return [root], root.parent
+    files = sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    return files, root
+
+
+def file_sha256(
+    path: str | os.PathLike[str], memo_dir: str | os.PathLike[str] | None = None
+) -> str:
+    """SHA-256 (hex) of a file's bytes, remembered in ``memo_dir`` while the file is unchanged.
+
+    The remembered digest is used only while the file's device, inode, size, modification time
+    and status-change time (``st_ctime_ns``, which every write and every ``utime`` moves and
+    which a user cannot set back) are all the same. A digest is not remembered while the status
+    change is under 2 s old (a write within the timestamp granularity), nor when the file
+    changed while it was being read.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read (a failing memo write is ignored).
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    stamp = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+    memo = None
+    if memo_dir is not None:
+        name = hashlib.sha256(os.fsencode(p)).hexdigest()
+        memo = Path(memo_dir) / f"{name}.json"
+        try:
+            known = json.loads(memo.read_text(encoding="utf-8"))
+            if known.get("path") == str(p) and known.get("stamp") == stamp:
+                return str(known["sha256"])
+        except (OSError, ValueError, KeyError, AttributeError, UnicodeDecodeError):
+            pass
+    with open(p, "rb") as fh:
+        digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    st2 = p.stat()
+    same = stamp == [st2.st_dev, st2.st_ino, st2.st_size, st2.st_mtime_ns, st2.st_ctime_ns]
+    if memo is not None and same and time.time_ns() - st.st_ctime_ns > _RACY_NS:
+        try:
+            atomic_write_json(memo, {"path": str(p), "stamp": stamp, "sha256": digest})
+        except OSError:
+            pass
+    return digest
+
+
+def content_fingerprint(
+    path: str | os.PathLike[str], memo_dir: str | os.PathLike[str] | None = None
+) -> str:
+    """SHA-256 (hex) over the relative name, size and :func:`file_sha256` of the files at ``path``.
+
+    ``path`` may be a file or a directory (walked recursively, hidden entries skipped). Unlike
+    :func:`fingerprint_path` it depends on the bytes only: a rewritten file with the same size
+    and modification time changes it, a copy of the same files elsewhere does not. With
+    ``memo_dir`` each file is read once while unchanged (see :func:`file_sha256`).
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    """
+    files, base = _model_files(path)
+    h = hashlib.sha256()
+    for p in files:
+        digest = file_sha256(p, memo_dir)
+        h.update(f"{p.relative_to(base).as_posix()}\0{p.stat().st_size}\0{digest}\n".encode())
+    return h.hexdigest()
+
+
+def library_versions() -> str:
+    """``"numpy=2.1.3,torch=2.13.0,..."``: the installed versions of the libraries that compute
+    cached vectors (``-`` for one not installed), read from the package metadata (no import)."""
+    from importlib import metadata
+
+    out = []
+    for name in _LIBRARIES:
+        try:
+            out.append(f"{name}={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            out.append(f"{name}=-")
+    return ",".join(out)
 
 
 def _canonical_json(obj: Any) -> str:
@@ -138,6 +238,8 @@ class CacheKey:
         :func:`code_fingerprint` of the encoder: the source of the code that computed the
         vectors, so a change of the encoding code between two releases (same version) never
         reuses vectors computed by the old code.
+    libraries : str
+        :func:`library_versions`: numpy, torch, transformers and tokenizers versions.
     sentvec_version : str
         Version of the code that computed the vectors.
     format_version : int
@@ -154,6 +256,7 @@ class CacheKey:
     kind: str = "layers"
     config_sha256: str = ""
     code_sha256: str = ""
+    libraries: str = field(default_factory=library_versions)
     sentvec_version: str = field(default_factory=lambda: _sentvec_version())
     format_version: int = CACHE_FORMAT_VERSION
 
@@ -169,21 +272,35 @@ class CacheKey:
 def code_fingerprint(encoder: Encoder) -> str:
     """SHA-256 of the source files that compute ``encoder``'s vectors.
 
-    These are the module defining the encoder's class and sentvec's pooling module (read as
-    bytes; a module without a ``.py`` file counts by name only). Any edit of that code, even
-    between two releases with the same version, changes the cache key.
+    These are the module defining the encoder's class and sentvec's pooling module
+    (:func:`modules_fingerprint`). Any edit of that code, even between two releases with the
+    same version, changes the cache key.
 
     Returns
     -------
     str
         Hex digest.
     """
+    return modules_fingerprint((type(encoder).__module__, "sentvec.encoders.pooling"))
+
+
+def modules_fingerprint(names: Iterable[str]) -> str:
+    """SHA-256 of the named modules' source files, read as bytes without importing them (a
+    module without a ``.py`` file counts by name only)."""
+    import importlib.util
     import sys
 
     h = hashlib.sha256()
-    for name in sorted({type(encoder).__module__, "sentvec.encoders.pooling"}):
+    for name in sorted(set(names)):
         h.update(name.encode("utf-8") + b"\0")
-        path = getattr(sys.modules.get(name), "__file__", None)
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if module is None:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            path = getattr(spec, "origin", None)
         if isinstance(path, str) and path.endswith(".py") and os.path.isfile(path):
             h.update(Path(path).read_bytes())
     return h.hexdigest()
@@ -196,6 +313,9 @@ def _sentvec_version() -> str:
 
 
 def _find_model_path(encoder: Encoder, config: Mapping[str, Any]) -> Path | None:
+    value = config.get("model_path")  # the resolved directory a transformer was loaded from
+    if isinstance(value, str) and value and Path(value).expanduser().exists():
+        return Path(value).expanduser()
     for attr in ("model_path", "name_or_path", "path"):
         value = getattr(encoder, attr, None)
         if isinstance(value, (str, os.PathLike)) and Path(value).expanduser().exists():
@@ -215,13 +335,15 @@ def encoder_cache_key(
     pooling: str | None = None,
     text_variant: str | None = None,
     max_length: int | None = None,
+    memo_dir: str | os.PathLike[str] | None = None,
 ) -> CacheKey:
     """Build the :class:`CacheKey` of ``encoder`` applied to ``sentences``.
 
     The model identity comes from ``encoder.config_dict()`` (see
     :func:`sentvec.encoders.base.describe_encoder`): its ``model``/``name_or_path`` entry names
     the model; when a local model directory or file can be found, its files are fingerprinted
-    (names, sizes, mtimes), otherwise the fingerprint is the hash of the whole configuration.
+    (names, sizes, contents: :func:`content_fingerprint`), otherwise the fingerprint is the hash
+    of the whole configuration.
     For ``kind="layers"`` the encoder's own ``pooling`` / ``layers`` / ``layer_indices`` options
     are left out of the configuration hash (``encode_layers`` pools every hidden state with the
     pooling named in the key), so encoders differing only in those share per-layer entries.
@@ -236,10 +358,57 @@ def encoder_cache_key(
         ``"layers"`` or ``"embeddings"`` (see :class:`CacheKey`).
     pooling, text_variant, max_length
         Override what the configuration says (e.g. the pooling passed to ``encode_layers``).
+    memo_dir : path-like, optional
+        Where file digests are remembered (:func:`file_sha256`; a cache's ``fingerprint_dir``).
     """
     from sentvec.encoders.base import describe_encoder, text_variant_of
 
     config = describe_encoder(encoder)
+    return description_cache_key(
+        config,
+        sentences,
+        model_path=_find_model_path(encoder, config),
+        code_sha256=code_fingerprint(encoder),
+        memo_dir=memo_dir,
+        kind=kind,
+        pooling=pooling,
+        text_variant=text_variant if text_variant is not None else text_variant_of(encoder),
+        max_length=max_length,
+    )
+
+
+def description_cache_key(
+    config: Mapping[str, Any],
+    sentences: Sequence[str],
+    *,
+    model_path: str | os.PathLike[str] | None,
+    code_sha256: str,
+    memo_dir: str | os.PathLike[str] | None = None,
+    kind: str = "layers",
+    pooling: str | None = None,
+    text_variant: str | None = None,
+    max_length: int | None = None,
+) -> CacheKey:
+    """The :class:`CacheKey` of an encoder known by its description ``config``
+    (``config_dict()``), without the encoder itself: what :func:`encoder_cache_key` computes
+    from a loaded encoder, and ``sentvec eval-sts`` from a model's files before loading it.
+
+    Parameters
+    ----------
+    config : mapping
+        The encoder's ``config_dict()`` (or
+        :func:`sentvec.encoders.transformer_files.describe_pretrained`).
+    sentences : sequence of str
+    model_path : path-like or None
+        The model files to fingerprint (:func:`content_fingerprint`); None: the configuration
+        hash stands for the model.
+    code_sha256 : str
+        :func:`code_fingerprint` of the encoder (or :func:`modules_fingerprint` of its modules).
+    memo_dir : path-like, optional
+        Where file digests are remembered (:func:`file_sha256`).
+    kind, pooling, text_variant, max_length
+        As :func:`encoder_cache_key`; ``text_variant`` defaults to ``config["text_variant"]``.
+    """
     hashed = dict(config)
     if kind == "layers":  # encode_layers ignores the encoder's own pooling / layer choice
         for name in _LAYER_INDEPENDENT:
@@ -251,17 +420,18 @@ def encoder_cache_key(
             for k in ("model", "name_or_path", "model_path", "path", "encoder")
             if config.get(k)
         ),
-        type(encoder).__name__,
+        "encoder",
     )
-    model_path = _find_model_path(encoder, config)
-    fingerprint = fingerprint_path(model_path) if model_path is not None else config_hash
+    fingerprint = (
+        content_fingerprint(model_path, memo_dir) if model_path is not None else config_hash
+    )
     if pooling is None:
         pooling = str(config.get("pooling", ""))
     if max_length is None:
         ml = config.get("max_length")
         max_length = int(ml) if isinstance(ml, (int, np.integer)) else None
     if text_variant is None:
-        text_variant = text_variant_of(encoder)
+        text_variant = str(config.get("text_variant", "senteval"))
     digest, n = sentences_sha256(sentences)
     return CacheKey(
         model=model,
@@ -273,7 +443,7 @@ def encoder_cache_key(
         n_sentences=n,
         kind=kind,
         config_sha256=config_hash,
-        code_sha256=code_fingerprint(encoder),
+        code_sha256=code_sha256,
     )
 
 
@@ -293,6 +463,8 @@ class VectorCache:
     ) -> None:
         root = Path(directory).expanduser() if directory is not None else default_cache_dir()
         self.directory = root / VECTORS_SUBDIR
+        #: Where model-file digests are remembered (:func:`file_sha256`).
+        self.fingerprint_dir = root / FINGERPRINTS_SUBDIR
         self.enabled = bool(enabled)
         self._executor: Any = None
         self._pending: list[Any] = []
@@ -302,13 +474,24 @@ class VectorCache:
         d = key.digest()
         return self.directory / f"{d}.npy", self.directory / f"{d}.json"
 
-    def load(self, key: CacheKey) -> np.ndarray | None:
+    def load(self, key: CacheKey, *, layers: Iterable[int] | None = None) -> np.ndarray | None:
         """Return the cached array for ``key``, or ``None`` on a miss.
 
+        Per-layer entries (``key.kind == "layers"``) come back as a read-only view of shape
+        ``(n, L + 1, d)`` over the memory-mapped layer-major file: only the hidden states that
+        are used are read from the disk.
+
+        Parameters
+        ----------
+        key : CacheKey
+        layers : iterable of int, optional
+            For a per-layer entry, the hidden-state indices (negatives from the end) the caller
+            will read; only these are checked for non-finite values (default: all).
+
         A present but unusable entry (unreadable JSON or ``.npy``, a stored key different from
-        ``key``, a row count other than ``key.n_sentences``, a dtype other than float32 or
-        non-finite values) emits a :class:`CacheWarning` naming the file and the reason, and
-        counts as a miss.
+        ``key``, a row count other than ``key.n_sentences``, a dtype other than float32,
+        non-finite values in the checked part, or a layer index out of range) emits a
+        :class:`CacheWarning` naming the file and the reason, and counts as a miss.
         """
         if not self.enabled:
             return None
@@ -319,12 +502,24 @@ class VectorCache:
             stored = json.loads(key_path.read_text(encoding="utf-8"))
             if stored != key.to_dict():
                 raise ValueError("stored key differs from the requested key")
-            arr = load_npy(arr_path)
+            stack = key.kind == "layers"
+            arr = load_npy(arr_path, mmap="r" if stack else False)
             if arr.dtype != np.float32:
                 raise ValueError(f"dtype {arr.dtype}, expected float32")
-            if arr.ndim < 2 or arr.shape[0] != key.n_sentences:
+            rows = arr.shape[1] if stack and arr.ndim == 3 else arr.shape[0]
+            if arr.ndim < 2 or (stack and arr.ndim != 3) or rows != key.n_sentences:
                 raise ValueError(f"shape {arr.shape}, expected {key.n_sentences} rows")
-            if not np.isfinite(arr).all():
+            if stack:
+                n_states = arr.shape[0]
+                checked = range(n_states) if layers is None else list(layers)
+                for i in checked:
+                    if not -n_states <= i < n_states:
+                        raise ValueError(f"no hidden state {i} among {n_states}")
+                for i in sorted({i % n_states for i in checked}):
+                    if not np.isfinite(arr[i]).all():
+                        raise ValueError(f"hidden state {i} holds non-finite values")
+                arr = arr.transpose(1, 0, 2)  # (n, L + 1, d), a view
+            elif not np.isfinite(arr).all():
                 raise ValueError("array holds non-finite values")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
             warnings.warn(
@@ -359,7 +554,9 @@ class VectorCache:
         """
         if not self.enabled:
             return
-        arr = np.ascontiguousarray(array, dtype=np.float32)
+        arr = np.asarray(array, dtype=np.float32)
+        if key.kind == "layers" and arr.ndim != 3:
+            raise ValueError(f"a per-layer entry needs an (n, L + 1, d) array, got {arr.shape}")
         if arr.ndim < 2 or arr.shape[0] != key.n_sentences:
             raise ValueError(
                 f"array of shape {arr.shape} does not match n_sentences={key.n_sentences}"
@@ -375,7 +572,8 @@ class VectorCache:
 
     def _write(self, key: CacheKey, arr: np.ndarray) -> None:
         arr_path, key_path = self.paths(key)
-        atomic_save_npy(arr_path, arr)
+        # per-layer vectors layer-major: np.save streams the transposed view, no full copy
+        atomic_save_npy(arr_path, arr.transpose(1, 0, 2) if key.kind == "layers" else arr)
         atomic_write_json(key_path, key.to_dict())
 
     def wait(self) -> None:
@@ -511,11 +709,14 @@ def load_or_encode_layer_vectors(
     poolings = (pooling,) if isinstance(pooling, str) else tuple(dict.fromkeys(pooling))
     sentences = list(sentences)
     t0 = time.perf_counter()
+    if cache is not None and not getattr(cache, "enabled", True):
+        cache = None  # --no-cache: no key (no file hashing) is needed
+    memo = getattr(cache, "fingerprint_dir", None)
     keys = {
         p: encoder_cache_key(
-            encoder, sentences, kind="layers", pooling=p, text_variant=text_variant
+            encoder, sentences, kind="layers", pooling=p, text_variant=text_variant, memo_dir=memo
         )
-        for p in poolings
+        for p in (poolings if cache is not None else ())
     }
     out: dict[str, np.ndarray] = {}
     if cache is not None:
@@ -550,3 +751,60 @@ def save_layer_vectors(cache: Any, entries: list[tuple[Any, np.ndarray]], *, wai
         cache.save(key, arr, background=True)
     if wait:
         cache.finish_writes()
+
+
+def cached_layer_vectors(
+    description: Mapping[str, Any],
+    sentences: Sequence[str],
+    *,
+    pooling: Sequence[str],
+    text_variant: str,
+    cache: Any,
+    layers: Mapping[str, Iterable[int]] | None = None,
+) -> dict[str, np.ndarray] | None:
+    """Per-layer pooled vectors of a transformer known only by its description, or None.
+
+    The keys are those :func:`pooled_layer_vectors` uses for the loaded encoder (the same
+    digests: ``tests/test_cache.py`` compares them), computed from ``description`` (see
+    :func:`sentvec.encoders.transformer_files.describe_pretrained`) and the model files, so a
+    hit costs no model load.
+
+    Parameters
+    ----------
+    description : mapping
+        The transformer's ``config_dict()``; its ``model_path`` is fingerprinted.
+    sentences : sequence of str
+    pooling : sequence of str
+        Every mode must be cached for a hit.
+    text_variant : str
+    cache : VectorCache or None
+    layers : mapping of pooling to hidden-state indices, optional
+        The hidden states each pooling's caller will read (only they are checked and read).
+
+    Returns
+    -------
+    dict of str to ndarray of shape (n, L + 1, d), or None
+        None when any pooling is missing (or the cache is disabled or absent).
+    """
+    if cache is None or not getattr(cache, "enabled", True):
+        return None
+    model_path = description.get("model_path")
+    code = modules_fingerprint(("sentvec.encoders.transformer", "sentvec.encoders.pooling"))
+    sentences = list(sentences)
+    out: dict[str, np.ndarray] = {}
+    for p in dict.fromkeys(pooling):
+        key = description_cache_key(
+            description,
+            sentences,
+            model_path=model_path if isinstance(model_path, str) else None,
+            code_sha256=code,
+            memo_dir=cache.fingerprint_dir,
+            kind="layers",
+            pooling=p,
+            text_variant=text_variant,
+        )
+        arr = cache.load(key, layers=None if layers is None else layers.get(p))
+        if arr is None:
+            return None
+        out[p] = arr
+    return out

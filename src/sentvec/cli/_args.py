@@ -101,6 +101,51 @@ def plain_text(doc: str) -> str:
     return doc.replace("``", "")
 
 
+def add_configuration_options(
+    p: argparse.ArgumentParser,
+    *,
+    pooling_help: str,
+    layers_default: str,
+    whiten_default: str | None,
+    whiten_metavar: str,
+    whiten_help: str,
+    n_components_help: str,
+) -> None:
+    """``--pooling``, ``--layers``, ``--whiten`` and ``--n-components``: one transformer
+    configuration and the whitening after it (eval-sts, eval-rte, export), each command with
+    its own help text and ``--whiten`` default.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+    pooling_help : str
+        Help of ``--pooling`` (choices cls, max, mean; default None).
+    layers_default : str
+        What the default of ``--layers`` is, e.g. ``"default 1,-1"``.
+    whiten_default, whiten_metavar, whiten_help : str
+        Default, metavar and help of ``--whiten``.
+    n_components_help : str
+        Help of ``--n-components`` (an integer >= 1; default None).
+    """
+    p.add_argument("--pooling", choices=("cls", "max", "mean"), default=None, help=pooling_help)
+    p.add_argument(
+        "--layers",
+        type=layer_list,
+        default=None,
+        metavar="I,J,...",
+        help="hidden-state indices to average, 0 = embeddings, -1 = last "
+        f"({layers_default}; write --layers=-1 for a leading minus)",
+    )
+    p.add_argument("--whiten", default=whiten_default, metavar=whiten_metavar, help=whiten_help)
+    p.add_argument(
+        "--n-components",
+        type=positive_int,
+        default=None,
+        metavar="K",
+        help=n_components_help,
+    )
+
+
 def read_corpus_file(path: Path) -> tuple[list[str], int]:
     """Non-empty lines of a UTF-8 text file, and the number of blank lines skipped."""
     from sentvec._io import read_text_lines

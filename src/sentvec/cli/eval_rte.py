@@ -24,12 +24,12 @@ from typing import Any
 
 from sentvec.cli._args import (
     MODEL_HELP,
+    add_configuration_options,
     add_device_options,
     add_progress_option,
     check_output_path,
     check_outputs_not_inputs,
     device_options,
-    layer_list,
     plain_text,
     positive_int,
     progress,
@@ -63,34 +63,16 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument(
-        "--pooling",
-        choices=("cls", "max", "mean"),
-        default=None,
-        help="token pooling of a transformer (default: the model's, mean)",
-    )
-    p.add_argument(
-        "--layers",
-        type=layer_list,
-        default=None,
-        metavar="I,J,...",
-        help="hidden-state indices to average, 0 = embeddings, -1 = last (default: the "
-        "model's, 1,-1 = the paper's L1+L_last; write --layers=-1 for a leading minus)",
-    )
-    p.add_argument(
-        "--whiten",
-        default="task",
-        metavar="{none,task,FILE,DIR}",
-        help="task (default, the paper's protocol: fitted on both sentences of the 277 "
+    add_configuration_options(
+        p,
+        pooling_help="token pooling of a transformer (default: the model's, mean)",
+        layers_default="default: the model's, 1,-1 = the paper's L1+L_last",
+        whiten_default="task",
+        whiten_metavar="{none,task,FILE,DIR}",
+        whiten_help="task (default, the paper's protocol: fitted on both sentences of the 277 "
         "pairs); none; a text file of sentences (one per line) encoded with the same "
         "encoder; or a saved Whitening / post-processor / pipeline directory",
-    )
-    p.add_argument(
-        "--n-components",
-        type=positive_int,
-        default=None,
-        metavar="K",
-        help="dimensions kept by a whitening fitted here (task or FILE; default all)",
+        n_components_help="dimensions kept by a whitening fitted here (task or FILE; default all)",
     )
     p.add_argument(
         "--threshold",

@@ -29,12 +29,12 @@ from typing import Any
 from sentvec.cli._args import (
     MODEL_HELP,
     add_cache_options,
+    add_configuration_options,
     add_device_options,
     add_postprocess_options,
     add_progress_option,
     check_postprocess_options,
     device_options,
-    layer_list,
     plain_text,
     positive_int,
     progress,
@@ -67,35 +67,17 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument(
-        "--pooling",
-        choices=("cls", "max", "mean"),
-        default=None,
-        help="token pooling (one configuration; default mean)",
-    )
-    p.add_argument(
-        "--layers",
-        type=layer_list,
-        default=None,
-        metavar="I,J,...",
-        help="hidden-state indices to average, 0 = embeddings, -1 = last "
-        "(one configuration; default 1,-1; write --layers=-1 for a leading minus)",
-    )
-    p.add_argument(
-        "--whiten",
-        default=None,
-        metavar="{none,year,FILE,DIR}",
-        help="none; year (fit per task on its scored pairs, the paper's protocol); a "
+    add_configuration_options(
+        p,
+        pooling_help="token pooling (one configuration; default mean)",
+        layers_default="one configuration; default 1,-1",
+        whiten_default=None,
+        whiten_metavar="{none,year,FILE,DIR}",
+        whiten_help="none; year (fit per task on its scored pairs, the paper's protocol); a "
         "text file of sentences (one per line) encoded with the same encoder; or "
         "a saved Whitening or pipeline directory (one configuration; default "
         "none)",
-    )
-    p.add_argument(
-        "--n-components",
-        type=positive_int,
-        default=None,
-        metavar="K",
-        help="dimensions kept by the whitening (BERT-whitening's k; default all)",
+        n_components_help="dimensions kept by the whitening (BERT-whitening's k; default all)",
     )
     add_postprocess_options(p)
     p.add_argument(
@@ -224,31 +206,74 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- modes
+def _table1_from_cache(args: argparse.Namespace) -> tuple[Any, ...] | None:
+    """The Table 1 block's inputs from the vector cache, without loading the model: (description,
+    tasks, sentences, per-layer vectors or None on a miss, seconds reading them), or None (not a
+    local transformer, or the cache off): the caller loads the model unless the vectors came."""
+    from sentvec.cache import cached_layer_vectors
+    from sentvec.encoders import describe_without_loading
+    from sentvec.evaluation import TABLE1_CONFIGS, load_sts, normalize_combination, unique_sentences
+    from sentvec.whitening import check_n_components
+
+    if not args.vector_cache.enabled:
+        return None
+    desc = describe_without_loading(args.model, **device_options(args))
+    if desc is None or int(desc["num_layers"]) < 2:
+        return None
+    check_n_components(args.n_components, int(desc["hidden_size"]), name="--n-components")
+    tasks = load_sts(args.tasks, data_dir=args.data, variant=args.variant or desc["text_variant"])
+    sentences = unique_sentences(tasks)
+    n_states = int(desc["num_layers"]) + 1
+    used: dict[str, set[int]] = {}
+    for _, pooling, layers in TABLE1_CONFIGS:
+        used.setdefault(pooling, set()).update(normalize_combination(layers, n_states))
+    t0 = time.perf_counter()
+    per = cached_layer_vectors(
+        desc,
+        sentences,
+        pooling=("cls", "mean"),
+        text_variant=tasks[0].variant,
+        cache=args.vector_cache,
+        layers=used,
+    )
+    return desc, tasks, sentences, per, time.perf_counter() - t0
+
+
 def _table1(args: argparse.Namespace, t_start: float) -> int:
     from sentvec.encoders import describe_encoder, output_dimension
     from sentvec.evaluation import table1_block, unique_sentences
     from sentvec.whitening import check_n_components
 
-    encoder = _load_encoder(args)
-    check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
-    if not callable(getattr(encoder, "encode_layers", None)):
-        print(
-            f"note: {type(encoder).__name__} has no layers or token pooling; evaluating its "
-            "own vectors (one row) instead of the Table 1 block",
-            file=sys.stderr,
+    cached = _table1_from_cache(args)
+    if cached is not None and cached[3] is not None:  # a cache hit: the model is never loaded
+        desc, tasks, sentences, per, t_encode = cached
+        hit = True
+        t_load = time.perf_counter() - t_start - t_encode
+    else:
+        encoder = _load_encoder(args)
+        check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
+        if not callable(getattr(encoder, "encode_layers", None)):
+            print(
+                f"note: {type(encoder).__name__} has no layers or token pooling; evaluating "
+                "its own vectors (one row) instead of the Table 1 block",
+                file=sys.stderr,
+            )
+            return _single(args, t_start, encoder=encoder)
+        desc = describe_encoder(encoder)
+        L = int(desc.get("num_layers") or encoder.num_layers)
+        if L < 2:
+            raise ValueError(
+                f"the Table 1 block needs a model with at least 2 layers; this one has {L}"
+            )
+        if cached is not None and cached[0] == desc:  # a miss: the STS data already read
+            tasks, sentences = cached[1], cached[2]
+        else:
+            tasks = sts_tasks_for(args, encoder)
+            sentences = unique_sentences(tasks)
+        t_load = time.perf_counter() - t_start
+        per, hit, t_encode = _layer_vectors(
+            args, encoder, sentences, tasks[0].variant, ("cls", "mean")
         )
-        return _single(args, t_start, encoder=encoder)
-    desc = describe_encoder(encoder)
-    L = int(desc.get("num_layers") or encoder.num_layers)
-    if L < 2:
-        raise ValueError(
-            f"the Table 1 block needs a model with at least 2 layers; this one has {L}"
-        )
-    tasks = sts_tasks_for(args, encoder)
-    sentences = unique_sentences(tasks)
-    t_load = time.perf_counter() - t_start
-
-    per, hit, t_encode = _layer_vectors(args, encoder, sentences, tasks[0].variant, ("cls", "mean"))
 
     t0 = time.perf_counter()
     k = args.n_components

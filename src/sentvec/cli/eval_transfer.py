@@ -129,7 +129,8 @@ def _preprocess_fn(name: str) -> tuple[Any, bool]:
     if name == "moses-lower":
         from sentvec.sent2vec.preprocessing import Preprocessing
 
-        return Preprocessing(lowercase=True, tokenizer="moses").prepare, False
+        # prepare_batch: each split goes through the compiled Moses tokenizer in one call
+        return Preprocessing(lowercase=True, tokenizer="moses"), False
     return None, name == "lower"
 
 

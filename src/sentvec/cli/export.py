@@ -27,7 +27,7 @@ from typing import Any
 
 from sentvec.cli._args import (
     MODEL_HELP,
-    layer_list,
+    add_configuration_options,
     plain_text,
     positive_int,
     read_corpus_file,
@@ -45,35 +45,17 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
     )
     p.add_argument("--model", default="minilm", help=MODEL_HELP)
-    p.add_argument(
-        "--pooling",
-        choices=("cls", "max", "mean"),
-        default=None,
-        help="token pooling (default mean, or the saved encoder's)",
-    )
-    p.add_argument(
-        "--layers",
-        type=layer_list,
-        default=None,
-        metavar="I,J,...",
-        help="hidden-state indices to average, 0 = embeddings, -1 = last (default "
-        "1,-1; write --layers=-1 for a leading minus)",
-    )
-    p.add_argument(
-        "--whiten",
-        default=None,
-        metavar="FILE|DIR",
-        help="a text file of sentences (one per line) to fit the whitening on, "
+    add_configuration_options(
+        p,
+        pooling_help="token pooling (default mean, or the saved encoder's)",
+        layers_default="default 1,-1",
+        whiten_default=None,
+        whiten_metavar="FILE|DIR",
+        whiten_help="a text file of sentences (one per line) to fit the whitening on, "
         "encoded with the same encoder; or a saved Whitening, AllButTheTop, "
         "CommonComponentRemoval or pipeline directory (default: a pipeline's "
         "own post-processor, else none)",
-    )
-    p.add_argument(
-        "--n-components",
-        type=positive_int,
-        default=None,
-        metavar="K",
-        help="dimensions kept by the whitening fitted on --whiten FILE (default all)",
+        n_components_help="dimensions kept by the whitening fitted on --whiten FILE (default all)",
     )
     p.add_argument(
         "--output",

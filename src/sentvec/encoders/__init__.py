@@ -32,6 +32,7 @@ _LAZY: dict[str, str] = {
     "export_onnx": "sentvec.encoders.onnx_backend",
     "onnx_cache_key": "sentvec.encoders.onnx_backend",
     "load_encoder": "sentvec.encoders.loading",
+    "describe_without_loading": "sentvec.encoders.loading",
     "EncoderOptionsError": "sentvec.encoders.loading",
     "Pipeline": "sentvec.encoders.pipeline",
     "load_whitening": "sentvec.encoders.pipeline",
@@ -74,7 +75,11 @@ if TYPE_CHECKING:  # pragma: no cover
         output_dimension,
         text_variant_of,
     )  # noqa: F401
-    from sentvec.encoders.loading import EncoderOptionsError, load_encoder  # noqa: F401
+    from sentvec.encoders.loading import (  # noqa: F401
+        EncoderOptionsError,
+        describe_without_loading,
+        load_encoder,
+    )
     from sentvec.encoders.models import MODEL_ALIASES, resolve_model  # noqa: F401
     from sentvec.encoders.onnx_backend import OnnxForward, export_onnx, onnx_cache_key  # noqa: F401
     from sentvec.encoders.pipeline import (

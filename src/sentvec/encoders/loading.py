@@ -19,7 +19,7 @@ from typing import Any
 
 from sentvec.encoders.base import PIPELINE_FILE, Encoder
 
-__all__ = ["load_encoder", "EncoderOptionsError"]
+__all__ = ["load_encoder", "describe_without_loading", "EncoderOptionsError"]
 
 
 def _is_transformer_dir(path: Path) -> bool:
@@ -95,6 +95,50 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     from sentvec.encoders.transformer import TransformerEncoder
 
     return TransformerEncoder.from_pretrained(text, **overrides)
+
+
+def describe_without_loading(
+    name_or_path: str | os.PathLike[str], **overrides: Any
+) -> dict[str, Any] | None:
+    """What ``load_encoder(name_or_path, **overrides).config_dict()`` would return, read from
+    the model files without loading the model, when that model is a local transformer.
+
+    Parameters
+    ----------
+    name_or_path, **overrides
+        As :func:`load_encoder`; ``device`` does not change the description.
+
+    Returns
+    -------
+    dict or None
+        :func:`sentvec.encoders.transformer_files.describe_pretrained`'s description; None for
+        anything :func:`load_encoder` would not load as a local ``TransformerEncoder`` (a
+        pipeline, a Sent2Vec or static model, a hub name) or whose description is uncertain.
+        Never raises for a bad argument: :func:`load_encoder` reports those.
+    """
+    from sentvec.encoders.static_loaders import static_model_format, wordllama_alias
+    from sentvec.encoders.transformer_files import describe_pretrained
+
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    for name in ("device", "onnx_cache_dir"):  # where the vectors are computed, not what
+        overrides.pop(name, None)
+    text = os.fspath(name_or_path)
+    path = Path(text).expanduser()
+    try:
+        if path.is_file() or (path.is_dir() and (path / PIPELINE_FILE).is_file()):
+            return None
+        if static_model_format(path) is not None:
+            return None
+        if not path.exists() and wordllama_alias(text) is not False:
+            return None
+        if path.is_dir():
+            from sentvec.sent2vec.model import is_model_dir
+
+            if is_model_dir(path) or not _is_transformer_dir(path):
+                return None
+        return describe_pretrained(text, **overrides)
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _static_encoder(text: str, path: Path) -> Encoder | None:

@@ -7,7 +7,6 @@ paper's "L1+L12". Whitening is a separate post-processing step (:class:`sentvec.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -33,14 +32,16 @@ from sentvec.encoders.pooling import (
     pool_all_layers,
     pool_layers,
 )
+from sentvec.encoders.transformer_files import (
+    DEFAULT_LAYERS,
+    DEFAULT_POOLING,
+    ENCODER_CONFIG_FORMAT,
+    ENCODER_CONFIG_NAME,
+    ENCODER_CONFIG_VERSION,
+    length_limits,
+)
+from sentvec.encoders.transformer_files import read_encoder_config as _read_encoder_config
 
-#: File written by ``save_pretrained`` next to the Hugging Face files.
-ENCODER_CONFIG_NAME = "sentvec_encoder.json"
-ENCODER_CONFIG_FORMAT = "sentvec-transformer-encoder"
-ENCODER_CONFIG_VERSION = 1
-
-DEFAULT_POOLING: Pooling = "mean"
-DEFAULT_LAYERS: tuple[int, ...] = (1, -1)
 DEFAULT_BATCH_SIZE = 32
 
 #: ``show_progress_bar=None`` shows a bar for at least this many distinct sentences (TTY only).
@@ -108,51 +109,12 @@ def _resolve_device(device: str | torch.device | None) -> torch.device:
 
 
 def _length_limits(model: Any, tokenizer: Any, model_dir: str | None) -> tuple[int, int]:
-    """(hard limit, default) input length in tokens, special tokens included.
-
-    Hard limit: the tokenizer's ``model_max_length`` when it is set, capped by the
-    position-embedding table. Default: ``max_seq_length`` from a sentence-transformers
-    ``sentence_bert_config.json`` when present and smaller (the length the model was trained and
-    is used with), else the hard limit.
-    """
-    pos = getattr(model.config, "max_position_embeddings", None)
-    tok = getattr(tokenizer, "model_max_length", None)
-    hard = tok if isinstance(tok, int) and 0 < tok < 1_000_000 else pos
-    if not isinstance(hard, int) or hard <= 0:
-        hard = 512
-    if isinstance(pos, int) and pos > 0:
-        hard = min(hard, pos)
-    default = hard
-    if model_dir is not None:
-        st_config = Path(model_dir) / "sentence_bert_config.json"
-        if st_config.is_file():
-            try:
-                seq = json.loads(st_config.read_text(encoding="utf-8")).get("max_seq_length")
-            except (OSError, ValueError, AttributeError):
-                seq = None
-            if isinstance(seq, int) and 0 < seq < hard:
-                default = seq
-    return int(hard), int(default)
-
-
-def _read_encoder_config(model_dir: str) -> dict[str, Any]:
-    path = Path(model_dir) / ENCODER_CONFIG_NAME
-    if not path.is_file():
-        return {}
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}") from exc
-    if not isinstance(cfg, dict) or cfg.get("format") != ENCODER_CONFIG_FORMAT:
-        raise ValueError(
-            f"{str(path)!r} is not a sentvec encoder config (format != {ENCODER_CONFIG_FORMAT!r})"
-        )
-    if cfg.get("version", 0) > ENCODER_CONFIG_VERSION:
-        raise ValueError(
-            f"{str(path)!r} has version {cfg.get('version')}; this sentvec reads up to "
-            f"{ENCODER_CONFIG_VERSION}"
-        )
-    return cfg
+    """(hard limit, default) input length: :func:`~sentvec.encoders.transformer_files.length_limits`."""
+    return length_limits(
+        getattr(model.config, "max_position_embeddings", None),
+        getattr(tokenizer, "model_max_length", None),
+        model_dir,
+    )
 
 
 def _pickled_weights_only(directory: str | os.PathLike[str]) -> bool:

@@ -25,7 +25,7 @@ import numpy as np
 from sentvec.evaluation.layer_results import layer_label
 from sentvec.evaluation.layers import combine_layers, normalize_combination
 from sentvec.evaluation.results import TABLE_COLUMNS, STSResult
-from sentvec.evaluation.sts import STSScorer, score_sts
+from sentvec.evaluation.sts import STSScorer
 
 __all__ = [
     "TABLE1_CONFIGS",
@@ -122,6 +122,7 @@ def table1_block(
     ]
     configs.append(configs[-1][:3] + ("year",))
     rows: dict[str, STSResult] = {}
+    scorer = STSScorer(tasks, sentences)  # the index work once for the five rows
     for token, pooling, idx, whitening in configs:
         label = f"{token}  {layer_label(idx)}"
         if whitening == "year":
@@ -132,9 +133,7 @@ def table1_block(
             "layers": list(idx),
             "layer_indices": list(idx),
         }
-        rows[label] = score_sts(
-            tasks,
-            sentences,
+        rows[label] = scorer.score(
             combine_layers(per_layer[pooling], idx),
             whitening=whitening,
             n_components=n_components if whitening == "year" else None,

@@ -618,7 +618,7 @@ def evaluate_transfer(
     c_grid: Sequence[float] | None = None,
     batch_size: int | None = None,
     lowercase: bool = False,
-    preprocess: Callable[[str], str] | None = None,
+    preprocess: Callable[[str], str] | Any = None,
     tol: float | None = None,
     max_iter: int | None = None,
     n_jobs: int = 1,
@@ -656,8 +656,11 @@ def evaluate_transfer(
     lowercase : bool
         Lower-case sentences before encoding (for models trained on lower-cased text that do not
         apply their own preprocessing).
-    preprocess : callable str -> str, optional
-        Applied to each sentence before encoding (and before ``lowercase``).
+    preprocess : callable str -> str, or an object with ``prepare_batch``, optional
+        Applied to each sentence before encoding (and before ``lowercase``). An object with a
+        ``prepare_batch(list of str) -> list of str`` method (e.g.
+        :class:`sentvec.sent2vec.Preprocessing` with the compiled Moses tokenizer) gets all
+        sentences of a split in one call instead.
     tol, max_iter : float, int, optional
         lbfgs gradient tolerance and iteration cap (sentvec defaults 1e-6 and 2000).
         scikit-learn's default ``tol=1e-4`` is loose for its sample-averaged loss (a warm start
@@ -703,16 +706,27 @@ def evaluate_transfer(
         protocol, names == ["test", "train"], kfold, inner_kfold, c_grid, tol, max_iter
     )
 
-    def prep(s: str) -> str:
-        s = preprocess(s) if preprocess is not None else s
-        return s.lower() if lowercase else s
+    batch = getattr(preprocess, "prepare_batch", None)
+    if preprocess is not None and not callable(batch) and not callable(preprocess):
+        raise TypeError(
+            f"preprocess must be a callable str -> str or have prepare_batch(), got "
+            f"{type(preprocess).__name__}"
+        )
+
+    def prep(sentences: Sequence[str]) -> tuple[str, ...]:
+        out: Sequence[str] = sentences
+        if callable(batch):  # one call for the whole split (the compiled Moses tokenizer)
+            out = list(batch(list(sentences)))
+        elif preprocess is not None:
+            out = [preprocess(s) for s in sentences]
+        return tuple(s.lower() for s in out) if lowercase else tuple(out)
 
     splits = {
         s.name: TransferSplit(
             s.name,
-            tuple(map(prep, s.sentences)),
+            prep(s.sentences),
             s.labels,
-            None if s.pair_sentences is None else tuple(map(prep, s.pair_sentences)),
+            None if s.pair_sentences is None else prep(s.pair_sentences),
         )
         for s in data.splits
     }

@@ -131,7 +131,9 @@ def _commas(src, n, dst, cap, flags, which):
         if m + 5 > cap:
             return -1
         c = src[i]
-        if which == 1 and i + 1 < n and src[i + 1] == _COMMA and not _is(flags, c, NUMBER):
+        # rules 1 and 3 differ only in what they match: ``c`` then a comma, rewritten ``c , ``
+        before = i + 1 < n and src[i + 1] == _COMMA and (which == 1 or i == n - 2)
+        if before and which != 2 and _is(flags, c, NUMBER) == (which == 3):
             dst[m] = c
             dst[m + 1] = _SP
             dst[m + 2] = _COMMA
@@ -143,13 +145,6 @@ def _commas(src, n, dst, cap, flags, which):
             dst[m + 1] = _COMMA
             dst[m + 2] = _SP
             dst[m + 3] = src[i + 1]
-            m += 4
-            i += 2
-        elif which == 3 and i == n - 2 and src[i + 1] == _COMMA and _is(flags, c, NUMBER):
-            dst[m] = c
-            dst[m + 1] = _SP
-            dst[m + 2] = _COMMA
-            dst[m + 3] = _SP
             m += 4
             i += 2
         else:

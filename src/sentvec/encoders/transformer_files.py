@@ -1,0 +1,181 @@
+"""What a local transformer model directory says about its encoder, read from its files.
+
+Torch-free: :func:`describe_pretrained` returns the description
+:meth:`sentvec.TransformerEncoder.config_dict` would give after ``from_pretrained`` (the same
+dict, compared in ``tests/test_cache.py``) from ``config.json``, ``tokenizer_config.json``,
+``sentence_bert_config.json`` and ``sentvec_encoder.json`` alone, so a command whose vectors are
+already in the disk cache (``sentvec eval-sts``) finds them without loading the weights. The
+readers of ``sentvec_encoder.json`` and of the input-length limits live here, and
+:mod:`sentvec.encoders.transformer` uses them too (one definition).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sentvec.encoders.pooling import Pooling
+
+#: File written by ``save_pretrained`` next to the Hugging Face files.
+ENCODER_CONFIG_NAME = "sentvec_encoder.json"
+ENCODER_CONFIG_FORMAT = "sentvec-transformer-encoder"
+ENCODER_CONFIG_VERSION = 1
+
+#: Defaults of :class:`sentvec.TransformerEncoder` (the paper's AVG of L1 + L_last).
+DEFAULT_POOLING: Pooling = "mean"
+DEFAULT_LAYERS: tuple[int, ...] = (1, -1)
+
+__all__ = [
+    "ENCODER_CONFIG_NAME",
+    "DEFAULT_POOLING",
+    "DEFAULT_LAYERS",
+    "read_encoder_config",
+    "length_limits",
+    "describe_pretrained",
+]
+
+
+def read_encoder_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """The options saved in ``model_dir/sentvec_encoder.json`` (``{}`` when there is none).
+
+    Raises
+    ------
+    ValueError
+        The file is not JSON, not a sentvec encoder config, or of a newer version.
+    """
+    path = Path(model_dir) / ENCODER_CONFIG_NAME
+    if not path.is_file():
+        return {}
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}") from exc
+    if not isinstance(cfg, dict) or cfg.get("format") != ENCODER_CONFIG_FORMAT:
+        raise ValueError(
+            f"{str(path)!r} is not a sentvec encoder config (format != {ENCODER_CONFIG_FORMAT!r})"
+        )
+    if cfg.get("version", 0) > ENCODER_CONFIG_VERSION:
+        raise ValueError(
+            f"{str(path)!r} has version {cfg.get('version')}; this sentvec reads up to "
+            f"{ENCODER_CONFIG_VERSION}"
+        )
+    return cfg
+
+
+def _json_object(path: Path) -> dict[str, Any] | None:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def length_limits(
+    max_position_embeddings: Any, tokenizer_max_length: Any, model_dir: str | None
+) -> tuple[int, int]:
+    """(hard limit, default) input length in tokens, special tokens included.
+
+    Hard limit: the tokenizer's ``model_max_length`` when it is set, capped by the
+    position-embedding table. Default: ``max_seq_length`` from a sentence-transformers
+    ``sentence_bert_config.json`` when present and smaller (the length the model was trained and
+    is used with), else the hard limit.
+    """
+    pos, tok = max_position_embeddings, tokenizer_max_length
+    hard = tok if isinstance(tok, int) and 0 < tok < 1_000_000 else pos
+    if not isinstance(hard, int) or hard <= 0:
+        hard = 512
+    if isinstance(pos, int) and pos > 0:
+        hard = min(hard, pos)
+    default = hard
+    if model_dir is not None:
+        st_config = Path(model_dir) / "sentence_bert_config.json"
+        if st_config.is_file():
+            seq = (_json_object(st_config) or {}).get("max_seq_length")
+            if isinstance(seq, int) and 0 < seq < hard:
+                default = seq
+    return int(hard), int(default)
+
+
+def describe_pretrained(
+    name_or_path: str | os.PathLike[str],
+    *,
+    pooling: str | None = None,
+    layers: int | Sequence[int] | None = None,
+    max_length: int | None = None,
+    mean_mode: str | None = None,
+    backend: str = "torch",
+) -> dict[str, Any] | None:
+    """``TransformerEncoder.from_pretrained(name_or_path, ...).config_dict()``, from the files.
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        A model alias (``"minilm"``) or a local Hugging Face model directory.
+    pooling, layers, max_length, mean_mode, backend
+        As :meth:`sentvec.TransformerEncoder.from_pretrained`.
+
+    Returns
+    -------
+    dict or None
+        The description; None whenever it cannot be derived with certainty from the files (a
+        hub name, a missing alias package, a config without ``hidden_size`` /
+        ``num_hidden_layers`` / ``max_position_embeddings`` under those names, invalid
+        options): the caller then loads the model, which also raises the proper errors.
+    """
+    from sentvec.encoders.models import resolve_model
+    from sentvec.encoders.pooling import MEAN_MODES, POOLING_MODES, normalize_layers
+
+    try:
+        resolved = resolve_model(name_or_path)
+        if not os.path.isdir(resolved):
+            return None
+        saved = read_encoder_config(resolved)
+        cfg = _json_object(Path(resolved) / "config.json")
+        tok_cfg = _json_object(Path(resolved) / "tokenizer_config.json") or {}
+        if cfg is None or not (Path(resolved) / "model.safetensors").is_file():
+            return None
+        sizes = [
+            cfg.get(k) for k in ("num_hidden_layers", "hidden_size", "max_position_embeddings")
+        ]
+        if not all(type(v) is int and v > 0 for v in sizes):
+            return None
+        num_layers, hidden, pos = (int(v) for v in sizes)  # type: ignore[arg-type]
+        pooling = pooling or saved.get("pooling", DEFAULT_POOLING)
+        mean_mode = mean_mode or saved.get("mean_mode", "exact")
+        if pooling not in POOLING_MODES or mean_mode not in MEAN_MODES:
+            return None
+        if layers is None:
+            layers = tuple(saved.get("layers", DEFAULT_LAYERS))
+        raw = (layers,) if isinstance(layers, int) else tuple(layers)
+        layer_idx = normalize_layers(raw, num_layers + 1)
+        tok_max = tok_cfg.get("model_max_length", tok_cfg.get("max_len"))
+        hard, default = length_limits(pos, tok_max, resolved)
+        if max_length is None:
+            max_length = saved.get("max_length")
+        if max_length is None:
+            max_length = default
+        elif not isinstance(max_length, int) or not 2 <= max_length <= hard:
+            return None
+    except (OSError, ValueError, TypeError):
+        return None
+    desc: dict[str, Any] = {
+        "encoder": "TransformerEncoder",
+        "model": str(name_or_path),
+        "model_path": resolved,
+        "source_model": saved.get("source_model"),
+        "model_type": cfg.get("model_type"),
+        "pooling": pooling,
+        "layers": [int(x) for x in raw],
+        "layer_indices": list(layer_idx),
+        "mean_mode": mean_mode,
+        "max_length": int(max_length),
+        "hidden_size": hidden,
+        "num_layers": num_layers,
+        "text_variant": "senteval",
+    }
+    if backend != "torch":
+        desc["backend"] = backend
+    return desc
