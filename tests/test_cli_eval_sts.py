@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -396,3 +397,12 @@ def test_a_cache_hit_never_loads_the_model_and_changed_weights_miss(
     os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert main(base) == 0
     assert loads == [str(model)] * 2 and "vectors from the cache" not in capsys.readouterr().out
+
+
+def test_a_model_without_layers_is_labelled_by_its_name(small_data, capsys):
+    """A Sent2Vec or static model has no pooling or layers to name: the row names the model as
+    the user gave it, not the encoder class."""
+    model = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
+    base = ["eval-sts", "--tasks", "STSB", "--data", str(small_data), "--no-cache"]
+    assert main(base + ["--model", str(model)]) == 0
+    assert list(_table_rows(capsys.readouterr().out)) == ["tiny-bigram.bin"]

@@ -407,7 +407,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
         }
     )
     meta = result.metadata
-    label = _config_label(meta, result)
+    label = _config_label(meta, result, model=args.model)
     for line in _header(meta, tasks, len(unique_sentences(tasks)), args.aggregation):
         print(line)
     w = result.whitening
@@ -459,10 +459,10 @@ def _method_label(meta: dict[str, Any]) -> str | None:
     )
 
 
-def _config_label(meta: dict[str, Any], result: Any) -> str:
+def _config_label(meta: dict[str, Any], result: Any, model: str | None = None) -> str:
     pooling = meta.get("pooling")
-    if pooling is None:
-        label = str(meta.get("encoder", "model"))
+    if pooling is None:  # no layers to name: the model as the user named it (alias or file)
+        label = Path(model).name if model else str(meta.get("encoder", "model"))
     else:
         token = {"mean": "AVG", "cls": "CLS", "max": "MAX"}.get(pooling, pooling)
         idx = meta.get("layer_indices") or meta.get("layers") or []
