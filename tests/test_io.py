@@ -212,3 +212,27 @@ def test_read_text_lines(tmp_path):
         read_text_lines(tmp_path, what="queries")
     with pytest.raises(FileNotFoundError, match="queries file not found"):
         read_text_lines(tmp_path / "nope.txt", what="queries")
+
+
+@pytest.mark.parametrize("errors", ["replace", "surrogateescape", "strict"])
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 20])
+def test_line_reader_batches_equal_its_lines(tmp_path, errors, chunk):
+    """``batches`` (block decoding) gives what iteration (line by line) gives: a BOM at the start
+    only, a kept \\r, empty lines, no final newline, multi-byte characters across block ends,
+    invalid UTF-8 counted in ``n_bad`` or refused with the same message."""
+    from sentvec._io import UTF8_BOM, TextLineReader
+
+    good = UTF8_BOM + "é x\r\n\n\nα β γ\n\ufeffmid\n".encode() + "last 😀".encode()
+    for raw in (good, good + b"\n", b"", b"\n", UTF8_BOM, b"ok\n\xff\xfe bad\nok2\n\xc3"):
+        path = tmp_path / "in.txt"
+        path.write_bytes(raw)
+        one, blocks = TextLineReader(str(path), errors), TextLineReader(str(path), errors)
+        try:
+            want: list[str] | str = list(one)
+        except ValueError as exc:
+            want = str(exc)
+        try:
+            got: list[str] | str = [x for b in blocks.batches(chunk) for x in b]
+        except ValueError as exc:
+            got = str(exc)
+        assert got == want and blocks.n_bad == one.n_bad, (raw, chunk)

@@ -712,28 +712,59 @@ class TextLineReader:
     ) -> None:
         self.source, self.errors, self.hint, self.what, self.n_bad = source, errors, hint, what, 0
 
+    @contextlib.contextmanager
+    def _open(self) -> Iterator[IO[bytes]]:
+        if self.source == "-":
+            yield sys.stdin.buffer
+        else:
+            with open(check_input_file(self.source, what=self.what), "rb") as fh:
+                yield fh
+
+    def _decode(self, raw: bytes, lineno: int) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if self.errors == "strict":
+                raise ValueError(
+                    f"{self._name()} line {lineno} is not valid UTF-8 ({exc.reason} at "
+                    f"byte {exc.start}); {self.hint}"
+                ) from None
+            self.n_bad += 1
+            return raw.decode("utf-8", self.errors)
+
     def __iter__(self) -> Generator[str, None, None]:
-        with contextlib.ExitStack() as stack:
-            if self.source == "-":
-                fh: IO[bytes] = sys.stdin.buffer
-            else:
-                path = check_input_file(self.source, what=self.what)
-                fh = stack.enter_context(open(path, "rb"))
+        with self._open() as fh:
             for lineno, raw in enumerate(fh, 1):
                 if raw.endswith(b"\n"):
                     raw = raw[:-1]
                 if lineno == 1 and raw.startswith(UTF8_BOM):
                     raw = raw[len(UTF8_BOM) :]
+                yield self._decode(raw, lineno)
+
+    def batches(self, chunk_bytes: int = 1 << 22) -> Generator[list[str], None, None]:
+        """The same lines as iteration gives, in lists of about ``chunk_bytes`` of text.
+
+        A block of whole lines is decoded in one call and split on ``"\n"`` (the only character
+        whose UTF-8 encoding holds the byte 0x0A); a block that is not valid UTF-8 is decoded line
+        by line as iteration does (same messages, same ``n_bad``). On the 1M-line corpus this
+        reads 5-8x faster than iterating (``docs/PERFORMANCE.md``).
+        """
+        lineno = 0
+        with self._open() as fh:
+            while block := fh.read(chunk_bytes):
+                if not block.endswith(b"\n"):
+                    block += fh.readline()
+                if lineno == 0 and block.startswith(UTF8_BOM):
+                    block = block[len(UTF8_BOM) :]
+                body = block[:-1] if block.endswith(b"\n") else block
                 try:
-                    yield raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    if self.errors == "strict":
-                        raise ValueError(
-                            f"{self._name()} line {lineno} is not valid UTF-8 ({exc.reason} at "
-                            f"byte {exc.start}); {self.hint}"
-                        ) from None
-                    self.n_bad += 1
-                    yield raw.decode("utf-8", self.errors)
+                    lines = body.decode("utf-8").split("\n")
+                except UnicodeDecodeError:
+                    lines = [
+                        self._decode(raw, lineno + i) for i, raw in enumerate(body.split(b"\n"), 1)
+                    ]
+                lineno += len(lines)
+                yield lines
 
     def _name(self) -> str:
         return "stdin" if self.source == "-" else repr(self.source)

@@ -43,8 +43,8 @@ def register(subparsers: Any) -> None:
     t.set_defaults(func=_run_tokenize)
 
 
-#: Lines tokenized per batch (a few MB of text).
-BATCH_LINES = 32768
+#: Bytes of text read, decoded and tokenized per batch (whole lines).
+BATCH_BYTES = 1 << 22
 
 
 def _encode(text: str) -> bytes:
@@ -55,8 +55,6 @@ def _encode(text: str) -> bytes:
 
 
 def _run_tokenize(args: argparse.Namespace) -> int:
-    from itertools import islice
-
     from sentvec._io import atomic_open
     from sentvec.sent2vec.preprocessing import Preprocessing
 
@@ -65,7 +63,6 @@ def _run_tokenize(args: argparse.Namespace) -> int:
     if args.output != "-":
         check_output_path(args.output, what="output")
     reader = _LineReader(args.input, args.errors)
-    lines = iter(reader)
     n = n_fallback = 0
     with ExitStack() as stack:
         if args.output == "-":
@@ -80,7 +77,7 @@ def _run_tokenize(args: argparse.Namespace) -> int:
             moses = MosesTokenizer(lowercase=bool(args.lowercase))
             with compiling_notice():  # a first run compiles the kernels: say so on a terminal
                 moses.load()
-            while batch := list(islice(lines, BATCH_LINES)):
+            for batch in reader.batches(BATCH_BYTES):
                 text, fallback = moses.tokenize_text(batch)
                 if fallback:  # rare: sacremoses fills in the lines the kernel left
                     text = "\n".join(moses.tokenize_lines(batch)) + "\n"
@@ -88,7 +85,7 @@ def _run_tokenize(args: argparse.Namespace) -> int:
                 out.write(_encode(text))
                 n += len(batch)
         else:
-            for line in lines:
+            for line in reader:
                 out.write(_encode(prep.prepare(line) + "\n"))
                 n += 1
         out.flush()
