@@ -284,6 +284,14 @@ def bench_minilm(args: argparse.Namespace, sentences: list[str], tmp: Path) -> N
     conc = [int(c) for c in args.concurrency.split(",")]
     singles = [{"model": "minilm", "input": s} for s in sentences[: args.requests]]
     servers = [("sentvec", start_server(minilm_dir, "--name", "minilm", wait=False))]
+    for variant in args.variant:  # e.g. "bs8:--max-batch-size 8"
+        tag, _, extra = variant.partition(":")
+        servers.append(
+            (
+                f"sentvec[{tag}]",
+                start_server(minilm_dir, "--name", "minilm", *extra.split(), wait=False),
+            )
+        )
     if not args.skip_peer:
         servers.append(("handwritten", handwritten_server(minilm_dir, tmp)))
     if args.infinity_python:
@@ -317,6 +325,13 @@ def bench_minilm(args: argparse.Namespace, sentences: list[str], tmp: Path) -> N
             print(fmt(f"{tag} c={c}", m) + f"  server {m['srv_cpu']:.2f} cores")
         ours = median_of(results[f"sentvec c={c}"])
         for tag, _ in servers[1:]:
+            if tag.startswith("sentvec["):
+                other = median_of(results[f"{tag} c={c}"])
+                print(
+                    f"  -> c={c} {tag} vs sentvec: throughput x{other['rps'] / ours['rps']:.2f}, "
+                    f"p99 {other['p99']:.1f} vs {ours['p99']:.1f} ms"
+                )
+                continue
             peer = median_of(results[f"{tag} c={c}"])
             print(
                 f"  -> c={c} vs {tag}: throughput x{ours['rps'] / peer['rps']:.2f}, "
@@ -410,6 +425,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--soak", type=int, default=0, help="requests of the soak run (e.g. 20000)")
     p.add_argument("--pss", action="store_true")
     p.add_argument("--skip-peer", action="store_true", help="skip the hand-written server")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="TAG:ARGS",
+        help="another sentvec serve with extra options, in the same alternation (MiniLM)",
+    )
     p.add_argument("--skip-minilm", action="store_true")
     p.add_argument("--skip-s2v", action="store_true")
     args = p.parse_args(argv)
