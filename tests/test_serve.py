@@ -17,7 +17,7 @@ pytest.importorskip("uvicorn")
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
-from _serve import Server  # noqa: E402
+from sentvec.serve import start_server  # noqa: E402
 
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
 BIN = REF / "tiny-bigram.bin"
@@ -43,14 +43,18 @@ def pipeline_dir(tiny_minilm, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(tiny_minilm_dir, pipeline_dir):
-    srv = Server(
-        [str(tiny_minilm_dir), str(BIN), str(pipeline_dir), "minilm"]
-        + ["--name", "tiny", "--name", "s2v", "--name", "white", "--name", "minilm"]
-        + ["--max-input-items", str(MAX_ITEMS), "--max-request-bytes", str(MAX_BYTES)]
+def server(tiny_minilm_dir, pipeline_dir, request):
+    """One server for the module, with the four models; it loads while the oracles load."""
+    srv = start_server(
+        *[str(tiny_minilm_dir), str(BIN), str(pipeline_dir), "minilm"],
+        *["--name", "tiny", "--name", "s2v", "--name", "white", "--name", "minilm"],
+        *["--max-input-items", str(MAX_ITEMS), "--max-request-bytes", str(MAX_BYTES)],
+        wait=False,
     )
-    yield srv
-    srv.stop()
+    with srv:
+        request.getfixturevalue("oracles")
+        srv.wait_ready()
+        yield srv
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ pytest.importorskip("uvicorn")
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
-from _serve import Server  # noqa: E402
+from sentvec.serve import start_server  # noqa: E402
 
 KEY = "sk-test-0123456789abcdef"
 LONG = "a fairly long sentence about nothing in particular, said again and again " * 20
@@ -23,13 +23,12 @@ LONG = "a fairly long sentence about nothing in particular, said again and again
 
 @pytest.fixture(scope="module")
 def server(tiny_minilm_dir):
-    srv = Server(
-        [str(tiny_minilm_dir), "--name", "tiny"]
-        + ["--max-batch-size", "2", "--max-queue-items", "16", "--max-input-items", "8"],
+    with start_server(
+        *[str(tiny_minilm_dir), "--name", "tiny"],
+        *["--max-batch-size", "2", "--max-queue-items", "16", "--max-input-items", "8"],
         env={"SENTVEC_API_KEY": KEY},
-    )
-    yield srv
-    srv.stop()
+    ) as srv:
+        yield srv
 
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -71,7 +70,19 @@ def test_key_is_not_on_the_command_line_nor_in_the_log(server, capsys):
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert KEY not in err
-    assert "--api-key-file FILE or $SENTVEC_API_KEY" in err
+        assert "--api-key-file FILE or $SENTVEC_API_KEY" in err
+    # a mistyped option is unknown to argparse: its value is not echoed either
+    for argv in (
+        ["minilm", "--api-ke", KEY],
+        ["minilm", f"--api-ke={KEY}"],
+        ["--api-ke", KEY, "x"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            main(["serve", *argv])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert KEY not in err
+        assert "unrecognized arguments: --api-ke" in err
     assert KEY not in server.output()
 
 

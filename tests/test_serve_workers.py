@@ -1,8 +1,11 @@
 """``sentvec serve --workers 2``: two server processes behind one port, each loading the model
-(uvicorn's factory ``sentvec.serve.app:app_from_environment``), answering like ``encode``."""
+(uvicorn's factory ``sentvec.serve.app:app_from_environment``), answering like ``encode``, with
+``/metrics`` summed over both workers (prometheus-client's multiprocess mode in a private
+temporary directory that the server removes when it stops)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -13,35 +16,65 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 
-from _serve import Server  # noqa: E402
+from sentvec.serve import start_server  # noqa: E402
 
 BIN = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
 
 
-def test_two_workers_serve_the_memory_mapped_bin(tmp_path):
+def _requests_total(text: str) -> float:
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("sentvec_requests_total{") and 'route="/v1/embeddings"' in line
+    )
+
+
+def _environ(pid: str) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(x.decode().split("=", 1) for x in raw if b"=" in x)
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="reads /proc")
+def test_two_workers_serve_the_bin_and_sum_their_metrics(tmp_path):
     from sentvec import Sent2Vec
 
     key_file = tmp_path / "key"
     key_file.write_text("sk-workers\n", encoding="utf-8")
-    srv = Server([str(BIN), "--workers", "2", "--api-key-file", str(key_file)])
-    try:
-        workers = subprocess.run(
+    srv = start_server(str(BIN), "--workers", "2", "--api-key-file", str(key_file))
+    with srv:
+        children = subprocess.run(
             ["pgrep", "-P", str(srv.proc.pid)], capture_output=True, text=True
         ).stdout.split()
-        assert len(workers) >= 2  # the two workers (and possibly multiprocessing's helper)
+        workers = [  # uvicorn's spawned workers (not multiprocessing's resource tracker)
+            p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()
+        ]
+        assert len(workers) == 2
+        metrics_dir = _environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"]
+        assert os.path.isdir(metrics_dir)
         texts = [f"the {i} cat sat on the mat" for i in range(40)]
         headers = {"Authorization": "Bearer sk-workers"}
-        with httpx.Client(base_url=srv.url, headers=headers) as c:
-            got = [c.post("/v1/embeddings", json={"input": t}).json() for t in texts]
-            assert (
-                c.post(
-                    "/v1/embeddings", json={"input": "x"}, headers={"Authorization": ""}
-                ).status_code
-                == 401
-            )
+        got = []
+        for t in texts:  # a new connection each: the two workers share them
+            r = httpx.post(srv.url + "/v1/embeddings", json={"input": t}, headers=headers)
+            got.append(r.json())
+        r = httpx.post(srv.url + "/v1/embeddings", json={"input": "x"})
+        assert r.status_code == 401
         vecs = np.array([g["data"][0]["embedding"] for g in got])
         assert got[0]["model"] == "tiny-bigram"
         assert np.abs(vecs - Sent2Vec.load(BIN).encode(texts)).max() <= 1e-6
-    finally:
-        srv.stop()
+        # every scrape, whichever worker answers it, counts the requests of both
+        per_pid = {p: 0 for p in workers}
+        for name in os.listdir(metrics_dir):
+            for p in workers:
+                per_pid[p] += name.endswith(f"_{p}.db")
+        assert all(per_pid.values()), per_pid  # both workers keep their values there
+        totals = {
+            _requests_total(httpx.get(srv.url + "/metrics", headers=headers).text) for _ in range(8)
+        }
+        assert totals == {float(len(texts))}  # each answered request counted once
+        # a model without a token limit: TEI's max_input_length is the longest whole input
+        info = httpx.get(srv.url + "/info", headers=headers).json()
+        assert info["max_input_length"] == (8 << 20) // 2
+        assert info["sentvec"]["models"][0]["max_input_length"] is None
     assert srv.proc.returncode == 0
+    assert not os.path.exists(os.path.dirname(metrics_dir))  # the private directory is gone

@@ -2,10 +2,11 @@
 
 Each MODEL is anything --model accepts (minilm, a Hugging Face directory, a sent2vec .bin,
 memory-mapped, a Sent2Vec directory, a saved pipeline), served under its --name (default: the
-alias, or the path's last component). Models load before the port opens. Concurrent requests
-for a model are batched. The API key is read from --api-key-file or $SENTVEC_API_KEY, never
-from the command line. SIGTERM stops accepting connections, answers the requests in flight,
-then exits 0. See docs/serving.md.
+alias, or the path's last component). The port is bound first (a port in use is reported at
+once); /health answers 503 while the models load, then 200. Concurrent requests for a model
+are batched. The API key is read from --api-key-file or $SENTVEC_API_KEY, never from the
+command line. SIGTERM stops accepting connections, answers the requests in flight, then exits
+0. See docs/serving.md.
 
 Examples::
 
@@ -41,6 +42,7 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n" + __doc__.split("::\n\n")[1].rstrip(),
         allow_abbrev=False,  # "--api-key SECRET" must not pass as --api-key-file
     )
+    p.error = _redacting_error(p)
     p.add_argument("--api-key", nargs="?", action=_RefuseKey, help=argparse.SUPPRESS)
     p.add_argument("models", nargs="+", metavar="MODEL", help=MODEL_HELP)
     p.add_argument(
@@ -97,6 +99,38 @@ class _RefuseKey(argparse.Action):
         )
 
 
+#: Shown instead of the values that follow an unrecognized option.
+HIDDEN = "<value not shown>"
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def redact_unrecognized(message: str) -> str:
+    """argparse's "unrecognized arguments" message without the arguments' values.
+
+    A mistyped option (``--api-ke SECRET``) is unknown, so its value would be echoed to the
+    terminal and to logs; only option names are shown (``--api-ke <value not shown>``).
+    """
+    if not message.startswith(_UNRECOGNIZED):
+        return message
+    shown = []
+    for token in message[len(_UNRECOGNIZED) :].split(" "):
+        if token.startswith("-"):
+            name, eq, _ = token.partition("=")
+            shown.append(f"{name}={HIDDEN}" if eq else name)
+        elif not shown or shown[-1] != HIDDEN:
+            shown.append(HIDDEN)
+    return _UNRECOGNIZED + " ".join(shown)
+
+
+def _redacting_error(parser: argparse.ArgumentParser) -> Any:
+    plain_error = parser.error
+
+    def error(message: str) -> Any:
+        return plain_error(redact_unrecognized(message))
+
+    return error
+
+
 def _settings(args: argparse.Namespace) -> Any:
     from sentvec.serve.served_model import model_name_for
     from sentvec.serve.settings import ServeSettings
@@ -131,20 +165,46 @@ def _quiet_reported_warnings() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
+def _bind(host: str, port: int) -> Any:
+    """A listening socket on ``host:port``, bound before anything loads (a port in use is
+    reported at once)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
 def run(args: argparse.Namespace) -> int:
-    """Load the models, then serve until SIGTERM / Ctrl-C."""
+    """Bind the port, then serve (answering 503 while the models load) until SIGTERM / Ctrl-C."""
+    import shutil
     import signal
+    import tempfile
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    import uvicorn
-
     from sentvec.serve.settings import SETTINGS_ENV, read_api_key
 
     settings = _settings(args)
     api_key = read_api_key(settings.api_key_file)  # fail now on an unreadable key file
+    sock = _bind(args.host, args.port)
     logging.basicConfig(level=args.log_level.upper(), format="sentvec serve: %(message)s")
     _quiet_reported_warnings()
+    logging.getLogger("sentvec.serve").info(
+        "listening on http://%s:%d; /health answers 503 until the models are loaded",
+        args.host,
+        args.port,
+    )
+    import uvicorn
+
     common: dict[str, Any] = dict(
         host=args.host,
         port=args.port,
@@ -155,21 +215,56 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         key_state = "an API key" if api_key else "NO API key"
         print(f"sentvec serve: listening on {args.host}, with {key_state}", file=sys.stderr)
-    if args.workers > 1:
-        os.environ[SETTINGS_ENV] = settings.to_json()
-        target: Any = "sentvec.serve.app:app_from_environment"
-        common.update(factory=True, workers=args.workers)
-    else:
-        from sentvec.serve import create_app
-
-        target = create_app(
-            dict(settings.models), api_key=api_key, settings=settings
-        )  # loads the models before the port opens
     # uvicorn handles SIGTERM (stop accepting, finish requests in flight) and re-raises it
     # once done: a no-op handler then lets the command end normally
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    failed: list[str] = []
+    run_dir = None
     try:
-        uvicorn.run(target, **common)
+        if args.workers > 1:
+            from sentvec.serve.app import LOAD_ERROR_FILE
+            from sentvec.serve.metrics import MULTIPROC_ENV
+
+            sock.close()  # uvicorn's supervisor binds it again for its workers
+            run_dir = tempfile.mkdtemp(prefix="sentvec-serve-")
+            os.mkdir(os.path.join(run_dir, "metrics"))
+            os.environ[MULTIPROC_ENV] = os.path.join(run_dir, "metrics")
+            settings.run_dir = run_dir
+            os.environ[SETTINGS_ENV] = settings.to_json()
+            uvicorn.run(
+                "sentvec.serve.app:app_from_environment",
+                factory=True,
+                workers=args.workers,
+                **common,
+            )
+            error_file = os.path.join(run_dir, LOAD_ERROR_FILE)
+            if os.path.exists(error_file):
+                with open(error_file, encoding="utf-8") as f:
+                    failed.append(f.read())
+        else:
+            from sentvec.serve import create_app
+
+            server: Any = None
+
+            def stop(message: str) -> None:
+                failed.append(message)
+                server.should_exit = True
+
+            app = create_app(
+                dict(settings.models),
+                api_key=api_key,
+                settings=settings,
+                background=True,
+                on_load_error=stop,
+            )
+            server = uvicorn.Server(uvicorn.Config(app, **common))
+            server.run(sockets=[sock])
     finally:
         signal.signal(signal.SIGTERM, previous)
+        sock.close()
+        if run_dir is not None:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    if failed:
+        print(f"sentvec serve: error: the models could not be loaded: {failed[0]}", file=sys.stderr)
+        return 1
     return 0

@@ -599,22 +599,42 @@ class TransformerEncoder:
         return {m: np.ascontiguousarray(arr[..., i, :, :]) for i, m in enumerate(modes)}
 
     # ------------------------------------------------------------------ internals
+    def count_tokens(self, sentences: Sequence[str]) -> np.ndarray:
+        """Tokens of each sentence as :meth:`encode` tokenizes it, before truncation.
+
+        Parameters
+        ----------
+        sentences : sequence of str
+
+        Returns
+        -------
+        ndarray of shape (n,), int64
+            Special tokens included; a count above :attr:`max_length` means :meth:`encode`
+            truncates that sentence to ``max_length`` tokens.
+        """
+        ids = self._untruncated_ids(list(sentences))
+        return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
+
+    def _untruncated_ids(self, texts: list[str]) -> list[list[int]]:
+        return list(
+            self.tokenizer(
+                texts,
+                add_special_tokens=True,
+                truncation=False,
+                padding=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+                verbose=False,
+            )["input_ids"]
+        )
+
     def _tokenize(self, texts: list[str]) -> tuple[list[list[int]], int, int]:
         """Token ids per text (special tokens added, truncated to max_length).
 
         Returns the id lists, the number of truncated texts and the longest original length.
         """
         tok = self.tokenizer
-        ids = tok(
-            texts,
-            add_special_tokens=True,
-            truncation=False,
-            padding=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
-        )["input_ids"]
-        ids = list(ids)
+        ids = self._untruncated_ids(texts)
         limit = self._max_length
         too_long = [i for i, x in enumerate(ids) if len(x) > limit]
         longest = max((len(ids[i]) for i in too_long), default=0)

@@ -18,6 +18,9 @@ _LAZY: dict[str, str] = {
     "QueueFullError": "sentvec.serve.batching",
     "ServedModel": "sentvec.serve.served_model",
     "ApiError": "sentvec.serve.errors",
+    "start_server": "sentvec.serve.process",
+    "ServerProcess": "sentvec.serve.process",
+    "free_port": "sentvec.serve.process",
 }
 
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)

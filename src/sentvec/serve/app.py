@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -46,7 +48,10 @@ from sentvec.serve.security import ApiKeyMiddleware
 from sentvec.serve.served_model import ServedModel, load_served_model, model_name_for
 from sentvec.serve.settings import SETTINGS_ENV, ServeSettings, read_api_key
 
-__all__ = ["create_app", "app_from_environment", "ServerState"]
+__all__ = ["create_app", "app_from_environment", "ServerState", "LOAD_ERROR_FILE"]
+
+#: The file of ``ServeSettings.run_dir`` where a worker writes why its models failed to load.
+LOAD_ERROR_FILE = "load-error"
 
 log = logging.getLogger("sentvec.serve")
 
@@ -59,42 +64,64 @@ class _ClientGone(Exception):
     """The client disconnected before its vectors were ready."""
 
 
-def _depth_of(batcher: DynamicBatcher) -> Callable[[], float]:
-    return lambda: float(batcher.queued_items)
-
-
 class ServerState:
-    """What the routes share: the models, their batchers, the limits, the metrics."""
+    """What the routes share: the models, their batchers, the limits, the metrics.
 
-    def __init__(self, models: dict[str, ServedModel], settings: ServeSettings) -> None:
-        self.models = models
+    ``loading`` is true until :meth:`install` has the models (``/health`` and embedding routes
+    answer 503 until then); ``load_error`` holds why loading failed.
+    """
+
+    def __init__(self, settings: ServeSettings) -> None:
         self.settings = settings
         self.metrics = ServeMetrics()
+        self.models: dict[str, ServedModel] = {}
         self.batchers: dict[str, DynamicBatcher] = {}
+        self.loading = True
+        self.load_started = time.monotonic()
+        self.load_error: str | None = None
+        self.ready = True  # false once shutting down
+        self.created = int(time.time())
+
+    def install(self, models: dict[str, ServedModel]) -> None:
+        """Serve ``models`` from now on: one batcher each."""
+        cfg = self.settings
         for name, model in models.items():
             self.batchers[name] = DynamicBatcher(
                 model.encode,
-                max_batch_tokens=settings.max_batch_tokens,
-                max_batch_size=settings.max_batch_size,
-                max_wait_ms=settings.max_wait_ms,
-                max_queue_items=settings.max_queue_items,
+                max_batch_tokens=cfg.max_batch_tokens,
+                max_batch_size=cfg.max_batch_size,
+                max_wait_ms=cfg.max_wait_ms,
+                max_queue_items=cfg.max_queue_items,
                 name=name,
                 on_batch=self.metrics.batch_observer(name),
+                on_depth=self.metrics.depth_observer(name),
             )
-            self.metrics.track_queue(name, _depth_of(self.batchers[name]))
-        self.ready = True
-        self.created = int(time.time())
+        self.models = models
+        self.loading = False
+
+    def not_serving(self) -> ApiError | None:
+        """The 503 to answer while loading, after a failed load, or while shutting down."""
+        if self.load_error is not None:
+            return ApiError(503, f"the server could not load its models: {self.load_error}")
+        if self.loading:
+            waited = time.monotonic() - self.load_started
+            return ApiError(
+                503,
+                f"the server is still loading its models ({waited:.0f} s so far); retry shortly",
+                headers={"Retry-After": "1"},
+            )
+        if not self.ready:
+            return ApiError(503, "the server is shutting down; retry on another instance")
+        return None
 
     @property
     def healthy(self) -> bool:
-        """Ready to serve: not shutting down, and no batching task has died."""
-        return self.ready and not any(b.failed for b in self.batchers.values())
+        """Ready to serve: models loaded, not shutting down, and no batching task has died."""
+        return self.not_serving() is None and not any(b.failed for b in self.batchers.values())
 
 
-def _coerce_models(
-    models: Any, encoder_options: dict[str, Any] | None
-) -> tuple[dict[str, ServedModel], list[list[str]]]:
-    """``{name: ServedModel}`` from a mapping, a sequence or a single model (loading paths)."""
+def _named(models: Any) -> list[tuple[str, Any]]:
+    """``[(name, model)]`` from a mapping, a sequence or a single model (nothing loaded)."""
     if isinstance(models, (str, os.PathLike)) or callable(getattr(models, "encode", None)):
         models = [models]
     if isinstance(models, Mapping):
@@ -112,11 +139,25 @@ def _coerce_models(
         )
     if not pairs:
         raise ValueError("create_app needs at least one model")
-    out: dict[str, ServedModel] = {}
-    sources: list[list[str]] = []
-    for name, m in pairs:
-        if name in out:
+    names = [name for name, _ in pairs]
+    for name in names:
+        if names.count(name) > 1:
             raise ValueError(f"two models are named {name!r}; give each its own name (--name)")
+    return pairs
+
+
+def _source(name: str, m: Any) -> str:
+    if isinstance(m, ServedModel):
+        return m.source
+    return os.fspath(m) if isinstance(m, (str, os.PathLike)) else name
+
+
+def _load(
+    pairs: list[tuple[str, Any]], encoder_options: dict[str, Any] | None
+) -> dict[str, ServedModel]:
+    """Each model as a :class:`ServedModel`, loading paths and aliases (slow: minutes)."""
+    out: dict[str, ServedModel] = {}
+    for name, m in pairs:
         if isinstance(m, ServedModel):
             out[name] = m
         elif isinstance(m, (str, os.PathLike)):
@@ -124,8 +165,39 @@ def _coerce_models(
             out[name] = load_served_model(name, m, encoder_options)
         else:
             out[name] = ServedModel(name, m)
-        sources.append([name, out[name].source])
-    return out, sources
+    return out
+
+
+def _load_in_thread(
+    state: ServerState,
+    pairs: list[tuple[str, Any]],
+    options: dict[str, Any] | None,
+    on_load_error: Callable[[str], None] | None,
+) -> None:
+    """Load in a daemon thread (the process may exit without waiting for it), then install
+    the models from the event loop."""
+    loop = asyncio.get_running_loop()
+
+    def work() -> None:
+        try:
+            served = _load(pairs, options)
+        except BaseException as exc:  # reported, and the server stops
+            message = f"{type(exc).__name__}: {exc}"
+            log.error("loading the models failed: %s", message)
+            loop.call_soon_threadsafe(_failed, message)
+        else:
+            loop.call_soon_threadsafe(_loaded, served)
+
+    def _loaded(served: dict[str, ServedModel]) -> None:
+        state.install(served)
+        log.info("models loaded in %.1f s", time.monotonic() - state.load_started)
+
+    def _failed(message: str) -> None:
+        state.load_error = message
+        if on_load_error is not None:
+            on_load_error(message)
+
+    threading.Thread(target=work, name="sentvec-load-models", daemon=True).start()
 
 
 def create_app(
@@ -134,9 +206,11 @@ def create_app(
     api_key: str | None = None,
     encoder_options: dict[str, Any] | None = None,
     settings: ServeSettings | None = None,
+    background: bool = False,
+    on_load_error: Callable[[str], None] | None = None,
     **limits: Any,
 ) -> FastAPI:
-    """An ASGI application serving ``models`` (loaded now, before it can serve).
+    """An ASGI application serving ``models``.
 
     Parameters
     ----------
@@ -153,33 +227,48 @@ def create_app(
     settings : ServeSettings, optional
         Limits (``max_batch_tokens``, ``max_batch_size``, ``max_wait_ms``, ``max_input_items``,
         ``max_request_bytes``, ``max_queue_items``); ``**limits`` overrides single fields.
+    background : bool, default False
+        False: load the models now, before returning. True: load them in a thread once the
+        server has started (its lifespan startup), so the port is open at once; until they are
+        loaded ``/health`` and the embedding routes answer 503 (with ``Retry-After``).
+    on_load_error : callable, optional
+        With ``background``: ``on_load_error(message)`` when loading fails (``sentvec serve``
+        stops the server with it); ``/health`` answers 503 from then on either way.
 
     Returns
     -------
     fastapi.FastAPI
         Mount it in your own application or run it with uvicorn. Mounted apps get no lifespan
-        events; the batchers then start on first use and stop with the event loop.
+        events; the batchers then start on first use and stop with the event loop (and
+        ``background`` is not available).
 
     Raises
     ------
     ValueError, FileNotFoundError
-        A bad limit, a duplicate name, or a model that cannot be loaded.
+        A bad limit, a duplicate name, or (without ``background``) a model that cannot be
+        loaded.
     """
     base = settings if settings is not None else ServeSettings()
     unknown = set(limits) - set(ServeSettings.__dataclass_fields__)
     if unknown:
         raise TypeError(f"unknown create_app options: {sorted(unknown)}")
     cfg = ServeSettings(**{**base.__dict__, **limits}).check()
-    served, sources = _coerce_models(models, encoder_options or cfg.encoder_options)
-    cfg.models = sources
-    state = ServerState(served, cfg)
+    pairs = _named(models)
+    options = encoder_options or cfg.encoder_options
+    cfg.models = [[name, _source(name, m)] for name, m in pairs]
+    state = ServerState(cfg)
+    if not background:
+        state.install(_load(pairs, options))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> Any:
         state.ready = True
+        if state.loading and state.load_error is None:
+            _load_in_thread(state, pairs, options, on_load_error)
         yield
         state.ready = False  # /health: 503 while the last requests finish
         await asyncio.gather(*(b.aclose() for b in state.batchers.values()))
+        state.metrics.process_exits()
 
     app = FastAPI(
         title="sentvec serve",
@@ -237,8 +326,9 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
     t0 = time.perf_counter()
     model_name, status = "-", 500
     try:
-        if not state.ready:
-            raise ApiError(503, "the server is shutting down; retry on another instance")
+        refusal = state.not_serving()
+        if refusal is not None:
+            raise refusal
         body = await read_body(
             request.stream(), request.headers.get("content-length"), cfg.max_request_bytes
         )
@@ -246,7 +336,7 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
         parse = parse_openai if dialect == "openai" else parse_tei
         call = parse(obj, state.models, cfg.max_input_items)
         model_name = call.model.name
-        if len(call.texts) >= _THREADED_COUNT_MIN:
+        if len(call.texts) >= _THREADED_COUNT_MIN and call.model.counts_in_thread:
             counts = await asyncio.to_thread(call.model.count_tokens, call.texts)
         else:
             counts = call.model.count_tokens(call.texts)
@@ -303,7 +393,10 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
 
 
 def _add_routes(app: FastAPI, state: ServerState) -> None:
-    default = next(iter(state.models.values()))
+    def serving() -> None:
+        refusal = state.not_serving()
+        if refusal is not None and state.ready:  # loading or failed; a stopping server answers
+            raise refusal
 
     @app.post("/v1/embeddings")
     async def openai_embeddings(request: Request) -> Response:
@@ -320,6 +413,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     async def openai_models() -> Response:
         import orjson
 
+        serving()
         cards = [model_card(m) for m in state.models.values()]
         return _json(orjson.dumps({"object": "list", "data": cards}))
 
@@ -327,6 +421,7 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     async def openai_model(name: str) -> Response:
         import orjson
 
+        serving()
         if name not in state.models:
             raise ApiError(
                 404,
@@ -342,6 +437,8 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 
         from sentvec import __version__
 
+        serving()
+        default = next(iter(state.models.values()))
         cfg = state.settings
         info = {
             "model_id": default.name,
@@ -349,7 +446,10 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             "model_dtype": "float32",
             "model_type": {"embedding": {"pooling": default.pooling}},
             "max_concurrent_requests": cfg.max_queue_items,
-            "max_input_length": default.max_input_length or 0,
+            # TEI's field is a non-null integer (usize): the longest input embedded whole.
+            # A model that truncates nothing (Sent2Vec, static) embeds any input the body
+            # limit lets through, and a body of B bytes holds at most B // 2 words
+            "max_input_length": default.max_input_length or cfg.max_request_bytes // 2,
             "max_batch_tokens": cfg.max_batch_tokens,
             "max_batch_requests": cfg.max_batch_size,
             "max_client_batch_size": cfg.max_input_items,
@@ -376,7 +476,8 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
     async def tei_health() -> Response:
         if state.healthy:
             return Response(status_code=200)
-        return _error_response(ApiError(503, "unhealthy"), "/health")
+        refusal = state.not_serving() or ApiError(503, "unhealthy: a batching task has died")
+        return _error_response(refusal, "/health")
 
     @app.get("/metrics")
     async def metrics() -> Response:
@@ -408,7 +509,9 @@ def app_from_environment() -> FastAPI:
     """The app of a ``sentvec serve --workers N`` worker process (uvicorn's factory).
 
     Reads :class:`ServeSettings` from ``$SENTVEC_SERVE_SETTINGS`` and the API key from the
-    settings' key file or ``$SENTVEC_API_KEY``, then loads the models (once per process).
+    settings' key file or ``$SENTVEC_API_KEY``; the models load once per process, in the
+    background (``/health`` is 503 until then). If they cannot be loaded, the worker writes why
+    into ``run_dir/load-error`` and stops the parent (every worker would fail alike).
 
     Raises
     ------
@@ -422,4 +525,18 @@ def app_from_environment() -> FastAPI:
         )
     cfg = ServeSettings.from_json(text)
     models = {name: source for name, source in cfg.models}
-    return create_app(models, api_key=read_api_key(cfg.api_key_file), settings=cfg)
+
+    def stop_all(message: str) -> None:
+        # every worker would fail alike: tell the parent why, and stop it (and so all workers)
+        if cfg.run_dir:
+            with open(os.path.join(cfg.run_dir, LOAD_ERROR_FILE), "w", encoding="utf-8") as f:
+                f.write(message)
+        os.kill(os.getppid(), signal.SIGTERM)
+
+    return create_app(
+        models,
+        api_key=read_api_key(cfg.api_key_file),
+        settings=cfg,
+        background=True,
+        on_load_error=stop_all,
+    )

@@ -73,6 +73,8 @@ class DynamicBatcher:
         The model's name (worker thread name, log lines).
     on_batch : callable, optional
         ``on_batch(items, tokens, seconds)`` after each batch.
+    on_depth : callable, optional
+        ``on_depth(queued_items)`` whenever the queue grows or a batch leaves it (metrics).
 
     Raises
     ------
@@ -90,6 +92,7 @@ class DynamicBatcher:
         max_queue_items: int = 8192,
         name: str = "model",
         on_batch: BatchObserver | None = None,
+        on_depth: Callable[[int], None] | None = None,
     ) -> None:
         for label, value in (
             ("max_batch_tokens", max_batch_tokens),
@@ -107,6 +110,7 @@ class DynamicBatcher:
         self.max_queue_items = int(max_queue_items)
         self.name = name
         self._on_batch = on_batch
+        self._on_depth = on_depth
         self._pending: deque[_Job] = deque()
         self._queued_items = 0
         self._wakeup: asyncio.Event | None = None
@@ -159,6 +163,8 @@ class DynamicBatcher:
         job = _Job(texts, int(tokens), asyncio.get_running_loop().create_future())
         self._pending.append(job)
         self._queued_items += n
+        if self._on_depth is not None:
+            self._on_depth(self._queued_items)
         self._wakeup.set()
         return await job.future  # a cancelled await cancels the future: the job is skipped
 
@@ -215,6 +221,8 @@ class DynamicBatcher:
         try:
             while True:
                 jobs = await self._gather()
+                if self._on_depth is not None:
+                    self._on_depth(self._queued_items)
                 self._current = jobs
                 self._last_batch_jobs = len(jobs)
                 texts = [t for job in jobs for t in job.texts]
@@ -260,4 +268,6 @@ class DynamicBatcher:
             if not job.future.done():
                 job.future.set_exception(BatcherClosedError("the server is shutting down"))
         self._queued_items = 0
+        if self._on_depth is not None:
+            self._on_depth(0)
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)

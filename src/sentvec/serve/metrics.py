@@ -1,26 +1,41 @@
 """Prometheus metrics of the server (``GET /metrics``), through ``prometheus-client``.
 
 Each app has its own registry, so several apps in one process do not collide. With
-``--workers N`` each process counts its own requests (a scrape reaches one of them).
+``--workers N``, ``sentvec serve`` sets ``$PROMETHEUS_MULTIPROC_DIR`` to a private temporary
+directory before the workers start: prometheus-client's multiprocess mode then keeps every
+worker's values in files there, and a scrape of any worker reports the sum over all of them
+(gauges: the sum over live workers).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-__all__ = ["ServeMetrics", "CONTENT_TYPE_LATEST"]
+__all__ = ["ServeMetrics", "CONTENT_TYPE_LATEST", "MULTIPROC_ENV"]
+
+#: prometheus-client's multiprocess directory (set for ``--workers N`` by ``sentvec serve``).
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 
 class ServeMetrics:
-    """The server's counters, histograms and gauges, labelled per model."""
+    """The server's counters, histograms and gauges, labelled per model.
+
+    Attributes
+    ----------
+    multiprocess_dir : str or None
+        ``$PROMETHEUS_MULTIPROC_DIR`` when set: :meth:`render` then aggregates every process
+        writing there.
+    """
 
     def __init__(self) -> None:
+        self.multiprocess_dir = os.environ.get(MULTIPROC_ENV) or None
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -64,10 +79,18 @@ class ServeMetrics:
             registry=r,
         )
         self.queue_depth = Gauge(
-            "sentvec_queue_depth", "Texts waiting to be batched", ["model"], registry=r
+            "sentvec_queue_depth",
+            "Texts waiting to be batched",
+            ["model"],
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.in_progress = Gauge(
-            "sentvec_requests_in_progress", "Embedding requests being served", ["model"], registry=r
+            "sentvec_requests_in_progress",
+            "Embedding requests being served",
+            ["model"],
+            registry=r,
+            multiprocess_mode="livesum",
         )
         self.truncated = Counter(
             "sentvec_truncated_inputs",
@@ -76,9 +99,9 @@ class ServeMetrics:
             registry=r,
         )
 
-    def track_queue(self, model: str, depth: Callable[[], float]) -> None:
-        """Report ``depth()`` as the model's queue depth at every scrape."""
-        self.queue_depth.labels(model).set_function(depth)
+    def depth_observer(self, model: str) -> Callable[[int], None]:
+        """The ``on_depth`` callback of the model's batcher (sets its queue-depth gauge)."""
+        return self.queue_depth.labels(model).set
 
     def batch_observer(self, model: str) -> Callable[[int, int, float], None]:
         """The ``on_batch`` callback of the model's batcher."""
@@ -104,5 +127,19 @@ class ServeMetrics:
         self.latency.labels(route, model).observe(seconds)
 
     def render(self) -> bytes:
-        """The Prometheus text exposition of every metric."""
-        return generate_latest(self.registry)
+        """The Prometheus text exposition of every metric (of every worker, in multiprocess
+        mode)."""
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=self.multiprocess_dir)
+        return generate_latest(registry)
+
+    def process_exits(self) -> None:
+        """Drop this process's live gauges from the multiprocess files (a worker stopping)."""
+        if self.multiprocess_dir is not None:
+            from prometheus_client.multiprocess import mark_process_dead
+
+            mark_process_dead(os.getpid(), self.multiprocess_dir)

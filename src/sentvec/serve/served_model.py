@@ -1,16 +1,16 @@
 """One served model: an encoder under a name, with what the APIs need to know about it.
 
 Nothing here depends on the encoder's type: it is asked through duck-typed attributes. Token
-counts come from the encoder's own Hugging Face ``tokenizer`` (a pipeline's inner encoder's),
-special tokens included, the way the encoder itself tokenizes; an encoder without one (Sent2Vec,
-a static model without a tokenizer) counts whitespace-separated words. An input is truncated
-when it has more tokens than the encoder's ``max_length``; the server reports it, never hides it.
+counts come from the encoder's own ``count_tokens`` (a pipeline's inner encoder's; a transformer
+counts as it tokenizes, special tokens included); an encoder without one (Sent2Vec, a static
+model) counts whitespace-separated words and truncates nothing. An input is truncated when it
+has more tokens than the encoder's ``max_length``; the server reports it, never hides it.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,31 +109,29 @@ class ServedModel:
         self.encoder = encoder
         self.source = source or name
         inner = _inner(encoder)
-        tok = getattr(inner, "tokenizer", None)
-        self._tokenizer = tok if callable(tok) else None
+        count = getattr(inner, "count_tokens", None)
+        self._count: Callable[[Sequence[str]], np.ndarray] | None = (
+            count if callable(count) else None
+        )
         limit = getattr(inner, "max_length", None)
         self.max_input_length: int | None = (
-            int(limit) if isinstance(limit, (int, np.integer)) and self._tokenizer else None
+            int(limit) if isinstance(limit, (int, np.integer)) and self._count else None
         )
         vec = np.asarray(encoder.encode([WARMUP_TEXT]), dtype=np.float32) if warmup else None
         self.dim = int(vec.shape[-1]) if vec is not None else _declared_dim(encoder)
 
     # ------------------------------------------------------------------ texts
+    @property
+    def counts_in_thread(self) -> bool:
+        """Whether counting a large request's tokens is worth a thread (a tokenizer runs)."""
+        return self._count is not None
+
     def count_tokens(self, texts: Sequence[str]) -> TokenCounts:
         """Token counts of ``texts`` (see the module docstring for how they are counted)."""
-        if self._tokenizer is None:
-            lengths = np.fromiter((len(t.split()) for t in texts), dtype=np.int64, count=len(texts))
+        if self._count is None:
+            lengths = np.fromiter(map(len, map(str.split, texts)), dtype=np.int64, count=len(texts))
         else:
-            ids = self._tokenizer(
-                list(texts),
-                add_special_tokens=True,
-                truncation=False,
-                padding=False,
-                return_attention_mask=False,
-                return_token_type_ids=False,
-                verbose=False,
-            )["input_ids"]
-            lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(texts))
+            lengths = np.asarray(self._count(texts), dtype=np.int64)
         return TokenCounts(lengths, self.max_input_length)
 
     def encode(self, texts: list[str]) -> np.ndarray:

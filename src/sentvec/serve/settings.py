@@ -41,6 +41,9 @@ class ServeSettings:
         ``device`` / ``backend`` for transformer models.
     api_key_file : str, optional
         File holding the API key (first line); else ``$SENTVEC_API_KEY``; neither: no key.
+    run_dir : str, optional
+        ``sentvec serve --workers N``'s private temporary directory (a worker that cannot load
+        its models writes why into ``RUN_DIR/load-error``).
     """
 
     models: list[list[str]] = field(default_factory=list)
@@ -52,6 +55,7 @@ class ServeSettings:
     max_queue_items: int = 8192
     encoder_options: dict[str, Any] = field(default_factory=dict)
     api_key_file: str | None = None
+    run_dir: str | None = None
 
     def check(self) -> ServeSettings:
         """Raise ValueError for a bound below 1 or an item limit above the queue limit."""

@@ -1,0 +1,97 @@
+"""``sentvec serve`` start-up: the port is bound before the models load (a port in use fails at
+once), and ``/health`` and the embedding routes answer 503 while the models load, then 200."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+uvicorn = pytest.importorskip("uvicorn")
+httpx = pytest.importorskip("httpx")
+
+from sentvec.serve import create_app, free_port  # noqa: E402
+
+BIN = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
+
+
+class _GatedEncoder:
+    """An encoder whose first ``encode`` (the server's warm-up, while loading) waits for a gate."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        assert self.gate.wait(60), "the test never opened the gate"
+        return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32)
+
+
+def test_health_is_503_while_the_models_load_then_200():
+    enc = _GatedEncoder()
+    app = create_app({"gated": enc}, background=True)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert time.monotonic() < deadline, "the server never started"
+            time.sleep(0.02)
+        r = httpx.get(url + "/health")
+        assert r.status_code == 503 and "still loading" in r.json()["error"]
+        r = httpx.post(url + "/v1/embeddings", json={"input": "a cat"})
+        assert r.status_code == 503
+        assert "still loading its models" in r.json()["error"]["message"]
+        assert r.headers["retry-after"] == "1"
+        assert httpx.post(url + "/embed", json={"inputs": "a cat"}).status_code == 503
+        assert httpx.get(url + "/metrics").status_code == 200  # scrapes work while loading
+        enc.gate.set()
+        while httpx.get(url + "/health").status_code != 200:
+            assert time.monotonic() < deadline, "the models never finished loading"
+            time.sleep(0.02)
+        r = httpx.post(url + "/v1/embeddings", json={"input": "a cat"})
+        assert r.status_code == 200 and r.json()["data"][0]["embedding"] == [5.0, 1.0, 0.0]
+    finally:
+        enc.gate.set()
+        server.should_exit = True
+        thread.join(30)
+
+
+def test_a_port_in_use_is_reported_before_the_models_load():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        t0 = time.monotonic()
+        res = subprocess.run(
+            [sys.executable, "-m", "sentvec", "serve", str(BIN), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert res.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in res.stderr
+    assert "in use" in res.stderr
+    assert "loading model" not in res.stderr  # nothing was loaded
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_model_that_cannot_load_stops_the_server_with_its_reason(tmp_path):
+    missing = tmp_path / "missing.bin"
+    res = subprocess.run(
+        [sys.executable, "-m", "sentvec", "serve", str(missing), "--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 1
+    assert "the models could not be loaded" in res.stderr and "missing.bin" in res.stderr
