@@ -113,3 +113,33 @@ def test_encoder_error_fails_only_its_batch():
         return ok
 
     assert asyncio.run(run()).shape == (1, 2)
+
+
+def test_a_transformer_on_the_cpu_runs_small_forward_passes(tiny_minilm):
+    """Inside a gathered batch, a CPU transformer encodes 8 sentences per forward pass (less
+    padding, docs/serving.md); other encoders keep their own batching."""
+    from pathlib import Path
+
+    import sentvec
+    from sentvec.serve.served_model import CPU_FORWARD_BATCH_SIZE, ServedModel
+
+    calls: list[int] = []
+    forward = tiny_minilm.model.forward
+
+    def counting(*args, **kwargs):
+        calls.append(int(kwargs["input_ids"].shape[0]))
+        return forward(*args, **kwargs)
+
+    served = ServedModel("m", tiny_minilm)
+    texts = [f"sentence {i} " + "word " * (30 + i) for i in range(20)]  # distinct, long
+    tiny_minilm.model.forward = counting
+    try:
+        got = served.encode(texts)
+    finally:
+        del tiny_minilm.model.forward
+    assert served.forward_batch_size == CPU_FORWARD_BATCH_SIZE == 8
+    assert sum(calls) == 20 and max(calls) == 8  # the encoder's default would be one pass of 20
+    want = tiny_minilm.encode(texts, batch_size=8, show_progress_bar=False)
+    assert np.array_equal(got, want)
+    tiny_bin = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
+    assert ServedModel("s", sentvec.load_encoder(tiny_bin)).forward_batch_size is None

@@ -66,6 +66,30 @@ def _inner(encoder: Any) -> Any:
     return inner if callable(getattr(inner, "encode", None)) else encoder
 
 
+#: Sentences per forward pass of a transformer on the CPU, inside one gathered batch. The
+#: encoder sorts a batch by length, and a CPU gains nothing from wide batches, so smaller forward
+#: passes waste less padding: groups of 32 corpus sentences encoded by MiniLM on 2 cores ran at
+#: 78-87 sentences/s with 8 per pass against 43-44 with 32 (docs/serving.md).
+CPU_FORWARD_BATCH_SIZE = 8
+
+
+def _forward_batch_size(encoder: Any, inner: Any) -> int | None:
+    """:data:`CPU_FORWARD_BATCH_SIZE` for a transformer on the CPU whose ``encode`` takes
+    ``batch_size``; None (the encoder's own default) for anything else."""
+    import inspect
+
+    device = getattr(inner, "device", None)
+    if getattr(device, "type", device) != "cpu" or not callable(
+        getattr(inner, "count_tokens", None)
+    ):
+        return None
+    try:
+        takes = "batch_size" in inspect.signature(encoder.encode).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return None
+    return CPU_FORWARD_BATCH_SIZE if takes else None
+
+
 def model_name_for(source: str | os.PathLike[str]) -> str:
     """The default served name of a ``--model`` value: an alias as given, a path by its last
     component (a ``.bin`` file without its suffix)."""
@@ -117,7 +141,8 @@ class ServedModel:
         self.max_input_length: int | None = (
             int(limit) if isinstance(limit, (int, np.integer)) and self._count else None
         )
-        vec = np.asarray(encoder.encode([WARMUP_TEXT]), dtype=np.float32) if warmup else None
+        self.forward_batch_size = _forward_batch_size(encoder, inner)
+        vec = self.encode([WARMUP_TEXT]) if warmup else None
         self.dim = int(vec.shape[-1]) if vec is not None else _declared_dim(encoder)
 
     # ------------------------------------------------------------------ texts
@@ -136,7 +161,11 @@ class ServedModel:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """``encoder.encode(texts)`` as float32, shape ``(len(texts), dim)`` (the batcher's call)."""
-        return np.asarray(self.encoder.encode(texts), dtype=np.float32).reshape(len(texts), -1)
+        if self.forward_batch_size is None:
+            out = self.encoder.encode(texts)
+        else:
+            out = self.encoder.encode(texts, batch_size=self.forward_batch_size)
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
     # ------------------------------------------------------------- dimensions
     def dimensions_refusal(self, k: int) -> str | None:
