@@ -118,6 +118,15 @@ def test_corpus_counts_are_the_tokenizers_counts(small_teacher, corpus_file):
         tok(s, add_special_tokens=False)["input_ids"] for s in lines[:3]
     ]
     assert count_corpus_tokens(tok, corpus_file, max_sentences=2).n_sentences == 2
+    # a tokenizer.json that pads and truncates (as MiniLM's: 128) must not change anything
+    from tokenizers import Tokenizer
+
+    padded = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+    padded.enable_padding(length=16)
+    padded.enable_truncation(max_length=4)
+    again = count_corpus_tokens(padded, corpus_file, max_sentences=None, sample_sentences=3)
+    np.testing.assert_array_equal(again.counts, expected)
+    assert [list(x) for x in again.sample] == [list(x) for x in stats.sample]
 
 
 def test_weights_are_the_papers_formulas():

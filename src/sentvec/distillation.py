@@ -217,8 +217,8 @@ def count_corpus_tokens(
     """Count the tokens of a corpus file in one pass, keeping the first sentences' ids.
 
     Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed, undecodable bytes
-    replaced), stripped, empty ones skipped, and tokenized without special tokens by the
-    ``tokenizers`` library's batch encoder (Rust, all cores). Unlike
+    replaced), stripped, empty ones skipped, and tokenized without special tokens, padding or
+    truncation by the ``tokenizers`` library's batch encoder (Rust, all cores). Unlike
     :func:`sentvec.encoders.sif.count_tokens` this also keeps the token ids of the first
     ``sample_sentences`` lines, on which the whitening is fitted, so the corpus is read once.
 
@@ -246,10 +246,16 @@ def count_corpus_tokens(
     """
     import sys
 
+    from tokenizers import Tokenizer
+
     from sentvec._progress import progress_bar
     from sentvec.sent2vec.dictionary import open_binary
 
-    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    # a copy without the padding / truncation a tokenizer.json may carry (MiniLM's pads every
+    # text to 128 ids): counts and sample must hold the text's own tokens, all of them
+    backend = Tokenizer.from_str(getattr(tokenizer, "backend_tokenizer", tokenizer).to_str())
+    backend.no_padding()
+    backend.no_truncation()
     path = Path(corpus_path)
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
