@@ -98,7 +98,8 @@ def sts_of(model_dir_or_model, split: str = "test") -> tuple[float, dict[str, fl
             from model2vec import StaticModel
 
             m = StaticModel.from_pretrained(m)
-    tasks = load_sts(["STSB", "SICK"], split="dev") if split == "dev" else None
+    # SentEval text for every model (a StaticEncoder would otherwise read the raw text)
+    tasks = load_sts(["STSB", "SICK"], split="dev") if split == "dev" else load_sts()
     r = evaluate_sts(m, tasks, aggregation="mean")
     return round(r.average, 2), {k: round(v, 2) for k, v in r.task_scores.items()}
 
@@ -221,7 +222,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--skip-m2v", action="store_true")
     p.add_argument("--ablation", action="store_true")
-    p.add_argument("--ablation-sentences", type=int, default=200_000)
     p.add_argument("--whitening-sentences", type=int, default=100_000)
     p.add_argument(
         "--lock", default=None, help="hold this file locked (flock -x) during each timed run"
