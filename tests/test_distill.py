@@ -38,6 +38,9 @@ CORPUS = [
     "the man and the woman were in the house .",
     "he said that she would go to the city on monday .",
     "there are 2 or 3 of them in the room .",
+    "the cat slept on the mattress , the dog slept in the doghouse .",
+    "the worst catnap : a caterpillar slept on a mattress on sunday .",
+    "the doghouse and the mattress were the worst .",
 ]
 _WORDS = "the a cat dog man woman city house park was is in on and of to he she it ran sat".split()
 _rng = np.random.default_rng(7)
@@ -115,6 +118,15 @@ def test_corpus_counts_are_the_tokenizers_counts(small_teacher, corpus_file):
         tok(s, add_special_tokens=False)["input_ids"] for s in lines[:3]
     ]
     assert count_corpus_tokens(tok, corpus_file, max_sentences=2).n_sentences == 2
+    # a tokenizer.json that pads and truncates (as MiniLM's: 128) must not change anything
+    from tokenizers import Tokenizer
+
+    padded = Tokenizer.from_str(tok.backend_tokenizer.to_str())
+    padded.enable_padding(length=16)
+    padded.enable_truncation(max_length=4)
+    again = count_corpus_tokens(padded, corpus_file, max_sentences=None, sample_sentences=3)
+    np.testing.assert_array_equal(again.counts, expected)
+    assert [list(x) for x in again.sample] == [list(x) for x in stats.sample]
 
 
 def test_weights_are_the_papers_formulas():
@@ -175,7 +187,13 @@ def test_distilled_directory_loads_in_model2vec_and_sentence_transformers(
     model2vec = pytest.importorskip("model2vec")
     out = tmp_path / "static"
     result = distill(
-        small_teacher, out, corpus=corpus_file, dim=8, weighting="sif", show_progress_bar=False
+        small_teacher,
+        out,
+        corpus=corpus_file,
+        dim=8,
+        weighting="sif",
+        vocabulary="teacher",
+        show_progress_bar=False,
     )
     rec = json.loads((out / DISTILL_RECORD).read_text())
     assert rec["settings"]["weighting"] == "sif" and rec["settings"]["whiten"] == "corpus"
@@ -207,7 +225,13 @@ def test_distilled_directory_loads_in_model2vec_and_sentence_transformers(
 
 def test_pca_path_and_bad_input(small_teacher, corpus_file, tmp_path):
     r = distill(
-        small_teacher, None, weighting="zipf", whiten="none", dim=8, show_progress_bar=False
+        small_teacher,
+        None,
+        weighting="zipf",
+        whiten="none",
+        vocabulary="teacher",
+        dim=8,
+        show_progress_bar=False,
     )
     assert r.embeddings.shape[1] == 8 and r.record["corpus"] is None
     with pytest.raises(ValueError, match="corpus"):
@@ -217,11 +241,18 @@ def test_pca_path_and_bad_input(small_teacher, corpus_file, tmp_path):
     with pytest.raises(FileNotFoundError):
         distill(small_teacher, None, corpus=tmp_path / "missing.txt")
     with pytest.raises(ValueError, match="dim"):
-        distill(small_teacher, None, weighting="zipf", whiten="none", dim=1000)
+        distill(
+            small_teacher, None, weighting="zipf", whiten="none", dim=1000, vocabulary="teacher"
+        )
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "other.txt").write_text("x")
     with pytest.raises((FileExistsError, ValueError)):
-        distill(small_teacher, tmp_path / "taken", weighting="zipf", whiten="none", dim=8)
+        distill(
+            small_teacher, tmp_path / "taken", weighting="zipf", whiten="none", dim=8,
+            vocabulary="teacher",
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="corpus:N"):
+        distill(small_teacher, None, corpus=corpus_file, vocabulary="corpus:x")
 
 
 def test_cli_refuses_an_output_that_is_an_input_before_any_work(corpus_file, capsys):
@@ -251,3 +282,185 @@ def test_cli_refuses_an_output_that_is_an_input_before_any_work(corpus_file, cap
     )
     assert rc == 2
     assert "not found" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- corpus words and bigrams
+def _word_pieces(tok, word):
+    return tok(word, add_special_tokens=False)["input_ids"]
+
+
+def test_corpus_words_are_the_most_frequent_split_words(small_teacher):
+    from sentvec.distill_vocabulary import corpus_words
+
+    tok = small_teacher.tokenizer
+    vocab = tok.get_vocab()
+    tokens = sorted(vocab, key=vocab.get)
+    lines = [s for s in CORPUS if s.strip()]
+    sample = [np.asarray(tok(s, add_special_tokens=False)["input_ids"]) for s in lines]
+    got = corpus_words(sample, tokens, 5, skip_ids=[tok.unk_token_id])
+    # oracle: split the text into BERT words and count those the tokenizer cuts into pieces
+    from collections import Counter
+
+    pre = tok.backend_tokenizer.pre_tokenizer
+    norm = tok.backend_tokenizer.normalizer
+    c: Counter = Counter()
+    for s in lines:
+        for w, _ in pre.pre_tokenize_str(norm.normalize_str(s)):
+            ids = _word_pieces(tok, w)
+            if len(ids) > 1 and tok.unk_token_id not in ids:
+                c[w] += 1
+    expected = [(w, n) for w, n in c.most_common() if n >= c.most_common(5)[-1][1]]
+    assert len(got) == 5
+    for w, ids, n in got:
+        assert (w, n) in expected
+        assert list(ids) == _word_pieces(tok, w)
+    assert [n for _, _, n in got] == sorted((n for _, _, n in got), reverse=True)
+
+
+def test_extended_wordpiece_gives_each_added_word_one_token(small_teacher):
+    from tokenizers import Tokenizer
+
+    from sentvec.distill_vocabulary import extend_wordpiece, parse_vocabulary
+
+    tok = small_teacher.tokenizer
+    js = json.loads(tok.backend_tokenizer.to_str())
+    V = len(tok)
+    new = Tokenizer.from_str(json.dumps(extend_wordpiece(js, ["mattress", "slept"])))
+    for w in ("mattress", "slept"):
+        assert len(_word_pieces(tok, w)) > 1  # split by the teacher's vocabulary
+    ids = new.encode("The cat SLEPT and mattress .", add_special_tokens=False).ids
+    old = tok("The cat", add_special_tokens=False)["input_ids"]
+    assert ids == [*old, V + 1, *_word_pieces(tok, "and"), V, *_word_pieces(tok, ".")]
+    with pytest.raises(ValueError, match="already"):
+        extend_wordpiece(js, ["the"])
+    assert parse_vocabulary("teacher") == 0 and parse_vocabulary("corpus:7") == 7
+    with pytest.raises(ValueError, match="corpus:N"):
+        parse_vocabulary("corpus:0")
+
+
+def test_corpus_bigrams_and_rows_are_a_plain_count():
+    from collections import Counter
+
+    from sentvec.distill_vocabulary import corpus_bigrams, with_bigram_rows
+
+    rng = np.random.default_rng(3)
+    sample = [rng.integers(0, 6, size=rng.integers(0, 9)) for _ in range(200)]
+    pairs, counts = corpus_bigrams(sample, 4, exclude=[5])
+    c = Counter(
+        (int(a), int(b))
+        for s in sample
+        for a, b in zip(s[:-1], s[1:], strict=False)
+        if 5 not in (a, b)
+    )
+    best = sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:4]
+    assert [tuple(p) for p in pairs.tolist()] == [p for p, _ in best]
+    assert counts.tolist() == [n for _, n in best]
+    rows = with_bigram_rows(sample, pairs, 10)
+    index = {tuple(p): 10 + j for j, p in enumerate(pairs.tolist())}
+    for s, r in zip(sample, rows, strict=False):
+        extra = [
+            index[(int(a), int(b))] for a, b in zip(s[:-1], s[1:], strict=False) if (a, b) in index
+        ]
+        assert r.tolist() == s.tolist() + extra
+
+
+def test_bigram_model_encodes_sent2vecs_mean_and_round_trips(small_teacher, corpus_file, tmp_path):
+    from sentvec import load_encoder
+    from sentvec.encoders import BigramStaticEncoder
+
+    out = tmp_path / "bigram-model"
+    res = distill(
+        small_teacher,
+        out,
+        corpus=corpus_file,
+        dim=8,
+        vocabulary="corpus:5",
+        bigrams=6,
+        dtype="float32",
+        show_progress_bar=False,
+    )
+    rec = res.record
+    assert rec["corpus_words"] == 5 and rec["bigram_rows"] == 6
+    model = load_encoder(str(out))
+    assert isinstance(model, BigramStaticEncoder)
+    assert model.n_tokens == len(small_teacher.tokenizer) + 5 and len(model.bigrams) == 6
+    np.testing.assert_array_equal(model.embeddings, res.embeddings)
+    np.testing.assert_array_equal(model.bigrams, res.bigrams)
+    # numpy transcription of Sent2Vec's sentence vector: mean of unigram and listed bigram rows
+    toks = [[model.tokenizer.id_to_token(int(i)) for i in p] for p in res.bigrams]
+    a, b = next(t for t in toks if not any(x.startswith("##") for x in t))
+    sents = [f"{a} {b} .", "the man and the woman were in the house .", "zzzq", ""]
+    E = res.embeddings
+    pairs = {tuple(p): model.n_tokens + j for j, p in enumerate(res.bigrams.tolist())}
+    expected = []
+    for s in sents:
+        ids = [
+            i
+            for i in model.tokenizer.encode(s, add_special_tokens=False).ids
+            if i != model.unigrams.unk_id
+        ]
+        rows = ids + [pairs[p] for p in zip(ids, ids[1:], strict=False) if p in pairs]
+        v = E[rows].mean(0) if rows else np.zeros(E.shape[1])
+        n = np.linalg.norm(v)
+        expected.append(v / n if n else v)
+    got = model.encode(sents)
+    np.testing.assert_allclose(got, np.stack(expected), atol=1e-5)
+    assert len(model.row_ids(sents)[0]) > len(model.unigrams.tokenize(sents[:1])[0])  # a bigram
+    np.testing.assert_allclose(res.to_encoder().encode(sents), got, atol=1e-6)
+    # the bigram rows, before whitening and weights: the teacher on [CLS] pieces(a) pieces(b) [SEP]
+    raw = distill(
+        small_teacher, None, corpus=corpus_file, dim=None, weighting="none", whiten="none",
+        vocabulary="corpus:5", bigrams=6, bigram_weight=1.0, dtype="float32",
+        show_progress_bar=False,
+    )  # fmt: skip
+    tok = small_teacher.tokenizer
+    for j, (p, q) in enumerate(raw.bigrams.tolist()[:3]):
+        text = " ".join(model.tokenizer.id_to_token(i) for i in (p, q)).replace(" ##", "")
+        x = torch.tensor([[tok.cls_token_id, *_word_pieces(tok, text), tok.sep_token_id]])
+        with torch.no_grad():
+            ref = small_teacher.model(input_ids=x).last_hidden_state[0].mean(0).numpy()
+        np.testing.assert_allclose(raw.embeddings[model.n_tokens + j], ref, atol=2e-5)
+    # a corrupt file is refused with its name
+    (out / "sentvec_bigrams.json").write_text("{}")
+    from sentvec.sent2vec.binfile import ModelFormatError
+
+    with pytest.raises(ModelFormatError, match="sentvec_bigrams.json"):
+        load_encoder(str(out))
+
+
+def test_corpus_vocabulary_rows_are_the_teachers_word_vectors(small_teacher, corpus_file, tmp_path):
+    pytest.importorskip("model2vec")
+    res = distill(
+        small_teacher,
+        tmp_path / "vocab-model",
+        corpus=corpus_file,
+        dim=None,
+        weighting="none",
+        whiten="none",
+        vocabulary="corpus:3",
+        dtype="float32",
+        show_progress_bar=False,
+    )
+    tok = small_teacher.tokenizer
+    V = len(tok)
+    words = json.loads(res.tokenizer_json)["model"]["vocab"]
+    added = sorted((i, w) for w, i in words.items() if i >= V)
+    assert len(added) == 3 and res.embeddings.shape[0] == V + 3
+    # plain transformers transcription: mean of the last layer over [CLS] pieces [SEP]
+    # (Model2Vec's rows for an added vocabulary), then Model2Vec's PCA is skipped (dim=None)
+    model = small_teacher.model
+    for i, w in added:
+        x = torch.tensor([[tok.cls_token_id, *_word_pieces(tok, w), tok.sep_token_id]])
+        with torch.no_grad():
+            ref = model(input_ids=x, attention_mask=torch.ones_like(x)).last_hidden_state[0].mean(0)
+        np.testing.assert_allclose(res.embeddings[i], ref.numpy(), atol=2e-5)
+    from model2vec import StaticModel
+
+    from sentvec.encoders import StaticEncoder
+
+    enc = res.to_encoder()
+    assert isinstance(enc, StaticEncoder)
+    m = StaticModel.from_pretrained(tmp_path / "vocab-model")  # Model2Vec's own loader
+    assert m.tokenizer.encode(added[0][1], add_special_tokens=False).ids == [added[0][0]]
+    s = [f"the {added[0][1]} and {added[1][1]} ."]
+    np.testing.assert_allclose(m.encode(s), enc.encode(s), atol=1e-5)

@@ -11,9 +11,11 @@ on real corpus sentences:
   fitted on the (unweighted) static sentence vectors of corpus sentences
   (:class:`sentvec.Whitening`). The sentence vector is a *mean* of rows, so the whitening
   ``(x - mu) W`` folds into the rows exactly: ``r_t' = (r_t - mu) W``. Or Model2Vec's PCA;
-* then each row times its token's weight: Zipf as Model2Vec (default, ``a`` = 3e-4), weights
-  from real corpus counts, SIF (Arora et al. 2017) or uSIF (Ethayarajh 2018) with the formulas
-  of :mod:`sentvec.encoders.sif`, or none. A sentence vector is ``mean_t w_t (r_t - mu) W``.
+* then each row times its token's weight: from real corpus counts, SIF (Arora et al. 2017;
+  default, ``a`` = 5e-3, counts of the whitening sentences) or uSIF (Ethayarajh 2018) with the
+  formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec (``a`` = 3e-4), or none.
+* optionally extra rows from the corpus (:mod:`sentvec.distill_vocabulary`): whole words the
+  teacher's vocabulary splits (default: the 2,000 most frequent) and bigrams (Sent2Vec's). A sentence vector is ``mean_t w_t (r_t - mu) W``.
 
 The result is written as a Model2Vec directory (``config.json``, ``model.safetensors`` with the
 ``embeddings`` tensor, ``tokenizer.json``, ``modules.json``, ``README.md``) that Model2Vec's
@@ -36,6 +38,7 @@ import numpy as np
 
 from sentvec._io import atomic_directory, atomic_write_json, atomic_write_text
 from sentvec._validation import check_choice, check_positive_int
+from sentvec.distill_vocabulary import parse_vocabulary, plan_rows
 
 __all__ = [
     "distill",
@@ -67,12 +70,19 @@ ZIPF_SIF_COEFFICIENT = 1e-4
 UNUSED_TOKEN_PATTERN = r"\[unused\d+\]"
 
 DEFAULT_DIM = 256
-DEFAULT_WEIGHTING = "zipf"
+#: chosen on held-out data (STS-B dev + SICK trial), never on the test sets (docs/distill.md)
+DEFAULT_WEIGHTING = "sif"
 #: sentvec's default ``a`` of the Zipf weights: 3e-4 scored best with the whitening (docs/distill.md)
 DEFAULT_ZIPF_A = 3e-4
+#: sentvec distill's SIF ``a`` (counts of the whitening sentences), chosen on dev (docs/distill.md)
+DEFAULT_SIF_A = 5e-3
 DEFAULT_LAYERS: tuple[int, ...] = (-1,)
-DEFAULT_MAX_SENTENCES = 1_000_000
+DEFAULT_MAX_SENTENCES = 100_000
 DEFAULT_WHITENING_SENTENCES = 100_000
+DEFAULT_VOCABULARY = "corpus:2000"
+DEFAULT_BIGRAMS = 0
+#: factor on the bigram rows' SIF weights, chosen on dev (docs/distill.md)
+DEFAULT_BIGRAM_WEIGHT = 0.5
 _COUNT_BATCH = 8192
 
 
@@ -88,12 +98,15 @@ class CorpusCounts:
     sample : list of ndarray of int64
         Token ids (no special tokens) of the first ``sample_sentences`` non-empty lines.
     path : str
+    lines : list of str
+        The text of those lines (kept with ``keep_lines``: a corpus vocabulary re-tokenizes it).
     """
 
     counts: np.ndarray
     n_sentences: int
     sample: list[np.ndarray]
     path: str
+    lines: list[str] = field(default_factory=list)
 
     @property
     def n_tokens(self) -> int:
@@ -198,13 +211,14 @@ def count_corpus_tokens(
     *,
     max_sentences: int | None = DEFAULT_MAX_SENTENCES,
     sample_sentences: int = DEFAULT_WHITENING_SENTENCES,
+    keep_lines: bool = False,
     show_progress_bar: bool | None = None,
 ) -> CorpusCounts:
     """Count the tokens of a corpus file in one pass, keeping the first sentences' ids.
 
     Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed, undecodable bytes
-    replaced), stripped, empty ones skipped, and tokenized without special tokens by the
-    ``tokenizers`` library's batch encoder (Rust, all cores). Unlike
+    replaced), stripped, empty ones skipped, and tokenized without special tokens, padding or
+    truncation by the ``tokenizers`` library's batch encoder (Rust, all cores). Unlike
     :func:`sentvec.encoders.sif.count_tokens` this also keeps the token ids of the first
     ``sample_sentences`` lines, on which the whitening is fitted, so the corpus is read once.
 
@@ -215,6 +229,8 @@ def count_corpus_tokens(
     max_sentences : int, optional
         Count at most this many non-empty lines (None: all).
     sample_sentences : int, default 100000
+    keep_lines : bool, default False
+        Keep the text of the sample lines too.
     show_progress_bar : bool, optional
 
     Returns
@@ -230,16 +246,23 @@ def count_corpus_tokens(
     """
     import sys
 
+    from tokenizers import Tokenizer
+
     from sentvec._progress import progress_bar
     from sentvec.sent2vec.dictionary import open_binary
 
-    backend = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    # a copy without the padding / truncation a tokenizer.json may carry (MiniLM's pads every
+    # text to 128 ids): counts and sample must hold the text's own tokens, all of them
+    backend = Tokenizer.from_str(getattr(tokenizer, "backend_tokenizer", tokenizer).to_str())
+    backend.no_padding()
+    backend.no_truncation()
     path = Path(corpus_path)
     if not path.is_file():
         raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
     V = int(backend.get_vocab_size(with_added_tokens=True))
     counts = np.zeros(V, dtype=np.int64)
     sample: list[np.ndarray] = []
+    lines: list[str] = []
     n = 0
     show = sys.stderr.isatty() if show_progress_bar is None else bool(show_progress_bar)
 
@@ -247,6 +270,8 @@ def count_corpus_tokens(
         enc = backend.encode_batch_fast(batch, add_special_tokens=False)
         ids = [np.asarray(e.ids, dtype=np.int64) for e in enc]
         if len(sample) < sample_sentences:
+            if keep_lines:
+                lines.extend(batch[: sample_sentences - len(sample)])
             sample.extend(ids[: sample_sentences - len(sample)])
         if ids:
             counts[:] += np.bincount(np.concatenate(ids), minlength=V)[:V]
@@ -273,7 +298,7 @@ def count_corpus_tokens(
             bar.update(len(batch))
     if not counts.any():
         raise ValueError(f"no token counted in {str(path)!r}")
-    return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path))
+    return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path), lines=lines)
 
 
 def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
@@ -313,7 +338,8 @@ def token_weights(
     keep : ndarray of shape (V,), bool
         Rows that are part of the vocabulary (False for ``[unusedN]``: weight 0).
     sif_a, usif_n : optional
-        SIF's ``a`` (default 1e-3; 3e-4 for zipf, where Model2Vec uses 1e-4) and uSIF's ``n`` (default 11).
+        SIF's ``a`` (default 5e-3; 3e-4 for zipf, where Model2Vec uses 1e-4) and uSIF's ``n``
+        (default 11).
 
     Returns
     -------
@@ -326,7 +352,6 @@ def token_weights(
         Unknown weighting, or sif / usif without counts.
     """
     from sentvec.encoders.sif import (
-        SIF_DEFAULT_A,
         USIF_DEFAULT_N,
         sif_weights,
         usif_parameter,
@@ -348,7 +373,7 @@ def token_weights(
     c = np.where(keep, counts, 0)
     p = c / float(c.sum())
     if weighting == "sif":
-        a = SIF_DEFAULT_A if sif_a is None else float(sif_a)
+        a = DEFAULT_SIF_A if sif_a is None else float(sif_a)
         w[keep] = sif_weights(p[keep], a)
         return w, {"a": a}
     n = USIF_DEFAULT_N if usif_n is None else int(usif_n)
@@ -449,6 +474,8 @@ def fit_rows(
     counts: np.ndarray | None = None,
     sample: Sequence[np.ndarray] | None = None,
     sif_a: float | None = None,
+    bigram_p: np.ndarray | None = None,
+    bigram_weight: float = 1.0,
 ) -> tuple[np.ndarray, dict[str, Any]]:
     """From the teacher's token rows to the static model's rows: the whitening fitted on the
     unweighted static sentence vectors (:func:`whiten_rows`), or Model2Vec's PCA, then each
@@ -468,7 +495,12 @@ def fit_rows(
     counts : ndarray of shape (V,), optional
         Corpus counts (sif, usif).
     sample : sequence of int arrays, optional
-        Token ids of corpus sentences (``whiten="corpus"``).
+        Token ids of corpus sentences (``whiten="corpus"``), with their bigram rows.
+    bigram_p : ndarray of shape (n_bigrams,), optional
+        Corpus probability of each bigram row (the last ``n_bigrams`` rows): their weight is
+        SIF's ``a / (a + p)`` with the ``a`` of the weighting (uSIF: ``a / (a/2 + p)``; none: 1),
+        times ``bigram_weight``.
+    bigram_weight : float, default 1.0
 
     Returns
     -------
@@ -480,7 +512,19 @@ def fit_rows(
     if weighting == "usif":
         norms = np.linalg.norm(R, axis=1, keepdims=True)
         R = np.divide(R, norms, out=np.zeros_like(R), where=norms > 0)
-    weights, params = token_weights(weighting, counts, keep, sif_a=sif_a)
+    nb = 0 if bigram_p is None else len(bigram_p)
+    n_uni = len(keep) - nb
+    weights, params = token_weights(
+        weighting, None if counts is None else counts[:n_uni], keep[:n_uni], sif_a=sif_a
+    )
+    if nb:
+        from sentvec.encoders.sif import sif_weights, usif_weights
+
+        p = np.asarray(bigram_p, dtype=np.float64)
+        wb = np.ones(nb) if weighting == "none" else sif_weights(p, params["a"])
+        if weighting == "usif":
+            wb = usif_weights(p, params["a"])
+        weights = np.concatenate([weights, float(bigram_weight) * wb])
     if whiten == "corpus":
         if sample is None:
             raise ValueError("whiten='corpus' needs corpus sentences (sample)")
@@ -495,6 +539,24 @@ def fit_rows(
     return emb, params
 
 
+def _row_counts(stats: CorpusCounts, V: int, plan: Any) -> np.ndarray:
+    """Corpus counts of the token rows (teacher vocabulary, then corpus words).
+
+    Without corpus words: the counts of the counted lines. With them, when only the sample was
+    counted (the default): the counts of the sample tokenized with the extended vocabulary;
+    when more lines were counted: their teacher-token counts, then each word's sample count
+    scaled to the lines counted (an approximation: its pieces stay counted too)."""
+    if not plan.words:
+        return stats.counts[:V]
+    n_tok = plan.n_tokens
+    if stats.n_sentences == len(stats.sample):
+        flat = [s[s < n_tok] for s in plan.sample]  # drop the bigram rows
+        return np.bincount(np.concatenate(flat), minlength=n_tok)[:n_tok]
+    scale = stats.n_sentences / max(1, len(stats.sample))
+    extra = np.asarray([round(c * scale) for _, _, c in plan.words], dtype=np.int64)
+    return np.concatenate([stats.counts[:V], extra])
+
+
 @dataclass
 class DistilledModel:
     """A distilled static model: rows, tokenizer and the record of how they were made.
@@ -507,14 +569,19 @@ class DistilledModel:
         The ``tokenizers`` JSON (the teacher's, truncation and padding off).
     record : dict
         Teacher, corpus, counts, settings, wall times.
+    bigrams : ndarray of shape (n_bigrams, 2), int64, optional
+        Token-id pairs of the last ``n_bigrams`` rows (``--bigrams``): the model is then a
+        :class:`sentvec.encoders.static_bigrams.BigramStaticEncoder`, saved in its format.
     """
 
     embeddings: np.ndarray
     tokenizer_json: str
     record: dict[str, Any] = field(default_factory=dict)
+    bigrams: np.ndarray | None = None
 
     def save(self, path: str | os.PathLike[str], *, dtype: str = "float16") -> Path:
-        """Write a Model2Vec directory atomically (see the module docstring).
+        """Write a Model2Vec directory atomically (see the module docstring); with bigram rows,
+        a :class:`~sentvec.encoders.static_bigrams.BigramStaticEncoder` directory instead.
 
         Parameters
         ----------
@@ -530,18 +597,31 @@ class DistilledModel:
         check_choice("dtype", dtype, ("float16", "float32"))
         encoder = self.to_encoder(dtype=dtype)
         with atomic_directory(path, marker=DISTILL_RECORD, kind="a sentvec distill output") as root:
-            encoder.save(root)  # the Model2Vec files (StaticEncoder: the one writer of them)
+            if self.bigrams is not None:
+                encoder.write_into(root)
+            else:
+                encoder.save(root)  # the Model2Vec files (StaticEncoder: the one writer of them)
             atomic_write_text(root / "README.md", model_card(self.record))
             atomic_write_json(root / DISTILL_RECORD, self.record)
         return Path(path)
 
     def to_encoder(self, *, dtype: str = "float32") -> Any:
         """The model as a :class:`sentvec.encoders.StaticEncoder` (L2-normalised output, as
-        the saved Model2Vec config says)."""
+        the saved Model2Vec config says), or a ``BigramStaticEncoder`` with bigram rows."""
         from tokenizers import Tokenizer
 
         from sentvec.encoders import StaticEncoder
 
+        if self.bigrams is not None:
+            from sentvec.encoders import BigramStaticEncoder
+
+            return BigramStaticEncoder(
+                self.embeddings.astype(dtype),
+                Tokenizer.from_str(self.tokenizer_json),
+                self.bigrams,
+                normalize=True,
+                source=f"sentvec distill of {self.record.get('teacher', {}).get('model')}",
+            )
         settings = self.record.get("settings", {})
         return StaticEncoder(
             self.embeddings.astype(dtype),
@@ -585,6 +665,9 @@ def distill(
     dim: int | None = DEFAULT_DIM,
     weighting: str = DEFAULT_WEIGHTING,
     whiten: str = "corpus",
+    vocabulary: str = DEFAULT_VOCABULARY,
+    bigrams: int = DEFAULT_BIGRAMS,
+    bigram_weight: float = DEFAULT_BIGRAM_WEIGHT,
     pooling: str = "mean",
     layers: int | Sequence[int] = DEFAULT_LAYERS,
     max_sentences: int | None = DEFAULT_MAX_SENTENCES,
@@ -611,19 +694,28 @@ def distill(
         ``whiten="none"``.
     dim : int or None, default 256
         Output dimension ``k`` (None: the teacher's width).
-    weighting : {"zipf", "usif", "sif", "none"}, default "zipf"
-        Zipf with ``a`` = 3e-4 scored best with the whitening (``docs/distill.md``).
+    weighting : {"sif", "usif", "zipf", "none"}, default "sif"
+        SIF with ``a`` = 5e-3 from the counts of the first ``max_sentences`` lines scored best
+        on the dev sets (``docs/distill.md``).
     whiten : {"corpus", "none"}, default "corpus"
         "none": Model2Vec's PCA to ``dim`` instead.
+    vocabulary : {"teacher", "corpus", "corpus:N"}, default "corpus:2000"
+        "corpus:N": a row for each of the ``N`` most frequent words of the whitening sentences
+        that the teacher's WordPiece vocabulary splits (:mod:`sentvec.distill_vocabulary`).
+    bigrams : int, default 0
+        Rows for the most frequent adjacent token pairs of the whitening sentences; the model is
+        then a ``BigramStaticEncoder`` (sentvec's format, not Model2Vec's).
+    bigram_weight : float, default 0.5
+        Factor on the bigram rows' SIF weights (chosen on dev with 1,000 bigrams).
     pooling, layers
         Token-row pooling and hidden states (:class:`sentvec.TransformerEncoder`); default
         mean pooling of the last layer.
     max_sentences : int, optional
-        Corpus lines counted (default 1,000,000; None: all).
+        Corpus lines counted for sif / usif (default 100,000; None: all).
     whitening_sentences : int, default 100000
         Corpus lines (the first ones) the whitening is fitted on.
     sif_a : float, optional
-        SIF's ``a`` for sif (1e-3) or zipf (3e-4; Model2Vec: 1e-4).
+        SIF's ``a`` for sif (5e-3) or zipf (3e-4; Model2Vec: 1e-4).
     batch_size, device, dtype, show_progress_bar
         Teacher batch size and device; stored dtype; progress display.
 
@@ -642,10 +734,12 @@ def distill(
     check_choice("weighting", weighting, WEIGHTINGS)
     check_choice("whiten", whiten, WHITEN_MODES)
     check_choice("dtype", dtype, ("float16", "float32"))
-    needs_corpus = weighting in ("sif", "usif") or whiten == "corpus"
+    n_words = parse_vocabulary(vocabulary)
+    needs_corpus = weighting in ("sif", "usif") or whiten == "corpus" or n_words > 0 or bigrams
     if needs_corpus and corpus is None:
         raise ValueError(
-            f"weighting={weighting!r} with whiten={whiten!r} is fitted on a corpus: give corpus= "
+            f"weighting={weighting!r}, whiten={whiten!r}, vocabulary={vocabulary!r}, "
+            f"bigrams={bigrams} need a corpus: give corpus= "
             "(sentences, one per line; e.g. the packaged Wikipedia sample)"
         )
     if corpus is not None and not Path(corpus).is_file():
@@ -688,16 +782,12 @@ def distill(
     keep = np.fromiter((not unused.fullmatch(t) for t in tokens), dtype=bool, count=V)
     times: dict[str, float] = {}
 
-    t0 = time.perf_counter()
-    rows = np.zeros((V, d), dtype=np.float32)
-    kept_ids = np.flatnonzero(keep)
-    rows[kept_ids] = token_rows(
-        encoder,
-        [[int(i)] for i in kept_ids],
-        batch_size=batch_size,
-        show_progress_bar=show_progress_bar,
-    )
-    times["teacher_forward_s"] = time.perf_counter() - t0
+    n_bigrams = int(bigrams)
+    if n_bigrams < 0:
+        raise ValueError(f"bigrams must be >= 0, got {bigrams}")
+    backend = json.loads(tok.backend_tokenizer.to_str())
+    backend["truncation"] = None
+    backend["padding"] = None
 
     stats = None
     if corpus is not None and needs_corpus:
@@ -707,10 +797,35 @@ def distill(
             tok,
             corpus,
             max_sentences=max_sentences if counted else whitening_sentences,
-            sample_sentences=whitening_sentences if whiten == "corpus" else 0,
+            sample_sentences=whitening_sentences,
+            keep_lines=bool(n_words),
             show_progress_bar=show_progress_bar,
         )
         times["corpus_count_s"] = time.perf_counter() - t0
+
+    # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
+    plan = plan_rows(
+        backend,
+        tokens,
+        keep,
+        None if stats is None else stats.sample,
+        [] if stats is None else stats.lines,
+        n_words=n_words,
+        n_bigrams=n_bigrams,
+        unk_id=tok.unk_token_id,
+    )
+    pieces, keep, words, pairs = plan.pieces, plan.keep, plan.words, plan.pairs
+
+    t0 = time.perf_counter()
+    rows = np.zeros((len(pieces), d), dtype=np.float32)
+    kept_ids = np.flatnonzero(keep)
+    rows[kept_ids] = token_rows(
+        encoder,
+        [pieces[i] for i in kept_ids],
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+    )
+    times["teacher_forward_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     emb, wparams = fit_rows(
@@ -719,15 +834,14 @@ def distill(
         dim=k,
         weighting=weighting,
         whiten=whiten,
-        counts=None if stats is None else stats.counts[:V],
-        sample=None if stats is None else stats.sample,
+        counts=None if stats is None else _row_counts(stats, V, plan),
+        sample=plan.sample if whiten == "corpus" else None,
         sif_a=sif_a,
+        bigram_p=plan.bigram_p,
+        bigram_weight=bigram_weight,
     )
     times["fit_s"] = time.perf_counter() - t0
 
-    backend = json.loads(tok.backend_tokenizer.to_str())
-    backend["truncation"] = None
-    backend["padding"] = None
     from sentvec import __version__
 
     record: dict[str, Any] = {
@@ -749,20 +863,29 @@ def distill(
             "whiten": whiten,
             "pooling": encoder.pooling,
             "layers": list(encoder.layers),
-            "vocabulary": "teacher",
-            "bigrams": 0,
+            "vocabulary": vocabulary,
+            "bigrams": n_bigrams,
+            "bigram_weight": bigram_weight if n_bigrams else None,
             "dtype": dtype,
             "max_sentences": max_sentences,
         },
         "weights": wparams,
         "rows": int(emb.shape[0]),
+        "corpus_words": len(words),
+        "bigram_rows": len(pairs),
+        "corpus_words_first": [w for w, _, _ in words[:5]],
         "rows_dropped": [tokens[i] for i in np.flatnonzero(~keep)][:3] + ["..."]
         if (~keep).any()
         else [],
         "n_rows_dropped": int((~keep).sum()),
         "wall_time_s": {**{k_: round(v, 3) for k_, v in times.items()}},
     }
-    result = DistilledModel(emb, json.dumps(backend, ensure_ascii=False), record)
+    result = DistilledModel(
+        emb,
+        json.dumps(plan.tokenizer_json, ensure_ascii=False),
+        record,
+        bigrams=pairs if len(pairs) else None,
+    )
     record["wall_time_s"]["total_s"] = round(time.perf_counter() - t_start, 3)
     if output is not None:
         result.save(output, dtype=dtype)

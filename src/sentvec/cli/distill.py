@@ -1,14 +1,17 @@
 """``sentvec distill``: a static (Model2Vec-format) model from a transformer.
 
-Every vocabulary token goes through the teacher alone; the token rows are weighted and
-whitened on corpus sentences (WhiteningBERT Eq. 1, k = --dim) and written as a Model2Vec
-directory that model2vec, sentence-transformers' StaticEmbedding and sentvec load. The distill
+Every vocabulary token (and the most frequent corpus words the vocabulary splits) goes
+through the teacher alone; the rows are whitened on corpus sentences (WhiteningBERT Eq. 1,
+k = --dim), weighted by SIF from corpus counts and written as a Model2Vec directory that
+model2vec, sentence-transformers' StaticEmbedding and sentvec load (with --bigrams: sentvec's
+own bigram format). The distill
 record (teacher, corpus, counts, settings, wall time) goes into distill.json and the model card.
 
 Examples::
 
     sentvec distill --model minilm --dim 256 --corpus enwiki-2015-sentences-1M.txt.xz --output minilm-static
-    sentvec distill --model minilm --weighting zipf --whiten none --output m2v-like
+    sentvec distill --model minilm --weighting zipf --sif-a 1e-4 --whiten none --vocabulary teacher --output m2v-like
+    sentvec distill --model minilm --corpus wiki.txt --bigrams 1000 --output minilm-bigrams
     sentvec distill --model mpnet --layers 1,-1 --weighting usif --corpus wiki.txt --output mpnet-static
 """
 
@@ -17,14 +20,26 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sentvec.cli._args import add_progress_option, layer_list, plain_text, positive_int, progress
+from sentvec.cli._args import (
+    add_progress_option,
+    int_at_least,
+    layer_list,
+    plain_text,
+    positive_int,
+    progress,
+)
+
+nonnegative_int = int_at_least(0)
 
 
 def register(subparsers: Any) -> None:
     """Add the ``distill`` sub-command."""
     from sentvec.distillation import (
+        DEFAULT_BIGRAM_WEIGHT,
+        DEFAULT_BIGRAMS,
         DEFAULT_DIM,
         DEFAULT_MAX_SENTENCES,
+        DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
         DEFAULT_WHITENING_SENTENCES,
         WEIGHTINGS,
@@ -71,17 +86,24 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--vocabulary",
-        default="teacher",
-        choices=("teacher",),
-        help="rows: the teacher's vocabulary (default; corpus words are not supported yet)",
+        default=DEFAULT_VOCABULARY,
+        metavar="teacher|corpus[:N]",
+        help="rows: the teacher's vocabulary, plus with corpus[:N] a row for each of the N "
+        f"most frequent corpus words it splits (default {DEFAULT_VOCABULARY})",
     )
     p.add_argument(
         "--bigrams",
-        type=int,
-        default=0,
-        choices=(0,),
+        type=nonnegative_int,
+        default=DEFAULT_BIGRAMS,
         metavar="N",
-        help="frequent corpus bigrams as extra rows (only 0 is supported yet)",
+        help="rows for the N most frequent corpus bigrams, averaged in as Sent2Vec does; the "
+        f"model is then written in sentvec's bigram format (default {DEFAULT_BIGRAMS})",
+    )
+    p.add_argument(
+        "--bigram-weight",
+        type=float,
+        default=DEFAULT_BIGRAM_WEIGHT,
+        help=f"factor on the bigram rows' weights (default {DEFAULT_BIGRAM_WEIGHT})",
     )
     p.add_argument(
         "--pooling",
@@ -97,7 +119,7 @@ def register(subparsers: Any) -> None:
         help="hidden states averaged for the token rows (default -1; write --layers=-1)",
     )
     p.add_argument(
-        "--sif-a", type=float, default=None, help="SIF's a for sif (1e-3) or zipf (3e-4)"
+        "--sif-a", type=float, default=None, help="SIF's a for sif (5e-3) or zipf (3e-4)"
     )
     p.add_argument(
         "--max-sentences",
@@ -127,7 +149,12 @@ def run(args: argparse.Namespace) -> int:
     from sentvec.distillation import distill
 
     corpus = args.corpus
-    if corpus is None and (args.whiten == "corpus" or args.weighting in ("sif", "usif")):
+    if corpus is None and (
+        args.whiten == "corpus"
+        or args.weighting in ("sif", "usif")
+        or args.vocabulary != "teacher"
+        or args.bigrams
+    ):
         from sentvec._data import corpus_sample_path
 
         corpus = str(corpus_sample_path())
@@ -138,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
         dim=args.dim,
         weighting=args.weighting,
         whiten=args.whiten,
+        vocabulary=args.vocabulary,
+        bigrams=args.bigrams,
+        bigram_weight=args.bigram_weight,
         pooling=args.pooling,
         layers=args.layers,
         max_sentences=args.max_sentences,
@@ -152,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
     t = rec["wall_time_s"]
     print(
         f"wrote {args.output}: {rec['rows']} rows x {result.embeddings.shape[1]} ({args.dtype}), "
-        f"weighting {args.weighting}, whiten {args.whiten}, layers {list(args.layers)}; "
+        f"weighting {args.weighting}, whiten {args.whiten}, layers {list(args.layers)}, "
+        f"{rec['corpus_words']} corpus words, {rec['bigram_rows']} bigrams; "
         f"{t['total_s']:.1f} s (teacher {t['teacher_forward_s']:.1f} s)"
     )
     return 0

@@ -42,6 +42,7 @@ _LAZY: dict[str, str] = {
     "TransformerEncoder": "sentvec.encoders.transformer",
     "SIFEncoder": "sentvec.encoders.sif",
     "StaticEncoder": "sentvec.encoders.static",
+    "BigramStaticEncoder": "sentvec.encoders.static_bigrams",
     "USIFEncoder": "sentvec.encoders.sif",
     "TruncationWarning": "sentvec.encoders.base",
     "DEFAULT_POOLING": "sentvec.encoders.transformer",
@@ -104,6 +105,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )  # noqa: F401
     from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
     from sentvec.encoders.static import StaticEncoder  # noqa: F401
+    from sentvec.encoders.static_bigrams import BigramStaticEncoder  # noqa: F401
     from sentvec.encoders.transformer import (
         DEFAULT_BATCH_SIZE,
         DEFAULT_LAYERS,

@@ -151,6 +151,10 @@ def _static_encoder(text: str, path: Path) -> Encoder | None:
     )
 
     kind = static_model_format(path)
+    if path.is_dir() and (path / "sentvec_bigrams.json").is_file():  # BigramStaticEncoder.save
+        from sentvec.encoders.static_bigrams import BigramStaticEncoder
+
+        return BigramStaticEncoder.load(path)
     if kind == "model2vec":
         from sentvec.encoders.static import StaticEncoder
 

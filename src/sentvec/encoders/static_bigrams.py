@@ -1,0 +1,264 @@
+"""A static model with bigram rows: Sent2Vec's sentence vector over a subword tokenizer.
+
+Sent2Vec (Pagliardini et al. 2018, Eq. 2) embeds a sentence as the mean of the rows of its
+unigrams *and* its bigrams. :class:`BigramStaticEncoder` does the same over the token ids of a
+Hugging Face ``tokenizers`` tokenizer (what ``sentvec distill --bigrams N`` writes): for a text
+with token ids ``t_1 .. t_n`` (as :meth:`StaticEncoder.tokenize` gives them: unknown tokens
+dropped, ``max_length`` kept) the vector is
+
+``v = (sum_i E[t_i] + sum_{b in B} E[V + index(b)]) / (n + |B|)``,
+
+``B`` the adjacent pairs ``(t_i, t_{i+1})`` that have a row (the listed bigrams; a pair without
+one is not counted, where Sent2Vec's hashed buckets give every pair some row), then scaled to
+unit L2 norm when ``normalize``. Rows ``0 .. V-1`` are the tokens, rows ``V ..`` the bigrams.
+
+Its directory format is sentvec's own, so that no Model2Vec loader can read it and silently
+drop the bigrams: ``bigram_model.safetensors`` (``embeddings`` and ``bigrams``, an int64
+``(n_bigrams, 2)`` table of token-id pairs in row order), ``tokenizer.json`` and
+``sentvec_bigrams.json`` (normalize, max_length, the source). The official Sent2Vec ``.bin``
+cannot hold it: its vocabulary is whole words and its bigrams live in hashed buckets.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec.encoders.static import (
+    DEFAULT_MAX_LENGTH,
+    StaticEncoder,
+    load_tokenizer_file,
+    read_safetensors,
+)
+from sentvec.sent2vec.binfile import ModelFormatError
+
+__all__ = ["BigramStaticEncoder", "BIGRAM_CONFIG", "is_bigram_model_dir"]
+
+#: The config file that marks a :class:`BigramStaticEncoder` directory.
+BIGRAM_CONFIG = "sentvec_bigrams.json"
+_TENSORS = "bigram_model.safetensors"
+_FORMAT = "sentvec-static-bigrams"
+
+
+def is_bigram_model_dir(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` is a directory holding :data:`BIGRAM_CONFIG`."""
+    return (Path(path) / BIGRAM_CONFIG).is_file()
+
+
+class BigramStaticEncoder:
+    """Sentence vector = mean of the rows of its tokens and of its listed bigrams (Sent2Vec).
+
+    Parameters
+    ----------
+    embeddings : ndarray of shape (V + n_bigrams, d), float32 or float16
+        Token rows (row ``i`` = token id ``i``), then one row per bigram.
+    tokenizer : tokenizers.Tokenizer
+        ``V`` = its largest id + 1.
+    bigrams : ndarray of shape (n_bigrams, 2), int
+        Token-id pairs, row ``V + j`` for pair ``j``; no pair twice.
+    normalize : bool, default True
+    max_length : int or None, default 512
+        Tokens kept per text (bigrams are formed from the kept tokens).
+    source : str, optional
+
+    Raises
+    ------
+    ModelFormatError
+        A table that does not fit the tokenizer and the bigrams, ids out of range, a repeated
+        pair, NaN rows.
+    """
+
+    encoder_type = "static"
+    preferred_text_variant = "raw"
+
+    def __init__(
+        self,
+        embeddings: np.ndarray,
+        tokenizer: Any,
+        bigrams: np.ndarray,
+        *,
+        normalize: bool = True,
+        max_length: int | None = DEFAULT_MAX_LENGTH,
+        source: str | None = None,
+    ) -> None:
+        E = np.asarray(embeddings)
+        P = np.asarray(bigrams)
+        if P.ndim != 2 or P.shape[1] != 2 or P.dtype.kind not in "iu":
+            raise ModelFormatError(f"bigrams must be an int (n, 2) table, got {P.shape} {P.dtype}")
+        if E.ndim != 2 or E.shape[0] <= len(P):
+            raise ModelFormatError(
+                f"embeddings of shape {E.shape} cannot hold {len(P)} bigram rows after the tokens"
+            )
+        n_tokens = E.shape[0] - len(P)
+        # the token part is checked (dtype, NaN, tokenizer size) by the StaticEncoder it becomes
+        self.unigrams = StaticEncoder(
+            E[:n_tokens], tokenizer, normalize=False, max_length=max_length, source=source
+        )
+        if not np.isfinite(E[n_tokens:]).all():
+            raise ModelFormatError("bigram rows hold NaN or infinity")
+        if len(P) and (P.min() < 0 or P.max() >= n_tokens):
+            raise ModelFormatError(f"bigram token ids outside the {n_tokens} token rows")
+        self.n_tokens = n_tokens
+        self.embeddings = self.unigrams.embeddings if not len(P) else np.ascontiguousarray(E)
+        self.bigrams = P.astype(np.int64)
+        keys = self.bigrams[:, 0] * n_tokens + self.bigrams[:, 1]
+        if len(np.unique(keys)) != len(keys):
+            raise ModelFormatError("a bigram is listed twice")
+        self._index = {int(k): n_tokens + j for j, k in enumerate(keys)}
+        self.tokenizer = tokenizer
+        self.normalize = bool(normalize)
+        self.max_length = max_length
+        self.source = source
+
+    @property
+    def dim(self) -> int:
+        return int(self.embeddings.shape[1])
+
+    def get_sentence_embedding_dimension(self) -> int:
+        return self.dim
+
+    def config_dict(self) -> dict[str, Any]:
+        """Settings for result records."""
+        return {
+            "type": "static-bigrams",
+            "source": self.source,
+            "dim": self.dim,
+            "tokens": self.n_tokens,
+            "bigrams": len(self.bigrams),
+            "normalize": self.normalize,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"BigramStaticEncoder({self.n_tokens} tokens + {len(self.bigrams)} bigrams x "
+            f"{self.dim}, source={self.source!r})"
+        )
+
+    def row_ids(self, sentences: Sequence[str]) -> list[list[int]]:
+        """Rows averaged for each text: its token ids, then the rows of its listed bigrams."""
+        n = self.n_tokens
+        out = []
+        for ids in self.unigrams.tokenize(sentences):
+            pairs = (self._index.get(a * n + b) for a, b in zip(ids, ids[1:], strict=False))
+            out.append(ids + [r for r in pairs if r is not None])
+        return out
+
+    def encode(
+        self,
+        sentences: Any,
+        *,
+        normalize: bool | None = None,
+        **kwargs: Any,
+    ) -> np.ndarray:
+        """Embed texts (see the module docstring).
+
+        Parameters
+        ----------
+        sentences : str or sequence of str
+        normalize : bool, optional
+            Unit L2 norm; default: the model's :attr:`normalize`.
+        **kwargs
+            Accepted and ignored (``batch_size``, ``show_progress_bar``, ...).
+
+        Returns
+        -------
+        ndarray of shape (n, d), float32
+            ``(d,)`` for a single string. A text without any row (empty, only unknown tokens)
+            gets a zero vector.
+
+        Raises
+        ------
+        TypeError, ValueError
+            Not strings (``sentvec._validation.check_sentences``).
+        """
+        import scipy.sparse
+
+        single = isinstance(sentences, str)
+        rows = self.row_ids([sentences] if single else list(sentences))
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(indptr[-1]))
+        vals = np.repeat(1.0 / np.maximum(lengths, 1), lengths)
+        M = scipy.sparse.csr_matrix((vals, flat, indptr), shape=(len(rows), len(self.embeddings)))
+        X = np.asarray(M @ self.embeddings.astype(np.float32), dtype=np.float32)
+        if self.normalize if normalize is None else normalize:
+            norms = np.linalg.norm(X, axis=1, keepdims=True)
+            X = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+        return X[0] if single else X
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the directory atomically (see the module docstring).
+
+        Raises
+        ------
+        FileExistsError
+            ``path`` is a file or a non-empty directory of another kind.
+        """
+        from sentvec._io import atomic_directory
+
+        with atomic_directory(path, marker=BIGRAM_CONFIG, kind="a static bigram model") as tmp:
+            self.write_into(tmp)
+
+    def write_into(self, directory: Path) -> None:
+        """Write the model's files into an existing directory (no atomicity: for callers that
+        build a whole directory aside, as ``DistilledModel.save`` does)."""
+        from safetensors.numpy import save_file
+
+        from sentvec._io import atomic_write_json
+
+        save_file(
+            {"embeddings": self.embeddings, "bigrams": self.bigrams},
+            str(directory / _TENSORS),
+        )
+        self.tokenizer.save(str(directory / "tokenizer.json"), pretty=False)
+        atomic_write_json(
+            directory / BIGRAM_CONFIG,
+            {
+                "format": _FORMAT,
+                "version": 1,
+                "normalize": self.normalize,
+                "max_length": self.max_length,
+                "tokens": self.n_tokens,
+                "bigrams": len(self.bigrams),
+                "embedding_dtype": self.embeddings.dtype.name,
+                "source": self.source,
+            },
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> BigramStaticEncoder:
+        """Read a directory written by :meth:`save`.
+
+        Raises
+        ------
+        FileNotFoundError
+            ``path`` is not a directory.
+        ModelFormatError
+            A missing or unreadable file, a wrong format tag, tables that do not fit.
+        """
+        d = Path(path)
+        if not d.is_dir():
+            raise FileNotFoundError(f"model directory not found: {str(d)!r}")
+        cfg_path = d / BIGRAM_CONFIG
+        try:
+            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ModelFormatError(f"{str(cfg_path)!r} is not readable JSON: {exc}") from exc
+        if not isinstance(cfg, dict) or cfg.get("format") != _FORMAT:
+            raise ModelFormatError(f"{str(cfg_path)!r} is not a {_FORMAT} config")
+        tensors = read_safetensors(d / _TENSORS)
+        if "embeddings" not in tensors or "bigrams" not in tensors:
+            raise ModelFormatError(f"{str(d / _TENSORS)!r} lacks 'embeddings' or 'bigrams'")
+        return cls(
+            tensors["embeddings"],
+            load_tokenizer_file(d / "tokenizer.json"),
+            tensors["bigrams"],
+            normalize=bool(cfg.get("normalize", True)),
+            max_length=cfg.get("max_length", DEFAULT_MAX_LENGTH),
+            source=cfg.get("source") or f"static bigram model {d.name}",
+        )
