@@ -123,9 +123,9 @@ class BigramStaticEncoder:
         return self.dim
 
     def config_dict(self) -> dict[str, Any]:
-        """Settings for result records."""
+        """JSON-serialisable description for result records (the key names of the others)."""
         return {
-            "type": "static-bigrams",
+            "encoder": "BigramStaticEncoder",
             "source": self.source,
             "dim": self.dim,
             "tokens": self.n_tokens,
