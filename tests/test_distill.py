@@ -16,6 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from sentvec._io import _umask  # noqa: E402
 from sentvec.distillation import (  # noqa: E402
     DISTILL_RECORD,
     count_corpus_tokens,
@@ -199,7 +200,8 @@ def test_distilled_directory_loads_in_model2vec_and_sentence_transformers(
     assert rec["settings"]["weighting"] == "sif" and rec["settings"]["whiten"] == "corpus"
     assert rec["corpus"]["sentences_counted"] == sum(1 for s in CORPUS if s.strip())
     assert rec["wall_time_s"]["total_s"] > 0
-    assert "Distill record" in (out / "README.md").read_text()
+    card = (out / "README.md").read_text()
+    assert "Distill record" in card and "library_name: model2vec" in card
     m = model2vec.StaticModel.from_pretrained(out)
     assert m.embedding.dtype == np.float16 and m.embedding.shape == (
         len(small_teacher.tokenizer),
@@ -383,6 +385,11 @@ def test_bigram_model_encodes_sent2vecs_mean_and_round_trips(small_teacher, corp
     assert rec["corpus_words"] == 5 and rec["bigram_rows"] == 6
     model = load_encoder(str(out))
     assert isinstance(model, BigramStaticEncoder)
+    card = (out / "README.md").read_text(encoding="utf-8")  # not a Model2Vec directory: says so
+    assert "library_name: sentvec" in card and "model2vec.StaticModel" not in card
+    assert {p.name: p.stat().st_mode & 0o777 for p in out.iterdir()} == {
+        p.name: 0o666 & ~_umask() for p in out.iterdir()
+    }
     assert model.n_tokens == len(small_teacher.tokenizer) + 5 and len(model.bigrams) == 6
     np.testing.assert_array_equal(model.embeddings, res.embeddings)
     np.testing.assert_array_equal(model.bigrams, res.bigrams)

@@ -620,7 +620,7 @@ class DistilledModel:
                 Tokenizer.from_str(self.tokenizer_json),
                 self.bigrams,
                 normalize=True,
-                source=f"sentvec distill of {self.record.get('teacher', {}).get('model')}",
+                source=f"sentvec distill of {_teacher_name(self.record)}",
             )
         settings = self.record.get("settings", {})
         return StaticEncoder(
@@ -629,7 +629,7 @@ class DistilledModel:
             normalize=True,
             source=f"sentvec distill of {self.record.get('teacher', {}).get('model')}",
             config={
-                "tokenizer_name": self.record.get("teacher", {}).get("model"),
+                "tokenizer_name": _teacher_name(self.record),
                 "apply_pca": int(self.embeddings.shape[1]),
                 "sif_coefficient": self.record.get("weights", {}).get("a"),
                 "seq_length": 1000000,
@@ -639,21 +639,47 @@ class DistilledModel:
         )
 
 
+def _teacher_name(record: dict[str, Any]) -> Any:
+    """The teacher as the user named it (``minilm``, a path as given), else its loaded path."""
+    teacher = record.get("teacher", {})
+    return teacher.get("name") or teacher.get("model")
+
+
 def model_card(record: dict[str, Any]) -> str:
-    """The README.md of a distilled model: what it is, how it loads, the distill record."""
-    teacher = record.get("teacher", {}).get("model")
+    """The README.md of a distilled model: what it is, how it loads, the distill record.
+
+    A model with bigram rows is sentvec's own format (``BigramStaticEncoder``), which Model2Vec
+    and sentence-transformers cannot read: its card says so. The teacher is named as the user
+    gave it (an alias such as ``minilm``), not by a local path.
+    """
+    teacher_rec = record.get("teacher", {})
+    teacher = _teacher_name(record)
+    bigrams = bool(record.get("settings", {}).get("bigrams"))
     rows = "\n".join(
         f"| {k} | `{json.dumps(v, default=str)}` |" for k, v in record.items() if k != "teacher"
     )
+    if bigrams:
+        front = "library_name: sentvec\ntags: [sentvec, static-embeddings]"
+        how = (
+            "A sentence vector is the mean of its tokens' rows and the rows of the token bigrams "
+            "it contains (Sent2Vec's sentence vector; token weights and whitening are folded into "
+            "the rows), L2-normalised. This is sentvec's own format: load it with "
+            "`sentvec.load_encoder(DIR)` (Model2Vec and sentence-transformers cannot read it).\n\n"
+        )
+    else:
+        front = "library_name: model2vec\ntags: [model2vec, sentvec, static-embeddings]"
+        how = (
+            "A sentence vector is the mean of its tokens' rows (token weights and whitening are "
+            "folded into the rows), L2-normalised. Load it with `sentvec.load_encoder(DIR)`, "
+            "`model2vec.StaticModel.from_pretrained(DIR)` or sentence-transformers' "
+            "`StaticEmbedding.from_model2vec(DIR)`.\n\n"
+        )
     return (
-        f"---\nlibrary_name: model2vec\nbase_model: {teacher}\ntags: [model2vec, sentvec, static-embeddings]\n---\n\n"
+        f"---\n{front}\nbase_model: {teacher}\n---\n\n"
         f"# Static model distilled from {teacher} by `sentvec distill`\n\n"
-        "A sentence vector is the mean of its tokens' rows (token weights and whitening are folded "
-        "into the rows), L2-normalised. Load it with `sentvec.load_encoder(DIR)`, "
-        "`model2vec.StaticModel.from_pretrained(DIR)` or sentence-transformers' "
-        "`StaticEmbedding.from_model2vec(DIR)`.\n\n"
-        "## Distill record\n\n| item | value |\n|---|---|\n"
-        f"| teacher | `{json.dumps(record.get('teacher'), default=str)}` |\n{rows}\n"
+        + how
+        + "## Distill record\n\n| item | value |\n|---|---|\n"
+        f"| teacher | `{json.dumps(teacher_rec, default=str)}` |\n{rows}\n"
     )
 
 
@@ -848,7 +874,10 @@ def distill(
         "format": "sentvec-distill",
         "version": 1,
         "sentvec_version": __version__,
-        "teacher": encoder.config_dict(),
+        "teacher": {
+            **encoder.config_dict(),
+            **({"name": os.fspath(model)} if isinstance(model, (str, os.PathLike)) else {}),
+        },
         "corpus": None
         if stats is None
         else {

@@ -207,13 +207,10 @@ class BigramStaticEncoder:
     def write_into(self, directory: Path) -> None:
         """Write the model's files into an existing directory (no atomicity: for callers that
         build a whole directory aside, as ``DistilledModel.save`` does)."""
-        from safetensors.numpy import save_file
+        from sentvec._io import atomic_write_json, atomic_write_safetensors
 
-        from sentvec._io import atomic_write_json
-
-        save_file(
-            {"embeddings": self.embeddings, "bigrams": self.bigrams},
-            str(directory / _TENSORS),
+        atomic_write_safetensors(
+            directory / _TENSORS, {"embeddings": self.embeddings, "bigrams": self.bigrams}
         )
         self.tokenizer.save(str(directory / "tokenizer.json"), pretty=False)
         atomic_write_json(
