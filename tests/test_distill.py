@@ -471,3 +471,9 @@ def test_corpus_vocabulary_rows_are_the_teachers_word_vectors(small_teacher, cor
     assert m.tokenizer.encode(added[0][1], add_special_tokens=False).ids == [added[0][0]]
     s = [f"the {added[0][1]} and {added[1][1]} ."]
     np.testing.assert_allclose(m.encode(s), enc.encode(s), atol=1e-5)
+
+
+def test_a_directory_as_corpus_is_named_as_one(small_teacher, tmp_path):
+    with pytest.raises(IsADirectoryError, match="is a directory"):
+        distill(small_teacher, tmp_path / "out", corpus=tmp_path, show_progress_bar=False)
+    assert not (tmp_path / "out").exists()

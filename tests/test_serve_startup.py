@@ -95,3 +95,34 @@ def test_a_model_that_cannot_load_stops_the_server_with_its_reason(tmp_path):
     )
     assert res.returncode == 1
     assert "the models could not be loaded" in res.stderr and "missing.bin" in res.stderr
+
+
+def test_port_0_reports_the_port_the_system_chose():
+    """``--port 0`` binds a free port; the log names that port (not 0) and it answers."""
+    import re
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sentvec", "serve", str(BIN), "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 60
+        found = None
+        while found is None and time.monotonic() < deadline:
+            found = re.search(r"listening on http://127\.0\.0\.1:(\d+)", proc.stderr.readline())
+        assert found is not None, "no 'listening on' line within 60 s"
+        port = int(found.group(1))
+        assert port != 0
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(30)

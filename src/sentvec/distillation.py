@@ -256,9 +256,9 @@ def count_corpus_tokens(
     backend = Tokenizer.from_str(getattr(tokenizer, "backend_tokenizer", tokenizer).to_str())
     backend.no_padding()
     backend.no_truncation()
-    path = Path(corpus_path)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
+    from sentvec._io import check_input_file
+
+    path = Path(check_input_file(corpus_path, what="corpus", regular=True))
     V = int(backend.get_vocab_size(with_added_tokens=True))
     counts = np.zeros(V, dtype=np.int64)
     sample: list[np.ndarray] = []
@@ -768,8 +768,10 @@ def distill(
             f"bigrams={bigrams} need a corpus: give corpus= "
             "(sentences, one per line; e.g. the packaged Wikipedia sample)"
         )
-    if corpus is not None and not Path(corpus).is_file():
-        raise FileNotFoundError(f"corpus file not found: {str(corpus)!r}")
+    if corpus is not None:
+        from sentvec._io import check_input_file
+
+        check_input_file(corpus, what="corpus", regular=True)
     if output is not None:
         from sentvec._io import (
             check_output_path,

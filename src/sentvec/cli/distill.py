@@ -55,7 +55,10 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--model", default="minilm", help="teacher: alias (minilm, mpnet) or directory")
     p.add_argument(
-        "--output", required=True, metavar="DIR", help="directory to write (new or empty)"
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="directory to write (new, empty, or an earlier distill output, replaced whole)",
     )
     p.add_argument(
         "--corpus",

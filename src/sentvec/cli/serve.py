@@ -2,11 +2,11 @@
 
 Each MODEL is anything --model accepts (minilm, a Hugging Face directory, a sent2vec .bin,
 memory-mapped, a Sent2Vec directory, a saved pipeline), served under its --name (default: the
-alias, or the path's last component). The port is bound first (a port in use is reported at
-once); /health answers 503 while the models load, then 200. Concurrent requests for a model
-are batched. The API key is read from --api-key-file or $SENTVEC_API_KEY, never from the
-command line. SIGTERM stops accepting connections, answers the requests in flight, then exits
-0. See docs/serving.md.
+alias, or the path's last component, a .bin without its suffix). The port is bound first (a
+port in use is reported at once); /health answers 503 while the models load, then 200.
+Concurrent requests for a model are batched. The API key is read from --api-key-file or
+$SENTVEC_API_KEY, never from the command line. SIGTERM stops accepting connections, answers
+the requests in flight, then exits 0. See docs/serving.md.
 
 Examples::
 
@@ -196,18 +196,19 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     api_key = read_api_key(settings.api_key_file)  # fail now on an unreadable key file
     sock = _bind(args.host, args.port)
+    port = int(sock.getsockname()[1])  # --port 0: the port the system chose
     logging.basicConfig(level=args.log_level.upper(), format="sentvec serve: %(message)s")
     _quiet_reported_warnings()
     logging.getLogger("sentvec.serve").info(
         "listening on http://%s:%d; /health answers 503 until the models are loaded",
         args.host,
-        args.port,
+        port,
     )
     import uvicorn
 
     common: dict[str, Any] = dict(
         host=args.host,
-        port=args.port,
+        port=port,
         log_level=args.log_level,
         access_log=args.access_log,
         server_header=False,
