@@ -140,7 +140,9 @@ def _header(
     from sentvec.evaluation import TABLE_COLUMNS
 
     short = dict(TABLE_COLUMNS)
-    model = encoder_desc.get("model") or encoder_desc.get("encoder", "?")
+    model = (
+        encoder_desc.get("model") or encoder_desc.get("source") or encoder_desc.get("encoder", "?")
+    )
     arch = ""
     if encoder_desc.get("num_layers") is not None:
         arch = f" ({encoder_desc['num_layers']} layers x {encoder_desc.get('hidden_size')})"
