@@ -143,6 +143,7 @@ def describe_without_loading(
 
 def _static_encoder(text: str, path: Path) -> Encoder | None:
     """A StaticEncoder when ``text`` names one (a directory or a WordLlama alias), else None."""
+    from sentvec.encoders.static_bigrams import BigramStaticEncoder, is_bigram_model_dir
     from sentvec.encoders.static_loaders import (
         load_static_sentence_transformers,
         load_wordllama,
@@ -151,9 +152,7 @@ def _static_encoder(text: str, path: Path) -> Encoder | None:
     )
 
     kind = static_model_format(path)
-    if path.is_dir() and (path / "sentvec_bigrams.json").is_file():  # BigramStaticEncoder.save
-        from sentvec.encoders.static_bigrams import BigramStaticEncoder
-
+    if is_bigram_model_dir(path):
         return BigramStaticEncoder.load(path)
     if kind == "model2vec":
         from sentvec.encoders.static import StaticEncoder
