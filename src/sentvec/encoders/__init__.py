@@ -33,6 +33,8 @@ _LAZY: dict[str, str] = {
     "onnx_cache_key": "sentvec.encoders.onnx_backend",
     "load_encoder": "sentvec.encoders.loading",
     "describe_without_loading": "sentvec.encoders.loading",
+    "model_kind": "sentvec.encoders.loading",
+    "ModelKind": "sentvec.encoders.loading",
     "EncoderOptionsError": "sentvec.encoders.loading",
     "Pipeline": "sentvec.encoders.pipeline",
     "load_whitening": "sentvec.encoders.pipeline",
@@ -78,8 +80,10 @@ if TYPE_CHECKING:  # pragma: no cover
     )  # noqa: F401
     from sentvec.encoders.loading import (  # noqa: F401
         EncoderOptionsError,
+        ModelKind,
         describe_without_loading,
         load_encoder,
+        model_kind,
     )
     from sentvec.encoders.models import MODEL_ALIASES, resolve_model  # noqa: F401
     from sentvec.encoders.onnx_backend import OnnxForward, export_onnx, onnx_cache_key  # noqa: F401

@@ -15,11 +15,17 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from sentvec.encoders.base import PIPELINE_FILE, Encoder
 
-__all__ = ["load_encoder", "describe_without_loading", "EncoderOptionsError"]
+__all__ = [
+    "load_encoder",
+    "model_kind",
+    "ModelKind",
+    "describe_without_loading",
+    "EncoderOptionsError",
+]
 
 
 def _is_transformer_dir(path: Path) -> bool:
@@ -65,36 +71,95 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     check_model_path(path)  # a FIFO or device: say so (not "not found", and never block on it)
     if path.suffix.lower() == ".bin" and not path.exists():
         raise FileNotFoundError(f"model file not found: {text!r}")
-    if path.is_dir() and (path / PIPELINE_FILE).is_file():
+    kind = model_kind(text)
+    if kind == "pipeline":
         from sentvec.encoders.pipeline import Pipeline
 
         _reject_overrides(overrides, "a saved pipeline")
         return Pipeline.load(path)
+    if kind in ("sent2vec-bin", "sent2vec-dir"):
+        from sentvec.sent2vec.model import Sent2Vec
+
+        _reject_overrides(overrides, "a Sent2Vec model")
+        return Sent2Vec.load(path)
+    if kind == "other-file":
+        what = "an empty file" if path.stat().st_size == 0 else "wrong magic number"
+        raise ValueError(
+            f"{text!r} is a file but not an official sent2vec .bin model ({what}); "
+            "give a sent2vec .bin, a model directory or a model name"
+        )
+    if kind == "transformer":
+        from sentvec.encoders.transformer import TransformerEncoder
+
+        return TransformerEncoder.from_pretrained(text, **overrides)
+    _reject_overrides(overrides, "a static embedding model")
+    return _static_encoder(kind, text, path)
+
+
+ModelKind = Literal[
+    "pipeline",
+    "sent2vec-bin",
+    "other-file",
+    "bigram-static",
+    "model2vec",
+    "sentence-transformers-static",
+    "wordllama",
+    "sent2vec-dir",
+    "transformer",
+]
+
+
+def model_kind(name_or_path: str | os.PathLike[str]) -> ModelKind:
+    """Which loader :func:`load_encoder` uses for ``name_or_path``, read from file names and
+    magic numbers only (no model is loaded, torch is not imported).
+
+    The order of the checks is the dispatch order of :func:`load_encoder`: a pipeline
+    directory, a file (an official ``.bin`` by magic number, else ``"other-file"``), a static
+    model directory (sentvec bigram, Model2Vec, sentence-transformers ``StaticEmbedding``), a
+    WordLlama alias that is not a path, a Sent2Vec directory (or a directory that is no
+    transformer), and finally a transformer (directory, alias or hub name).
+
+    Parameters
+    ----------
+    name_or_path : str or path-like
+        As :func:`load_encoder`.
+
+    Returns
+    -------
+    str
+        One of the :data:`ModelKind` values.
+
+    Raises
+    ------
+    OSError
+        If reading a file's magic number fails.
+    """
+    from sentvec.encoders.static_bigrams import is_bigram_model_dir
+    from sentvec.encoders.static_loaders import static_model_format, wordllama_alias
+
+    text = os.fspath(name_or_path)
+    path = Path(text).expanduser()
+    if path.is_dir() and (path / PIPELINE_FILE).is_file():
+        return "pipeline"
     if path.is_file():
         from sentvec.sent2vec.binfile import is_bin_file
 
-        if is_bin_file(path):
-            _reject_overrides(overrides, "a Sent2Vec model")
-            from sentvec.sent2vec.model import Sent2Vec
-
-            return Sent2Vec.load(path)
-        raise ValueError(
-            f"{text!r} is a file but not an official sent2vec .bin model (wrong magic number); "
-            "give a sent2vec .bin, a model directory or a model name"
-        )
-    static = _static_encoder(text, path)
-    if static is not None:
-        _reject_overrides(overrides, "a static embedding model")
-        return static
+        return "sent2vec-bin" if is_bin_file(path) else "other-file"
+    if is_bigram_model_dir(path):
+        return "bigram-static"
+    static = static_model_format(path)
+    if static == "model2vec":
+        return "model2vec"
+    if static == "sentence-transformers":
+        return "sentence-transformers-static"
+    if not path.exists() and wordllama_alias(text) is not False:
+        return "wordllama"
     if path.is_dir():
-        from sentvec.sent2vec.model import Sent2Vec, is_model_dir
+        from sentvec.sent2vec.model import is_model_dir
 
         if is_model_dir(path) or not _is_transformer_dir(path):
-            _reject_overrides(overrides, "a Sent2Vec model")
-            return Sent2Vec.load(path)
-    from sentvec.encoders.transformer import TransformerEncoder
-
-    return TransformerEncoder.from_pretrained(text, **overrides)
+            return "sent2vec-dir"
+    return "transformer"
 
 
 def describe_without_loading(
@@ -116,55 +181,40 @@ def describe_without_loading(
         pipeline, a Sent2Vec or static model, a hub name) or whose description is uncertain.
         Never raises for a bad argument: :func:`load_encoder` reports those.
     """
-    from sentvec.encoders.static_loaders import static_model_format, wordllama_alias
     from sentvec.encoders.transformer_files import describe_pretrained
 
     overrides = {k: v for k, v in overrides.items() if v is not None}
     for name in ("device", "onnx_cache_dir"):  # where the vectors are computed, not what
         overrides.pop(name, None)
     text = os.fspath(name_or_path)
-    path = Path(text).expanduser()
     try:
-        if path.is_file() or (path.is_dir() and (path / PIPELINE_FILE).is_file()):
+        if model_kind(text) != "transformer":
             return None
-        if static_model_format(path) is not None:
-            return None
-        if not path.exists() and wordllama_alias(text) is not False:
-            return None
-        if path.is_dir():
-            from sentvec.sent2vec.model import is_model_dir
-
-            if is_model_dir(path) or not _is_transformer_dir(path):
-                return None
         return describe_pretrained(text, **overrides)
     except (OSError, ValueError, TypeError):
         return None
 
 
-def _static_encoder(text: str, path: Path) -> Encoder | None:
-    """A StaticEncoder when ``text`` names one (a directory or a WordLlama alias), else None."""
-    from sentvec.encoders.static_bigrams import BigramStaticEncoder, is_bigram_model_dir
+def _static_encoder(kind: ModelKind, text: str, path: Path) -> Encoder:
+    """The static encoder of a ``kind`` that :func:`model_kind` gave for a static model."""
+    from sentvec.encoders.static_bigrams import BigramStaticEncoder
     from sentvec.encoders.static_loaders import (
         load_static_sentence_transformers,
         load_wordllama,
-        static_model_format,
         wordllama_alias,
     )
 
-    kind = static_model_format(path)
-    if is_bigram_model_dir(path):
+    if kind == "bigram-static":
         return BigramStaticEncoder.load(path)
     if kind == "model2vec":
         from sentvec.encoders.static import StaticEncoder
 
         return StaticEncoder.from_model2vec(path)
-    if kind == "sentence-transformers":
+    if kind == "sentence-transformers-static":
         return load_static_sentence_transformers(path)
-    if not path.exists():
-        dim = wordllama_alias(text)
-        if dim is not False:
-            return load_wordllama(None if dim is None else int(dim))
-    return None
+    assert kind == "wordllama", kind
+    dim = wordllama_alias(text)
+    return load_wordllama(None if dim is None else int(dim))
 
 
 class EncoderOptionsError(ValueError):
