@@ -400,3 +400,52 @@ def test_key_names_the_library_versions(monkeypatch):
     assert f"torch={metadata.version('torch')}" in key.libraries
     assert f"numpy={np.__version__}" in key.libraries
     assert dataclasses.replace(key, libraries="numpy=0").digest() != key.digest()
+
+
+def _entry_bytes(cache, key):
+    return cache.paths(key)[0].stat().st_size
+
+
+def test_prune_removes_least_recently_used_entries_first(tmp_path):
+    keys = [_key(model=f"m{i}") for i in range(4)]
+    probe = VectorCache(tmp_path / "probe")
+    probe.save(keys[0], _array())
+    size = _entry_bytes(probe, keys[0])
+    cache = VectorCache(tmp_path / "c", max_bytes=3 * size)  # room for three entries
+    for i, key in enumerate(keys[:3]):
+        cache.save(key, _array(seed=i))
+        os.utime(cache.paths(key)[1], (1000 + i, 1000 + i))  # m0 oldest, m2 newest
+    assert cache.load(keys[0]) is not None  # a hit makes m0 the most recent
+    cache.save(keys[3], _array(seed=3))  # one entry must go: the least recently used, m1
+    present = [cache.paths(k)[1].exists() for k in keys]
+    assert present == [True, False, True, True]
+    assert not cache.paths(keys[1])[0].exists()
+    assert sum(_entry_bytes(cache, k) for k in keys if cache.paths(k)[0].exists()) <= 3 * size
+
+
+def test_prune_keeps_the_entry_just_written_and_clears_old_orphans(tmp_path):
+    cache = VectorCache(tmp_path, max_bytes=0)
+    cache.save(_key(model="a"), _array())
+    cache.save(_key(model="b"), _array())
+    assert cache.load(_key(model="a")) is None  # over the limit: only the newest stays
+    assert cache.load(_key(model="b")) is not None
+    orphan = cache.directory / ("0" * 64 + ".npy")  # an array whose key was never written
+    orphan.write_bytes(b"x")
+    fresh = cache.directory / ("1" * 64 + ".npy")
+    fresh.write_bytes(b"x")
+    os.utime(orphan, (1000, 1000))
+    cache.prune()
+    assert not orphan.exists() and fresh.exists()  # a write in progress is left alone
+
+
+def test_cache_size_limit_from_the_environment(tmp_path, monkeypatch):
+    from sentvec.cache import CACHE_MAX_ENV, DEFAULT_CACHE_MAX_BYTES
+
+    monkeypatch.delenv(CACHE_MAX_ENV, raising=False)
+    assert VectorCache(tmp_path).max_bytes == DEFAULT_CACHE_MAX_BYTES
+    monkeypatch.setenv(CACHE_MAX_ENV, "0.5")
+    assert VectorCache(tmp_path).max_bytes == 2**29
+    for bad in ("lots", "-1", "nan", "inf"):
+        monkeypatch.setenv(CACHE_MAX_ENV, bad)
+        with pytest.raises(ValueError, match=CACHE_MAX_ENV):
+            VectorCache(tmp_path)

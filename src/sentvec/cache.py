@@ -24,6 +24,11 @@ The key of a local transformer can be computed from its files without loading it
 
 Location: ``directory`` argument, else ``$SENTVEC_CACHE``, else ``~/.cache/sentvec``. Nothing is
 created until the first write.
+
+Size: every key holds the code and library versions, so each upgrade leaves the old entries
+unused. After each write the least recently used entries (a hit refreshes an entry's time) are
+removed until the entries take at most ``max_bytes`` (default 10 GiB, ``$SENTVEC_CACHE_MAX_GB``);
+the entry just written is always kept.
 """
 
 from __future__ import annotations
@@ -46,6 +51,10 @@ from sentvec.encoders.base import Encoder
 
 #: Environment variable naming the cache directory.
 CACHE_ENV = "SENTVEC_CACHE"
+#: Environment variable: the most GiB the vector entries may take (see :class:`VectorCache`).
+CACHE_MAX_ENV = "SENTVEC_CACHE_MAX_GB"
+#: The default of :data:`CACHE_MAX_ENV`, in bytes.
+DEFAULT_CACHE_MAX_BYTES = 10 * 2**30
 #: Bumped whenever the layout of cache entries (or the pooled values' definition) changes.
 CACHE_FORMAT_VERSION = 2
 #: Sub-directory of the cache root holding sentence-vector entries.
@@ -63,6 +72,19 @@ _LAYER_INDEPENDENT = ("pooling", "layers", "layer_indices")
 
 class CacheWarning(UserWarning):
     """A cache entry was unusable (corrupt or mismatched) and is being recomputed."""
+
+
+def _max_bytes_from_env() -> int:
+    text = os.environ.get(CACHE_MAX_ENV, "").strip()
+    if not text:
+        return DEFAULT_CACHE_MAX_BYTES
+    try:
+        gib = float(text)
+    except ValueError:
+        gib = -1.0
+    if not gib >= 0 or gib == float("inf"):
+        raise ValueError(f"${CACHE_MAX_ENV} must be a number of GiB >= 0, got {text!r}")
+    return int(gib * 2**30)
 
 
 def default_cache_dir() -> Path:
@@ -456,12 +478,30 @@ class VectorCache:
         Cache root (default :func:`default_cache_dir`). Entries go to ``<root>/vectors/``.
     enabled : bool
         ``False`` makes :meth:`load` always miss and :meth:`save` a no-op (``--no-cache``).
+    max_bytes : int, optional
+        After each write, the least recently used entries are removed until all entries take
+        at most this many bytes (:meth:`prune`). Default: ``$SENTVEC_CACHE_MAX_GB`` GiB if set,
+        else :data:`DEFAULT_CACHE_MAX_BYTES` (10 GiB).
+
+    Raises
+    ------
+    ValueError
+        If ``max_bytes`` is negative, or ``$SENTVEC_CACHE_MAX_GB`` is not a number >= 0.
     """
 
     def __init__(
-        self, directory: str | os.PathLike[str] | None = None, *, enabled: bool = True
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        *,
+        enabled: bool = True,
+        max_bytes: int | None = None,
     ) -> None:
         root = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        if max_bytes is None:
+            max_bytes = _max_bytes_from_env()
+        if max_bytes < 0:
+            raise ValueError(f"max_bytes must be >= 0, got {max_bytes}")
+        self.max_bytes = int(max_bytes)
         self.directory = root / VECTORS_SUBDIR
         #: Where model-file digests are remembered (:func:`file_sha256`).
         self.fingerprint_dir = root / FINGERPRINTS_SUBDIR
@@ -529,6 +569,10 @@ class VectorCache:
                 stacklevel=2,
             )
             return None
+        try:  # least recently used first when pruning: a hit makes the entry recent
+            os.utime(key_path)
+        except OSError:
+            pass  # a read-only cache still serves hits
         return arr
 
     def save(self, key: CacheKey, array: np.ndarray, *, background: bool = False) -> None:
@@ -575,6 +619,65 @@ class VectorCache:
         # per-layer vectors layer-major: np.save streams the transposed view, no full copy
         atomic_save_npy(arr_path, arr.transpose(1, 0, 2) if key.kind == "layers" else arr)
         atomic_write_json(key_path, key.to_dict())
+        self.prune(keep=key_path)
+
+    def prune(self, *, keep: Path | None = None) -> int:
+        """Remove the least recently used entries until all take at most :attr:`max_bytes`.
+
+        An entry's time is its key file's modification time (written last, refreshed by each
+        hit). The key file goes first, so a reader never accepts a half-removed entry; arrays
+        whose key file is missing (an interrupted write) older than an hour go too. An entry
+        another process removes meanwhile is skipped.
+
+        Parameters
+        ----------
+        keep : Path, optional
+            A key file never removed (the entry just written, even when it alone is larger).
+
+        Returns
+        -------
+        int
+            The number of entries removed.
+
+        Warns
+        -----
+        CacheWarning
+            If a file cannot be removed (the cache stays larger; nothing else changes).
+        """
+        entries: list[tuple[float, int, Path]] = []
+        total = 0
+        now = time.time()
+        try:
+            for arr_path in self.directory.glob("*.npy"):
+                key_path = arr_path.with_suffix(".json")
+                try:
+                    size = arr_path.stat().st_size
+                    if not key_path.exists():
+                        if now - arr_path.stat().st_mtime > 3600:
+                            arr_path.unlink()
+                        continue
+                    entries.append((key_path.stat().st_mtime, size, key_path))
+                except FileNotFoundError:
+                    continue
+                total += size
+            removed = 0
+            for _, size, key_path in sorted(entries):
+                if total <= self.max_bytes:
+                    break
+                if key_path == keep:
+                    continue
+                key_path.unlink(missing_ok=True)
+                key_path.with_suffix(".npy").unlink(missing_ok=True)
+                total -= size
+                removed += 1
+        except OSError as exc:
+            warnings.warn(
+                f"could not prune the vector cache under {str(self.directory)!r} ({exc})",
+                CacheWarning,
+                stacklevel=2,
+            )
+            return 0
+        return removed
 
     def wait(self) -> None:
         """Block until every background :meth:`save` has finished.
