@@ -60,7 +60,7 @@ def test_embed_invalid_utf8_policy(tmp_path, capsys):
     assert not out.exists()
     assert main(["embed", MODEL, "-i", str(inp), "-o", str(out), "--errors", "replace"]) == 0
     assert np.load(out).shape == (3, 16)
-    assert "1 lines were not valid UTF-8" in capsys.readouterr().err
+    assert "lines not valid UTF-8: 1 (--errors replace)" in capsys.readouterr().err
 
 
 def test_embed_bad_model_is_a_clean_error(tmp_path, capsys):

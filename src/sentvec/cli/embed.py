@@ -195,6 +195,6 @@ def _run_embed(args: argparse.Namespace) -> int:
     if n_nonfinite:
         msg += f"; WARNING: {n_nonfinite} vectors hold NaN or infinity (non-finite model weights)"
     if reader.n_bad:
-        msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
+        msg += f"; lines not valid UTF-8: {reader.n_bad} (--errors {args.errors})"
     print(msg, file=sys.stderr)
     return 0

@@ -152,7 +152,7 @@ class _Cursor:
     def need(self, nbytes: int, what: str, *, load: bool = True) -> None:
         if nbytes < 0 or self.off + nbytes > self.size:
             raise self.fail(
-                f"file is truncated or corrupt: {what} needs {nbytes} bytes at offset "
+                f"file is truncated or corrupt: {what}: {nbytes} bytes needed at offset "
                 f"{self.off}, but the file has {self.size - self.off} bytes left"
             )
         if load:
