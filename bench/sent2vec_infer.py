@@ -34,6 +34,8 @@ the same sentences' tokenized twin); against Model2Vec's ``StaticModel.encode`` 
 sentences, with a model built in Model2Vec's format from MiniLM's tokenizer and input embedding
 rows (dim 384; NOT a distilled model: no PCA, no Zipf weighting, so its cost per sentence is
 that of a distilled model of dim 384); alternating, the order reversed every repeat, medians.
+``--m2v-model DIR`` times a real Model2Vec model instead (e.g. Model2Vec's own
+``distill(minilm, pca_dims=256)``, saved with ``save_pretrained``).
 Also timed: the compiled tokenizer alone, sacremoses alone and the old path (sacremoses, then
 ``encode``) on the first ``--sacremoses-sentences`` lines, and, with ``--official``, the
 official binary fed by sacremoses (sacremoses in this process, then ``fasttext
@@ -283,7 +285,14 @@ def _timed(fn) -> float:
     return time.perf_counter() - t
 
 
-def bench_raw(n: int, repeats: int, n_sacremoses: int, official: str | None, synth: bool) -> None:
+def bench_raw(
+    n: int,
+    repeats: int,
+    n_sacremoses: int,
+    official: str | None,
+    synth: bool,
+    m2v_model: Path | None = None,
+) -> None:
     """Raw text to vectors: sentvec (compiled Moses + encode) against Model2Vec, alternating."""
     from sentvec.sent2vec.model import Sent2Vec
     from sentvec.sent2vec.moses import MosesTokenizer, sacremoses_tokens
@@ -303,7 +312,13 @@ def bench_raw(n: int, repeats: int, n_sacremoses: int, official: str | None, syn
         models["synthetic bigram (dim 100)"] = with_recipe(
             synthetic_model(tokenized, 100, 2_000_000)
         )
-    m2v = minilm_model2vec()
+    if m2v_model is None:
+        m2v, m2v_name = minilm_model2vec(), "Model2Vec encode (MiniLM rows, dim 384)"
+    else:
+        from model2vec import StaticModel
+
+        m2v = StaticModel.from_pretrained(str(m2v_model))
+        m2v_name = f"Model2Vec encode ({m2v_model.name}, dim {m2v.dim})"
     moses = MosesTokenizer(lowercase=True, num_threads=2)
     moses.load()
     for m in models.values():  # kernels loaded, first-use costs out of the timings
@@ -311,7 +326,7 @@ def bench_raw(n: int, repeats: int, n_sacremoses: int, official: str | None, syn
     m2v.encode(raw[:100])
     cases = {f"sentvec {k}, raw text (2 threads)": (lambda m=m: m.encode(raw, num_threads=2))
              for k, m in models.items()}  # fmt: skip
-    cases["Model2Vec encode (MiniLM rows, dim 384)"] = lambda: m2v.encode(raw)
+    cases[m2v_name] = lambda: m2v.encode(raw)
     cases["compiled Moses tokenizer alone (2 threads)"] = lambda: moses.tokenize_lines(raw)
     names = list(cases)
     secs: dict[str, list[float]] = {k: [] for k in names}
@@ -330,7 +345,7 @@ def bench_raw(n: int, repeats: int, n_sacremoses: int, official: str | None, syn
             [" ".join(sacremoses_tokens(s, lowercase=True)) for s in sub], num_threads=2
         )
     )
-    m2v_rate = n / statistics.median(secs["Model2Vec encode (MiniLM rows, dim 384)"])
+    m2v_rate = n / statistics.median(secs[m2v_name])
     print(f"\n== raw text to vectors: {n:,} corpus sentences, {repeats} alternating repeats")
     print(f"{'':52s} {'median s':>9s} {'sentences/s':>12s} {'x Model2Vec':>12s}  runs s")
     for name in names:
@@ -384,6 +399,14 @@ def main(argv: list[str] | None = None) -> int:
         "--raw",
         action="store_true",
         help="raw text to vectors (compiled Moses + encode) against Model2Vec's encode",
+    )
+    p.add_argument(
+        "--m2v-model",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="--raw: a Model2Vec model directory to time (e.g. Model2Vec's own distillation "
+        "of MiniLM) instead of the MiniLM-rows stand-in",
     )
     p.add_argument(
         "--sacremoses-sentences",
@@ -440,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.raw:
         bench_raw(
             args.sentences, args.repeats, args.sacremoses_sentences, args.official,
-            not args.no_synthetic,
+            not args.no_synthetic, args.m2v_model,
         )  # fmt: skip
         return 0
     with lzma.open(CORPUS, "rt", encoding="utf-8") as fh:
