@@ -388,6 +388,25 @@ def test_a_cache_hit_never_loads_the_model_and_changed_weights_miss(
     assert runs[1][1]["cache_hit"] and not runs[0][1]["cache_hit"]
     assert runs[1][0] == runs[0][0]
     assert _without_timing(runs[1][1]) == _without_timing(runs[0][1])
+    # one configuration: the Table 1 run's entries serve it without loading the model either,
+    # and it prints what a run that loads the model and encodes prints
+    one = ["--layers", "1,-1", "--whiten", "year", "--n-components", "16"]
+    assert main(base + one) == 0
+    hit_out = capsys.readouterr().out
+    assert loads == [str(model)] and "vectors from the cache" in hit_out
+    assert main(base + one + ["--no-cache"]) == 0
+    assert loads == [str(model)] * 2
+    assert _table_text(hit_out) == _table_text(capsys.readouterr().out)
+    # a corpus FILE for the whitening: its vectors are cached by the first run of it
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a man plays a guitar .\nthe cat sat .\nit rains .\n" * 10)
+    one = ["--layers", "1", "--whiten", str(corpus), "--n-components", "8"]
+    outs = []
+    for _ in range(2):
+        assert main(base + one) == 0
+        outs.append(capsys.readouterr().out)
+    assert loads == [str(model)] * 3 and "vectors from the cache" in outs[1]
+    assert _table_text(outs[1]) == _table_text(outs[0])
     # one weight byte changed; size and modification time restored
     weights = model / "model.safetensors"
     st = weights.stat()
@@ -396,7 +415,7 @@ def test_a_cache_hit_never_loads_the_model_and_changed_weights_miss(
     weights.write_bytes(bytes(data))
     os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert main(base) == 0
-    assert loads == [str(model)] * 2 and "vectors from the cache" not in capsys.readouterr().out
+    assert loads == [str(model)] * 4 and "vectors from the cache" not in capsys.readouterr().out
 
 
 def test_a_model_without_layers_is_labelled_by_its_name(small_data, capsys):

@@ -69,3 +69,15 @@ def test_names_that_are_not_paths(tmp_path):
     assert model_kind("minilm") == "transformer"
     assert model_kind("org/not-a-local-model") == "transformer"
     assert describe_without_loading("org/not-a-local-model") is None
+
+
+def test_a_described_encoder_describes_itself_as_the_model_and_cannot_encode(tiny_minilm_dir):
+    from sentvec.encoders import DescribedEncoder, output_dimension, text_variant_of
+
+    loaded = load_encoder(tiny_minilm_dir, layers=(1, -1))
+    described = DescribedEncoder(describe_without_loading(tiny_minilm_dir, layers=(1, -1)))
+    assert described.config_dict() == loaded.config_dict()
+    assert output_dimension(described) == output_dimension(loaded)
+    assert text_variant_of(described) == text_variant_of(loaded)
+    with pytest.raises(RuntimeError, match="only described"):
+        described.encode(["a sentence"])

@@ -358,23 +358,67 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     )
 
 
+def _single_from_cache(args: argparse.Namespace, whitening: Any) -> tuple[Any, ...] | None:
+    """One configuration's inputs from the vector cache, without loading the model: (a
+    ``DescribedEncoder``, tasks, the tasks' vectors, the whitening: a corpus FILE's vectors in
+    place of its lines), or None (not a local transformer, the cache off, or a miss): the
+    caller then loads the model."""
+    from sentvec.cache import cached_layer_vectors
+    from sentvec.encoders import DescribedEncoder, describe_without_loading
+    from sentvec.evaluation import combine_layers, unique_sentences
+
+    if not args.vector_cache.enabled:
+        return None
+    desc = describe_without_loading(
+        args.model, pooling=args.pooling, layers=args.layers, **device_options(args)
+    )
+    if desc is None:
+        return None
+    described = DescribedEncoder(desc)
+    tasks = sts_tasks_for(args, described)
+    pooling, indices = desc["pooling"], desc["layer_indices"]
+    texts = [(unique_sentences(tasks), tasks[0].variant)]
+    if isinstance(whitening, list):  # a corpus FILE: its vectors are cached too
+        texts.append((whitening, "corpus:none"))
+    vectors = []
+    for sentences, variant in texts:
+        per = cached_layer_vectors(
+            desc,
+            sentences,
+            pooling=(pooling,),
+            text_variant=variant,
+            cache=args.vector_cache,
+            layers={pooling: indices},
+        )
+        if per is None:
+            return None
+        vectors.append(combine_layers(per[pooling], indices))
+    return described, tasks, vectors[0], vectors[1] if len(vectors) > 1 else whitening
+
+
 def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
     from sentvec.encoders import check_whitening_fits, output_dimension
     from sentvec.evaluation import evaluate_sts, unique_sentences
     from sentvec.whitening import check_n_components
 
     whitening, wmeta = _resolve_whitening(args)
-    if encoder is None:
+    cached = None if encoder is not None else _single_from_cache(args, whitening)
+    if cached is not None:  # a cache hit: the model is never loaded
+        encoder, tasks, embeddings, whitening = cached
+    elif encoder is None:
         encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
     check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
     postprocessor = year_postprocessor(args, encoder)  # before encoding: D is checked
     if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
         check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
-    tasks = sts_tasks_for(args, encoder)
+    if cached is None:
+        tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
-    embeddings, hit = None, False
-    if callable(getattr(encoder, "encode_layers", None)):  # a transformer: the per-layer cache
+    hit = cached is not None
+    if not hit:
+        embeddings = None
+    if not hit and callable(getattr(encoder, "encode_layers", None)):  # the per-layer cache
         from sentvec.evaluation import combine_layers
 
         sentences = unique_sentences(tasks)

@@ -27,6 +27,7 @@ _LAZY: dict[str, str] = {
     "text_variant_of": "sentvec.encoders.base",
     "output_dimension": "sentvec.encoders.base",
     "check_whitening_fits": "sentvec.encoders.base",
+    "DescribedEncoder": "sentvec.encoders.base",
     "TRANSFORMER_BACKENDS": "sentvec.encoders.base",
     "OnnxForward": "sentvec.encoders.onnx_backend",
     "export_onnx": "sentvec.encoders.onnx_backend",
@@ -71,6 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentvec.encoders.base import (
         PIPELINE_FILE,
         TRANSFORMER_BACKENDS,
+        DescribedEncoder,
         Encoder,
         TruncationWarning,
         check_whitening_fits,

@@ -19,6 +19,7 @@ __all__ = [
     "output_dimension",
     "check_whitening_fits",
     "TruncationWarning",
+    "DescribedEncoder",
 ]
 
 #: The marker file of a saved :class:`sentvec.Pipeline` directory (its ``pipeline.json``).
@@ -96,4 +97,45 @@ def check_whitening_fits(encoder: Encoder, whitening: Any, *, what: str = "white
         raise ValueError(
             f"{what} was fitted on {int(n_in)}-dimensional vectors, but the "
             f"encoder gives {d}-dimensional ones; fit it on this encoder's vectors"
+        )
+
+
+class DescribedEncoder:
+    """An encoder known only by its description, standing in for it where its vectors were
+    computed before (a vector-cache hit), so the model is never loaded.
+
+    It describes itself exactly as the described encoder (``config_dict``, text variant,
+    width), which is all that scoring given embeddings asks of an encoder
+    (:func:`sentvec.evaluation.evaluate_sts` with ``embeddings=``). It cannot encode.
+
+    Parameters
+    ----------
+    description : mapping
+        The encoder's ``config_dict()``, e.g. from
+        :func:`sentvec.encoders.describe_without_loading`; ``text_variant`` and
+        ``hidden_size`` are read from it when present.
+    """
+
+    def __init__(self, description: Any) -> None:
+        self._description = dict(description)
+        self.preferred_text_variant = str(self._description.get("text_variant", "senteval"))
+        width = self._description.get("hidden_size")
+        self.dim = int(width) if isinstance(width, int) and not isinstance(width, bool) else None
+
+    def config_dict(self) -> dict[str, Any]:
+        """The description given (a copy)."""
+        return dict(self._description)
+
+    def encode(self, sentences: Any, **kwargs: Any) -> np.ndarray:
+        """Always raises: the vectors of a described encoder come from elsewhere.
+
+        Raises
+        ------
+        RuntimeError
+            Always, naming the model.
+        """
+        model = self._description.get("model", self._description.get("encoder", "?"))
+        raise RuntimeError(
+            f"{model!r} is only described here (its vectors came from the cache); load it with "
+            "sentvec.load_encoder to encode"
         )
