@@ -224,6 +224,17 @@ def test_a_damaged_table_cache_is_rebuilt(monkeypatch, tmp_path):
         npy.write_bytes(b"truncated")
         mod._tables.cache_clear()
         np.testing.assert_array_equal(mod._tables().flags, good)
+        # a changed lower-case entry ('A' -> 'b') is caught by the digest too
+        import json
+
+        (meta,) = (tmp_path / "moses").glob("*.json")
+        stored = json.loads(meta.read_text(encoding="utf-8"))
+        pairs = stored["lower"]["to_one"]
+        at = pairs[::2].index(ord("A"))
+        pairs[2 * at + 1] = ord("b")
+        meta.write_text(json.dumps(stored), encoding="utf-8")
+        mod._tables.cache_clear()
+        assert mod._tables().lower[ord("A")] == ord("a")
     finally:
         mod._tables.cache_clear()
 
