@@ -10,8 +10,13 @@
    distinct tab-separated field, against sacremoses run here (``--sts-sample N``: a seeded
    sample of N fields instead of all).
 
+Both of the tokenizer's paths are checked on both sets: ``tokenize_lines`` (str in, str out:
+``embed``, ``encode``, training ...) and ``tokenize_utf8`` (UTF-8 bytes in and out, lower-cased
+in the kernel: ``sentvec tokenize``), each against the reference.
+
 Prints the lines compared, the mismatches (the first ``--show`` of them), the lines left to
-sacremoses by the kernel (its fallback) and the load average. Exit status 1 on any mismatch.
+sacremoses by the kernel (its fallback), the lines the UTF-8 path left to the str path, and the
+load average. Exit status 1 on any mismatch.
 
 Usage::
 
@@ -46,10 +51,26 @@ def _load() -> str:
     return f"load average {a:.2f} {b:.2f} {c:.2f}"
 
 
+def _check_utf8(tok, lines: list[str], want: list[str], first: int, show: int, bad: int) -> int:
+    """Mismatches of ``tokenize_utf8`` on ``lines`` (joined by newlines) against ``want``."""
+    got = tok.tokenize_utf8("\n".join(lines).encode("utf-8", "surrogateescape"))
+    got_lines = got.decode("utf-8", "surrogateescape").split("\n")[:-1]
+    if len(got_lines) != len(lines):
+        raise SystemExit(f"tokenize_utf8 gave {len(got_lines)} lines for {len(lines)}")
+    for i, (g, w) in enumerate(zip(got_lines, want, strict=True)):
+        if g != w:
+            bad += 1
+            if bad <= show:
+                print(
+                    f"  utf8 path, line {first + i}: {lines[i]!r}\n    ours {g!r}\n    ref  {w!r}"
+                )
+    return bad
+
+
 def check_corpus(tok, limit: int | None, show: int) -> int:
     t0 = time.perf_counter()
-    bad = n = 0
-    tok_s = 0.0
+    bad = bad_utf8 = n = 0
+    tok_s = utf8_s = 0.0
     raw, twin = _lines(RAW, limit), _lines(TWIN, limit)
     while True:
         batch = list(islice(raw, BATCH))
@@ -66,15 +87,21 @@ def check_corpus(tok, limit: int | None, show: int) -> int:
                 bad += 1
                 if bad <= show:
                     print(f"  line {n + i + 1}: {batch[i]!r}\n    ours {g!r}\n    ref  {w!r}")
+        t = time.perf_counter()
+        bad_utf8 = _check_utf8(tok, batch, want, n + 1, show, bad_utf8)
+        utf8_s += time.perf_counter() - t
         n += len(batch)
     if next(twin, None) is not None:
         raise SystemExit(f"{TWIN} has more lines than {RAW}")
     print(
-        f"corpus: {n:,} lines, {bad} mismatches, {tok.n_fallback} left to sacremoses "
-        f"({100 * tok.n_fallback / max(n, 1):.4f} %); tokenizing {tok_s:.1f} s "
-        f"({n / tok_s:,.0f} lines/s), total {time.perf_counter() - t0:.1f} s; {_load()}"
+        f"corpus: {n:,} lines, {bad} mismatches (str path), {bad_utf8} (UTF-8 path); "
+        f"{tok.n_fallback} left to sacremoses ({100 * tok.n_fallback / max(n, 1):.4f} %), "
+        f"{tok.n_in_python} by the UTF-8 path to the str path "
+        f"({100 * tok.n_in_python / max(n, 1):.4f} %); tokenizing {tok_s:.1f} s (str), "
+        f"{utf8_s:.1f} s (UTF-8, with encoding and decoding), total "
+        f"{time.perf_counter() - t0:.1f} s; {_load()}"
     )
-    return bad
+    return bad + bad_utf8
 
 
 def sts_fields(root: Path) -> list[str]:
@@ -93,22 +120,25 @@ def check_sts(tok, root: Path, sample: int | None, show: int) -> int:
     fields = sts_fields(root)
     if sample is not None and sample < len(fields):
         fields = random.Random(0).sample(fields, sample)
-    before = tok.n_fallback
+    before, before_py = tok.n_fallback, tok.n_in_python
     t = time.perf_counter()
     got = tok.tokenize_lines(fields)
     ours = time.perf_counter() - t
     t = time.perf_counter()
     want = [" ".join(sacremoses_tokens(f, lowercase=True)) for f in fields]
     ref = time.perf_counter() - t
-    bad = 0
+    bad_utf8 = _check_utf8(tok, fields, want, 1, show, 0)
+    bad = bad_utf8
     for f, g, w in zip(fields, got, want, strict=True):
         if g != w:
             bad += 1
             if bad <= show:
                 print(f"  {f!r}\n    ours {g!r}\n    ref  {w!r}")
     print(
-        f"STS raw ({root}): {len(fields):,} distinct fields, {bad} mismatches, "
-        f"{tok.n_fallback - before} left to sacremoses; ours {ours:.2f} s, sacremoses "
+        f"STS raw ({root}): {len(fields):,} distinct fields, {bad - bad_utf8} mismatches "
+        f"(str path), {bad_utf8} (UTF-8 path), {tok.n_fallback - before} left "
+        f"to sacremoses, {tok.n_in_python - before_py} by the UTF-8 path to the str path; ours "
+        f"{ours:.2f} s, sacremoses "
         f"{ref:.1f} s (x{ref / ours:.0f}); {_load()}"
     )
     return bad

@@ -100,6 +100,32 @@ def test_tokenize_moses_lowercase_streams_every_line(tmp_path, capsys):
     ]
 
 
+@pytest.mark.parametrize("errors", ["strict", "replace", "surrogateescape"])
+def test_tokenize_bytes_path_equals_the_line_by_line_preparation(tmp_path, capsys, errors):
+    """The command's bytes-in, bytes-out path against the lines as the reader decodes them,
+    prepared one by one: invalid UTF-8 (refused, replaced or kept), a BOM at the start, lines
+    only Python lower-cases, a kept \\r, no final newline."""
+    from sentvec._io import TextLineReader
+    from sentvec.sent2vec.preprocessing import Preprocessing
+
+    raw = (
+        b"\xef\xbb\xbfThe Cat's HAT, isn't it?\nCAF\xc9 \xed\xa0\x80 (ok)...\n"
+        + "İstanbul ΣΟΦΟΣ. Mr. X\r\n\n".encode()
+        + b"\xe2\x82"
+    )
+    inp, out = tmp_path / "raw.txt", tmp_path / "tok.txt"
+    inp.write_bytes(raw)
+    rc = main(["tokenize", "-i", str(inp), "-o", str(out), "--errors", errors])
+    err = capsys.readouterr().err
+    if errors == "strict":
+        assert rc == 2 and "line 2 is not valid UTF-8" in err and not out.exists()
+        return
+    prep = Preprocessing(lowercase=True, tokenizer="moses")
+    want = [prep.prepare(line) for line in TextLineReader(str(inp), errors)]
+    assert rc == 0 and "5 lines" in err and "2 lines were not valid UTF-8" in err
+    assert out.read_bytes() == b"".join(t.encode("utf-8", "surrogateescape") + b"\n" for t in want)
+
+
 def test_tokenize_then_embed_equals_model_preprocessing(tmp_path):
     from sentvec.sent2vec.model import Sent2Vec
 

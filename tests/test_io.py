@@ -216,10 +216,11 @@ def test_read_text_lines(tmp_path):
 
 @pytest.mark.parametrize("errors", ["replace", "surrogateescape", "strict"])
 @pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1 << 20])
-def test_line_reader_batches_equal_its_lines(tmp_path, errors, chunk):
-    """``batches`` (block decoding) gives what iteration (line by line) gives: a BOM at the start
-    only, a kept \\r, empty lines, no final newline, multi-byte characters across block ends,
-    invalid UTF-8 counted in ``n_bad`` or refused with the same message."""
+def test_line_reader_blocks_equal_its_lines(tmp_path, errors, chunk):
+    """``blocks`` (whole lines' bytes) decoded by ``decode_line`` give what iteration (line by
+    line) gives: a BOM at the start only, a kept \\r, empty lines, no final newline, multi-byte
+    characters across block ends, invalid UTF-8 counted in ``n_bad`` or refused with the same
+    message (the same line number)."""
     from sentvec._io import UTF8_BOM, TextLineReader
 
     good = UTF8_BOM + "é x\r\n\n\nα β γ\n\ufeffmid\n".encode() + "last 😀".encode()
@@ -232,7 +233,11 @@ def test_line_reader_batches_equal_its_lines(tmp_path, errors, chunk):
         except ValueError as exc:
             want = str(exc)
         try:
-            got: list[str] | str = [x for b in blocks.batches(chunk) for x in b]
+            got: list[str] | str = [
+                blocks.decode_line(line, first + i)
+                for body, first in blocks.blocks(chunk)
+                for i, line in enumerate(body.split(b"\n"))
+            ]
         except ValueError as exc:
             got = str(exc)
         assert got == want and blocks.n_bad == one.n_bad, (raw, chunk)

@@ -224,6 +224,17 @@ def test_a_damaged_table_cache_is_rebuilt(monkeypatch, tmp_path):
         npy.write_bytes(b"truncated")
         mod._tables.cache_clear()
         np.testing.assert_array_equal(mod._tables().flags, good)
+        # a changed lower-case entry ('A' -> 'b') is caught by the digest too
+        import json
+
+        (meta,) = (tmp_path / "moses").glob("*.json")
+        stored = json.loads(meta.read_text(encoding="utf-8"))
+        pairs = stored["lower"]["to_one"]
+        at = pairs[::2].index(ord("A"))
+        pairs[2 * at + 1] = ord("b")
+        meta.write_text(json.dumps(stored), encoding="utf-8")
+        mod._tables.cache_clear()
+        assert mod._tables().lower[ord("A")] == ord("a")
     finally:
         mod._tables.cache_clear()
 
@@ -236,3 +247,118 @@ def test_the_tables_are_cached_in_the_tests_own_directory():
     mod._tables()
     root = Path(os.environ["SENTVEC_CACHE"])
     assert root.name.startswith("moses-cache") and list((root / "moses").glob("*.npy"))
+
+
+# --- the UTF-8 path (bytes in, bytes out; what `sentvec tokenize` runs) ---
+
+
+def _utf8_oracle(tok: MosesTokenizer, data: bytes) -> bytes:
+    """The str path line by line: surrogateescape decoding, tokenize_lines, UTF-8 back."""
+    lines = [raw.decode("utf-8", "surrogateescape") for raw in data.split(b"\n")]
+    return b"".join(t.encode("utf-8", "surrogateescape") + b"\n" for t in tok.tokenize_lines(lines))
+
+
+def _left_to_python(raw: bytes, lowercase: bool) -> bool:
+    """Whether the UTF-8 path must leave a line to the str path: not valid UTF-8, or (when
+    lower-casing) a character whose lower case is not one code point on its own."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return lowercase and any(c == "Σ" or len(c.lower()) != 1 for c in text)
+
+
+def test_utf8_path_on_the_corpus_sample_equals_the_tokenized_reference(moses):
+    data = SAMPLE.read_bytes()
+    assert data.endswith(b"\n")
+    before = moses.n_in_python
+    got = moses.tokenize_utf8(data[:-1])
+    assert got == REFERENCE.read_bytes()
+    only_python = sum(_left_to_python(raw, True) for raw in data[:-1].split(b"\n"))
+    assert 0 < only_python < 10  # the few with a capital sigma or a dotted capital I
+    assert moses.n_in_python - before == only_python
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_utf8_path_equals_the_str_path(lowercase, threads):
+    # the edge cases, lines only Python lower-cases (U+0130, U+03A3), a kept \r, and lines that
+    # are not valid UTF-8 (overlong, surrogate, past U+10FFFF, truncated, stray continuation)
+    odd = [
+        b"caf\xe9 au lait",
+        b"\xc0\xaf overlong / and \xe0\x80\xaf",
+        b"\xed\xa0\x80 surrogate",
+        b"\xf4\x90\x80\x80 too big, \xf5\x80\x80\x80",
+        b"cut \xe2\x82",
+        b"\x80 stray",
+        b"\xf0\x9f\x98 truncated emoji, then \xf0\x9f\x98\x80 a whole one",
+        "İstanbul'S ΣΟΦΟΣ. ΣΑΣ's".encode(),
+        "Kelvin \u212a, Ⱥ and \u1e9e.".encode(),
+        b"win\r",
+        b"",
+    ]
+    data = b"\n".join([s.encode("utf-8", "surrogateescape") for s in EDGE_CASES] + odd)
+    data = b"\n".join(
+        [data] * (1 + 3000 * (threads - 1) // len(EDGE_CASES))
+    )  # 2 threads: > 2,048 lines
+    tok = MosesTokenizer(lowercase=lowercase, num_threads=threads)
+    ref = MosesTokenizer(lowercase=lowercase, num_threads=1)
+    assert tok.tokenize_utf8(data) == _utf8_oracle(ref, data)
+    n = data.count(b"\n") + 1
+    assert tok.n_lines == n and tok.n_fallback == 0
+    assert tok.n_in_python == sum(_left_to_python(raw, lowercase) for raw in data.split(b"\n"))
+
+
+def test_utf8_path_decodes_as_python_does_random_bytes():
+    rng = random.Random(1)
+    alphabet = [b"a", b" ", b".", b"'", b",", b"\x80", b"\xbf", b"\xc2", b"\xdf", b"\xe0", b"\xa0",
+                b"\xed", b"\x9f", b"\xef", b"\xf0", b"\x90", b"\xf4", b"\x8f", b"\xff", b"\xc3\xa9",
+                "Σ".encode(), "İ".encode()]  # fmt: skip
+    lines = [b"".join(rng.choices(alphabet, k=rng.randrange(12))) for _ in range(3000)]
+    data = b"\n".join(lines)
+    tok = MosesTokenizer(lowercase=True, num_threads=2)
+    assert tok.tokenize_utf8(data) == _utf8_oracle(MosesTokenizer(lowercase=True), data)
+    assert tok.n_in_python == sum(_left_to_python(raw, True) for raw in lines) > 1000
+
+
+def test_utf8_path_calls_decode_for_invalid_lines_only():
+    seen = []
+
+    def decode(raw, i):
+        seen.append((i, raw))
+        return raw.decode("latin-1")
+
+    tok = MosesTokenizer(lowercase=True, num_threads=1)
+    assert (
+        tok.tokenize_utf8(b"ok\nCAF\xc9!\n" + "ΣΑΣ".encode(), decode)
+        == "ok\ncafé !\nσας\n".encode()
+    )
+    assert seen == [(1, b"CAF\xc9!")]
+    assert tok.tokenize_utf8(b"") == b"\n"  # one empty line
+    assert tok.tokenize_utf8(b"a\n") == b"a\n\n"
+    with pytest.raises(ValueError, match="nope"):
+        tok.tokenize_utf8(b"\xff", lambda raw, i: (_ for _ in ()).throw(ValueError("nope")))
+
+
+def test_utf8_path_with_an_unverified_sacremoses(monkeypatch):
+    import sentvec.sent2vec.moses as mod
+
+    monkeypatch.setattr(mod, "sacremoses_version", lambda: "0.0.1")
+    with pytest.warns(UserWarning):
+        tok = mod.MosesTokenizer(lowercase=True)
+    data = "\n".join(EDGE_CASES[:8]).encode()
+    assert tok.tokenize_utf8(data) == ("\n".join(_reference(EDGE_CASES[:8])) + "\n").encode()
+    assert tok.n_in_python == tok.n_fallback == 8
+
+
+def test_the_lower_table_is_str_lower_of_each_code_point():
+    from sentvec.sent2vec import _moses_utf8 as k
+    from sentvec.sent2vec.moses import _tables
+
+    lower = _tables().lower
+    for c in range(0x110000):
+        low = chr(c).lower()
+        if c == 0x3A3 or len(low) != 1:
+            assert lower[c] == k.LOWER_IN_PYTHON, hex(c)
+        else:
+            assert lower[c] == ord(low), hex(c)

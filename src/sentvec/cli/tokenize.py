@@ -7,6 +7,7 @@ models expect input prepared so.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from contextlib import ExitStack
 from typing import IO, Any
@@ -43,7 +44,7 @@ def register(subparsers: Any) -> None:
     t.set_defaults(func=_run_tokenize)
 
 
-#: Bytes of text read, decoded and tokenized per batch (whole lines).
+#: Bytes of text read and tokenized per batch (whole lines).
 BATCH_BYTES = 1 << 22
 
 
@@ -52,6 +53,11 @@ def _encode(text: str) -> bytes:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # lone surrogates not made by surrogateescape: kept as they are
         return text.encode("utf-8", "surrogatepass")
+
+
+def _decode_line(reader: _LineReader, first: int, raw: bytes, i: int) -> str:
+    """Line ``i`` of a block whose first line is ``first``, decoded as the reader decodes."""
+    return reader.decode_line(raw, first + i)
 
 
 def _run_tokenize(args: argparse.Namespace) -> int:
@@ -77,13 +83,11 @@ def _run_tokenize(args: argparse.Namespace) -> int:
             moses = MosesTokenizer(lowercase=bool(args.lowercase))
             with compiling_notice():  # a first run compiles the kernels: say so on a terminal
                 moses.load()
-            for batch in reader.batches(BATCH_BYTES):
-                text, fallback = moses.tokenize_text(batch)
-                if fallback:  # rare: sacremoses fills in the lines the kernel left
-                    text = "\n".join(moses.tokenize_lines(batch)) + "\n"
-                    n_fallback += len(fallback)
-                out.write(_encode(text))
-                n += len(batch)
+            for body, first in reader.blocks(BATCH_BYTES):  # bytes in, bytes out
+                decode = functools.partial(_decode_line, reader, first)
+                out.write(moses.tokenize_utf8(body, decode))
+                n += body.count(b"\n") + 1
+            n_fallback = moses.n_fallback
         else:
             for line in reader:
                 out.write(_encode(prep.prepare(line) + "\n"))

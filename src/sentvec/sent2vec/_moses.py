@@ -333,8 +333,15 @@ def _restore(src, n, dst, cap):
 @numba.njit(cache=True, nogil=True)
 def _tokenize_line(data, lo, hi, flags, prefixes, prefix_offsets, prefix_kind, a, b):
     """All passes on ``data[lo:hi]``; the result is in ``a[:m]``; returns m (-1: too long)."""
-    cap = a.shape[0]
     n = _clean(data, lo, hi, flags, a)
+    return _rules(n, flags, prefixes, prefix_offsets, prefix_kind, a, b)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rules(n, flags, prefixes, prefix_offsets, prefix_kind, a, b):
+    """Passes 2-7 on the cleaned text ``a[:n]``; the result is in ``a[:m]``; returns m (-1:
+    too long)."""
+    cap = a.shape[0]
     if n == 0:
         return 0
     n = _pad(a, n, b, flags)

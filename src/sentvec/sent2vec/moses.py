@@ -6,6 +6,9 @@
 (``shared/data/MANIFEST.md``). A batch of lines is encoded once to UTF-32 and tokenized by the
 numba kernels of :mod:`sentvec.sent2vec._moses` (the same ordered rewrite rules as sacremoses,
 with its own Unicode classes and nonbreaking prefixes), in parallel threads without the GIL.
+:meth:`MosesTokenizer.tokenize_utf8` takes UTF-8 bytes and gives UTF-8 bytes, decoding,
+lower-casing and encoding in the kernels too (:mod:`sentvec.sent2vec._moses_utf8`); it is what
+``sentvec tokenize`` runs.
 
 Exactness: the classes (IsAlnum, IsAlpha, IsN, IsLower) and the English nonbreaking prefixes
 are read from the installed sacremoses, and the rules are those of sacremoses 0.2.0
@@ -29,7 +32,7 @@ import re
 import threading
 import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -40,7 +43,7 @@ import numpy as np
 #: sacremoses versions whose English rules the kernels implement (identity-checked).
 VERIFIED_SACREMOSES: tuple[str, ...] = ("0.2.0",)
 #: Bumped when the cached table layout changes.
-_TABLES_FORMAT = 2
+_TABLES_FORMAT = 3
 #: Lines of at least this many per thread are worth a second thread.
 _PARALLEL_MIN = 2048
 
@@ -85,6 +88,7 @@ class _Tables:
     prefixes: np.ndarray  # uint32, the prefixes' code points back to back
     prefix_offsets: np.ndarray  # int64 (P + 1,)
     prefix_kind: np.ndarray  # uint8 (P,), NONBREAKING or NUMERIC_ONLY
+    lower: np.ndarray  # uint32 (0x110000,), str.lower per code point or LOWER_IN_PYTHON
 
 
 def _codepoints(text: str) -> np.ndarray:
@@ -116,6 +120,36 @@ def _build_tables() -> tuple[np.ndarray, dict[str, int]]:
     return flags, kinds
 
 
+def _lower_changes() -> dict[str, list[int]]:
+    """The code points :meth:`str.lower` changes: ``"to_one"`` pairs ``[c, lower(c)]`` and
+    ``"in_python"``, those not lower-cased to one code point on their own (U+0130 gives two
+    characters; U+03A3 gives final or medial sigma depending on its neighbours)."""
+    to_one: list[int] = []
+    in_python: list[int] = []
+    for c in range(0x110000):
+        ch = chr(c)
+        low = ch.lower()
+        if c == 0x3A3 or len(low) != 1:
+            in_python.append(c)
+        elif low != ch:
+            to_one += [c, ord(low)]
+    return {"to_one": to_one, "in_python": in_python}
+
+
+def _lower_table(changes: dict[str, list[int]]) -> np.ndarray:
+    from sentvec.sent2vec import _moses_utf8 as k
+
+    lower = np.arange(0x110000, dtype=np.uint32)
+    pairs = np.asarray(changes["to_one"], dtype=np.int64).reshape(-1, 2)
+    lower[pairs[:, 0]] = pairs[:, 1]
+    lower[np.asarray(changes["in_python"], dtype=np.int64)] = k.LOWER_IN_PYTHON
+    return lower
+
+
+def _digest(flags: np.ndarray, lower: np.ndarray) -> str:
+    return hashlib.sha256(flags.tobytes() + lower.tobytes()).hexdigest()
+
+
 def _tables_path(version: str) -> Path:
     from sentvec.cache import default_cache_dir
 
@@ -123,7 +157,7 @@ def _tables_path(version: str) -> Path:
     return default_cache_dir() / "moses" / tag
 
 
-def _pack(flags: np.ndarray, kinds: dict[str, int]) -> _Tables:
+def _pack(flags: np.ndarray, kinds: dict[str, int], lower: np.ndarray) -> _Tables:
     names = sorted(kinds)
     offsets = np.zeros(len(names) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in names], out=offsets[1:])
@@ -132,6 +166,7 @@ def _pack(flags: np.ndarray, kinds: dict[str, int]) -> _Tables:
         prefixes=_codepoints("".join(names)) if names else np.zeros(1, np.uint32),
         prefix_offsets=offsets,
         prefix_kind=np.array([kinds[p] for p in names], dtype=np.uint8),
+        lower=lower,
     )
 
 
@@ -146,20 +181,28 @@ def _tables() -> _Tables:
     try:
         stored = json.loads(meta.read_text(encoding="utf-8"))
         flags = load_npy(npy)
-        if (
-            flags.shape == (0x110000,)
-            and flags.dtype == np.uint8
-            and hashlib.sha256(flags.tobytes()).hexdigest() == stored["sha256"]
-        ):  # a damaged file is rebuilt, never used
-            return _pack(flags, {str(p): int(v) for p, v in stored["prefixes"].items()})
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        if flags.shape == (0x110000,) and flags.dtype == np.uint8:
+            lower = _lower_table(stored["lower"])
+            if _digest(flags, lower) == stored["sha256"]:  # a damaged file is rebuilt, never used
+                kinds = {str(p): int(v) for p, v in stored["prefixes"].items()}
+                return _pack(flags, kinds, lower)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         pass
     flags, kinds = _build_tables()
+    changes = _lower_changes()
+    lower = _lower_table(changes)
     try:
         stem.parent.mkdir(parents=True, exist_ok=True)
         atomic_save_npy(npy, flags)
-        digest = hashlib.sha256(flags.tobytes()).hexdigest()
-        atomic_write_json(meta, {"sacremoses": version, "sha256": digest, "prefixes": kinds})
+        atomic_write_json(
+            meta,
+            {
+                "sacremoses": version,
+                "sha256": _digest(flags, lower),
+                "prefixes": kinds,
+                "lower": changes,
+            },
+        )
     except OSError as exc:
         warnings.warn(
             f"could not cache the Moses tables under {str(stem.parent)!r} ({exc}); they are "
@@ -167,7 +210,25 @@ def _tables() -> _Tables:
             UserWarning,
             stacklevel=3,
         )
-    return _pack(flags, kinds)
+    return _pack(flags, kinds, lower)
+
+
+def _decode_line(raw: bytes, i: int, decode: Callable[[bytes, int], str] | None) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        if decode is None:
+            return raw.decode("utf-8", "surrogateescape")
+        return decode(raw, i)
+
+
+def _encode_utf8(text: str) -> bytes:
+    """UTF-8, with the surrogates of ``surrogateescape`` written back as their bytes (other lone
+    surrogates as they are)."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _default_threads() -> int:
@@ -191,6 +252,8 @@ class MosesTokenizer:
     ----------
     n_lines, n_fallback : int
         Lines tokenized so far, and how many of them sacremoses itself tokenized.
+    n_in_python : int
+        Lines :meth:`tokenize_utf8` handed to :meth:`tokenize_lines` (see there).
     compiled : bool
         False when the installed sacremoses is not one of :data:`VERIFIED_SACREMOSES` (every
         line then goes to sacremoses).
@@ -222,6 +285,7 @@ class MosesTokenizer:
             )
         self.n_lines = 0
         self.n_fallback = 0
+        self.n_in_python = 0
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -309,6 +373,100 @@ class MosesTokenizer:
             self.n_fallback += len(fallback)
         return out
 
+    def tokenize_utf8(
+        self, data: bytes, decode: Callable[[bytes, int], str] | None = None
+    ) -> bytes:
+        """Tokenize the UTF-8 lines of ``data``, bytes in, bytes out.
+
+        The kernel decodes each line, tokenizes it, lower-cases it (if asked) and writes it as
+        UTF-8, in parallel threads: no Python string is made for a line, except for the few
+        it leaves to :meth:`tokenize_lines` (Notes). The tokens are those of
+        :meth:`tokenize_lines` on the decoded lines.
+
+        Parameters
+        ----------
+        data : bytes
+            The lines are ``data.split(b"\\n")``: ``b""`` is one empty line, and a final
+            newline starts one more, empty line (strip it first). Blocks of a few MB suit it
+            (``sentvec tokenize`` passes 4 MB): the output buffer reserves 8 bytes per input
+            byte, of which only what is written gets touched.
+        decode : callable, optional
+            ``decode(raw, i)`` gives the text of line ``i`` (its bytes ``raw``) when they are
+            not valid UTF-8; it may raise, which stops the call. Default:
+            ``raw.decode("utf-8", "surrogateescape")``.
+
+        Returns
+        -------
+        bytes
+            Each line's tokens joined by single spaces and followed by ``b"\\n"``, in UTF-8
+            (surrogates that ``surrogateescape`` made are written back as their bytes).
+
+        Notes
+        -----
+        Lines left to :meth:`tokenize_lines`, and counted in :attr:`n_in_python`: those that are
+        not valid UTF-8 (decoded by ``decode``), those with a character whose lower case is not
+        one code point on its own (U+0130 lower-cases to two; U+03A3 to final or medial sigma
+        depending on its neighbours), when lower-casing, and those the kernel cannot handle.
+        The other characters are lower-cased through a table made from :meth:`str.lower` of
+        each code point, so the output equals :meth:`str.lower` of the tokens.
+        """
+        text, n, n_left = self._utf8(data, decode)
+        with self._lock:
+            self.n_lines += n - n_left
+            self.n_in_python += n_left
+        return text
+
+    def _utf8(
+        self, data: bytes, decode: Callable[[bytes, int], str] | None
+    ) -> tuple[bytes, int, int]:
+        """:meth:`tokenize_utf8`, without counting its lines: (output, lines, lines left)."""
+        from sentvec.sent2vec import _moses_utf8 as k
+
+        buf = np.frombuffer(data, dtype=np.uint8)
+        starts = k.line_starts(buf)
+        n = starts.size - 1
+        out = np.empty(k.utf8_region(starts, n), dtype=np.uint8)
+        out_start = np.zeros(n, dtype=np.int64)
+        status = np.ones(n, dtype=np.uint8)
+        bounds, ends = [0, n], [0]
+        if self.compiled:
+            t = _tables()
+            args = (t.flags, t.prefixes, t.prefix_offsets, t.prefix_kind, t.lower)
+            rest = (bool(self.lowercase), out, out_start, status)
+            threads = min(self.num_threads, max(1, n // _PARALLEL_MIN))
+            if threads == 1:
+                ends = [k.tokenize_utf8_range(buf, starts, 0, n, *args, *rest)]
+            else:
+                from concurrent.futures import ThreadPoolExecutor
+
+                parts = threads * 4
+                bounds = [n * i // parts for i in range(parts + 1)]
+                with ThreadPoolExecutor(threads) as pool:
+                    ends = list(
+                        pool.map(
+                            lambda a, b: k.tokenize_utf8_range(buf, starts, a, b, *args, *rest),
+                            bounds[:-1],
+                            bounds[1:],
+                        )
+                    )
+        view = out.data
+        left = np.flatnonzero(status).tolist()
+        done: list[str] = []
+        if left:
+            done = self.tokenize_lines(
+                [_decode_line(data[starts[i] : starts[i + 1] - 1], i, decode) for i in left]
+            )
+        pieces: list[bytes | memoryview] = []
+        j = 0
+        for a, b, end in zip(bounds[:-1], bounds[1:], ends, strict=True):
+            cur = k.utf8_region(starts, a)
+            while j < len(left) and left[j] < b:
+                at = int(out_start[left[j]])
+                pieces += [view[cur:at], _encode_utf8(done[j]) + b"\n"]
+                cur, j = at, j + 1
+            pieces.append(view[cur:end])
+        return b"".join(pieces), n, len(left)
+
     def tokenize(self, line: str) -> list[str]:
         """Tokens of one line (as :func:`sacremoses_tokens`, lower-cased if asked)."""
         if not isinstance(line, str):
@@ -320,3 +478,4 @@ class MosesTokenizer:
         """Load the tables and the kernels now (numba compiles them on a first run)."""
         if self.compiled:
             self.tokenize_text(["a"])
+            self._utf8(b"a", None)
