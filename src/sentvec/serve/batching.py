@@ -18,8 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import Any
 
 __all__ = ["DynamicBatcher", "QueueFullError", "BatcherClosedError"]
 
@@ -48,6 +47,13 @@ class _Job:
     future: asyncio.Future = field(repr=False)
 
 
+def _rows(result: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` of an encode result: an array, or a tuple of arrays and Nones."""
+    if isinstance(result, tuple):
+        return tuple(None if part is None else part[start:stop] for part in result)
+    return result[start:stop]
+
+
 #: ``on_batch(items, tokens, seconds)``: called after each encoded batch (metrics).
 BatchObserver = Callable[[int, int, float], None]
 
@@ -58,8 +64,9 @@ class DynamicBatcher:
     Parameters
     ----------
     encode : callable
-        ``encode(list of str) -> ndarray (n, d) float32``; run in this batcher's worker thread,
-        one batch at a time.
+        ``encode(list of str) -> ndarray (n, d) float32``, or ``-> (ndarray (n, d), ndarray
+        (n,) or None)`` for an encoder that also counts each text's tokens; run in this
+        batcher's worker thread, one batch at a time. Each request gets its own rows of each.
     max_batch_tokens : int, default 16384
         Token budget of a batch (the sum of its requests' token counts).
     max_batch_size : int, default 256
@@ -84,7 +91,7 @@ class DynamicBatcher:
 
     def __init__(
         self,
-        encode: Callable[[list[str]], np.ndarray],
+        encode: Callable[[list[str]], Any],
         *,
         max_batch_tokens: int = 16384,
         max_batch_size: int = 256,
@@ -134,7 +141,7 @@ class DynamicBatcher:
                 self._run(), name=f"sentvec-batcher-{self.name}"
             )
 
-    async def submit(self, texts: list[str], tokens: int) -> np.ndarray:
+    async def submit(self, texts: list[str], tokens: int) -> Any:
         """Queue ``texts`` and return their vectors, shape ``(len(texts), d)``, in order.
 
         Parameters
@@ -142,7 +149,13 @@ class DynamicBatcher:
         texts : list of str
             At least one text.
         tokens : int
-            Their token count (counts against ``max_batch_tokens``).
+            Their token count, or a bound of it (counts against ``max_batch_tokens``).
+
+        Returns
+        -------
+        ndarray, or tuple
+            What ``encode`` returned for the batch, cut to these texts' rows: the vectors, or
+            the vectors and the token counts (None stays None).
 
         Raises
         ------
@@ -228,7 +241,7 @@ class DynamicBatcher:
                 texts = [t for job in jobs for t in job.texts]
                 t0 = time.perf_counter()
                 try:
-                    vectors = await loop.run_in_executor(self._executor, self._encode, texts)
+                    result = await loop.run_in_executor(self._executor, self._encode, texts)
                 except Exception as exc:  # the encoder failed: those requests fail, not the loop
                     log.exception(
                         "model %r: encoding a batch of %d inputs failed", self.name, len(texts)
@@ -237,14 +250,19 @@ class DynamicBatcher:
                         if not job.future.done():
                             job.future.set_exception(exc)
                     continue
+                counted = result[1] if isinstance(result, tuple) else None
                 if self._on_batch is not None:
-                    tokens = sum(job.tokens for job in jobs)
+                    tokens = (
+                        int(counted.sum())
+                        if counted is not None
+                        else sum(job.tokens for job in jobs)
+                    )
                     self._on_batch(len(texts), tokens, time.perf_counter() - t0)
                 start = 0
                 for job in jobs:
                     stop = start + len(job.texts)
                     if not job.future.done():
-                        job.future.set_result(vectors[start:stop])
+                        job.future.set_result(_rows(result, start, stop))
                     start = stop
         except asyncio.CancelledError:
             raise
