@@ -175,3 +175,28 @@ def test_a_sent2vec_model_counts_its_tokens_while_encoding():
     (v1, t1), (v2, t2) = asyncio.run(run())
     assert t1.tolist() == want[:3] and t2.tolist() == want[3:]
     np.testing.assert_array_equal(np.vstack([v1, v2]), vectors)
+
+
+def test_concurrent_batches_encode_side_by_side_and_close_cleanly():
+    """With max_concurrent_batches=2 two batches are inside encode at once (a barrier of two
+    threads passes only then); each request still gets its own rows."""
+    barrier = threading.Barrier(2, timeout=5)
+    inside: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        inside.append(len(texts))
+        barrier.wait()  # raises BrokenBarrierError unless another batch is being encoded
+        return _want(texts)
+
+    async def run():
+        b = DynamicBatcher(encode, max_batch_size=1, max_wait_ms=0, max_concurrent_batches=2)
+        out = await asyncio.gather(b.submit(["first"], 1), b.submit(["second"], 1))
+        await b.aclose()
+        return out
+
+    first, second = asyncio.run(run())
+    np.testing.assert_array_equal(first, _want(["first"]))
+    np.testing.assert_array_equal(second, _want(["second"]))
+    assert inside == [1, 1]
+    with pytest.raises(ValueError, match="max_concurrent_batches"):
+        DynamicBatcher(encode, max_concurrent_batches=0)

@@ -97,6 +97,7 @@ class ServerState:
                 max_batch_size=cfg.max_batch_size,
                 max_wait_ms=cfg.max_wait_ms,
                 max_queue_items=cfg.max_queue_items,
+                max_concurrent_batches=model.concurrent_batches,
                 name=name,
                 on_batch=self.metrics.batch_observer(name),
                 on_depth=self.metrics.depth_observer(name),

@@ -167,6 +167,18 @@ class ServedModel:
         them beforehand: batches are bounded by :meth:`token_bound`, and nothing is truncated)."""
         return self._stats_encode is not None
 
+    @property
+    def concurrent_batches(self) -> int:
+        """Batches to encode side by side: one per core for a :attr:`counts_on_encode` model
+        (Sent2Vec: a compiled loop without the GIL, one core per batch below a few thousand
+        texts), else 1 (a transformer's forward pass uses every core already)."""
+        if self._stats_encode is None:
+            return 1
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            return max(1, os.cpu_count() or 1)
+
     def token_bound(self, texts: Sequence[str]) -> int:
         """An upper bound of the tokens in ``texts``, without tokenizing: their characters
         (every token holds at least one). Bounds the batches of a :attr:`counts_on_encode`
