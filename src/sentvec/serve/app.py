@@ -409,13 +409,16 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         if refusal is not None and state.ready:  # loading or failed; a stopping server answers
             raise refusal
 
-    @app.post("/v1/embeddings")
+    # plain Starlette routes: the body is read and checked by _embed itself, so FastAPI's
+    # per-request parameter machinery would only add work to the hot path
     async def openai_embeddings(request: Request) -> Response:
         return await _embed(request, "/v1/embeddings", "openai")
 
-    @app.post("/embed")
     async def tei_embed(request: Request) -> Response:
         return await _embed(request, "/embed", "tei")
+
+    app.add_route("/v1/embeddings", openai_embeddings, methods=["POST"], include_in_schema=False)
+    app.add_route("/embed", tei_embed, methods=["POST"], include_in_schema=False)
 
     def model_card(m: ServedModel) -> dict[str, Any]:
         return {"id": m.name, "object": "model", "created": state.created, "owned_by": "sentvec"}
