@@ -14,7 +14,11 @@ CPU seconds per wall second; it shares the cores with the server).
     environment, serving the same MiniLM directory offline, in the same alternation as (a).
 (c) against the floor, sentvec's own in-process batched ``encode`` of the same sentences
     (sentences/s): MiniLM single-sentence requests at concurrency 32, and Sent2Vec requests of
-    256 sentences each with ``encoding_format=base64``.
+    256 sentences each with ``encoding_format=base64``, served with ``--workers`` 1 and 2
+    (``--s2v-workers``), alternating with the floor.
+
+Each run also prints the CPU the whole machine used (``/proc/stat``): more than server plus
+generator means another job shared the cores.
 (d) ``--soak N``: N requests at concurrency 64 against ``sentvec serve`` (the Sent2Vec model):
     errors, and the server's RSS after the first 10 % and after all of them.
 (e) ``--pss``: ``sentvec serve MODEL.bin --workers 2``: each worker's RSS and PSS
@@ -28,7 +32,8 @@ Usage::
 
     python bench/serve.py [--requests 400] [--repeats 3] [--concurrency 1,8,32]
                           [--infinity-python /work/venvs/infinity/bin/python]
-                          [--s2v-model M.bin] [--soak 20000] [--pss] [--skip-peer]
+                          [--s2v-model M.bin] [--s2v-workers 1,2] [--soak 20000] [--pss]
+                          [--skip-peer] [--skip-minilm] [--skip-s2v]
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -230,6 +236,14 @@ def floor_rate(encoder, sentences: list[str], repeats: int, **kw) -> float:
     return statistics.median(rates)
 
 
+def per_request_rate(encoder, chunks: list[list[str]]) -> float:
+    """Sentences/s of in-process encode called once per request's sentences."""
+    t0 = time.perf_counter()
+    for chunk in chunks:
+        encoder.encode(chunk)
+    return sum(map(len, chunks)) / (time.perf_counter() - t0)
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -263,15 +277,23 @@ def server_cpu(srv: ServerProcess) -> float:
     return total
 
 
+def machine_busy() -> float:
+    """CPU seconds all processes of the machine have used so far (``/proc/stat``)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def uptime() -> str:
     return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 def timed_load(srv: ServerProcess, bodies: list[dict], concurrency: int) -> dict:
     """One run, with the server's own CPU use (cores) added to the generator's."""
-    c0, t0 = server_cpu(srv), time.perf_counter()
+    c0, b0, t0 = server_cpu(srv), machine_busy(), time.perf_counter()
     r = load(srv.url, bodies, concurrency)
-    r["srv_cpu"] = (server_cpu(srv) - c0) / (time.perf_counter() - t0)
+    wall = time.perf_counter() - t0
+    r["srv_cpu"] = (server_cpu(srv) - c0) / wall
+    r["machine"] = (machine_busy() - b0) / wall  # > server + generator: someone else ran
     return r
 
 
@@ -309,8 +331,10 @@ def bench_minilm(args: argparse.Namespace, sentences: list[str], tmp: Path) -> N
                     load(srv.url, singles[:20], c)  # warm connections and the model
                     results.setdefault(f"{tag} c={c}", []).append(timed_load(srv, singles, c))
                 if c == max(conc):
+                    b0, t0 = machine_busy(), time.perf_counter()
                     rate = floor_rate(enc, [b["input"] for b in singles], 1)
-                    results.setdefault("floor", []).append({"rps": rate})
+                    busy = (machine_busy() - b0) / (time.perf_counter() - t0)
+                    results.setdefault("floor", []).append({"rps": rate, "machine": busy})
             print(f"  repeat {rep + 1} done; {uptime()}", flush=True)
     finally:
         for _, srv in servers:
@@ -322,7 +346,10 @@ def bench_minilm(args: argparse.Namespace, sentences: list[str], tmp: Path) -> N
     for c in conc:
         for tag, _ in servers:
             m = median_of(results[f"{tag} c={c}"])
-            print(fmt(f"{tag} c={c}", m) + f"  server {m['srv_cpu']:.2f} cores")
+            print(
+                fmt(f"{tag} c={c}", m)
+                + f"  server {m['srv_cpu']:.2f}, machine {m['machine']:.2f} cores"
+            )
         ours = median_of(results[f"sentvec c={c}"])
         for tag, _ in servers[1:]:
             if tag.startswith("sentvec["):
@@ -339,9 +366,10 @@ def bench_minilm(args: argparse.Namespace, sentences: list[str], tmp: Path) -> N
             )
     f = statistics.median(r["rps"] for r in results["floor"])
     s = median_of(results[f"sentvec c={max(conc)}"])["rps"]
+    runs = ", ".join(f"{r['rps']:.1f} (machine {r['machine']:.2f} cores)" for r in results["floor"])
     print(
         f"(c) MiniLM floor (in-process encode of the same {args.requests} sentences): "
-        f"{f:.0f} sent/s; serve c={max(conc)}: {s:.0f} -> x{s / f:.2f}"
+        f"{f:.1f} sent/s (runs: {runs}); serve c={max(conc)}: {s:.1f} -> x{s / f:.2f}"
     )
 
 
@@ -353,31 +381,72 @@ def bench_sent2vec(args: argparse.Namespace, sentences: list[str]) -> None:
 
     s2v_path = args.s2v_model or str(REF / "tiny-bigram.bin")
     s2v = Sent2Vec.load(s2v_path)
+    warnings.simplefilter("ignore", UserWarning)  # zero-row counts, once per encode call
     n = len(sentences) - 256
     chunks = [sentences[(i * 256) % n : (i * 256) % n + 256] for i in range(args.s2v_requests)]
     bodies = [{"model": "s2v", "input": ch, "encoding_format": "base64"} for ch in chunks]
     flat = [s for ch in chunks for s in ch]
-    with start_server(s2v_path, "--name", "s2v") as srv:
-        r = httpx.post(srv.url + "/v1/embeddings", json=bodies[0]).json()
-        got = np.stack([np.frombuffer(base64.b64decode(d["embedding"]), "<f4") for d in r["data"]])
-        assert np.array_equal(got, s2v.encode(chunks[0])), "served vectors differ from encode"
-        runs, floors = [], []
-        for _ in range(args.repeats):
-            load(srv.url, bodies[:4], args.s2v_concurrency)
-            runs.append(timed_load(srv, bodies, args.s2v_concurrency))
+    workers = [int(w) for w in args.s2v_workers.split(",")]
+    servers = [
+        (w, start_server(s2v_path, "--name", "s2v", "--workers", str(w), wait=False))
+        for w in workers
+    ]
+    results: dict[int, list[dict]] = {w: [] for w in workers}
+    floors: list[float] = []
+    per_request: list[float] = []
+    try:
+        for w, srv in servers:
+            srv.wait_ready()
+            for _ in range(50):  # every worker loaded (each answers /health on its own)
+                if all(httpx.get(srv.url + "/health").status_code == 200 for _ in range(4 * w)):
+                    break
+                time.sleep(0.2)
+            r = httpx.post(srv.url + "/v1/embeddings", json=bodies[0]).json()
+            got = np.stack(
+                [np.frombuffer(base64.b64decode(d["embedding"]), "<f4") for d in r["data"]]
+            )
+            assert np.array_equal(got, s2v.encode(chunks[0])), "served vectors differ from encode"
+        floor_rate(s2v, flat, 1)  # first call: the lookup table
+        print(f"  servers ready; {uptime()}", flush=True)
+        for rep in range(args.repeats):
+            order = servers if rep % 2 == 0 else servers[::-1]
+            for w, srv in order:
+                load(srv.url, bodies[:20], args.s2v_concurrency)
+                results[w].append(timed_load(srv, bodies, args.s2v_concurrency))
+            b0, t0 = machine_busy(), time.perf_counter()
             floors.append(floor_rate(s2v, flat, 1))
-        m = median_of(runs)
+            per_request.append(per_request_rate(s2v, chunks))
+            print(
+                f"  repeat {rep + 1} done; floor run: machine "
+                f"{(machine_busy() - b0) / (time.perf_counter() - t0):.2f} cores; {uptime()}",
+                flush=True,
+            )
         f = statistics.median(floors)
         print(
             f"\n(c) Sent2Vec {Path(s2v_path).name} (dim {s2v.dim}), {args.s2v_requests} requests "
-            f"of 256 sentences, base64, c={args.s2v_concurrency}, medians of {args.repeats}:"
+            f"of 256 sentences, base64, c={args.s2v_concurrency}, medians of {args.repeats} "
+            f"alternating runs:"
         )
-        print(fmt("sentvec serve", m, 256) + f"  server {m['srv_cpu']:.2f} cores")
+        for w, _ in servers:
+            m = median_of(results[w])
+            print(
+                fmt(f"sentvec serve -w {w}", m, 256)
+                + f"  server {m['srv_cpu']:.2f}, machine {m['machine']:.2f} cores"
+                + f"  -> x{m['rps'] * 256 / f:.2f} of the floor"
+            )
         print(
-            f"  floor (in-process encode of the same {len(flat)} sentences): {f:.0f} sent/s "
-            f"-> x{m['rps'] * 256 / f:.2f}; {uptime()}"
+            f"  floor (in-process encode of the same {len(flat)} sentences, one call): "
+            f"{f:.0f} sent/s (runs: {', '.join(f'{x:.0f}' for x in floors)}); {uptime()}"
         )
-        if args.soak:
+        print(
+            "  in-process encode called once per 256-sentence request (one thread, no HTTP): "
+            f"{statistics.median(per_request):.0f} sent/s"
+        )
+        soak_srv = dict(servers).get(1)  # one process: its RSS is the server's
+        if args.soak and soak_srv is None:
+            print("\n(d) soak skipped: it needs a 1 in --s2v-workers")
+        elif args.soak:
+            srv = soak_srv
             single = [
                 {"model": "s2v", "input": sentences[i % len(sentences)]} for i in range(args.soak)
             ]
@@ -395,6 +464,9 @@ def bench_sent2vec(args: argparse.Namespace, sentences: list[str]) -> None:
                 f"  RSS after {first}: {rss1 / 1024:.1f} MiB; after {args.soak}: "
                 f"{rss2 / 1024:.1f} MiB ({100 * (rss2 - rss1) / rss1:+.2f} %); {uptime()}"
             )
+    finally:
+        for _, srv in servers:
+            srv.close()
     if args.pss:
         with start_server(s2v_path, "--name", "s2v", "--workers", "2") as proc:
             load(proc.url, bodies, 8)
@@ -422,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--s2v-model", default=None)
     p.add_argument("--s2v-requests", type=int, default=40, help="256-sentence requests per run")
     p.add_argument("--s2v-concurrency", type=int, default=8)
+    p.add_argument(
+        "--s2v-workers", default="1,2", help="--workers of the Sent2Vec servers (default 1,2)"
+    )
     p.add_argument("--soak", type=int, default=0, help="requests of the soak run (e.g. 20000)")
     p.add_argument("--pss", action="store_true")
     p.add_argument("--skip-peer", action="store_true", help="skip the hand-written server")

@@ -143,3 +143,60 @@ def test_a_transformer_on_the_cpu_runs_small_forward_passes(tiny_minilm):
     assert np.array_equal(got, want)
     tiny_bin = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
     assert ServedModel("s", sentvec.load_encoder(tiny_bin)).forward_batch_size is None
+
+
+def test_a_sent2vec_model_counts_its_tokens_while_encoding():
+    """No counting pass: the encoding reports each text's tokens, split on the official
+    separators (an independent regex here), and each request of a batch gets its own counts."""
+    import re
+    from pathlib import Path
+
+    import sentvec
+    from sentvec.serve.served_model import ServedModel
+
+    tiny_bin = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
+    encoder = sentvec.load_encoder(tiny_bin)
+    served = ServedModel("s", encoder)
+    assert served.counts_on_encode and not served.counts_in_thread
+    texts = ["the city at night", "a\tman  plays\x0bthe guitar\n", "qqqzz </s> the", "x" * 7]
+    want = [len([w for w in re.split(rb"[ \t\v\f\r\n\x00]+", t.encode()) if w]) for t in texts]
+    vectors, tokens = served.encode_counted(texts)
+    assert tokens.tolist() == want == [4, 5, 3, 1]
+    with pytest.warns(UserWarning):  # encode warns of the zero row; encode_counted does not
+        np.testing.assert_array_equal(vectors, encoder.encode(texts))
+    assert served.token_bound(texts) >= sum(want)
+
+    async def run():
+        b = DynamicBatcher(served.encode_counted, max_wait_ms=20)
+        out = await asyncio.gather(b.submit(texts[:3], 9), b.submit(texts[3:], 7))
+        await b.aclose()
+        return out
+
+    (v1, t1), (v2, t2) = asyncio.run(run())
+    assert t1.tolist() == want[:3] and t2.tolist() == want[3:]
+    np.testing.assert_array_equal(np.vstack([v1, v2]), vectors)
+
+
+def test_concurrent_batches_encode_side_by_side_and_close_cleanly():
+    """With max_concurrent_batches=2 two batches are inside encode at once (a barrier of two
+    threads passes only then); each request still gets its own rows."""
+    barrier = threading.Barrier(2, timeout=5)
+    inside: list[int] = []
+
+    def encode(texts: list[str]) -> np.ndarray:
+        inside.append(len(texts))
+        barrier.wait()  # raises BrokenBarrierError unless another batch is being encoded
+        return _want(texts)
+
+    async def run():
+        b = DynamicBatcher(encode, max_batch_size=1, max_wait_ms=0, max_concurrent_batches=2)
+        out = await asyncio.gather(b.submit(["first"], 1), b.submit(["second"], 1))
+        await b.aclose()
+        return out
+
+    first, second = asyncio.run(run())
+    np.testing.assert_array_equal(first, _want(["first"]))
+    np.testing.assert_array_equal(second, _want(["second"]))
+    assert inside == [1, 1]
+    with pytest.raises(ValueError, match="max_concurrent_batches"):
+        DynamicBatcher(encode, max_concurrent_batches=0)

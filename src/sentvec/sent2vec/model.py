@@ -13,7 +13,7 @@ import mmap as mmap_module
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +62,9 @@ class EncodeStats:
         Literal ``</s>`` tokens ignored (the official wrapper would end the sentence there).
     n_nonfinite : int
         Vectors holding NaN or infinity (only a model with non-finite weights gives these).
+    tokens : ndarray of shape (n_sentences,), int64, or None
+        Tokens of each sentence as the model splits it (known or not, literal ``</s>``
+        included): what it read. Not part of :meth:`to_dict`.
     """
 
     n_sentences: int
@@ -69,9 +72,11 @@ class EncodeStats:
     n_empty: int
     n_eos_tokens: int
     n_nonfinite: int = 0
+    tokens: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, int]:
-        return asdict(self)
+        """The counts (not ``tokens``) as a dict."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
 
 
 def _default_threads() -> int:
@@ -596,6 +601,7 @@ class Sent2Vec:
             n_empty=int((ntok == 0).sum()),
             n_eos_tokens=int(nskip.sum()),
             n_nonfinite=int((~np.isfinite(out)).any(axis=1).sum()) if n else 0,
+            tokens=ntok,
         )
         return (out[0] if single else out), stats
 

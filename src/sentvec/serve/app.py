@@ -45,7 +45,12 @@ from sentvec.serve.protocol import (
     too_long_error,
 )
 from sentvec.serve.security import ApiKeyMiddleware
-from sentvec.serve.served_model import ServedModel, load_served_model, model_name_for
+from sentvec.serve.served_model import (
+    ServedModel,
+    TokenCounts,
+    load_served_model,
+    model_name_for,
+)
 from sentvec.serve.settings import SETTINGS_ENV, ServeSettings, read_api_key
 
 __all__ = ["create_app", "app_from_environment", "ServerState", "LOAD_ERROR_FILE"]
@@ -87,11 +92,12 @@ class ServerState:
         cfg = self.settings
         for name, model in models.items():
             self.batchers[name] = DynamicBatcher(
-                model.encode,
+                model.encode_counted,
                 max_batch_tokens=cfg.max_batch_tokens,
                 max_batch_size=cfg.max_batch_size,
                 max_wait_ms=cfg.max_wait_ms,
                 max_queue_items=cfg.max_queue_items,
+                max_concurrent_batches=model.concurrent_batches,
                 name=name,
                 on_batch=self.metrics.batch_observer(name),
                 on_depth=self.metrics.depth_observer(name),
@@ -336,20 +342,25 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
         parse = parse_openai if dialect == "openai" else parse_tei
         call = parse(obj, state.models, cfg.max_input_items)
         model_name = call.model.name
-        if len(call.texts) >= _THREADED_COUNT_MIN and call.model.counts_in_thread:
-            counts = await asyncio.to_thread(call.model.count_tokens, call.texts)
+        counts: TokenCounts | None = None
+        if call.model.counts_on_encode:  # counted by the encoding itself; nothing truncated
+            budget = call.model.token_bound(call.texts)
         else:
-            counts = call.model.count_tokens(call.texts)
-        if counts.truncated and not call.truncate:
-            raise too_long_error(call, counts)
+            if len(call.texts) >= _THREADED_COUNT_MIN and call.model.counts_in_thread:
+                counts = await asyncio.to_thread(call.model.count_tokens, call.texts)
+            else:
+                counts = call.model.count_tokens(call.texts)
+            if counts.truncated and not call.truncate:
+                raise too_long_error(call, counts)
+            budget = counts.processed
         gauge = state.metrics.in_progress.labels(model_name)
         gauge.inc()
         try:
-            raw = await _vectors_or_gone(
-                request, state.batchers[model_name], call, counts.processed
-            )
+            raw, lengths = await _vectors_or_gone(request, state.batchers[model_name], call, budget)
         finally:
             gauge.dec()
+        if counts is None:
+            counts = TokenCounts(lengths, None)
         vectors, n_zero = finish_vectors(call, raw)
         if counts.truncated:
             state.metrics.truncated.labels(model_name).inc(counts.truncated)
@@ -398,13 +409,16 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
         if refusal is not None and state.ready:  # loading or failed; a stopping server answers
             raise refusal
 
-    @app.post("/v1/embeddings")
+    # plain Starlette routes: the body is read and checked by _embed itself, so FastAPI's
+    # per-request parameter machinery would only add work to the hot path
     async def openai_embeddings(request: Request) -> Response:
         return await _embed(request, "/v1/embeddings", "openai")
 
-    @app.post("/embed")
     async def tei_embed(request: Request) -> Response:
         return await _embed(request, "/embed", "tei")
+
+    app.add_route("/v1/embeddings", openai_embeddings, methods=["POST"], include_in_schema=False)
+    app.add_route("/embed", tei_embed, methods=["POST"], include_in_schema=False)
 
     def model_card(m: ServedModel) -> dict[str, Any]:
         return {"id": m.name, "object": "model", "created": state.created, "owned_by": "sentvec"}

@@ -18,8 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import Any
 
 __all__ = ["DynamicBatcher", "QueueFullError", "BatcherClosedError"]
 
@@ -48,6 +47,13 @@ class _Job:
     future: asyncio.Future = field(repr=False)
 
 
+def _rows(result: Any, start: int, stop: int) -> Any:
+    """Rows ``start:stop`` of an encode result: an array, or a tuple of arrays and Nones."""
+    if isinstance(result, tuple):
+        return tuple(None if part is None else part[start:stop] for part in result)
+    return result[start:stop]
+
+
 #: ``on_batch(items, tokens, seconds)``: called after each encoded batch (metrics).
 BatchObserver = Callable[[int, int, float], None]
 
@@ -58,8 +64,9 @@ class DynamicBatcher:
     Parameters
     ----------
     encode : callable
-        ``encode(list of str) -> ndarray (n, d) float32``; run in this batcher's worker thread,
-        one batch at a time.
+        ``encode(list of str) -> ndarray (n, d) float32``, or ``-> (ndarray (n, d), ndarray
+        (n,) or None)`` for an encoder that also counts each text's tokens; run in this
+        batcher's worker thread, one batch at a time. Each request gets its own rows of each.
     max_batch_tokens : int, default 16384
         Token budget of a batch (the sum of its requests' token counts).
     max_batch_size : int, default 256
@@ -69,6 +76,11 @@ class DynamicBatcher:
         previous batch held a single request (a lone client then pays no delay).
     max_queue_items : int, default 8192
         Items queued at most; beyond, :meth:`submit` raises :class:`QueueFullError`.
+    max_concurrent_batches : int, default 1
+        Batches encoded at once, each in its own worker thread (the next one gathers while
+        they run). More than 1 pays only for an encoder that runs without the GIL and on one
+        core per call (Sent2Vec's compiled loop); a transformer's forward pass already uses
+        every core.
     name : str
         The model's name (worker thread name, log lines).
     on_batch : callable, optional
@@ -84,12 +96,13 @@ class DynamicBatcher:
 
     def __init__(
         self,
-        encode: Callable[[list[str]], np.ndarray],
+        encode: Callable[[list[str]], Any],
         *,
         max_batch_tokens: int = 16384,
         max_batch_size: int = 256,
         max_wait_ms: float = 2.0,
         max_queue_items: int = 8192,
+        max_concurrent_batches: int = 1,
         name: str = "model",
         on_batch: BatchObserver | None = None,
         on_depth: Callable[[int], None] | None = None,
@@ -98,6 +111,7 @@ class DynamicBatcher:
             ("max_batch_tokens", max_batch_tokens),
             ("max_batch_size", max_batch_size),
             ("max_queue_items", max_queue_items),
+            ("max_concurrent_batches", max_concurrent_batches),
         ):
             if int(value) < 1:
                 raise ValueError(f"{label} must be >= 1, got {value}")
@@ -115,10 +129,14 @@ class DynamicBatcher:
         self._queued_items = 0
         self._wakeup: asyncio.Event | None = None
         self._task: asyncio.Task | None = None
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"sentvec-encode-{name}")
+        self.max_concurrent_batches = int(max_concurrent_batches)
+        self._executor = ThreadPoolExecutor(
+            self.max_concurrent_batches, thread_name_prefix=f"sentvec-encode-{name}"
+        )
         self._closed = False
         self._last_batch_jobs = 0
-        self._current: list[_Job] = []  # the batch being encoded
+        self._current: set[_Job] = set()  # the jobs of the batches being encoded
+        self._encoding: set[asyncio.Task] = set()  # one task per batch being encoded
         #: Set when the batching task died of an unexpected error (the server is unhealthy).
         self.failed: BaseException | None = None
 
@@ -134,7 +152,7 @@ class DynamicBatcher:
                 self._run(), name=f"sentvec-batcher-{self.name}"
             )
 
-    async def submit(self, texts: list[str], tokens: int) -> np.ndarray:
+    async def submit(self, texts: list[str], tokens: int) -> Any:
         """Queue ``texts`` and return their vectors, shape ``(len(texts), d)``, in order.
 
         Parameters
@@ -142,7 +160,13 @@ class DynamicBatcher:
         texts : list of str
             At least one text.
         tokens : int
-            Their token count (counts against ``max_batch_tokens``).
+            Their token count, or a bound of it (counts against ``max_batch_tokens``).
+
+        Returns
+        -------
+        ndarray, or tuple
+            What ``encode`` returned for the batch, cut to these texts' rows: the vectors, or
+            the vectors and the token counts (None stays None).
 
         Raises
         ------
@@ -218,34 +242,19 @@ class DynamicBatcher:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        slots = asyncio.Semaphore(self.max_concurrent_batches)
         try:
             while True:
+                await slots.acquire()
                 jobs = await self._gather()
                 if self._on_depth is not None:
                     self._on_depth(self._queued_items)
-                self._current = jobs
+                self._current.update(jobs)
                 self._last_batch_jobs = len(jobs)
-                texts = [t for job in jobs for t in job.texts]
-                t0 = time.perf_counter()
-                try:
-                    vectors = await loop.run_in_executor(self._executor, self._encode, texts)
-                except Exception as exc:  # the encoder failed: those requests fail, not the loop
-                    log.exception(
-                        "model %r: encoding a batch of %d inputs failed", self.name, len(texts)
-                    )
-                    for job in jobs:
-                        if not job.future.done():
-                            job.future.set_exception(exc)
-                    continue
-                if self._on_batch is not None:
-                    tokens = sum(job.tokens for job in jobs)
-                    self._on_batch(len(texts), tokens, time.perf_counter() - t0)
-                start = 0
-                for job in jobs:
-                    stop = start + len(job.texts)
-                    if not job.future.done():
-                        job.future.set_result(vectors[start:stop])
-                    start = stop
+                task = loop.create_task(self._encode_batch(jobs))
+                self._encoding.add(task)
+                task.add_done_callback(self._encoding.discard)
+                task.add_done_callback(lambda _: slots.release())
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # pragma: no cover - a bug in the loop itself
@@ -253,14 +262,53 @@ class DynamicBatcher:
             log.exception("model %r: the batching task stopped", self.name)
             raise
 
+    async def _encode_batch(self, jobs: list[_Job]) -> None:
+        """Encode one batch in a worker thread and give each job its rows."""
+        loop = asyncio.get_running_loop()
+        texts = [t for job in jobs for t in job.texts]
+        t0 = time.perf_counter()
+        try:
+            try:
+                result = await loop.run_in_executor(self._executor, self._encode, texts)
+            except Exception as exc:  # the encoder failed: those requests fail, not the loop
+                log.exception(
+                    "model %r: encoding a batch of %d inputs failed", self.name, len(texts)
+                )
+                for job in jobs:
+                    if not job.future.done():
+                        job.future.set_exception(exc)
+                return
+            counted = result[1] if isinstance(result, tuple) else None
+            if self._on_batch is not None:
+                tokens = (
+                    int(counted.sum()) if counted is not None else sum(job.tokens for job in jobs)
+                )
+                self._on_batch(len(texts), tokens, time.perf_counter() - t0)
+            start = 0
+            for job in jobs:
+                stop = start + len(job.texts)
+                if not job.future.done():
+                    job.future.set_result(_rows(result, start, stop))
+                start = stop
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # pragma: no cover - a bug in the batching itself
+            self.failed = exc
+            log.exception("model %r: the batching task stopped", self.name)
+            raise
+        finally:
+            self._current.difference_update(jobs)
+
     async def aclose(self) -> None:
         """Stop batching: queued requests fail with :class:`BatcherClosedError`; the worker
-        thread finishes the batch it is encoding, then exits."""
+        threads finish the batches they are encoding, then exit."""
         self._closed = True
-        if self._task is not None:
-            self._task.cancel()
+        tasks = [t for t in (self._task, *self._encoding) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             try:
-                await self._task
+                await task
             except (asyncio.CancelledError, Exception):
                 pass
         while self._pending or self._current:

@@ -2,9 +2,11 @@
 
 Nothing here depends on the encoder's type: it is asked through duck-typed attributes. Token
 counts come from the encoder's own ``count_tokens`` (a pipeline's inner encoder's; a transformer
-counts as it tokenizes, special tokens included); an encoder without one (Sent2Vec, a static
-model) counts whitespace-separated words and truncates nothing. An input is truncated when it
-has more tokens than the encoder's ``max_length``; the server reports it, never hides it.
+counts as it tokenizes, special tokens included). An encoder whose ``encode_with_stats`` reports
+each text's tokens (Sent2Vec) is counted by the encoding itself, with no pass of its own; any
+other encoder (a static model) counts whitespace-separated words. Neither of these truncates. An
+input is truncated when it has more tokens than the encoder's ``max_length``; the server reports
+it, never hides it.
 """
 
 from __future__ import annotations
@@ -141,6 +143,14 @@ class ServedModel:
         self.max_input_length: int | None = (
             int(limit) if isinstance(limit, (int, np.integer)) and self._count else None
         )
+        stats_encode = getattr(encoder, "encode_with_stats", None)
+        #: ``encode_with_stats`` of an encoder that reads the text itself and counts no tokens
+        #: beforehand (Sent2Vec): its stats carry each text's tokens.
+        self._stats_encode: Callable[[list[str]], tuple[Any, Any]] | None = (
+            stats_encode
+            if self._count is None and inner is encoder and callable(stats_encode)
+            else None
+        )
         self.forward_batch_size = _forward_batch_size(encoder, inner)
         vec = self.encode([WARMUP_TEXT]) if warmup else None
         self.dim = int(vec.shape[-1]) if vec is not None else _declared_dim(encoder)
@@ -151,6 +161,30 @@ class ServedModel:
         """Whether counting a large request's tokens is worth a thread (a tokenizer runs)."""
         return self._count is not None
 
+    @property
+    def counts_on_encode(self) -> bool:
+        """Whether :meth:`encode_counted` returns each text's token count (then nothing counts
+        them beforehand: batches are bounded by :meth:`token_bound`, and nothing is truncated)."""
+        return self._stats_encode is not None
+
+    @property
+    def concurrent_batches(self) -> int:
+        """Batches to encode side by side: one per core for a :attr:`counts_on_encode` model
+        (Sent2Vec: a compiled loop without the GIL, one core per batch below a few thousand
+        texts), else 1 (a transformer's forward pass uses every core already)."""
+        if self._stats_encode is None:
+            return 1
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            return max(1, os.cpu_count() or 1)
+
+    def token_bound(self, texts: Sequence[str]) -> int:
+        """An upper bound of the tokens in ``texts``, without tokenizing: their characters
+        (every token holds at least one). Bounds the batches of a :attr:`counts_on_encode`
+        model."""
+        return sum(map(len, texts))
+
     def count_tokens(self, texts: Sequence[str]) -> TokenCounts:
         """Token counts of ``texts`` (see the module docstring for how they are counted)."""
         if self._count is None:
@@ -159,8 +193,26 @@ class ServedModel:
             lengths = np.asarray(self._count(texts), dtype=np.int64)
         return TokenCounts(lengths, self.max_input_length)
 
+    def encode_counted(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """The batcher's call: :meth:`encode`, and each text's tokens when the encoding counts
+        them (:attr:`counts_on_encode`; else None).
+
+        Returns
+        -------
+        vectors : ndarray of shape (len(texts), dim), float32
+        tokens : ndarray of shape (len(texts),), int64, or None
+        """
+        if self._stats_encode is None:
+            return self.encode(texts), None
+        out, stats = self._stats_encode(texts)  # no warnings: the responses report zero rows
+        vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
+        tokens = getattr(stats, "tokens", None)
+        if tokens is None:
+            tokens = self.count_tokens(texts).lengths
+        return vectors, np.asarray(tokens, dtype=np.int64)
+
     def encode(self, texts: list[str]) -> np.ndarray:
-        """``encoder.encode(texts)`` as float32, shape ``(len(texts), dim)`` (the batcher's call)."""
+        """``encoder.encode(texts)`` as float32, shape ``(len(texts), dim)``."""
         if self.forward_batch_size is None:
             out = self.encoder.encode(texts)
         else:
