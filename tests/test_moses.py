@@ -362,3 +362,32 @@ def test_the_lower_table_is_str_lower_of_each_code_point():
             assert lower[c] == k.LOWER_IN_PYTHON, hex(c)
         else:
             assert lower[c] == ord(low), hex(c)
+
+
+@pytest.mark.parametrize("lowercase", [False, True])
+def test_tokenize_lines_takes_the_utf8_kernel_and_equals_sacremoses(monkeypatch, lowercase):
+    """Lines without a newline or a lone surrogate go through the UTF-8 kernel in one block
+    (lower-cased there); the others through the str path, with the same tokens."""
+    from sentvec.sent2vec import _moses as k
+
+    plain = [e for e in EDGE_CASES if "\n" not in e and e == e.encode("utf-8", "replace").decode()]
+    lines = plain + ["İstanbul ΣΟΦΟΣ"]
+    want = _reference(lines, lowercase)
+    real = k.tokenize_range
+    calls = []
+
+    def counted(data, offsets, start, stop, *rest):
+        calls.append(stop - start)
+        return real(data, offsets, start, stop, *rest)
+
+    monkeypatch.setattr(k, "tokenize_range", counted)
+    tok = MosesTokenizer(lowercase=lowercase, num_threads=1)
+    assert tok.tokenize_lines(lines) == want
+    assert tok.n_lines == len(lines) and tok.n_fallback == 0
+    left = sum(_left_to_python(line.encode(), lowercase) for line in lines)
+    assert left == (2 if lowercase else 0)  # the U+0130 / U+03A3 lines, when lower-casing
+    assert calls == ([left] if left else [])
+    calls.clear()
+    odd = lines + ["two\nlines", "lone \udcff surrogate"]
+    assert tok.tokenize_lines(odd) == _reference(odd, lowercase)
+    assert calls == [len(odd)]  # all through the str path

@@ -364,6 +364,22 @@ class MosesTokenizer:
             ``" ".join(sacremoses tokens)`` per line (lower-cased if :attr:`lowercase`); ``""``
             for a line without tokens.
         """
+        n = len(lines)
+        if self.compiled and n:
+            joined = "\n".join(lines)
+            try:  # lone surrogates (no UTF-8) and newlines inside a line take the str path
+                data = joined.encode("utf-8") if joined.count("\n") == n - 1 else None
+            except UnicodeEncodeError:
+                data = None
+            if data is not None:  # one UTF-8 block: lower-cased in the kernel, no str.lower
+                text, _, n_left = self._utf8(data, None)
+                with self._lock:
+                    self.n_lines += n - n_left  # the lines left were counted by _lines_str
+                return text.decode("utf-8").split("\n")[:-1]
+        return self._lines_str(lines)
+
+    def _lines_str(self, lines: Sequence[str]) -> list[str]:
+        """:meth:`tokenize_lines` through :meth:`tokenize_text` (UTF-32 kernel, ``str.lower``)."""
         text, fallback = self.tokenize_text(lines)
         out = text.split("\n")[:-1] if text else []
         for i in fallback:
@@ -453,7 +469,7 @@ class MosesTokenizer:
         left = np.flatnonzero(status).tolist()
         done: list[str] = []
         if left:
-            done = self.tokenize_lines(
+            done = self._lines_str(
                 [_decode_line(data[starts[i] : starts[i + 1] - 1], i, decode) for i in left]
             )
         pieces: list[bytes | memoryview] = []
