@@ -785,6 +785,7 @@ def distill(
         )
         check_output_path(output, what="output", kind="whole-dir")
         check_replaceable_directory(output, marker=DISTILL_RECORD, kind="a sentvec distill output")
+    t0 = time.perf_counter()
     if isinstance(model, (str, os.PathLike)):
         from sentvec.encoders import TransformerEncoder
 
@@ -808,7 +809,7 @@ def distill(
         tokens[i] = t
     unused = re.compile(UNUSED_TOKEN_PATTERN)
     keep = np.fromiter((not unused.fullmatch(t) for t in tokens), dtype=bool, count=V)
-    times: dict[str, float] = {}
+    times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
 
     n_bigrams = int(bigrams)
     if n_bigrams < 0:
@@ -832,6 +833,7 @@ def distill(
         times["corpus_count_s"] = time.perf_counter() - t0
 
     # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
+    t0 = time.perf_counter()
     plan = plan_rows(
         backend,
         tokens,
@@ -843,6 +845,7 @@ def distill(
         unk_id=tok.unk_token_id,
     )
     pieces, keep, words, pairs = plan.pieces, plan.keep, plan.words, plan.pairs
+    times["plan_rows_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     rows = np.zeros((len(pieces), d), dtype=np.float32)
