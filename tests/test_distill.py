@@ -368,6 +368,41 @@ def test_retokenize_equals_tokenizing_the_lines_again(minilm_path):
     assert [list(g) for g in got] == [[5, 7, 4, 2, 4], [2, 4, 5], [2, 6, 7, 4]]
 
 
+def test_word_token_cache_equals_tokenizing_each_line(minilm_path):
+    """Each distinct whitespace word tokenized once, against the oracle: the tokenizer run over
+    each line (MiniLM's tokenizer, 3,000 sample lines plus control characters, other Unicode
+    whitespace, CJK, accents, literal special tokens, a word over 100 characters); and a
+    tokenizer that is not BERT's goes line by line."""
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    from sentvec._data import corpus_sample_path
+    from sentvec.distillation import WordTokenCache
+
+    tok = Tokenizer.from_file(str(Path(minilm_path) / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    lines = corpus_sample_path().read_text("utf-8").splitlines()[:3000]
+    lines += [
+        "a\x1cb c\x1fd e\x85f g\x0bh",  # str.split splits here, BERT deletes the character
+        "tab\tand\u3000ideographic\u2028line\xa0nbsp \u200bzero width\u200b",
+        "Caf\u00e9 \u00c9COLE na\u00efve \u4e2d\u6587\u5b57 x[SEP]y [MASK] [unused3]",
+        "\u200b",
+        "w" * 130 + " short",
+        "the the the",
+    ]
+    expected = [e.ids for e in tok.encode_batch_fast(lines, add_special_tokens=False)]
+    cache = WordTokenCache(tok)
+    assert cache.by_word
+    got = cache.encode(lines[:1500]) + cache.encode(lines[1500:])  # the cache carries over
+    assert [list(g) for g in got] == expected
+    other = Tokenizer.from_str(tok.to_str())
+    other.pre_tokenizer = pre_tokenizers.Whitespace()
+    cache = WordTokenCache(other)
+    assert not cache.by_word
+    ref = [e.ids for e in other.encode_batch_fast(lines, add_special_tokens=False)]
+    assert [list(g) for g in cache.encode(lines)] == ref
+
+
 def test_extended_wordpiece_gives_each_added_word_one_token(small_teacher):
     from tokenizers import Tokenizer
 
