@@ -130,6 +130,26 @@ def test_corpus_counts_are_the_tokenizers_counts(small_teacher, corpus_file):
     assert [list(x) for x in again.sample] == [list(x) for x in stats.sample]
 
 
+def test_background_count_is_the_count_of_the_loaded_tokenizer(
+    tiny_minilm, tiny_minilm_dir, corpus_file, small_teacher, tmp_path
+):
+    """The count run beside the teacher load (from the directory's tokenizer.json) equals the
+    count with the loaded teacher's tokenizer; another tokenizer gets None (count again); the
+    thread's error is raised in the caller."""
+    from sentvec.distillation import _BackgroundCount
+
+    bg = _BackgroundCount(tiny_minilm_dir, corpus_file, max_sentences=None, sample_sentences=5)
+    stats = bg.result(tiny_minilm.tokenizer)
+    ref = count_corpus_tokens(tiny_minilm.tokenizer, corpus_file, max_sentences=None)
+    np.testing.assert_array_equal(stats.counts, ref.counts)
+    assert [list(x) for x in stats.sample] == [list(x) for x in ref.sample[:5]]
+    assert bg.result(small_teacher.tokenizer) is None  # a different vocabulary
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n \n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no token counted"):
+        _BackgroundCount(tiny_minilm_dir, empty).result(tiny_minilm.tokenizer)
+
+
 def test_weights_are_the_papers_formulas():
     counts = np.array([0, 50, 30, 15, 5, 0], np.int64)
     keep = np.array([True, True, True, True, True, False])

@@ -400,6 +400,57 @@ def count_corpus_tokens(
     return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path), lines=lines)
 
 
+class _BackgroundCount:
+    """:func:`count_corpus_tokens` in a thread while the teacher loads.
+
+    Loading the teacher is mostly single-threaded imports (torch, transformers); the count is
+    mostly the ``tokenizers`` library's Rust and xz decompression, which release the GIL, so
+    the two overlap on two cores. The count uses the teacher directory's ``tokenizer.json``;
+    :meth:`result` gives None (count again) if the loaded teacher's tokenizer differs.
+    """
+
+    def __init__(self, model: str | os.PathLike[str], corpus: Any, **kwargs: Any) -> None:
+        import threading
+
+        from tokenizers import Tokenizer
+
+        from sentvec.encoders.models import resolve_model
+
+        self.tokenizer = Tokenizer.from_file(str(Path(resolve_model(model)) / "tokenizer.json"))
+        self.stats: CorpusCounts | None = None
+        self.error: BaseException | None = None
+        self.seconds = 0.0
+
+        def work() -> None:
+            t0 = time.perf_counter()
+            try:
+                self.stats = count_corpus_tokens(self.tokenizer, corpus, **kwargs)
+            except BaseException as exc:  # re-raised in the caller's thread by result()
+                self.error = exc
+            self.seconds = time.perf_counter() - t0
+
+        # a daemon: a teacher that fails to load ends the command without waiting for the count
+        self._thread = threading.Thread(target=work, name="sentvec-count", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _plain(tokenizer: Any) -> str:
+        from tokenizers import Tokenizer
+
+        t = Tokenizer.from_str(getattr(tokenizer, "backend_tokenizer", tokenizer).to_str())
+        t.no_padding()
+        t.no_truncation()
+        return str(t.to_str())
+
+    def result(self, tokenizer: Any) -> CorpusCounts | None:
+        """The counts (the thread's error re-raised), or None if ``tokenizer`` is not the one
+        counted with."""
+        self._thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.stats if self._plain(tokenizer) == self._plain(self.tokenizer) else None
+
+
 def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
     """Model2Vec's weights: SIF's ``a / (a + p)`` with ``p`` from the rank by Zipf's law.
 
@@ -884,6 +935,22 @@ def distill(
         )
         check_output_path(output, what="output", kind="whole-dir")
         check_replaceable_directory(output, marker=DISTILL_RECORD, kind="a sentvec distill output")
+    n_bigrams = int(bigrams)
+    if n_bigrams < 0:
+        raise ValueError(f"bigrams must be >= 0, got {bigrams}")
+    counted = weighting in ("sif", "usif")  # zipf / none need only the whitening sample
+    count_kwargs: dict[str, Any] = {
+        "max_sentences": max_sentences if counted else whitening_sentences,
+        "sample_sentences": whitening_sentences,
+        "keep_lines": bool(n_words),
+        "show_progress_bar": show_progress_bar,
+    }
+    background = None
+    if corpus is not None and needs_corpus and isinstance(model, (str, os.PathLike)):
+        try:
+            background = _BackgroundCount(model, corpus, **count_kwargs)
+        except Exception:  # no tokenizer.json, a hub name, ...: count after the load
+            background = None
     t0 = time.perf_counter()
     if isinstance(model, (str, os.PathLike)):
         from sentvec.encoders import TransformerEncoder
@@ -910,25 +977,19 @@ def distill(
     keep = np.fromiter((not unused.fullmatch(t) for t in tokens), dtype=bool, count=V)
     times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
 
-    n_bigrams = int(bigrams)
-    if n_bigrams < 0:
-        raise ValueError(f"bigrams must be >= 0, got {bigrams}")
     backend = json.loads(tok.backend_tokenizer.to_str())
     backend["truncation"] = None
     backend["padding"] = None
 
     stats = None
-    if corpus is not None and needs_corpus:
+    if background is not None:
         t0 = time.perf_counter()
-        counted = weighting in ("sif", "usif")  # zipf / none need only the whitening sample
-        stats = count_corpus_tokens(
-            tok,
-            corpus,
-            max_sentences=max_sentences if counted else whitening_sentences,
-            sample_sentences=whitening_sentences,
-            keep_lines=bool(n_words),
-            show_progress_bar=show_progress_bar,
-        )
+        stats = background.result(tok)
+        times["corpus_count_s"] = background.seconds  # in a thread, beside the teacher load
+        times["corpus_count_wait_s"] = time.perf_counter() - t0
+    if stats is None and corpus is not None and needs_corpus:
+        t0 = time.perf_counter()
+        stats = count_corpus_tokens(tok, corpus, **count_kwargs)
         times["corpus_count_s"] = time.perf_counter() - t0
 
     # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
