@@ -47,6 +47,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
+from sentvec.distillation import DEFAULT_WHITENING_SENTENCES  # noqa: E402
+
 M2V_SCRIPT = """
 import os, sys
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -222,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--skip-m2v", action="store_true")
     p.add_argument("--ablation", action="store_true")
-    p.add_argument("--whitening-sentences", type=int, default=100_000)
+    p.add_argument("--whitening-sentences", type=int, default=DEFAULT_WHITENING_SENTENCES)
     p.add_argument(
         "--lock", default=None, help="hold this file locked (flock -x) during each timed run"
     )

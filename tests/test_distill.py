@@ -130,24 +130,37 @@ def test_corpus_counts_are_the_tokenizers_counts(small_teacher, corpus_file):
     assert [list(x) for x in again.sample] == [list(x) for x in stats.sample]
 
 
-def test_background_count_is_the_count_of_the_loaded_tokenizer(
+def test_background_corpus_pass_is_that_of_the_loaded_tokenizer(
     tiny_minilm, tiny_minilm_dir, corpus_file, small_teacher, tmp_path
 ):
-    """The count run beside the teacher load (from the directory's tokenizer.json) equals the
-    count with the loaded teacher's tokenizer; another tokenizer gets None (count again); the
-    thread's error is raised in the caller."""
-    from sentvec.distillation import _BackgroundCount
+    """The count and row plan made beside the teacher load (from the directory's
+    tokenizer.json) equal those of the loaded teacher's tokenizer; another tokenizer gets None
+    (done again); the thread's error is raised in the caller."""
+    from sentvec.distill_vocabulary import plan_rows
+    from sentvec.distillation import _BackgroundCorpus, _vocabulary_of
 
-    bg = _BackgroundCount(tiny_minilm_dir, corpus_file, max_sentences=None, sample_sentences=5)
-    stats = bg.result(tiny_minilm.tokenizer)
-    ref = count_corpus_tokens(tiny_minilm.tokenizer, corpus_file, max_sentences=None)
+    tok = tiny_minilm.tokenizer
+    opts = {"n_words": 3, "n_bigrams": 2}
+    bg = _BackgroundCorpus(
+        tiny_minilm_dir, corpus_file, opts, max_sentences=None, sample_sentences=50,
+        keep_lines=True,
+    )  # fmt: skip
+    stats, plan = bg.result(tok)
+    ref = count_corpus_tokens(tok, corpus_file, max_sentences=None, keep_lines=True)
     np.testing.assert_array_equal(stats.counts, ref.counts)
-    assert [list(x) for x in stats.sample] == [list(x) for x in ref.sample[:5]]
+    assert [list(x) for x in stats.sample] == [list(x) for x in ref.sample[:50]]
+    tokens, keep, backend, unk_id = _vocabulary_of(tok)
+    assert unk_id == tok.unk_token_id and tokens[unk_id] == "[UNK]"
+    want = plan_rows(backend, tokens, keep, ref.sample[:50], ref.lines[:50], unk_id=unk_id, **opts)
+    assert plan.pieces == want.pieces and plan.tokenizer_json == want.tokenizer_json
+    np.testing.assert_array_equal(plan.keep, want.keep)
+    np.testing.assert_array_equal(plan.pairs, want.pairs)
+    assert [list(x) for x in plan.sample] == [list(x) for x in want.sample]
     assert bg.result(small_teacher.tokenizer) is None  # a different vocabulary
     empty = tmp_path / "empty.txt"
     empty.write_text("\n \n", encoding="utf-8")
     with pytest.raises(ValueError, match="no token counted"):
-        _BackgroundCount(tiny_minilm_dir, empty).result(tiny_minilm.tokenizer)
+        _BackgroundCorpus(tiny_minilm_dir, empty, {}).result(tok)
 
 
 def test_weights_are_the_papers_formulas():

@@ -78,8 +78,10 @@ DEFAULT_ZIPF_A = 3e-4
 #: sentvec distill's SIF ``a`` (counts of the whitening sentences), chosen on dev (docs/distill.md)
 DEFAULT_SIF_A = 5e-3
 DEFAULT_LAYERS: tuple[int, ...] = (-1,)
-DEFAULT_MAX_SENTENCES = 100_000
-DEFAULT_WHITENING_SENTENCES = 100_000
+#: corpus lines counted and whitened: 200,000 scored best on dev of 100k / 200k / 300k / 1M
+#: (docs/distill.md)
+DEFAULT_MAX_SENTENCES = 200_000
+DEFAULT_WHITENING_SENTENCES = 200_000
 DEFAULT_VOCABULARY = "corpus:2000"
 DEFAULT_BIGRAMS = 0
 #: factor on the bigram rows' SIF weights, chosen on dev (docs/distill.md)
@@ -326,7 +328,7 @@ def count_corpus_tokens(
     corpus_path : path-like
     max_sentences : int, optional
         Count at most this many non-empty lines (None: all).
-    sample_sentences : int, default 100000
+    sample_sentences : int, default 200000
     keep_lines : bool, default False
         Keep the text of the sample lines too.
     show_progress_bar : bool, optional
@@ -400,16 +402,44 @@ def count_corpus_tokens(
     return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path), lines=lines)
 
 
-class _BackgroundCount:
-    """:func:`count_corpus_tokens` in a thread while the teacher loads.
+def _vocabulary_of(tokenizer: Any) -> tuple[list[str], np.ndarray, dict[str, Any], int | None]:
+    """The token string of each id, the rows kept (not ``[unusedN]``), the ``tokenizers`` JSON
+    without truncation and padding, and the unknown token's id, of a transformers fast
+    tokenizer or a ``tokenizers.Tokenizer``."""
+    backend_tok = getattr(tokenizer, "backend_tokenizer", tokenizer)
+    if hasattr(tokenizer, "backend_tokenizer"):
+        vocab = tokenizer.get_vocab()
+        unk_id = tokenizer.unk_token_id
+    else:
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        unk = json.loads(tokenizer.to_str()).get("model", {}).get("unk_token")
+        unk_id = None if unk is None else tokenizer.token_to_id(unk)
+    V = max(vocab.values()) + 1
+    tokens = [""] * V
+    for t, i in vocab.items():
+        tokens[i] = t
+    unused = re.compile(UNUSED_TOKEN_PATTERN)
+    keep = np.fromiter((not unused.fullmatch(t) for t in tokens), dtype=bool, count=V)
+    backend = json.loads(backend_tok.to_str())
+    backend["truncation"] = None
+    backend["padding"] = None
+    return tokens, keep, backend, unk_id
+
+
+class _BackgroundCorpus:
+    """:func:`count_corpus_tokens` and :func:`~sentvec.distill_vocabulary.plan_rows` in a
+    thread while the teacher loads.
 
     Loading the teacher is mostly single-threaded imports (torch, transformers); the count is
-    mostly the ``tokenizers`` library's Rust and xz decompression, which release the GIL, so
-    the two overlap on two cores. The count uses the teacher directory's ``tokenizer.json``;
-    :meth:`result` gives None (count again) if the loaded teacher's tokenizer differs.
+    mostly the ``tokenizers`` library's Rust and xz decompression, which release the GIL, and
+    the plan mostly numpy, so they overlap on two cores. Both use the teacher directory's
+    ``tokenizer.json``; :meth:`result` gives None (do it again) unless the loaded teacher's
+    tokenizer, vocabulary and unknown token are the same.
     """
 
-    def __init__(self, model: str | os.PathLike[str], corpus: Any, **kwargs: Any) -> None:
+    def __init__(
+        self, model: str | os.PathLike[str], corpus: Any, plan: dict[str, Any], **count: Any
+    ) -> None:
         import threading
 
         from tokenizers import Tokenizer
@@ -418,19 +448,28 @@ class _BackgroundCount:
 
         self.tokenizer = Tokenizer.from_file(str(Path(resolve_model(model)) / "tokenizer.json"))
         self.stats: CorpusCounts | None = None
+        self.plan: Any = None
         self.error: BaseException | None = None
-        self.seconds = 0.0
+        self.seconds = {"corpus_count_s": 0.0, "plan_rows_s": 0.0}
 
         def work() -> None:
-            t0 = time.perf_counter()
             try:
-                self.stats = count_corpus_tokens(self.tokenizer, corpus, **kwargs)
+                t0 = time.perf_counter()
+                self.vocabulary = _vocabulary_of(self.tokenizer)
+                self.stats = count_corpus_tokens(self.tokenizer, corpus, **count)
+                t1 = time.perf_counter()
+                self.seconds["corpus_count_s"] = t1 - t0
+                tokens, keep, backend, unk_id = self.vocabulary
+                self.plan = plan_rows(
+                    backend, tokens, keep, self.stats.sample, self.stats.lines,
+                    unk_id=unk_id, **plan,
+                )  # fmt: skip
+                self.seconds["plan_rows_s"] = time.perf_counter() - t1
             except BaseException as exc:  # re-raised in the caller's thread by result()
                 self.error = exc
-            self.seconds = time.perf_counter() - t0
 
-        # a daemon: a teacher that fails to load ends the command without waiting for the count
-        self._thread = threading.Thread(target=work, name="sentvec-count", daemon=True)
+        # a daemon: a teacher that fails to load ends the command without waiting for it
+        self._thread = threading.Thread(target=work, name="sentvec-corpus", daemon=True)
         self._thread.start()
 
     @staticmethod
@@ -442,13 +481,19 @@ class _BackgroundCount:
         t.no_truncation()
         return str(t.to_str())
 
-    def result(self, tokenizer: Any) -> CorpusCounts | None:
-        """The counts (the thread's error re-raised), or None if ``tokenizer`` is not the one
-        counted with."""
+    def result(self, tokenizer: Any) -> tuple[CorpusCounts, Any] | None:
+        """The counts and the row plan (the thread's error re-raised), or None if
+        ``tokenizer`` is not the one they were made with."""
         self._thread.join()
+        if self._plain(tokenizer) != self._plain(self.tokenizer):
+            return None
         if self.error is not None:
             raise self.error
-        return self.stats if self._plain(tokenizer) == self._plain(self.tokenizer) else None
+        tokens, _, _, unk_id = _vocabulary_of(tokenizer)
+        if (tokens, unk_id) != (self.vocabulary[0], self.vocabulary[3]):
+            return None
+        assert self.stats is not None
+        return self.stats, self.plan
 
 
 def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
@@ -887,8 +932,8 @@ def distill(
         Token-row pooling and hidden states (:class:`sentvec.TransformerEncoder`); default
         mean pooling of the last layer.
     max_sentences : int, optional
-        Corpus lines counted for sif / usif (default 100,000; None: all).
-    whitening_sentences : int, default 100000
+        Corpus lines counted for sif / usif (default 200,000; None: all).
+    whitening_sentences : int, default 200000
         Corpus lines (the first ones) the whitening is fitted on.
     sif_a : float, optional
         SIF's ``a`` for sif (5e-3) or zipf (3e-4; Model2Vec: 1e-4).
@@ -945,10 +990,11 @@ def distill(
         "keep_lines": bool(n_words),
         "show_progress_bar": show_progress_bar,
     }
+    plan_kwargs = {"n_words": n_words, "n_bigrams": n_bigrams}
     background = None
     if corpus is not None and needs_corpus and isinstance(model, (str, os.PathLike)):
         try:
-            background = _BackgroundCount(model, corpus, **count_kwargs)
+            background = _BackgroundCorpus(model, corpus, plan_kwargs, **count_kwargs)
         except Exception:  # no tokenizer.json, a hub name, ...: count after the load
             background = None
     t0 = time.perf_counter()
@@ -968,44 +1014,36 @@ def distill(
     if k > d:
         raise ValueError(f"dim={k} is above the teacher's width {d}")
     tok = encoder.tokenizer
-    vocab = tok.get_vocab()
-    V = max(vocab.values()) + 1
-    tokens = [""] * V
-    for t, i in vocab.items():
-        tokens[i] = t
-    unused = re.compile(UNUSED_TOKEN_PATTERN)
-    keep = np.fromiter((not unused.fullmatch(t) for t in tokens), dtype=bool, count=V)
+    tokens, keep, backend, unk_id = _vocabulary_of(tok)
+    V = len(tokens)
     times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
 
-    backend = json.loads(tok.backend_tokenizer.to_str())
-    backend["truncation"] = None
-    backend["padding"] = None
-
-    stats = None
+    stats = plan = None
     if background is not None:
         t0 = time.perf_counter()
-        stats = background.result(tok)
-        times["corpus_count_s"] = background.seconds  # in a thread, beside the teacher load
-        times["corpus_count_wait_s"] = time.perf_counter() - t0
+        done = background.result(tok)
+        if done is not None:
+            stats, plan = done
+            times.update(background.seconds)  # in a thread, beside the teacher load
+            times["corpus_wait_s"] = time.perf_counter() - t0
     if stats is None and corpus is not None and needs_corpus:
         t0 = time.perf_counter()
         stats = count_corpus_tokens(tok, corpus, **count_kwargs)
         times["corpus_count_s"] = time.perf_counter() - t0
-
-    # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
-    t0 = time.perf_counter()
-    plan = plan_rows(
-        backend,
-        tokens,
-        keep,
-        None if stats is None else stats.sample,
-        [] if stats is None else stats.lines,
-        n_words=n_words,
-        n_bigrams=n_bigrams,
-        unk_id=tok.unk_token_id,
-    )
+    if plan is None:
+        # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
+        t0 = time.perf_counter()
+        plan = plan_rows(
+            backend,
+            tokens,
+            keep,
+            None if stats is None else stats.sample,
+            [] if stats is None else stats.lines,
+            unk_id=unk_id,
+            **plan_kwargs,
+        )
+        times["plan_rows_s"] = time.perf_counter() - t0
     pieces, keep, words, pairs = plan.pieces, plan.keep, plan.words, plan.pairs
-    times["plan_rows_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     rows = np.zeros((len(pieces), d), dtype=np.float32)
