@@ -130,39 +130,6 @@ def test_corpus_counts_are_the_tokenizers_counts(small_teacher, corpus_file):
     assert [list(x) for x in again.sample] == [list(x) for x in stats.sample]
 
 
-def test_background_corpus_pass_is_that_of_the_loaded_tokenizer(
-    tiny_minilm, tiny_minilm_dir, corpus_file, small_teacher, tmp_path
-):
-    """The count and row plan made beside the teacher load (from the directory's
-    tokenizer.json) equal those of the loaded teacher's tokenizer; another tokenizer gets None
-    (done again); the thread's error is raised in the caller."""
-    from sentvec.distill_vocabulary import plan_rows
-    from sentvec.distillation import _BackgroundCorpus, _vocabulary_of
-
-    tok = tiny_minilm.tokenizer
-    opts = {"n_words": 3, "n_bigrams": 2}
-    bg = _BackgroundCorpus(
-        tiny_minilm_dir, corpus_file, opts, max_sentences=None, sample_sentences=50,
-        keep_lines=True,
-    )  # fmt: skip
-    stats, plan = bg.result(tok)
-    ref = count_corpus_tokens(tok, corpus_file, max_sentences=None, keep_lines=True)
-    np.testing.assert_array_equal(stats.counts, ref.counts)
-    assert [list(x) for x in stats.sample] == [list(x) for x in ref.sample[:50]]
-    tokens, keep, backend, unk_id = _vocabulary_of(tok)
-    assert unk_id == tok.unk_token_id and tokens[unk_id] == "[UNK]"
-    want = plan_rows(backend, tokens, keep, ref.sample[:50], ref.lines[:50], unk_id=unk_id, **opts)
-    assert plan.pieces == want.pieces and plan.tokenizer_json == want.tokenizer_json
-    np.testing.assert_array_equal(plan.keep, want.keep)
-    np.testing.assert_array_equal(plan.pairs, want.pairs)
-    assert [list(x) for x in plan.sample] == [list(x) for x in want.sample]
-    assert bg.result(small_teacher.tokenizer) is None  # a different vocabulary
-    empty = tmp_path / "empty.txt"
-    empty.write_text("\n \n", encoding="utf-8")
-    with pytest.raises(ValueError, match="no token counted"):
-        _BackgroundCorpus(tiny_minilm_dir, empty, {}).result(tok)
-
-
 def test_weights_are_the_papers_formulas():
     counts = np.array([0, 50, 30, 15, 5, 0], np.int64)
     keep = np.array([True, True, True, True, True, False])

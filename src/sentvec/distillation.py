@@ -426,76 +426,6 @@ def _vocabulary_of(tokenizer: Any) -> tuple[list[str], np.ndarray, dict[str, Any
     return tokens, keep, backend, unk_id
 
 
-class _BackgroundCorpus:
-    """:func:`count_corpus_tokens` and :func:`~sentvec.distill_vocabulary.plan_rows` in a
-    thread while the teacher loads.
-
-    Loading the teacher is mostly single-threaded imports (torch, transformers); the count is
-    mostly the ``tokenizers`` library's Rust and xz decompression, which release the GIL, and
-    the plan mostly numpy, so they overlap on two cores. Both use the teacher directory's
-    ``tokenizer.json``; :meth:`result` gives None (do it again) unless the loaded teacher's
-    tokenizer, vocabulary and unknown token are the same.
-    """
-
-    def __init__(
-        self, model: str | os.PathLike[str], corpus: Any, plan: dict[str, Any], **count: Any
-    ) -> None:
-        import threading
-
-        from tokenizers import Tokenizer
-
-        from sentvec.encoders.models import resolve_model
-
-        self.tokenizer = Tokenizer.from_file(str(Path(resolve_model(model)) / "tokenizer.json"))
-        self.stats: CorpusCounts | None = None
-        self.plan: Any = None
-        self.error: BaseException | None = None
-        self.seconds = {"corpus_count_s": 0.0, "plan_rows_s": 0.0}
-
-        def work() -> None:
-            try:
-                t0 = time.perf_counter()
-                self.vocabulary = _vocabulary_of(self.tokenizer)
-                self.stats = count_corpus_tokens(self.tokenizer, corpus, **count)
-                t1 = time.perf_counter()
-                self.seconds["corpus_count_s"] = t1 - t0
-                tokens, keep, backend, unk_id = self.vocabulary
-                self.plan = plan_rows(
-                    backend, tokens, keep, self.stats.sample, self.stats.lines,
-                    unk_id=unk_id, **plan,
-                )  # fmt: skip
-                self.seconds["plan_rows_s"] = time.perf_counter() - t1
-            except BaseException as exc:  # re-raised in the caller's thread by result()
-                self.error = exc
-
-        # a daemon: a teacher that fails to load ends the command without waiting for it
-        self._thread = threading.Thread(target=work, name="sentvec-corpus", daemon=True)
-        self._thread.start()
-
-    @staticmethod
-    def _plain(tokenizer: Any) -> str:
-        from tokenizers import Tokenizer
-
-        t = Tokenizer.from_str(getattr(tokenizer, "backend_tokenizer", tokenizer).to_str())
-        t.no_padding()
-        t.no_truncation()
-        return str(t.to_str())
-
-    def result(self, tokenizer: Any) -> tuple[CorpusCounts, Any] | None:
-        """The counts and the row plan (the thread's error re-raised), or None if
-        ``tokenizer`` is not the one they were made with."""
-        self._thread.join()
-        if self._plain(tokenizer) != self._plain(self.tokenizer):
-            return None
-        if self.error is not None:
-            raise self.error
-        tokens, _, _, unk_id = _vocabulary_of(tokenizer)
-        if (tokens, unk_id) != (self.vocabulary[0], self.vocabulary[3]):
-            return None
-        assert self.stats is not None
-        return self.stats, self.plan
-
-
 def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
     """Model2Vec's weights: SIF's ``a / (a + p)`` with ``p`` from the rank by Zipf's law.
 
@@ -991,12 +921,6 @@ def distill(
         "show_progress_bar": show_progress_bar,
     }
     plan_kwargs = {"n_words": n_words, "n_bigrams": n_bigrams}
-    background = None
-    if corpus is not None and needs_corpus and isinstance(model, (str, os.PathLike)):
-        try:
-            background = _BackgroundCorpus(model, corpus, plan_kwargs, **count_kwargs)
-        except Exception:  # no tokenizer.json, a hub name, ...: count after the load
-            background = None
     t0 = time.perf_counter()
     if isinstance(model, (str, os.PathLike)):
         from sentvec.encoders import TransformerEncoder
@@ -1018,31 +942,24 @@ def distill(
     V = len(tokens)
     times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
 
-    stats = plan = None
-    if background is not None:
-        t0 = time.perf_counter()
-        done = background.result(tok)
-        if done is not None:
-            stats, plan = done
-            times.update(background.seconds)  # in a thread, beside the teacher load
-            times["corpus_wait_s"] = time.perf_counter() - t0
-    if stats is None and corpus is not None and needs_corpus:
+    stats = None
+    if corpus is not None and needs_corpus:
         t0 = time.perf_counter()
         stats = count_corpus_tokens(tok, corpus, **count_kwargs)
         times["corpus_count_s"] = time.perf_counter() - t0
-    if plan is None:
-        # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
-        t0 = time.perf_counter()
-        plan = plan_rows(
-            backend,
-            tokens,
-            keep,
-            None if stats is None else stats.sample,
-            [] if stats is None else stats.lines,
-            unk_id=unk_id,
-            **plan_kwargs,
-        )
-        times["plan_rows_s"] = time.perf_counter() - t0
+
+    # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
+    t0 = time.perf_counter()
+    plan = plan_rows(
+        backend,
+        tokens,
+        keep,
+        None if stats is None else stats.sample,
+        [] if stats is None else stats.lines,
+        unk_id=unk_id,
+        **plan_kwargs,
+    )
+    times["plan_rows_s"] = time.perf_counter() - t0
     pieces, keep, words, pairs = plan.pieces, plan.keep, plan.words, plan.pairs
 
     t0 = time.perf_counter()
