@@ -82,13 +82,18 @@ def main(argv: list[str] | None = None) -> int:
     vocab = tok.get_vocab(with_added_tokens=True)
     tokens = sorted(vocab, key=vocab.get)
     unk = vocab["[UNK]"]
-    sample = [np.asarray(e.ids, np.int64) for e in tok.encode_batch_fast(lines, False)]
+    sample = [
+        np.asarray(e.ids, np.int64) for e in tok.encode_batch_fast(lines, add_special_tokens=False)
+    ]
     words = corpus_words(sample, tokens, 2000, skip_ids=[unk])
     spec = json.loads(tok.to_str())
     new = Tokenizer.from_str(json.dumps(extend_wordpiece(spec, [w for w, _, _ in words])))
 
     def by_line(t):
-        return [np.asarray(e.ids, np.int64) for e in t.encode_batch_fast(lines, False)]
+        return [
+            np.asarray(e.ids, np.int64)
+            for e in t.encode_batch_fast(lines, add_special_tokens=False)
+        ]
 
     def cached():
         cache, out = WordTokenCache(tok), []
