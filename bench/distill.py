@@ -28,7 +28,8 @@ Usage::
 
     python bench/distill.py --corpus shared/data/corpus/enwiki-2015-sentences-1M.txt.xz \\
         --m2v-python /work/venvs/m2v/bin/python --out /tmp/distill-bench [--runs 3] \\
-        [--lock /work/notes/bench.lock] [--only sentvec --first-run 1] [--ablation]
+        [--lock /work/notes/bench.lock] [--only sentvec --first-run 1] [--ablation] \\
+        [--sentvec-args "--max-sentences 100000 --whitening-sentences 100000"]
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
+
+from sentvec.distillation import DEFAULT_WHITENING_SENTENCES  # noqa: E402
 
 M2V_SCRIPT = """
 import os, sys
@@ -222,11 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--skip-m2v", action="store_true")
     p.add_argument("--ablation", action="store_true")
-    p.add_argument("--whitening-sentences", type=int, default=100_000)
+    p.add_argument("--whitening-sentences", type=int, default=DEFAULT_WHITENING_SENTENCES)
     p.add_argument(
         "--lock", default=None, help="hold this file locked (flock -x) during each timed run"
     )
     p.add_argument("--only", choices=("model2vec", "sentvec"), default=None)
+    p.add_argument(
+        "--sentvec-args", default="", help="extra options for sentvec distill (one string)"
+    )
     p.add_argument("--first-run", type=int, default=0, help="index of the first run (resume)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -250,14 +256,20 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 cmd = env_py + [
                     "--model", "minilm", "--dim", str(args.dim), "--corpus", args.corpus,
-                    "--output", str(target), "--no-progress",
+                    "--output", str(target), "--no-progress", *args.sentvec_args.split(),
                 ]  # fmt: skip
                 os.environ["PYTHONPATH"] = src + os.pathsep + os.environ.get("PYTHONPATH", "")
             dt, before, after = timed(cmd, args.lock)
             times[who].append(dt)
             loads[who][-1] = f"{before} -> {after}"
             print(f"{who} run {run}: {dt:.1f} s (load {before} -> {after})", flush=True)
-    result: dict = {"dim": args.dim, "corpus": args.corpus, "times_s": times, "load": loads}
+    result: dict = {
+        "dim": args.dim,
+        "corpus": args.corpus,
+        "sentvec_args": args.sentvec_args,
+        "times_s": times,
+        "load": loads,
+    }
     if args.lock:  # scoring is CPU-heavy but not timed: the shared lock (bench protocol)
         import fcntl
 

@@ -319,6 +319,90 @@ def test_corpus_words_are_the_most_frequent_split_words(small_teacher):
     assert [n for _, _, n in got] == sorted((n for _, _, n in got), reverse=True)
 
 
+def test_retokenize_equals_tokenizing_the_lines_again(minilm_path):
+    """The remap of the teacher's ids to the extended vocabulary against the oracle, the
+    extended tokenizer run over the text: MiniLM's WordPiece on 4,000 lines of the packaged
+    sample plus unknown-token words, literal special tokens, '#'s and a word over 100
+    characters; and a small WordPiece where an added word turns an unknown word into pieces."""
+    from tokenizers import Tokenizer
+
+    from sentvec._data import corpus_sample_path
+    from sentvec.distill_vocabulary import corpus_words, extend_wordpiece, retokenize
+
+    tok = Tokenizer.from_file(str(Path(minilm_path) / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    lines = corpus_sample_path().read_text("utf-8").splitlines()[:4000]
+    lines += [
+        "the mattress ☃snowman☃ and mattresses , unbelievably",
+        "[SEP] worst-case caterpillars [MASK]",
+        "##ing the " + "x" * 120 + " doghouses",
+        "",
+    ]
+    vocab = tok.get_vocab(with_added_tokens=True)
+    tokens = sorted(vocab, key=vocab.get)
+    unk = vocab["[UNK]"]
+    enc = tok.encode_batch_fast(lines, add_special_tokens=False)
+    sample = [np.asarray(e.ids, dtype=np.int64) for e in enc]
+    words = corpus_words(sample, tokens, 300, skip_ids=[unk])
+    words_text = [w for w, _, _ in words] + ["mattress", "caterpillar", "snow", "unbelievab"]
+    words_text = list(dict.fromkeys(w for w in words_text if w not in vocab))
+    new = Tokenizer.from_str(json.dumps(extend_wordpiece(json.loads(tok.to_str()), words_text)))
+    expected = [e.ids for e in new.encode_batch_fast(lines, add_special_tokens=False)]
+    got = retokenize(sample, tokens, new, lines, unk_id=unk)
+    assert [list(g) for g in got] == expected
+    assert sum(len(g) for g in got) < sum(len(s) for s in sample)  # words became one token
+    # an unknown word that an added word makes known: its line is tokenized again
+    from tokenizers import models, normalizers, pre_tokenizers
+
+    small = {"[UNK]": 0, "a": 1, "ab": 2, "##bc": 3, "##x": 4, "y": 5, "##y": 6}
+    wp = Tokenizer(models.WordPiece(small, unk_token="[UNK]"))
+    wp.normalizer = normalizers.BertNormalizer()
+    wp.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    text = ["y abcx abx", "abx y", "aby abcx"]
+    ids = [np.asarray(e.ids) for e in wp.encode_batch(text)]
+    assert [list(i) for i in ids] == [[5, 0, 2, 4], [2, 4, 5], [2, 6, 0]]
+    more = Tokenizer.from_str(json.dumps(extend_wordpiece(json.loads(wp.to_str()), ["abc"])))
+    got = retokenize(ids, sorted(small, key=small.get), more, text, unk_id=0)
+    assert [list(g) for g in got] == [e.ids for e in more.encode_batch(text)]
+    assert [list(g) for g in got] == [[5, 7, 4, 2, 4], [2, 4, 5], [2, 6, 7, 4]]
+
+
+def test_word_token_cache_equals_tokenizing_each_line(minilm_path):
+    """Each distinct whitespace word tokenized once, against the oracle: the tokenizer run over
+    each line (MiniLM's tokenizer, 3,000 sample lines plus control characters, other Unicode
+    whitespace, CJK, accents, literal special tokens, a word over 100 characters); and a
+    tokenizer that is not BERT's goes line by line."""
+    from tokenizers import Tokenizer, pre_tokenizers
+
+    from sentvec._data import corpus_sample_path
+    from sentvec.distillation import WordTokenCache
+
+    tok = Tokenizer.from_file(str(Path(minilm_path) / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    lines = corpus_sample_path().read_text("utf-8").splitlines()[:3000]
+    lines += [
+        "a\x1cb c\x1fd e\x85f g\x0bh",  # str.split splits here, BERT deletes the character
+        "tab\tand\u3000ideographic\u2028line\xa0nbsp \u200bzero width\u200b",
+        "Caf\u00e9 \u00c9COLE na\u00efve \u4e2d\u6587\u5b57 x[SEP]y [MASK] [unused3]",
+        "\u200b",
+        "w" * 130 + " short",
+        "the the the",
+    ]
+    expected = [e.ids for e in tok.encode_batch_fast(lines, add_special_tokens=False)]
+    cache = WordTokenCache(tok)
+    assert cache.by_word
+    got = cache.encode(lines[:1500]) + cache.encode(lines[1500:])  # the cache carries over
+    assert [list(g) for g in got] == expected
+    other = Tokenizer.from_str(tok.to_str())
+    other.pre_tokenizer = pre_tokenizers.Whitespace()
+    cache = WordTokenCache(other)
+    assert not cache.by_word
+    ref = [e.ids for e in other.encode_batch_fast(lines, add_special_tokens=False)]
+    assert [list(g) for g in cache.encode(lines)] == ref
+
+
 def test_extended_wordpiece_gives_each_added_word_one_token(small_teacher):
     from tokenizers import Tokenizer
 

@@ -17,7 +17,6 @@ applied to a teacher: the row is the teacher's pooled vector of ``[CLS] pieces(a
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +25,7 @@ import numpy as np
 
 __all__ = [
     "corpus_words",
+    "retokenize",
     "extend_wordpiece",
     "corpus_bigrams",
     "with_bigram_rows",
@@ -54,6 +54,52 @@ def parse_vocabulary(spec: str, default_n: int = 5000) -> int:
     raise ValueError(f"vocabulary must be 'teacher', 'corpus' or 'corpus:N' (N >= 1), got {spec!r}")
 
 
+def _flatten(sample: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """All ids of the sample in one array and each sentence's offsets (``len(sample) + 1``)."""
+    lengths = np.fromiter((len(s) for s in sample), dtype=np.int64, count=len(sample))
+    bounds = np.zeros(len(sample) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    flat = np.concatenate([np.asarray(s, dtype=np.int64) for s in sample]) if len(sample) else None
+    return (np.zeros(0, np.int64) if flat is None else flat), bounds
+
+
+def _word_spans(flat: np.ndarray, bounds: np.ndarray, cont: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Start and length of each multi-piece word: a piece that is not a continuation piece
+    followed by the continuation pieces after it, within one sentence."""
+    brk = ~cont[flat]
+    brk[bounds[:-1][np.diff(bounds) > 0]] = True  # a sentence's first piece starts a span
+    starts = np.flatnonzero(brk)
+    lengths = np.diff(np.append(starts, len(flat)))
+    ok = (lengths > 1) & ~cont[flat[starts]]
+    return starts[ok], lengths[ok]
+
+
+def _unique_spans(
+    flat: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct id sequences of the spans: each one's ids, count and first position, and
+    the index of each span's sequence among them."""
+    seqs: list[tuple[int, ...]] = []
+    counts, first = [], []
+    which = np.empty(len(starts), dtype=np.int64)
+    for L in np.unique(lengths):
+        sel = np.flatnonzero(lengths == L)
+        M = flat[starts[sel][:, None] + np.arange(L)]
+        u, idx, inv, c = np.unique(
+            M, axis=0, return_index=True, return_inverse=True, return_counts=True
+        )
+        which[sel] = len(seqs) + inv.reshape(-1)
+        seqs.extend(tuple(int(i) for i in row) for row in u)
+        counts.append(c)
+        first.append(starts[sel][idx])
+    cat = np.concatenate if counts else (lambda _: np.zeros(0, np.int64))
+    return seqs, cat(counts), cat(first), which
+
+
+def _continuation(tokens: Sequence[str], prefix: str) -> np.ndarray:
+    return np.fromiter((t.startswith(prefix) for t in tokens), dtype=bool, count=len(tokens))
+
+
 def corpus_words(
     sample: Sequence[np.ndarray],
     tokens: Sequence[str],
@@ -67,7 +113,8 @@ def corpus_words(
 
     A word is a piece not starting with ``prefix`` followed by the pieces that do (WordPiece's
     continuation pieces); its text is the pieces joined with the prefix removed (normalised
-    text: lower-cased where the tokenizer lower-cases).
+    text: lower-cased where the tokenizer lower-cases). Counted with numpy over the whole
+    sample (``np.unique`` of the spans of each length), not a loop over sentences.
 
     Parameters
     ----------
@@ -87,26 +134,107 @@ def corpus_words(
     -------
     list of (word, piece ids, count), most frequent first (ties: first seen first)
     """
-    cont = np.fromiter((t.startswith(prefix) for t in tokens), dtype=bool, count=len(tokens))
+    cont = _continuation(tokens, prefix)
     skip = set(int(i) for i in skip_ids)
-    counts: Counter[tuple[int, ...]] = Counter()
-    for s in sample:
-        if len(s) < 2:
-            continue
-        starts = np.flatnonzero(~cont[s])
-        ends = np.append(starts[1:], len(s))
-        for a, b in zip(starts[ends - starts > 1], ends[ends - starts > 1], strict=False):
-            counts[tuple(int(i) for i in s[a:b])] += 1
+    flat, bounds = _flatten(sample)
+    seqs, counts, first, _ = _unique_spans(flat, *_word_spans(flat, bounds, cont))
     out = []
     k = len(prefix)
-    for ids, c in counts.most_common():
+    for j in np.lexsort((first, -counts)):
+        ids = seqs[j]
         if skip.intersection(ids):
             continue
         word = tokens[ids[0]] + "".join(tokens[i][k:] for i in ids[1:])
         if len(word) <= max_chars:
-            out.append((word, ids, c))
+            out.append((word, ids, int(counts[j])))
             if len(out) == n:
                 break
+    return out
+
+
+def retokenize(
+    sample: Sequence[np.ndarray],
+    tokens: Sequence[str],
+    tokenizer: Any,
+    lines: Sequence[str],
+    *,
+    prefix: str = "##",
+    unk_id: int | None = None,
+) -> list[np.ndarray]:
+    """The sample as ``tokenizer`` (the teacher's WordPiece tokenizer with words appended by
+    :func:`extend_wordpiece`) tokenizes its ``lines``, from the teacher's ids, without
+    tokenizing the lines again.
+
+    WordPiece tokenizes each pre-tokenized word alone, and a word's text is its pieces joined
+    (prefix removed). A word of one piece is in the vocabulary whole and stays one piece; a word
+    of several pieces is tokenized again by the new WordPiece model, once per distinct word.
+    Only the lines holding ``unk_id`` (whose text the ids do not give back) are tokenized again
+    in full. The result equals ``tokenizer.encode_batch(lines)`` (tested).
+
+    Parameters
+    ----------
+    sample : sequence of int arrays
+        The teacher's ids of ``lines`` (no special tokens).
+    tokens : sequence of str
+        The teacher's token string of each id.
+    tokenizer : tokenizers.Tokenizer
+        The extended tokenizer (same normaliser, pre-tokenizer and added tokens).
+    lines : sequence of str
+    prefix : str, default "##"
+    unk_id : int, optional
+
+    Returns
+    -------
+    list of ndarray of int64
+    """
+    cont = _continuation(tokens, prefix)
+    k = len(prefix)
+    flat, bounds = _flatten(sample)
+    starts, lengths = _word_spans(flat, bounds, cont)
+    seqs, _, _, which = _unique_spans(flat, starts, lengths)
+    model = tokenizer.model
+    new_of: dict[int, list[int]] = {}
+    for j, ids in enumerate(seqs):
+        if unk_id is not None and unk_id in ids:
+            continue  # the line is tokenized again below
+        text = tokens[ids[0]] + "".join(tokens[i][k:] for i in ids[1:])
+        new = [t.id for t in model.tokenize(text)]
+        if new != list(ids):
+            new_of[j] = new
+    is_changed = np.zeros(len(seqs), dtype=bool)
+    is_changed[list(new_of)] = True
+    changed = is_changed[which]
+    c_starts, c_lengths, c_which = starts[changed], lengths[changed], which[changed]
+    # positions inside a changed span: +1 at its start, -1 after its end, running sum
+    edges = np.bincount(c_starts, minlength=len(flat) + 1) - np.bincount(
+        c_starts + c_lengths, minlength=len(flat) + 1
+    )
+    dropped = np.cumsum(edges[:-1]) > 0
+    arrays = {j: np.asarray(v, dtype=np.int64) for j, v in new_of.items()}
+    values = [arrays[int(j)] for j in c_which]
+    n_new = np.fromiter((len(v) for v in values), dtype=np.int64, count=len(values))
+    removed_before = np.concatenate([[0], np.cumsum(dropped)])[c_starts]
+    out_flat = np.insert(
+        flat[~dropped],
+        np.repeat(c_starts - removed_before, n_new),
+        np.concatenate(values) if values else np.zeros(0, np.int64),
+    )
+    sent = np.searchsorted(bounds, c_starts, side="right") - 1
+    delta = np.bincount(sent, weights=n_new - c_lengths, minlength=len(sample)).astype(np.int64)
+    new_bounds = np.zeros_like(bounds)
+    np.cumsum(np.diff(bounds) + delta, out=new_bounds[1:])
+    out = np.split(out_flat, new_bounds[1:-1]) if len(sample) else []
+    redo = np.zeros(len(sample), dtype=bool)
+    if unk_id is not None:
+        redo[np.searchsorted(bounds, np.flatnonzero(flat == unk_id), side="right") - 1] = True
+    # a line starting with a continuation piece is not the tokenizer's (never, but be exact)
+    nonempty = np.diff(bounds) > 0
+    redo[np.flatnonzero(nonempty)[cont[flat[bounds[:-1][nonempty]]]]] = True
+    again = np.flatnonzero(redo).tolist()
+    if len(again):
+        enc = tokenizer.encode_batch_fast([lines[i] for i in again], add_special_tokens=False)
+        for i, e in zip(again, enc, strict=True):
+            out[i] = np.asarray(e.ids, dtype=np.int64)
     return out
 
 
@@ -239,7 +367,7 @@ def plan_rows(
     """Teacher tokens, then the ``n_words`` corpus words, then the ``n_bigrams`` bigrams.
 
     Words come from the sample (:func:`corpus_words`), are added to the WordPiece vocabulary
-    (:func:`extend_wordpiece`) and the sample ``lines`` are tokenized again with it; bigrams
+    (:func:`extend_wordpiece`) and the sample is mapped to it (:func:`retokenize`); bigrams
     are then counted on that (:func:`corpus_bigrams`, pairs with the unknown token or a row not
     kept left out) and appended to each sentence's rows (:func:`with_bigram_rows`).
 
@@ -287,8 +415,7 @@ def plan_rows(
         plan.pieces += [list(ids) for _, ids, _ in plan.words]
         plan.keep = np.concatenate([plan.keep, np.ones(len(plan.words), dtype=bool)])
         new = Tokenizer.from_str(json.dumps(plan.tokenizer_json))
-        enc = new.encode_batch_fast(list(lines), add_special_tokens=False)
-        plan.sample = [np.asarray(e.ids, dtype=np.int64) for e in enc]
+        plan.sample = retokenize(sample, tokens, new, lines, prefix=prefix, unk_id=unk_id)
         plan.n_tokens = len(plan.pieces)
     if n_bigrams:
         if plan.sample is None:
