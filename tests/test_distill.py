@@ -561,3 +561,23 @@ def test_a_directory_as_corpus_is_named_as_one(small_teacher, tmp_path):
     with pytest.raises(IsADirectoryError, match="is a directory"):
         distill(small_teacher, tmp_path / "out", corpus=tmp_path, show_progress_bar=False)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_teacher_that_is_not_a_transformer_is_named_as_such(tmp_path):
+    """A Sent2Vec .bin or a static model is not a teacher: the error says what it is, not that
+    a transformer's files are damaged."""
+    from pathlib import Path
+
+    tiny = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-unigram.bin"
+    with pytest.raises(ValueError, match="sent2vec-bin model, not a transformer"):
+        distill(tiny, None, whiten="none", weighting="none", vocabulary="teacher")
+    import numpy as np
+    from tokenizers import Tokenizer
+
+    from sentvec import StaticEncoder
+    from sentvec.encoders import resolve_model
+
+    tok = Tokenizer.from_file(str(Path(resolve_model("minilm")) / "tokenizer.json"))
+    StaticEncoder(np.ones((tok.get_vocab_size(), 4), dtype=np.float32), tok).save(tmp_path / "m2v")
+    with pytest.raises(ValueError, match="model2vec model, not a transformer"):
+        distill(tmp_path / "m2v", None, whiten="none", weighting="none", vocabulary="teacher")

@@ -877,7 +877,8 @@ def distill(
     Raises
     ------
     ValueError
-        Bad options, a missing corpus, an output that is an input, ``dim`` above the width.
+        Bad options, a missing corpus, an output that is an input, ``dim`` above the width, a
+        teacher that is not a transformer (a Sent2Vec, static model or pipeline).
     FileNotFoundError
         A missing teacher or corpus.
     """
@@ -923,8 +924,15 @@ def distill(
     plan_kwargs = {"n_words": n_words, "n_bigrams": n_bigrams}
     t0 = time.perf_counter()
     if isinstance(model, (str, os.PathLike)):
-        from sentvec.encoders import TransformerEncoder
+        from sentvec.encoders import TransformerEncoder, model_kind
 
+        kind = model_kind(model)
+        if kind != "transformer":
+            raise ValueError(
+                f"the teacher {os.fspath(model)!r} is a {kind} model, not a transformer: "
+                "distill needs a transformer (an alias such as 'minilm' or a Hugging Face "
+                "model directory) to pass its vocabulary through"
+            )
         encoder = TransformerEncoder.from_pretrained(
             model,
             pooling=pooling,  # type: ignore[arg-type]
