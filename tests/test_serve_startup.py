@@ -95,6 +95,7 @@ def test_a_model_that_cannot_load_stops_the_server_with_its_reason(tmp_path):
     )
     assert res.returncode == 1
     assert "the models could not be loaded" in res.stderr and "missing.bin" in res.stderr
+    assert res.stderr.count("missing.bin") == 2  # "loading model ... from", then the reason once
 
 
 def test_port_0_reports_the_port_the_system_chose():

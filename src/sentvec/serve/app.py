@@ -189,7 +189,8 @@ def _load_in_thread(
             served = _load(pairs, options)
         except BaseException as exc:  # reported, and the server stops
             message = f"{type(exc).__name__}: {exc}"
-            log.error("loading the models failed: %s", message)
+            if on_load_error is None:  # otherwise its owner reports it (the CLI, at exit)
+                log.error("loading the models failed: %s", message)
             loop.call_soon_threadsafe(_failed, message)
         else:
             loop.call_soon_threadsafe(_loaded, served)
