@@ -113,9 +113,9 @@ def test_readme_is_a_landing_page():
     text = README.read_text("utf-8")
     assert len(text.splitlines()) <= 200
     # the CI runs the README's test command: .ci/run must hold the same line
-    assert "python -m pytest -q " in text
+    assert "python -m pytest -q -n 2 " in text
     ci = (REPO / ".ci" / "run").read_text("utf-8")
-    assert re.search(r"^python3? -m pytest -q$", ci, re.M)
+    assert re.search(r"^python3? -m pytest -q -n 2$", ci, re.M)
     assert re.search(r'pip install (-q )?-e "\.\[dev\]"', ci)
 
 
