@@ -411,10 +411,11 @@ def test_prune_removes_least_recently_used_entries_first(tmp_path):
     probe = VectorCache(tmp_path / "probe")
     probe.save(keys[0], _array())
     size = _entry_bytes(probe, keys[0])
+    for i, key in enumerate(keys[:3]):  # three earlier runs
+        earlier = VectorCache(tmp_path / "c", max_bytes=3 * size)
+        earlier.save(key, _array(seed=i))
+        os.utime(earlier.paths(key)[1], (1000 + i, 1000 + i))  # m0 oldest, m2 newest
     cache = VectorCache(tmp_path / "c", max_bytes=3 * size)  # room for three entries
-    for i, key in enumerate(keys[:3]):
-        cache.save(key, _array(seed=i))
-        os.utime(cache.paths(key)[1], (1000 + i, 1000 + i))  # m0 oldest, m2 newest
     assert cache.load(keys[0]) is not None  # a hit makes m0 the most recent
     cache.save(keys[3], _array(seed=3))  # one entry must go: the least recently used, m1
     present = [cache.paths(k)[1].exists() for k in keys]
@@ -423,11 +424,13 @@ def test_prune_removes_least_recently_used_entries_first(tmp_path):
     assert sum(_entry_bytes(cache, k) for k in keys if cache.paths(k)[0].exists()) <= 3 * size
 
 
-def test_prune_keeps_the_entry_just_written_and_clears_old_orphans(tmp_path):
+def test_prune_keeps_the_entries_of_this_run_and_clears_old_orphans(tmp_path):
+    VectorCache(tmp_path).save(_key(model="old"), _array())  # an earlier run's entry
     cache = VectorCache(tmp_path, max_bytes=0)
     cache.save(_key(model="a"), _array())
     cache.save(_key(model="b"), _array())
-    assert cache.load(_key(model="a")) is None  # over the limit: only the newest stays
+    assert cache.load(_key(model="old")) is None  # over the limit: the earlier run's goes
+    assert cache.load(_key(model="a")) is not None  # both of this run's entries stay
     assert cache.load(_key(model="b")) is not None
     orphan = cache.directory / ("0" * 64 + ".npy")  # an array whose key was never written
     orphan.write_bytes(b"x")

@@ -569,7 +569,7 @@ def test_a_teacher_that_is_not_a_transformer_is_named_as_such(tmp_path):
     from pathlib import Path
 
     tiny = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-unigram.bin"
-    with pytest.raises(ValueError, match="sent2vec-bin model, not a transformer"):
+    with pytest.raises(ValueError, match="Sent2Vec .bin model, not a transformer"):
         distill(tiny, None, whiten="none", weighting="none", vocabulary="teacher")
     import numpy as np
     from tokenizers import Tokenizer
@@ -579,5 +579,11 @@ def test_a_teacher_that_is_not_a_transformer_is_named_as_such(tmp_path):
 
     tok = Tokenizer.from_file(str(Path(resolve_model("minilm")) / "tokenizer.json"))
     StaticEncoder(np.ones((tok.get_vocab_size(), 4), dtype=np.float32), tok).save(tmp_path / "m2v")
-    with pytest.raises(ValueError, match="model2vec model, not a transformer"):
+    with pytest.raises(ValueError, match="Model2Vec model, not a transformer"):
         distill(tmp_path / "m2v", None, whiten="none", weighting="none", vocabulary="teacher")
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    (tmp_path / "empty-dir").mkdir()
+    for bad, why in ((empty, "an empty file"), (tmp_path / "empty-dir", "not a sentvec Sent2Vec")):
+        with pytest.raises(ValueError, match=why):  # load_encoder's own message
+            distill(bad, None, whiten="none", weighting="none", vocabulary="teacher")

@@ -28,7 +28,7 @@ created until the first write.
 Size: every key holds the code and library versions, so each upgrade leaves the old entries
 unused. After each write the least recently used entries (a hit refreshes an entry's time) are
 removed until the entries take at most ``max_bytes`` (default 10 GiB, ``$SENTVEC_CACHE_MAX_GB``);
-the entry just written is always kept.
+the entries written by the same cache object (one run) are always kept.
 """
 
 from __future__ import annotations
@@ -480,8 +480,9 @@ class VectorCache:
         ``False`` makes :meth:`load` always miss and :meth:`save` a no-op (``--no-cache``).
     max_bytes : int, optional
         After each write, the least recently used entries are removed until all entries take
-        at most this many bytes (:meth:`prune`). Default: ``$SENTVEC_CACHE_MAX_GB`` GiB if set,
-        else :data:`DEFAULT_CACHE_MAX_BYTES` (10 GiB).
+        at most this many bytes (:meth:`prune`); 0 keeps only the entries this object wrote.
+        Default: ``$SENTVEC_CACHE_MAX_GB`` GiB if set, else :data:`DEFAULT_CACHE_MAX_BYTES`
+        (10 GiB).
 
     Raises
     ------
@@ -508,6 +509,7 @@ class VectorCache:
         self.enabled = bool(enabled)
         self._executor: Any = None
         self._pending: list[Any] = []
+        self._written: set[Path] = set()  # key files this cache wrote: never pruned by it
 
     def paths(self, key: CacheKey) -> tuple[Path, Path]:
         """Return ``(array_path, key_path)`` of the entry for ``key``."""
@@ -619,9 +621,10 @@ class VectorCache:
         # per-layer vectors layer-major: np.save streams the transposed view, no full copy
         atomic_save_npy(arr_path, arr.transpose(1, 0, 2) if key.kind == "layers" else arr)
         atomic_write_json(key_path, key.to_dict())
-        self.prune(keep=key_path)
+        self._written.add(key_path)
+        self.prune(keep=self._written)
 
-    def prune(self, *, keep: Path | None = None) -> int:
+    def prune(self, *, keep: Iterable[Path] = ()) -> int:
         """Remove the least recently used entries until all take at most :attr:`max_bytes`.
 
         An entry's time is its key file's modification time (written last, refreshed by each
@@ -631,8 +634,10 @@ class VectorCache:
 
         Parameters
         ----------
-        keep : Path, optional
-            A key file never removed (the entry just written, even when it alone is larger).
+        keep : iterable of Path
+            Key files never removed: :meth:`save` passes the entries this cache object wrote
+            (one run's entries, e.g. the cls and mean pooling of a Table 1 block), even when
+            they alone are larger than :attr:`max_bytes`.
 
         Returns
         -------
@@ -644,6 +649,7 @@ class VectorCache:
         CacheWarning
             If a file cannot be removed (the cache stays larger; nothing else changes).
         """
+        kept = set(keep)
         entries: list[tuple[float, int, Path]] = []
         total = 0
         now = time.time()
@@ -664,7 +670,7 @@ class VectorCache:
             for _, size, key_path in sorted(entries):
                 if total <= self.max_bytes:
                     break
-                if key_path == keep:
+                if key_path in kept:
                     continue
                 key_path.unlink(missing_ok=True)
                 key_path.with_suffix(".npy").unlink(missing_ok=True)

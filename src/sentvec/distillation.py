@@ -764,6 +764,18 @@ class DistilledModel:
         )
 
 
+#: What :func:`sentvec.encoders.model_kind` names, in words, for the teacher check of distill.
+_KIND_NAMES = {
+    "pipeline": "saved pipeline",
+    "sent2vec-bin": "Sent2Vec .bin model",
+    "sent2vec-dir": "Sent2Vec model directory",
+    "bigram-static": "static model with bigram rows",
+    "model2vec": "Model2Vec model",
+    "sentence-transformers-static": "sentence-transformers StaticEmbedding model",
+    "wordllama": "WordLlama model",
+}
+
+
 def _teacher_name(record: dict[str, Any]) -> Any:
     """The teacher as the user named it (``minilm``, a path as given), else its loaded path."""
     teacher = record.get("teacher", {})
@@ -924,14 +936,16 @@ def distill(
     plan_kwargs = {"n_words": n_words, "n_bigrams": n_bigrams}
     t0 = time.perf_counter()
     if isinstance(model, (str, os.PathLike)):
-        from sentvec.encoders import TransformerEncoder, model_kind
+        from sentvec.encoders import TransformerEncoder, load_encoder, model_kind
 
         kind = model_kind(model)
         if kind != "transformer":
+            if kind in ("other-file", "sent2vec-dir"):
+                load_encoder(model)  # a file or directory that is no model: its own error
             raise ValueError(
-                f"the teacher {os.fspath(model)!r} is a {kind} model, not a transformer: "
-                "distill needs a transformer (an alias such as 'minilm' or a Hugging Face "
-                "model directory) to pass its vocabulary through"
+                f"the teacher {os.fspath(model)!r} is a {_KIND_NAMES.get(kind, kind)}, not a "
+                "transformer: distill needs a transformer (an alias such as 'minilm' or a "
+                "Hugging Face model directory) to pass its vocabulary through"
             )
         encoder = TransformerEncoder.from_pretrained(
             model,

@@ -93,10 +93,11 @@ def _run_tokenize(args: argparse.Namespace) -> int:
                 out.write(_encode(prep.prepare(line) + "\n"))
                 n += 1
         out.flush()
-    msg = f"sentvec tokenize: {n} lines ({args.tokenizer}, lowercase={bool(args.lowercase)})"
+    lines = "1 line" if n == 1 else f"{n} lines"
+    msg = f"sentvec tokenize: {lines} ({args.tokenizer}, lowercase={bool(args.lowercase)})"
     if n_fallback:
         msg += f"; {n_fallback} tokenized by sacremoses itself (the compiled rules' fallback)"
     if reader.n_bad:
-        msg += f"; {reader.n_bad} lines were not valid UTF-8 (--errors {args.errors})"
+        msg += f"; lines not valid UTF-8: {reader.n_bad} (--errors {args.errors})"
     print(msg, file=sys.stderr)
     return 0
