@@ -403,21 +403,21 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
 
     whitening, wmeta = _resolve_whitening(args)
     cached = None if encoder is not None else _single_from_cache(args, whitening)
+    hit = cached is not None
     if cached is not None:  # a cache hit: the model is never loaded
         encoder, tasks, embeddings, whitening = cached
-    elif encoder is None:
-        encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
+    else:
+        embeddings = None
+        if encoder is None:
+            encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
     check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
     postprocessor = year_postprocessor(args, encoder)  # before encoding: D is checked
     if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
         check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
-    if cached is None:
+    if not hit:
         tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
-    hit = cached is not None
-    if not hit:
-        embeddings = None
     if not hit and callable(getattr(encoder, "encode_layers", None)):  # the per-layer cache
         from sentvec.evaluation import combine_layers
 

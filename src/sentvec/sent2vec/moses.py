@@ -8,7 +8,8 @@ numba kernels of :mod:`sentvec.sent2vec._moses` (the same ordered rewrite rules 
 with its own Unicode classes and nonbreaking prefixes), in parallel threads without the GIL.
 :meth:`MosesTokenizer.tokenize_utf8` takes UTF-8 bytes and gives UTF-8 bytes, decoding,
 lower-casing and encoding in the kernels too (:mod:`sentvec.sent2vec._moses_utf8`); it is what
-``sentvec tokenize`` runs.
+``sentvec tokenize`` runs, and :meth:`MosesTokenizer.tokenize_lines` hands it every batch whose
+lines hold no newline and no lone surrogate (the rest take the UTF-32 path).
 
 Exactness: the classes (IsAlnum, IsAlpha, IsN, IsLower) and the English nonbreaking prefixes
 are read from the installed sacremoses, and the rules are those of sacremoses 0.2.0
