@@ -657,9 +657,10 @@ class VectorCache:
             for arr_path in self.directory.glob("*.npy"):
                 key_path = arr_path.with_suffix(".json")
                 try:
-                    size = arr_path.stat().st_size
+                    st = arr_path.stat()
+                    size = st.st_size
                     if not key_path.exists():
-                        if now - arr_path.stat().st_mtime > 3600:
+                        if now - st.st_mtime > 3600:
                             arr_path.unlink()
                         continue
                     entries.append((key_path.stat().st_mtime, size, key_path))
