@@ -22,11 +22,13 @@ from sentvec.distillation import (  # noqa: E402
     count_corpus_tokens,
     distill,
     pca_rows,
+    resolve_precision,
     token_rows,
     token_weights,
     whiten_rows,
     zipf_weights,
 )
+from sentvec.encoders import bfloat16_is_fast  # noqa: E402
 
 N_VOCAB = 3000  # [PAD], [unused*], specials, characters, then the most frequent words
 
@@ -90,8 +92,18 @@ def test_token_rows_equal_a_plain_transformers_transcription(small_teacher):
             inp = torch.tensor([[tok.cls_token_id, *x, tok.sep_token_id]])
             out = model(input_ids=inp, attention_mask=torch.ones_like(inp))
             expected.append(out.last_hidden_state[0].mean(0).numpy())  # Model2Vec's mean
-    got = token_rows(small_teacher, ids, batch_size=3, show_progress_bar=False)
+    got = token_rows(small_teacher, ids, batch_size=3, precision="float32")
     np.testing.assert_allclose(got, np.stack(expected), atol=2e-5)
+    # bfloat16 products (autocast): the same rows to bfloat16's precision, whatever the CPU
+    bf = token_rows(small_teacher, ids, batch_size=3, precision="bfloat16")
+    cos = (bf * got).sum(1) / np.linalg.norm(bf, axis=1) / np.linalg.norm(got, axis=1)
+    assert cos.min() > 0.999 and not np.array_equal(bf, got)
+    auto = token_rows(small_teacher, ids, batch_size=3)
+    fast = bfloat16_is_fast("cpu")
+    np.testing.assert_array_equal(auto, bf if fast else got)
+    assert resolve_precision("auto", "cpu") == ("bfloat16" if fast else "float32")
+    with pytest.raises(ValueError, match="precision"):
+        token_rows(small_teacher, ids, precision="float16")
 
 
 def test_token_rows_average_the_chosen_layers(small_teacher):
@@ -101,7 +113,8 @@ def test_token_rows_average_the_chosen_layers(small_teacher):
     with torch.no_grad():
         hs = model(input_ids=inp, output_hidden_states=True).hidden_states
     expected = ((hs[1][0] + hs[-1][0]) / 2).mean(0).numpy()
-    np.testing.assert_allclose(token_rows(two, [[1996]])[0], expected, atol=2e-5)
+    got = token_rows(two, [[1996]], precision="float32")[0]
+    np.testing.assert_allclose(got, expected, atol=2e-5)
     with pytest.raises(ValueError, match="at least one token"):
         token_rows(two, [[]])
 
@@ -502,7 +515,7 @@ def test_bigram_model_encodes_sent2vecs_mean_and_round_trips(small_teacher, corp
     raw = distill(
         small_teacher, None, corpus=corpus_file, dim=None, weighting="none", whiten="none",
         vocabulary="corpus:5", bigrams=6, bigram_weight=1.0, dtype="float32",
-        show_progress_bar=False,
+        precision="float32", show_progress_bar=False,
     )  # fmt: skip
     tok = small_teacher.tokenizer
     for j, (p, q) in enumerate(raw.bigrams.tolist()[:3]):
@@ -530,6 +543,7 @@ def test_corpus_vocabulary_rows_are_the_teachers_word_vectors(small_teacher, cor
         whiten="none",
         vocabulary="corpus:3",
         dtype="float32",
+        precision="float32",
         show_progress_bar=False,
     )
     tok = small_teacher.tokenizer

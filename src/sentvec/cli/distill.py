@@ -137,6 +137,13 @@ def register(subparsers: Any) -> None:
         help=f"first corpus lines the whitening is fitted on (default {DEFAULT_WHITENING_SENTENCES})",
     )
     p.add_argument("--dtype", choices=("float16", "float32"), default="float16")
+    p.add_argument(
+        "--precision",
+        choices=("auto", "float32", "bfloat16"),
+        default="auto",
+        help="teacher forward pass: auto is bfloat16 where the device has it in hardware "
+        "(AMX / AVX512-BF16 CPUs, most GPUs), float32 elsewhere",
+    )
     p.add_argument("--batch-size", type=positive_int, default=512)
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     add_progress_option(p)
@@ -178,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         sif_a=args.sif_a,
         batch_size=args.batch_size,
         device=args.device,
+        precision=args.precision,
         dtype=args.dtype,
         show_progress_bar=progress(args),
     )
@@ -187,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.output}: {rec['rows']} rows x {result.embeddings.shape[1]} ({args.dtype}), "
         f"weighting {args.weighting}, whiten {args.whiten}, layers {list(args.layers)}, "
         f"{rec['corpus_words']} corpus words, {rec['bigram_rows']} bigrams; "
-        f"{t['total_s']:.1f} s (teacher {t['teacher_forward_s']:.1f} s)"
+        f"{t['total_s']:.1f} s (teacher {t['teacher_forward_s']:.1f} s, "
+        f"{rec['settings']['precision']})"
     )
     return 0

@@ -43,6 +43,7 @@ _LAZY: dict[str, str] = {
     "PIPELINE_VERSION": "sentvec.encoders.pipeline",
     "ENCODER_LOADERS": "sentvec.encoders.pipeline",
     "TransformerEncoder": "sentvec.encoders.transformer",
+    "bfloat16_is_fast": "sentvec.encoders.transformer",
     "SIFEncoder": "sentvec.encoders.sif",
     "StaticEncoder": "sentvec.encoders.static",
     "BigramStaticEncoder": "sentvec.encoders.static_bigrams",
@@ -117,4 +118,5 @@ if TYPE_CHECKING:  # pragma: no cover
         DEFAULT_LAYERS,
         DEFAULT_POOLING,
         TransformerEncoder,
+        bfloat16_is_fast,
     )  # noqa: F401

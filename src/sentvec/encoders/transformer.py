@@ -79,6 +79,31 @@ def _default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def bfloat16_is_fast(device: str | torch.device) -> bool:
+    """Whether ``device`` multiplies bfloat16 matrices in hardware.
+
+    True for a CUDA device that supports bfloat16 and for a CPU with AMX-BF16 tiles or
+    AVX512-BF16 instructions (as torch itself reports them); False elsewhere, where bfloat16
+    would be emulated and slower than float32.
+
+    Parameters
+    ----------
+    device : str or torch.device
+
+    Returns
+    -------
+    bool
+    """
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    if dev.type != "cpu":
+        return False
+    # torch's own CPU feature probes (underscore names, hence the guard)
+    probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
+
+
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     """``device`` as a torch device that this torch build can use, else a clear ValueError
     (instead of torch's AssertionError deep inside the first ``.to()``)."""
