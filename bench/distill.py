@@ -134,7 +134,6 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     """Each choice on and off, in-process from the library's own steps (teacher rows computed
     once per layer choice and cached in ``out``), scored on dev (STS-B dev + SICK trial) and
     on the 7 test sets."""
-    import re
 
     from sentvec import TransformerEncoder
     from sentvec.distill_vocabulary import parse_vocabulary, plan_rows
@@ -143,18 +142,16 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
         DEFAULT_LAYERS,
         DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
-        UNUSED_TOKEN_PATTERN,
         DistilledModel,
         count_corpus_tokens,
         fit_rows,
+        teacher_vocabulary,
         token_rows,
     )
 
     enc = TransformerEncoder.from_pretrained("minilm", layers=(-1,), device="cpu")
     tok = enc.tokenizer
-    vocab = tok.get_vocab()
-    tokens = sorted(vocab, key=vocab.get)
-    keep = np.array([not re.fullmatch(UNUSED_TOKEN_PATTERN, t) for t in tokens])
+    tokens, keep, tok_json, _ = teacher_vocabulary(tok)
     t0 = time.perf_counter()
     stats = count_corpus_tokens(
         tok,
@@ -164,8 +161,6 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
         keep_lines=True,
     )
     print(f"read {stats.n_sentences} lines: {time.perf_counter() - t0:.0f} s", flush=True)
-    tok_json = json.loads(tok.backend_tokenizer.to_str())
-    tok_json["truncation"] = tok_json["padding"] = None
     cache: dict[tuple, np.ndarray] = {}
 
     def rows_of(layers: tuple[int, ...], pieces: list[list[int]], kp: np.ndarray) -> np.ndarray:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -66,20 +65,16 @@ def main(argv: list[str] | None = None) -> int:
     from sentvec import TransformerEncoder
     from sentvec.distill_vocabulary import plan_rows, retokenize
     from sentvec.distillation import (
-        UNUSED_TOKEN_PATTERN,
         DistilledModel,
         count_corpus_tokens,
         fit_rows,
+        teacher_vocabulary,
         token_rows,
     )
 
     enc = TransformerEncoder.from_pretrained("minilm", layers=(-1,), device="cpu")
     tok = enc.tokenizer
-    vocab = tok.get_vocab()
-    tokens = sorted(vocab, key=vocab.get)
-    keep = np.array([not re.fullmatch(UNUSED_TOKEN_PATTERN, t) for t in tokens])
-    tok_json = json.loads(tok.backend_tokenizer.to_str())
-    tok_json["truncation"] = tok_json["padding"] = None
+    tokens, keep, tok_json, _ = teacher_vocabulary(tok)
     n_all = max(max(c[0], c[1]) for c in configs)
     t0 = time.perf_counter()
     stats = count_corpus_tokens(

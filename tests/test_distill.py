@@ -601,3 +601,71 @@ def test_a_teacher_that_is_not_a_transformer_is_named_as_such(tmp_path):
     for bad, why in ((empty, "an empty file"), (tmp_path / "empty-dir", "not a sentvec Sent2Vec")):
         with pytest.raises(ValueError, match=why):  # load_encoder's own message
             distill(bad, None, whiten="none", weighting="none", vocabulary="teacher")
+
+
+@pytest.fixture(scope="module")
+def teacher_dir(small_teacher, tmp_path_factory):
+    """small_teacher saved as a Hugging Face directory (with its tokenizer.json)."""
+    root = tmp_path_factory.mktemp("teacher-dir")
+    small_teacher.model.save_pretrained(root)
+    small_teacher.tokenizer.save_pretrained(root)
+    return root
+
+
+def test_corpus_pass_in_a_child_equals_the_pass_in_process(teacher_dir, corpus_file):
+    from sentvec.distillation import CorpusPassProcess, corpus_pass, teacher_vocabulary
+    from sentvec.encoders import TransformerEncoder
+
+    teacher = TransformerEncoder.from_pretrained(str(teacher_dir), layers=(-1,), device="cpu")
+    vocabulary = teacher_vocabulary(teacher.tokenizer)
+    count_kw = {"max_sentences": None, "sample_sentences": 50, "keep_lines": True}
+    plan_kw = {"n_words": 4, "n_bigrams": 3}
+    stats, plan, _ = corpus_pass(teacher.tokenizer, vocabulary, corpus_file, count_kw, plan_kw)
+    child = CorpusPassProcess.start(teacher_dir, corpus_file, count_kw, plan_kw)
+    assert child is not None
+    try:
+        got = child.result(vocabulary)
+        assert got is not None
+        c_stats, c_plan, times = got
+        assert set(times) == {"corpus_count_s", "plan_rows_s"}
+        np.testing.assert_array_equal(c_stats.counts, stats.counts)
+        assert c_stats.n_sentences == stats.n_sentences
+        for a, b in ((c_stats.sample, stats.sample), (c_plan.sample, plan.sample)):
+            assert len(a) == len(b) and all(map(np.array_equal, a, b))
+        assert c_plan.pieces == plan.pieces and c_plan.words == plan.words
+        assert c_plan.tokenizer_json == plan.tokenizer_json
+        np.testing.assert_array_equal(c_plan.pairs, plan.pairs)
+        # a child whose tokenizer is not the loaded teacher's is not used
+        tokens, keep, backend, unk_id = vocabulary
+        assert child.result((tokens, keep, backend, (unk_id or 0) + 1)) is None
+    finally:
+        child.close()
+    assert not Path(child.directory).exists()
+
+
+def test_distill_from_a_directory_uses_the_child_and_gives_the_same_model(
+    teacher_dir, corpus_file, tmp_path
+):
+    from sentvec.encoders import TransformerEncoder
+
+    kw = {
+        "corpus": corpus_file,
+        "dim": 8,
+        "vocabulary": "corpus:4",
+        "precision": "float32",
+        "show_progress_bar": False,
+    }
+    by_path = distill(str(teacher_dir), tmp_path / "a", **kw)
+    loaded = TransformerEncoder.from_pretrained(str(teacher_dir), layers=(-1,), device="cpu")
+    in_process = distill(loaded, None, **kw)
+    assert by_path.record["corpus_pass"] == "child process"
+    assert in_process.record["corpus_pass"] == "in process"
+    assert "corpus_count_s" in by_path.record["wall_time_s"]
+    assert by_path.tokenizer_json == in_process.tokenizer_json
+    # the child's teacher rows run in one torch thread: equal up to float32 rounding
+    np.testing.assert_allclose(by_path.embeddings, in_process.embeddings, atol=1e-4)
+    # an empty corpus fails in the child; the error is the in-process pass's own
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no token counted"):
+        distill(str(teacher_dir), None, **{**kw, "corpus": empty})

@@ -45,6 +45,9 @@ __all__ = [
     "DistilledModel",
     "CorpusCounts",
     "token_rows",
+    "teacher_vocabulary",
+    "corpus_pass",
+    "CorpusPassProcess",
     "resolve_precision",
     "PRECISIONS",
     "count_corpus_tokens",
@@ -435,10 +438,26 @@ def count_corpus_tokens(
     return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path), lines=lines)
 
 
-def _vocabulary_of(tokenizer: Any) -> tuple[list[str], np.ndarray, dict[str, Any], int | None]:
-    """The token string of each id, the rows kept (not ``[unusedN]``), the ``tokenizers`` JSON
-    without truncation and padding, and the unknown token's id, of a transformers fast
-    tokenizer or a ``tokenizers.Tokenizer``."""
+def teacher_vocabulary(
+    tokenizer: Any,
+) -> tuple[list[str], np.ndarray, dict[str, Any], int | None]:
+    """A teacher's vocabulary as :func:`sentvec.distill_vocabulary.plan_rows` takes it.
+
+    Parameters
+    ----------
+    tokenizer : transformers fast tokenizer or tokenizers.Tokenizer
+
+    Returns
+    -------
+    tokens : list of str
+        The token string of each id.
+    keep : ndarray of bool, shape (len(tokens),)
+        The rows computed (False: ``[unusedN]``, which the tokenizer never produces).
+    tokenizer_json : dict
+        The ``tokenizers`` JSON, truncation and padding off.
+    unk_id : int or None
+        The unknown token's id.
+    """
     backend_tok = getattr(tokenizer, "backend_tokenizer", tokenizer)
     if hasattr(tokenizer, "backend_tokenizer"):
         vocab = tokenizer.get_vocab()
@@ -857,6 +876,259 @@ def model_card(record: dict[str, Any]) -> str:
     )
 
 
+Vocabulary = tuple[list[str], np.ndarray, dict[str, Any], int | None]
+
+
+def corpus_pass(
+    tokenizer: Any,
+    vocabulary: Vocabulary,
+    corpus: str | os.PathLike[str] | None,
+    count_kwargs: dict[str, Any],
+    plan_kwargs: dict[str, Any],
+) -> tuple[CorpusCounts | None, Any, dict[str, float]]:
+    """The corpus steps of :func:`distill` that need only the tokenizer: the counts and sample
+    (:func:`count_corpus_tokens`, skipped without ``corpus``), then the rows' plan
+    (:func:`sentvec.distill_vocabulary.plan_rows`).
+
+    Parameters
+    ----------
+    tokenizer : transformers fast tokenizer or tokenizers.Tokenizer
+    vocabulary : tuple
+        :func:`teacher_vocabulary` of ``tokenizer``.
+    corpus : path-like, optional
+    count_kwargs, plan_kwargs : dict
+        Options of :func:`count_corpus_tokens` and of ``plan_rows``.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        As :func:`count_corpus_tokens` and ``plan_rows``.
+
+    Returns
+    -------
+    stats : CorpusCounts or None
+    plan : sentvec.distill_vocabulary.RowPlan
+    times : dict of str to float
+        ``corpus_count_s``, ``plan_rows_s``.
+    """
+    tokens, keep, backend, unk_id = vocabulary
+    times: dict[str, float] = {}
+    stats = None
+    if corpus is not None:
+        t0 = time.perf_counter()
+        stats = count_corpus_tokens(tokenizer, corpus, **count_kwargs)
+        times["corpus_count_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    plan = plan_rows(
+        backend,
+        tokens,
+        keep,
+        None if stats is None else stats.sample,
+        [] if stats is None else stats.lines,
+        unk_id=unk_id,
+        **plan_kwargs,
+    )
+    times["plan_rows_s"] = time.perf_counter() - t0
+    return stats, plan, times
+
+
+#: The child's command: ``python -c _CHILD DIRECTORY`` (no ``multiprocessing``, which would
+#: import the caller's ``__main__`` script again in the child).
+_CHILD = (
+    "import sys\n"
+    "try:\n"
+    "    from sentvec.distillation import corpus_pass_worker\n"
+    "except BaseException:\n"
+    "    sys.exit(3)  # this interpreter cannot import sentvec: the parent does the pass\n"
+    "sys.exit(corpus_pass_worker(sys.argv[1]))"
+)
+
+
+def _split_sample(flat: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
+    return np.split(flat, bounds[1:-1]) if len(bounds) > 1 else []
+
+
+def _joined_sample(sample: Sequence[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """``sample`` as one array and its offsets (pickled in one piece, not 200,000)."""
+    if sample is None:
+        return None
+    bounds = np.zeros(len(sample) + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in sample], out=bounds[1:])
+    flat = np.concatenate(sample) if len(sample) else np.zeros(0, np.int64)
+    return flat.astype(np.int64, copy=False), bounds
+
+
+def corpus_pass_worker(directory: str) -> int:
+    """Entry point of :class:`CorpusPassProcess`'s child: reads ``request.json`` in
+    ``directory``, runs :func:`corpus_pass` with the ``tokenizers`` library alone (no torch
+    or transformers import) and writes ``result.pickle`` there. Any failure is written as
+    ``{"error": ...}`` (the parent then runs the pass itself and raises the real error).
+
+    Returns
+    -------
+    int
+        The exit status: 0, or 1 on failure.
+    """
+    import pickle
+
+    root = Path(directory)
+    status = 0
+    try:
+        from tokenizers import Tokenizer
+
+        req = json.loads((root / "request.json").read_text(encoding="utf-8"))
+        tok = Tokenizer.from_file(req["tokenizer_file"])
+        vocabulary = teacher_vocabulary(tok)
+        stats, plan, times = corpus_pass(
+            tok, vocabulary, req["corpus"], req["count_kwargs"], req["plan_kwargs"]
+        )
+        joined = None
+        if stats is not None:
+            stats.lines = []  # only plan_rows reads them
+            joined = _joined_sample(stats.sample)
+            stats.sample = []
+        samples = _joined_sample(plan.sample)
+        plan.sample = None
+        payload: dict[str, Any] = {
+            "vocabulary": vocabulary,
+            "stats": stats,
+            "stats_sample": joined,
+            "plan": plan,
+            "plan_sample": samples,
+            "times": times,
+        }
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, never raised here
+        payload, status = {"error": f"{type(exc).__name__}: {exc}"}, 1
+    tmp = root / "result.pickle.tmp"
+    with open(tmp, "wb") as fh:
+        pickle.dump(payload, fh, protocol=5)
+    os.replace(tmp, root / "result.pickle")
+    return status
+
+
+class CorpusPassProcess:
+    """:func:`corpus_pass` in a child process, beside the teacher's import, load and forward
+    pass (the child needs only the teacher's ``tokenizer.json`` and the ``tokenizers``
+    library). About 4 s of the 22 s ``sentvec distill`` at its defaults (docs/distill.md,
+    "Wall time").
+
+    :meth:`result` returns the child's counts and plan only when its tokenizer is the
+    teacher's own (the same vocabulary, kept rows, unknown token and ``tokenizers`` JSON as
+    :func:`teacher_vocabulary` of the loaded teacher); otherwise, or if the child failed,
+    None, and :func:`distill` runs the pass in its own process (which raises the real error of
+    a bad corpus).
+    """
+
+    def __init__(self, directory: str, process: Any) -> None:
+        self.directory = directory
+        self.process = process
+
+    @classmethod
+    def start(
+        cls,
+        model: str | os.PathLike[str],
+        corpus: str | os.PathLike[str],
+        count_kwargs: dict[str, Any],
+        plan_kwargs: dict[str, Any],
+    ) -> CorpusPassProcess | None:
+        """Start the child for a teacher given by alias or directory; None when the teacher has
+        no ``tokenizer.json`` (or is a hub name) or the child cannot be started."""
+        import subprocess
+        import sys
+        import tempfile
+
+        from sentvec.encoders import resolve_model
+
+        try:
+            tokenizer_file = Path(resolve_model(model)) / "tokenizer.json"
+        except (OSError, ValueError):
+            return None
+        if not tokenizer_file.is_file():
+            return None
+        directory = tempfile.mkdtemp(prefix="sentvec-distill-")
+        request = {
+            "tokenizer_file": str(tokenizer_file),
+            "corpus": os.fspath(corpus),
+            "count_kwargs": count_kwargs,
+            "plan_kwargs": plan_kwargs,
+        }
+        Path(directory, "request.json").write_text(json.dumps(request), encoding="utf-8")
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, directory], stdin=subprocess.DEVNULL
+            )
+        except OSError:
+            import shutil
+
+            shutil.rmtree(directory, ignore_errors=True)
+            return None
+        return cls(directory, process)
+
+    def result(
+        self, vocabulary: Vocabulary
+    ) -> tuple[CorpusCounts | None, Any, dict[str, float]] | None:
+        """Wait for the child; its ``(stats, plan, times)``, or None (see the class)."""
+        import pickle
+
+        if self.process.wait() != 0:
+            return None
+        try:
+            with open(Path(self.directory, "result.pickle"), "rb") as fh:
+                payload = pickle.load(fh)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None
+        tokens, keep, backend, unk_id = payload["vocabulary"]
+        own_tokens, own_keep, own_backend, own_unk = vocabulary
+        if not (
+            tokens == own_tokens
+            and np.array_equal(keep, own_keep)
+            and backend == own_backend
+            and unk_id == own_unk
+        ):
+            return None
+        stats, plan = payload["stats"], payload["plan"]
+        if payload["plan_sample"] is not None:
+            plan.sample = _split_sample(*payload["plan_sample"])
+        if stats is not None:
+            stats.sample = _split_sample(*payload["stats_sample"])
+        return stats, plan, payload["times"]
+
+    def rows_meanwhile(
+        self, encoder: Any, token_ids: np.ndarray, *, chunk: int = 2048, **kwargs: Any
+    ) -> np.ndarray:
+        """:func:`token_rows` of single tokens, in one torch thread while the child runs and
+        in torch's own number after (checked every ``chunk`` tokens): the two processes then
+        share the 2 cores instead of fighting over them (docs/distill.md, "Wall time").
+
+        Returns
+        -------
+        ndarray of shape (len(token_ids), hidden_size), float32
+        """
+        import torch
+
+        n_threads = torch.get_num_threads()
+        out = np.empty((len(token_ids), int(encoder.hidden_size)), dtype=np.float32)
+        try:
+            for start in range(0, len(token_ids), chunk):
+                torch.set_num_threads(1 if self.process.poll() is None else n_threads)
+                part = token_ids[start : start + chunk]
+                out[start : start + len(part)] = token_rows(
+                    encoder, [[int(i)] for i in part], show_progress_bar=False, **kwargs
+                )
+        finally:
+            torch.set_num_threads(n_threads)
+        return out
+
+    def close(self) -> None:
+        """Stop the child if it still runs and remove its directory."""
+        import shutil
+
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
 def distill(
     model: Any = "minilm",
     output: str | os.PathLike[str] | None = None,
@@ -977,67 +1249,81 @@ def distill(
     }
     plan_kwargs = {"n_words": n_words, "n_bigrams": n_bigrams}
     t0 = time.perf_counter()
-    if isinstance(model, (str, os.PathLike)):
-        from sentvec.encoders import TransformerEncoder, load_encoder, model_kind
+    child: CorpusPassProcess | None = None
+    try:
+        if isinstance(model, (str, os.PathLike)):
+            from sentvec.encoders import TransformerEncoder, load_encoder, model_kind
 
-        kind = model_kind(model)
-        if kind != "transformer":
-            if kind in ("other-file", "sent2vec-dir"):
-                load_encoder(model)  # a file or directory that is no model: its own error
-            raise ValueError(
-                f"the teacher {os.fspath(model)!r} is a {_KIND_NAMES.get(kind, kind)}, not a "
-                "transformer: distill needs a transformer (an alias such as 'minilm' or a "
-                "Hugging Face model directory) to pass its vocabulary through"
+            kind = model_kind(model)
+            if kind != "transformer":
+                if kind in ("other-file", "sent2vec-dir"):
+                    load_encoder(model)  # a file or directory that is no model: its own error
+                raise ValueError(
+                    f"the teacher {os.fspath(model)!r} is a {_KIND_NAMES.get(kind, kind)}, not "
+                    "a transformer: distill needs a transformer (an alias such as 'minilm' or "
+                    "a Hugging Face model directory) to pass its vocabulary through"
+                )
+            if corpus is not None and needs_corpus:
+                child = CorpusPassProcess.start(model, corpus, count_kwargs, plan_kwargs)
+            encoder = TransformerEncoder.from_pretrained(
+                model,
+                pooling=pooling,  # type: ignore[arg-type]
+                layers=layers,
+                device=device,
             )
-        encoder = TransformerEncoder.from_pretrained(
-            model,
-            pooling=pooling,  # type: ignore[arg-type]
-            layers=layers,
-            device=device,
-        )
-    else:
-        encoder = model
-    d = int(encoder.hidden_size)
-    k = d if dim is None else check_positive_int("dim", dim)
-    if k > d:
-        raise ValueError(f"dim={k} is above the teacher's width {d}")
-    tok = encoder.tokenizer
-    tokens, keep, backend, unk_id = _vocabulary_of(tok)
-    V = len(tokens)
-    times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
+        else:
+            encoder = model
+        d = int(encoder.hidden_size)
+        k = d if dim is None else check_positive_int("dim", dim)
+        if k > d:
+            raise ValueError(f"dim={k} is above the teacher's width {d}")
+        tok = encoder.tokenizer
+        vocabulary_ = teacher_vocabulary(tok)
+        tokens, keep, backend, unk_id = vocabulary_
+        V = len(tokens)
+        times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
+        precision = resolve_precision(precision, encoder.device)
+        row_kw: dict[str, Any] = {"batch_size": batch_size, "precision": precision}
 
-    stats = None
-    if corpus is not None and needs_corpus:
-        t0 = time.perf_counter()
-        stats = count_corpus_tokens(tok, corpus, **count_kwargs)
-        times["corpus_count_s"] = time.perf_counter() - t0
+        stats = None
+        passed = None
+        early: tuple[np.ndarray, np.ndarray] | None = None  # teacher rows made beside the child
+        if child is not None:
+            # while the child counts, this process has one core: the scikit-learn import of
+            # the whitening (~1.2 s) and the teacher's own tokens in one torch thread
+            t0 = time.perf_counter()
+            if whiten == "corpus":
+                import sentvec.whitening  # noqa: F401
+            early_ids = np.flatnonzero(keep)
+            early = early_ids, child.rows_meanwhile(encoder, early_ids, **row_kw)
+            times["teacher_forward_s"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            passed = child.result(vocabulary_)
+            times["corpus_wait_s"] = time.perf_counter() - t0
+        if passed is not None:
+            stats, plan, child_times = passed
+            times.update(child_times)
+        else:
+            stats, plan, own_times = corpus_pass(
+                tok, vocabulary_, corpus if needs_corpus else None, count_kwargs, plan_kwargs
+            )
+            times.update(own_times)
+    finally:
+        if child is not None:
+            child.close()
+    pieces, keep, words, pairs = plan.pieces, plan.keep, plan.words, plan.pairs
 
     # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
     t0 = time.perf_counter()
-    plan = plan_rows(
-        backend,
-        tokens,
-        keep,
-        None if stats is None else stats.sample,
-        [] if stats is None else stats.lines,
-        unk_id=unk_id,
-        **plan_kwargs,
-    )
-    times["plan_rows_s"] = time.perf_counter() - t0
-    pieces, keep, words, pairs = plan.pieces, plan.keep, plan.words, plan.pairs
-
-    t0 = time.perf_counter()
     rows = np.zeros((len(pieces), d), dtype=np.float32)
-    kept_ids = np.flatnonzero(keep)
-    precision = resolve_precision(precision, encoder.device)
-    rows[kept_ids] = token_rows(
-        encoder,
-        [pieces[i] for i in kept_ids],
-        batch_size=batch_size,
-        precision=precision,
-        show_progress_bar=show_progress_bar,
+    todo = np.flatnonzero(keep)
+    if early is not None:
+        rows[early[0]] = early[1]
+        todo = todo[todo >= V]
+    rows[todo] = token_rows(
+        encoder, [pieces[i] for i in todo], show_progress_bar=show_progress_bar, **row_kw
     )
-    times["teacher_forward_s"] = time.perf_counter() - t0
+    times["teacher_forward_s"] = times.get("teacher_forward_s", 0.0) + time.perf_counter() - t0
 
     t0 = time.perf_counter()
     emb, wparams = fit_rows(
@@ -1094,6 +1380,9 @@ def distill(
         if (~keep).any()
         else [],
         "n_rows_dropped": int((~keep).sum()),
+        "corpus_pass": None
+        if stats is None
+        else ("child process" if passed is not None else "in process"),
         "wall_time_s": {**{k_: round(v, 3) for k_, v in times.items()}},
     }
     result = DistilledModel(
