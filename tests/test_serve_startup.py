@@ -127,3 +127,66 @@ def test_port_0_reports_the_port_the_system_chose():
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="SO_REUSEPORT balancing is Linux-only"
+)
+
+
+@linux_only
+def test_a_port_held_with_so_reuseport_is_in_use_for_workers_too():
+    """``--workers 2`` binds its workers' sockets with SO_REUSEPORT, yet a port another program
+    holds with SO_REUSEPORT (another ``sentvec serve --workers 2``, say) is still refused: the
+    server probes the port without the option first."""
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        res = subprocess.run(
+            [sys.executable, "-m", "sentvec", "serve", str(BIN), "--port", str(port)]
+            + ["--workers", "2"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert res.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in res.stderr and "in use" in res.stderr
+
+
+@linux_only
+def test_a_per_worker_listener_pickles_as_a_socket_of_its_own():
+    """What each worker receives: a new socket on the supervisor's address, not a copy of the
+    supervisor's; the supervisor's never listens, so connections go to the workers' only."""
+    import pickle
+
+    from sentvec.serve.listeners import per_worker_listener
+
+    parent = per_worker_listener("127.0.0.1", 0)
+    with parent:
+        port = parent.getsockname()[1]
+        workers = [pickle.loads(pickle.dumps(parent)) for _ in range(2)]
+        try:
+            for w in workers:
+                assert type(w) is socket.socket and w.fileno() != parent.fileno()
+                assert w.getsockname() == ("127.0.0.1", port)
+                assert w.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT) == 1
+                w.listen(8)
+            for _ in range(8):  # every connection reaches a listening worker socket
+                with socket.create_connection(("127.0.0.1", port), timeout=5):
+                    pass
+            accepted = 0
+            for w in workers:
+                w.setblocking(False)
+                while True:
+                    try:
+                        conn, _ = w.accept()
+                    except BlockingIOError:
+                        break
+                    conn.close()
+                    accepted += 1
+            assert accepted == 8
+        finally:
+            for w in workers:
+                w.close()
