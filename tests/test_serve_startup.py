@@ -190,3 +190,37 @@ def test_a_per_worker_listener_pickles_as_a_socket_of_its_own():
         finally:
             for w in workers:
                 w.close()
+
+
+def test_embedding_routes_answer_mounted_under_a_prefix_too():
+    """The embedding routes take a short path past FastAPI's router; mounted under a prefix,
+    the application routes them itself, with the same answers, and errors in the route's
+    dialect (OpenAI's on ``.../v1/embeddings``)."""
+    import asyncio
+
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from sentvec import Sent2Vec
+
+    model = Sent2Vec.load(BIN)
+    texts = ["a cat sat on the mat", "the dog"]
+
+    async def main() -> None:
+        inner = create_app({"s2v": model})
+        outer = Starlette(routes=[Mount("/api", app=inner)])
+        for app, prefix in ((inner, ""), (outer, "/api")):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                r = await c.post(prefix + "/v1/embeddings", json={"input": texts})
+                assert r.status_code == 200, r.text
+                got = np.array([d["embedding"] for d in r.json()["data"]], dtype=np.float32)
+                assert np.abs(got - model.encode(texts)).max() <= 1e-6
+                r = await c.post(prefix + "/embed", json={"inputs": texts, "normalize": False})
+                assert r.status_code == 200 and len(r.json()) == 2
+                r = await c.post(prefix + "/v1/embeddings", json={"input": []})
+                assert r.status_code == 400 and "empty list" in r.json()["error"]["message"]
+                r = await c.get(prefix + "/v1/embeddings")  # other methods: the router's
+                assert r.status_code == 405 and "not allowed" in r.text
+
+    asyncio.run(main())
