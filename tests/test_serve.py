@@ -122,6 +122,32 @@ def test_openai_client_base64_is_exact(client, oracles, name):
     np.testing.assert_array_equal(np.array(res.data[0].embedding, dtype=np.float32), want)
 
 
+@pytest.mark.parametrize("dim", [1, 2, 3, 16, 300])
+def test_base64_body_is_what_orjson_writes_for_each_row(dim):
+    """The base64 answer is built with array operations; it must be byte for byte the JSON of
+    one dict per row with that row's base64, at every index width and row width."""
+    from types import SimpleNamespace
+
+    import orjson
+
+    from sentvec.serve.protocol import openai_response_body
+    from sentvec.serve.served_model import TokenCounts
+
+    rng = np.random.default_rng(dim)
+    for n in (1, 9, 10, 11, 100, 101, 1001):
+        vectors = rng.standard_normal((n, dim)).astype(np.float32)
+        vectors[0, 0], vectors[-1] = np.nan, 0.0
+        call = SimpleNamespace(encoding_format="base64", model=SimpleNamespace(name='m"é'))
+        counts = TokenCounts(np.arange(n), None)
+        rows = [
+            {"object": "embedding", "index": i, "embedding": base64.b64encode(v).decode()}
+            for i, v in enumerate(vectors.astype("<f4"))
+        ]
+        usage = {"prompt_tokens": counts.processed, "total_tokens": counts.processed}
+        expected = {"object": "list", "data": rows, "model": 'm"é', "usage": usage}
+        assert openai_response_body(call, vectors, counts) == orjson.dumps(expected)
+
+
 @pytest.mark.parametrize("name", ["tiny", "s2v", "white"])
 def test_tei_embed_equals_encode(server, oracles, name):
     r = httpx.post(server.url + "/embed", json={"inputs": TEXTS, "model": name})

@@ -127,3 +127,100 @@ def test_port_0_reports_the_port_the_system_chose():
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="SO_REUSEPORT balancing is Linux-only"
+)
+
+
+@linux_only
+def test_a_port_held_with_so_reuseport_is_in_use_for_workers_too():
+    """``--workers 2`` binds its workers' sockets with SO_REUSEPORT, yet a port another program
+    holds with SO_REUSEPORT (another ``sentvec serve --workers 2``, say) is still refused: the
+    server probes the port without the option first."""
+    with socket.socket() as taken:
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        res = subprocess.run(
+            [sys.executable, "-m", "sentvec", "serve", str(BIN), "--port", str(port)]
+            + ["--workers", "2"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert res.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in res.stderr and "in use" in res.stderr
+
+
+@linux_only
+def test_a_per_worker_listener_pickles_as_a_socket_of_its_own():
+    """What each worker receives: a new socket on the supervisor's address, not a copy of the
+    supervisor's; the supervisor's never listens, so connections go to the workers' only."""
+    import pickle
+
+    from sentvec.serve.listeners import per_worker_listener
+
+    parent = per_worker_listener("127.0.0.1", 0)
+    with parent:
+        port = parent.getsockname()[1]
+        workers = [pickle.loads(pickle.dumps(parent)) for _ in range(2)]
+        try:
+            for w in workers:
+                assert type(w) is socket.socket and w.fileno() != parent.fileno()
+                assert w.getsockname() == ("127.0.0.1", port)
+                assert w.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT) == 1
+                w.listen(8)
+            for _ in range(8):  # every connection reaches a listening worker socket
+                with socket.create_connection(("127.0.0.1", port), timeout=5):
+                    pass
+            accepted = 0
+            for w in workers:
+                w.setblocking(False)
+                while True:
+                    try:
+                        conn, _ = w.accept()
+                    except BlockingIOError:
+                        break
+                    conn.close()
+                    accepted += 1
+            assert accepted == 8
+        finally:
+            for w in workers:
+                w.close()
+
+
+def test_embedding_routes_answer_mounted_under_a_prefix_too():
+    """The embedding routes take a short path past FastAPI's router; mounted under a prefix,
+    the application routes them itself, with the same answers, and errors in the route's
+    dialect (OpenAI's on ``.../v1/embeddings``)."""
+    import asyncio
+
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from sentvec import Sent2Vec
+
+    model = Sent2Vec.load(BIN)
+    texts = ["a cat sat on the mat", "the dog"]
+
+    async def main() -> None:
+        inner = create_app({"s2v": model})
+        outer = Starlette(routes=[Mount("/api", app=inner)])
+        for app, prefix in ((inner, ""), (outer, "/api")):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                r = await c.post(prefix + "/v1/embeddings", json={"input": texts})
+                assert r.status_code == 200, r.text
+                got = np.array([d["embedding"] for d in r.json()["data"]], dtype=np.float32)
+                assert np.abs(got - model.encode(texts)).max() <= 1e-6
+                r = await c.post(prefix + "/embed", json={"inputs": texts, "normalize": False})
+                assert r.status_code == 200 and len(r.json()) == 2
+                r = await c.post(prefix + "/v1/embeddings", json={"input": []})
+                assert r.status_code == 400 and "empty list" in r.json()["error"]["message"]
+                r = await c.get(prefix + "/v1/embeddings")  # other methods: the router's
+                assert r.status_code == 405 and "not allowed" in r.text
+
+    asyncio.run(main())

@@ -1,12 +1,14 @@
 """``sentvec serve --workers 2``: two server processes behind one port, each loading the model
 (uvicorn's factory ``sentvec.serve.app:app_from_environment``), answering like ``encode``, with
 ``/metrics`` summed over both workers (prometheus-client's multiprocess mode in a private
-temporary directory that the server removes when it stops)."""
+temporary directory that the server removes when it stops). On Linux each worker listens on a
+socket of its own (SO_REUSEPORT), so the kernel spreads the connections over them."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,12 @@ def _requests_total(text: str) -> float:
     )
 
 
+def _listening(port: int) -> int:
+    """How many sockets listen on ``port`` (``/proc/net/tcp``: state 0A is LISTEN)."""
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return sum(1 for r in rows if r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A")
+
+
 def _environ(pid: str) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(x.decode().split("=", 1) for x in raw if b"=" in x)
@@ -49,6 +57,8 @@ def test_two_workers_serve_the_bin_and_sum_their_metrics(tmp_path):
             p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()
         ]
         assert len(workers) == 2
+        if sys.platform.startswith("linux"):  # a listening socket per worker (SO_REUSEPORT)
+            assert _listening(srv.port) == 2
         metrics_dir = _environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"]
         assert os.path.isdir(metrics_dir)
         texts = [f"the {i} cat sat on the mat" for i in range(40)]

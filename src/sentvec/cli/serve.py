@@ -223,21 +223,34 @@ def run(args: argparse.Namespace) -> int:
     run_dir = None
     try:
         if args.workers > 1:
+            from uvicorn.supervisors import Multiprocess
+
             from sentvec.serve.app import LOAD_ERROR_FILE
+            from sentvec.serve.listeners import per_worker_listener, reuse_port_available
             from sentvec.serve.metrics import MULTIPROC_ENV
 
-            sock.close()  # uvicorn's supervisor binds it again for its workers
+            if reuse_port_available():
+                # each worker binds a socket of its own and the kernel spreads the
+                # connections over them; the port is free: the probe above just held it
+                sock.close()
+                try:
+                    sock = per_worker_listener(args.host, port)
+                except OSError as exc:
+                    raise OSError(
+                        f"cannot listen on {args.host}:{port}: {exc.strerror or exc}"
+                    ) from None
             run_dir = tempfile.mkdtemp(prefix="sentvec-serve-")
             os.mkdir(os.path.join(run_dir, "metrics"))
             os.environ[MULTIPROC_ENV] = os.path.join(run_dir, "metrics")
             settings.run_dir = run_dir
             os.environ[SETTINGS_ENV] = settings.to_json()
-            uvicorn.run(
+            config = uvicorn.Config(
                 "sentvec.serve.app:app_from_environment",
                 factory=True,
                 workers=args.workers,
                 **common,
             )
+            Multiprocess(config, sockets=[sock]).run()  # what uvicorn.run does, on this socket
             error_file = os.path.join(run_dir, LOAD_ERROR_FILE)
             if os.path.exists(error_file):
                 with open(error_file, encoding="utf-8") as f:

@@ -287,6 +287,7 @@ def create_app(
     app.state.sentvec = state
     _add_routes(app, state)
     _add_error_handlers(app)
+    app.add_middleware(EmbeddingRoutes)  # inside the key check, added after it
     if api_key is not None:
         app.add_middleware(ApiKeyMiddleware, api_key=api_key)
     return app
@@ -301,6 +302,30 @@ def _error_response(err: ApiError, path: str) -> Response:
     return _json(body, err.status, headers)
 
 
+#: The embedding routes: path -> (route label, dialect).
+_EMBED_ROUTES = {"/v1/embeddings": ("/v1/embeddings", "openai"), "/embed": ("/embed", "tei")}
+
+
+class EmbeddingRoutes:
+    """Pure ASGI middleware: ``POST /v1/embeddings`` and ``POST /embed`` go straight to their
+    handler, past FastAPI's exception middleware and router, which only add work per request
+    there: the handler reads and checks the body itself and answers every error itself. Every
+    other request, any other method on these paths, and every request of an application
+    mounted under a prefix (a ``root_path``) go through the application."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            route = _EMBED_ROUTES.get(scope["path"])
+            if route is not None:
+                response = await _embed(Request(scope, receive, send), *route)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
 async def _until_disconnect(request: Request) -> None:
     while True:
         message = await request.receive()
@@ -312,19 +337,25 @@ async def _vectors_or_gone(
     request: Request, batcher: DynamicBatcher, call: EmbedCall, tokens: int
 ) -> Any:
     """The batcher's answer; :class:`_ClientGone` (and the job dropped) if the client leaves."""
-    job = asyncio.ensure_future(batcher.submit(call.texts, tokens))
-    watch = asyncio.ensure_future(_until_disconnect(request))
+    job = batcher.enqueue(call.texts, tokens)
+    gone = False
+
+    async def drop_when_gone() -> None:
+        nonlocal gone
+        await _until_disconnect(request)
+        gone = True
+        job.cancel()  # still queued: never encoded; already in a batch: its rows are dropped
+
+    watch = asyncio.ensure_future(drop_when_gone())
     try:
-        done, _ = await asyncio.wait({job, watch}, return_when=asyncio.FIRST_COMPLETED)
+        return await job
     except asyncio.CancelledError:
+        if gone:
+            raise _ClientGone from None
         job.cancel()
         raise
     finally:
         watch.cancel()
-    if job in done:
-        return job.result()
-    job.cancel()  # still queued: never encoded; already in a batch: its rows are dropped
-    raise _ClientGone
 
 
 async def _embed(request: Request, route: str, dialect: str) -> Response:
@@ -354,7 +385,7 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
             if counts.truncated and not call.truncate:
                 raise too_long_error(call, counts)
             budget = counts.processed
-        gauge = state.metrics.in_progress.labels(model_name)
+        gauge = state.metrics.in_progress_of(model_name)
         gauge.inc()
         try:
             raw, lengths = await _vectors_or_gone(request, state.batchers[model_name], call, budget)
@@ -378,7 +409,7 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
         return _json(out, 200, headers)
     except ApiError as exc:
         status = exc.status
-        return _error_response(exc, request.url.path)
+        return _error_response(exc, route)
     except QueueFullError as exc:
         status = 429
         overloaded = ApiError(
@@ -387,10 +418,10 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
             code="rate_limit_exceeded",
             headers={"Retry-After": "1"},
         )
-        return _error_response(overloaded, request.url.path)
+        return _error_response(overloaded, route)
     except BatcherClosedError:
         status = 503
-        return _error_response(ApiError(503, "the server is shutting down"), request.url.path)
+        return _error_response(ApiError(503, "the server is shutting down"), route)
     except _ClientGone:
         status = 499  # nginx's "client closed request"; nobody reads this response
         return Response(status_code=499)
@@ -399,7 +430,7 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
         internal = ApiError(
             500, "internal error while computing embeddings; the server log has the details"
         )
-        return _error_response(internal, request.url.path)
+        return _error_response(internal, route)
     finally:
         state.metrics.observe_request(route, model_name, status, time.perf_counter() - t0)
 

@@ -177,6 +177,14 @@ class DynamicBatcher:
         Exception
             Whatever the encoder raised for the batch holding these texts.
         """
+        return await self.enqueue(texts, tokens)  # a cancelled await cancels the future
+
+    def enqueue(self, texts: list[str], tokens: int) -> asyncio.Future:
+        """Queue ``texts`` now; the future gets what :meth:`submit` returns.
+
+        Cancelling the future drops the request: still queued, it is never encoded; already in a
+        batch, its rows are discarded. Raises as :meth:`submit` (at once, nothing queued).
+        """
         if self._closed:
             raise BatcherClosedError("the server is shutting down")
         n = len(texts)
@@ -190,7 +198,7 @@ class DynamicBatcher:
         if self._on_depth is not None:
             self._on_depth(self._queued_items)
         self._wakeup.set()
-        return await job.future  # a cancelled await cancels the future: the job is skipped
+        return job.future
 
     def _pop_live(self) -> _Job | None:
         while self._pending:
@@ -265,7 +273,7 @@ class DynamicBatcher:
     async def _encode_batch(self, jobs: list[_Job]) -> None:
         """Encode one batch in a worker thread and give each job its rows."""
         loop = asyncio.get_running_loop()
-        texts = [t for job in jobs for t in job.texts]
+        texts = jobs[0].texts if len(jobs) == 1 else [t for job in jobs for t in job.texts]
         t0 = time.perf_counter()
         try:
             try:
@@ -284,6 +292,10 @@ class DynamicBatcher:
                     int(counted.sum()) if counted is not None else sum(job.tokens for job in jobs)
                 )
                 self._on_batch(len(texts), tokens, time.perf_counter() - t0)
+            if len(jobs) == 1:  # the whole result is this job's
+                if not jobs[0].future.done():
+                    jobs[0].future.set_result(result)
+                return
             start = 0
             for job in jobs:
                 stop = start + len(job.texts)

@@ -21,6 +21,8 @@ __all__ = ["ServeMetrics", "CONTENT_TYPE_LATEST", "MULTIPROC_ENV"]
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+#: Label combinations (route, model, status) whose metric children are kept at hand.
+_MAX_CACHED_KEYS = 1024
 _SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 
@@ -92,12 +94,21 @@ class ServeMetrics:
             registry=r,
             multiprocess_mode="livesum",
         )
+        self._request_children: dict[tuple[str, str, int], tuple] = {}
+        self._in_progress: dict[str, Gauge] = {}
         self.truncated = Counter(
             "sentvec_truncated_inputs",
             "Inputs longer than the model's limit, truncated by the encoder",
             ["model"],
             registry=r,
         )
+
+    def in_progress_of(self, model: str) -> Gauge:
+        """The requests-in-progress gauge of ``model`` (looked up once per model)."""
+        gauge = self._in_progress.get(model)
+        if gauge is None:
+            gauge = self._in_progress[model] = self.in_progress.labels(model)
+        return gauge
 
     def depth_observer(self, model: str) -> Callable[[int], None]:
         """The ``on_depth`` callback of the model's batcher (sets its queue-depth gauge)."""
@@ -120,11 +131,22 @@ class ServeMetrics:
 
     def observe_request(self, route: str, model: str, status: int, seconds: float) -> None:
         """Count one answered request."""
-        code = str(status)
-        self.requests.labels(route, model, code).inc()
-        if status >= 400:
-            self.errors.labels(route, model, code).inc()
-        self.latency.labels(route, model).observe(seconds)
+        key = (route, model, status)
+        children = self._request_children.get(key)
+        if children is None:  # labels() looks its child up under a lock: once per key
+            code = str(status)
+            children = (
+                self.requests.labels(route, model, code),
+                self.errors.labels(route, model, code) if status >= 400 else None,
+                self.latency.labels(route, model),
+            )
+            if len(self._request_children) < _MAX_CACHED_KEYS:
+                self._request_children[key] = children
+        requests, errors, latency = children
+        requests.inc()
+        if errors is not None:
+            errors.inc()
+        latency.observe(seconds)
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric (of every worker, in multiprocess

@@ -138,8 +138,9 @@ def _texts(value: Any, field: str, status: int, max_items: int) -> list[str]:
             "per request (--max-input-items); split it into several requests",
             param=field,
         )
-    if all(type(s) is str and s and not s.isspace() for s in items):
-        return items  # the common case, checked without building messages
+    # the common case, checked in C loops (no message built): all str, none empty or blank
+    if set(map(type, items)) == {str} and all(items) and not any(map(str.isspace, items)):
+        return items
     for i, s in enumerate(items):
         if not isinstance(s, str):
             if isinstance(s, (int, list)) and not isinstance(s, bool):
@@ -282,42 +283,91 @@ def finish_vectors(call: EmbedCall, vectors: np.ndarray) -> tuple[np.ndarray, in
     """The first ``dimensions`` columns, L2-normalised if asked; and the count of zero rows."""
     if call.dimensions is not None:
         vectors = vectors[:, : call.dimensions]
+    if not call.normalize:  # a row is zero when no entry is non-zero (NaN is non-zero)
+        zero = len(vectors) - int(np.count_nonzero(vectors.any(axis=1)))
+        return np.ascontiguousarray(vectors, dtype=np.float32), zero
     norms = np.linalg.norm(vectors, axis=1)
     zero = int((norms == 0).sum())
-    if call.normalize:
-        vectors = vectors / np.where(norms > 0, norms, 1.0)[:, None]
+    vectors = vectors / np.where(norms > 0, norms, 1.0)[:, None]
     return np.ascontiguousarray(vectors, dtype=np.float32), zero
 
 
 def openai_response_body(call: EmbedCall, vectors: np.ndarray, counts: TokenCounts) -> bytes:
     """``{"object": "list", "data": [...], "model", "usage"}``; with ``base64``, each embedding
     is the base64 of its little-endian float32 bytes, as OpenAI sends it."""
-    rows: list[Any]
-    if call.encoding_format == "base64":
-        rows = _base64_rows(vectors)
-    else:
-        rows = list(vectors)
-    data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
     usage: dict[str, int] = {"prompt_tokens": counts.processed, "total_tokens": counts.processed}
     if counts.truncated:
         usage["truncated_inputs"] = counts.truncated
+    if call.encoding_format == "base64" and len(vectors):
+        # the same bytes orjson writes for the dicts below, built with array operations
+        return b"".join(
+            (
+                b'{"object":"list","data":[',
+                _base64_data(vectors),
+                b'],"model":',
+                orjson.dumps(call.model.name),
+                b',"usage":',
+                orjson.dumps(usage),
+                b"}",
+            )
+        )
+    data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(vectors)]
     return orjson.dumps(
         {"object": "list", "data": data, "model": call.model.name, "usage": usage},
         option=orjson.OPT_SERIALIZE_NUMPY,
     )
 
 
-def _base64_rows(vectors: np.ndarray) -> list[str]:
-    """Each row's little-endian float32 bytes in base64 (one C call per row, no copies)."""
-    if not len(vectors):
-        return []
-    raw = memoryview(np.ascontiguousarray(vectors, dtype="<f4").data).cast("B")
-    width = vectors.shape[1] * 4
-    b2a = binascii.b2a_base64
-    return [
-        b2a(raw[i : i + width], newline=False).decode("ascii")
-        for i in range(0, width * len(vectors), width)
-    ]
+_EQUALS = ord("=")
+_ROW_HEAD = np.frombuffer(b'{"object":"embedding","index":', dtype=np.uint8)
+_ROW_MID = np.frombuffer(b',"embedding":"', dtype=np.uint8)
+_ROW_TAIL = np.frombuffer(b'"},', dtype=np.uint8)
+
+
+def _base64_matrix(vectors: np.ndarray) -> np.ndarray:
+    """Each row's little-endian float32 bytes in base64 (with ``=`` padding): an ``(n, L)``
+    array of ASCII codes, from one ``b2a_base64`` call over all rows.
+
+    Each row is padded with zero bytes to a multiple of 3, so no 3-byte group spans two rows and
+    the base64 of the whole is the rows' base64, one after another; the last characters of each
+    row, which encode the padding, become ``=``: exactly what base64 writes for that row alone.
+    """
+    n = len(vectors)
+    raw = np.ascontiguousarray(vectors, dtype="<f4").view(np.uint8).reshape(n, -1)
+    width = raw.shape[1]
+    pad = -width % 3
+    if pad:
+        raw = np.concatenate([raw, np.zeros((n, pad), dtype=np.uint8)], axis=1)
+    text = binascii.b2a_base64(raw.tobytes(), newline=False)
+    chars = np.frombuffer(text, dtype=np.uint8).reshape(n, -1)
+    if pad:
+        chars = chars.copy()
+        chars[:, -pad:] = _EQUALS
+    return chars
+
+
+def _base64_data(vectors: np.ndarray) -> bytes:
+    """The items of OpenAI's ``data`` list for base64 rows, comma-separated, as orjson writes
+    them: ``{"object":"embedding","index":I,"embedding":"B64"}``. Rows whose indices have the
+    same number of digits have the same length, so each such run is one 2-d array."""
+    chars = _base64_matrix(vectors)
+    n, width = chars.shape
+    h, m, t = len(_ROW_HEAD), len(_ROW_MID), len(_ROW_TAIL)
+    parts = []
+    lo, digits = 0, 1
+    while lo < n:
+        hi = min(n, 10**digits)
+        rows = np.empty((hi - lo, h + digits + m + width + t), dtype=np.uint8)
+        rows[:, :h] = _ROW_HEAD
+        index = np.arange(lo, hi)
+        for k in range(digits):
+            rows[:, h + k] = 48 + index // 10 ** (digits - 1 - k) % 10
+        rows[:, h + digits : h + digits + m] = _ROW_MID
+        rows[:, h + digits + m : -t] = chars[lo:hi]
+        rows[:, -t:] = _ROW_TAIL
+        parts.append(rows.tobytes())
+        lo, digits = hi, digits + 1
+    return b"".join(parts)[:-1]  # no comma after the last item
 
 
 def tei_response_body(vectors: np.ndarray) -> bytes:
