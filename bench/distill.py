@@ -48,7 +48,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from sentvec.distillation import DEFAULT_WHITENING_SENTENCES  # noqa: E402
+from sentvec.distill_corpus import DEFAULT_WHITENING_SENTENCES  # noqa: E402
 
 M2V_SCRIPT = """
 import os, sys
@@ -136,6 +136,7 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     on the 7 test sets."""
 
     from sentvec import TransformerEncoder
+    from sentvec.distill_corpus import count_corpus_tokens, teacher_vocabulary
     from sentvec.distill_vocabulary import parse_vocabulary, plan_rows
     from sentvec.distillation import (
         DEFAULT_BIGRAM_WEIGHT,
@@ -143,9 +144,7 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
         DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
         DistilledModel,
-        count_corpus_tokens,
         fit_rows,
-        teacher_vocabulary,
         token_rows,
     )
 

@@ -63,12 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     from sentvec import TransformerEncoder
+    from sentvec.distill_corpus import count_corpus_tokens, teacher_vocabulary
     from sentvec.distill_vocabulary import plan_rows, retokenize
     from sentvec.distillation import (
         DistilledModel,
-        count_corpus_tokens,
         fit_rows,
-        teacher_vocabulary,
         token_rows,
     )
 

@@ -17,9 +17,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sentvec._io import _umask  # noqa: E402
+from sentvec.distill_corpus import count_corpus_tokens  # noqa: E402
 from sentvec.distillation import (  # noqa: E402
     DISTILL_RECORD,
-    count_corpus_tokens,
     distill,
     pca_rows,
     resolve_precision,
@@ -389,7 +389,7 @@ def test_word_token_cache_equals_tokenizing_each_line(minilm_path):
     from tokenizers import Tokenizer, pre_tokenizers
 
     from sentvec._data import corpus_sample_path
-    from sentvec.distillation import WordTokenCache
+    from sentvec.distill_corpus import WordTokenCache
 
     tok = Tokenizer.from_file(str(Path(minilm_path) / "tokenizer.json"))
     tok.no_padding()
@@ -613,7 +613,7 @@ def teacher_dir(small_teacher, tmp_path_factory):
 
 
 def test_corpus_pass_in_a_child_equals_the_pass_in_process(teacher_dir, corpus_file):
-    from sentvec.distillation import CorpusPassProcess, corpus_pass, teacher_vocabulary
+    from sentvec.distill_corpus import CorpusPassProcess, corpus_pass, teacher_vocabulary
     from sentvec.encoders import TransformerEncoder
 
     teacher = TransformerEncoder.from_pretrained(str(teacher_dir), layers=(-1,), device="cpu")

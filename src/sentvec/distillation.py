@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,20 +37,23 @@ import numpy as np
 
 from sentvec._io import atomic_directory, atomic_write_json, atomic_write_text
 from sentvec._validation import check_choice, check_positive_int
-from sentvec.distill_vocabulary import parse_vocabulary, plan_rows
+from sentvec.distill_corpus import (
+    DEFAULT_MAX_SENTENCES,
+    DEFAULT_WHITENING_SENTENCES,
+    CorpusCounts,
+    CorpusPassProcess,
+    corpus_pass,
+    teacher_vocabulary,
+)
+from sentvec.distill_vocabulary import parse_vocabulary
 
 __all__ = [
     "distill",
     "DistilledModel",
-    "CorpusCounts",
     "token_rows",
-    "teacher_vocabulary",
-    "corpus_pass",
-    "CorpusPassProcess",
+    "rows_beside",
     "resolve_precision",
     "PRECISIONS",
-    "count_corpus_tokens",
-    "WordTokenCache",
     "zipf_weights",
     "token_weights",
     "whiten_rows",
@@ -61,7 +63,6 @@ __all__ = [
     "WHITEN_MODES",
     "DISTILL_RECORD",
     "ZIPF_SIF_COEFFICIENT",
-    "UNUSED_TOKEN_PATTERN",
 ]
 
 #: Token weightings: SIF / uSIF from corpus counts, Zipf from the rank (Model2Vec), none.
@@ -72,8 +73,6 @@ WHITEN_MODES = ("corpus", "none")
 DISTILL_RECORD = "distill.json"
 #: Model2Vec's SIF coefficient for its Zipf weights (``model2vec.distill`` default).
 ZIPF_SIF_COEFFICIENT = 1e-4
-#: Tokens the tokenizer never produces and Model2Vec drops (BERT's ``[unusedN]``).
-UNUSED_TOKEN_PATTERN = r"\[unused\d+\]"
 
 DEFAULT_DIM = 256
 #: chosen on held-out data (STS-B dev + SICK trial), never on the test sets (docs/distill.md)
@@ -83,42 +82,10 @@ DEFAULT_ZIPF_A = 3e-4
 #: sentvec distill's SIF ``a`` (counts of the whitening sentences), chosen on dev (docs/distill.md)
 DEFAULT_SIF_A = 5e-3
 DEFAULT_LAYERS: tuple[int, ...] = (-1,)
-#: corpus lines counted and whitened: 200,000 scored best on dev of 100k / 200k / 300k / 1M
-#: (docs/distill.md)
-DEFAULT_MAX_SENTENCES = 200_000
-DEFAULT_WHITENING_SENTENCES = 200_000
 DEFAULT_VOCABULARY = "corpus:2000"
 DEFAULT_BIGRAMS = 0
 #: factor on the bigram rows' SIF weights, chosen on dev (docs/distill.md)
 DEFAULT_BIGRAM_WEIGHT = 0.5
-_COUNT_BATCH = 8192
-
-
-@dataclass
-class CorpusCounts:
-    """Token counts of a corpus and the token ids of its first sentences.
-
-    Attributes
-    ----------
-    counts : ndarray of shape (V,), int64
-    n_sentences : int
-        Non-empty lines counted.
-    sample : list of ndarray of int64
-        Token ids (no special tokens) of the first ``sample_sentences`` non-empty lines.
-    path : str
-    lines : list of str
-        The text of those lines (kept with ``keep_lines``: a corpus vocabulary re-tokenizes it).
-    """
-
-    counts: np.ndarray
-    n_sentences: int
-    sample: list[np.ndarray]
-    path: str
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def n_tokens(self) -> int:
-        return int(self.counts.sum())
 
 
 def _special_frame(tokenizer: Any) -> tuple[list[int], list[int]]:
@@ -242,240 +209,6 @@ def token_rows(
             out[batch] = pooled.to("cpu", torch.float32).numpy()
             bar.update(len(batch))
     return out
-
-
-#: Characters Python's ``str.split`` splits on that BERT's normaliser deletes (control
-#: characters): a line holding one is tokenized whole, not word by word.
-_SPLIT_DIFFERS = re.compile("[\x0b\x0c\x1c-\x1f\x85]")
-
-
-class WordTokenCache:
-    """A tokenizer's ids of corpus lines, each distinct whitespace word tokenized once.
-
-    With BERT's normaliser and pre-tokenizer (``BertNormalizer``, ``BertPreTokenizer``: the
-    WordPiece teachers) and added tokens without whitespace, a line's ids are the
-    concatenation of its whitespace words' ids (the normaliser works per character, the
-    pre-tokenizer splits at whitespace anyway, WordPiece per word), so each distinct word is
-    tokenized once (``encode_batch_fast``) and its ids reused. Lines holding a character
-    ``str.split`` treats as whitespace but the normaliser deletes are tokenized whole. Any
-    other tokenizer: every line goes through ``encode_batch_fast``. Equal to tokenizing the
-    lines (tested); about 3x less tokenizer work on Wikipedia sentences (docs/distill.md).
-
-    Parameters
-    ----------
-    tokenizer : tokenizers.Tokenizer
-        Without padding and truncation.
-    """
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        spec = json.loads(tokenizer.to_str())
-        self.by_word = (
-            (spec.get("normalizer") or {}).get("type") == "BertNormalizer"
-            and (spec.get("pre_tokenizer") or {}).get("type") == "BertPreTokenizer"
-            and not any(re.search(r"\s", a["content"]) for a in spec.get("added_tokens") or [])
-        )
-        self._index: dict[str, int] = {}
-        self._ids: list[np.ndarray] = []
-        self._table = np.zeros(0, dtype=np.int64)
-        self._start = np.zeros(0, dtype=np.int64)
-        self._len = np.zeros(0, dtype=np.int64)
-
-    def _add_words(self, words: list[str], chunk: int = 512) -> None:
-        """Tokenize new words, ``chunk`` at a time joined by spaces (one encoding per chunk:
-        most of the tokenizer's time on single words is its cost per encoding); each token
-        goes to the word its character offset falls in."""
-        texts = [" ".join(words[i : i + chunk]) for i in range(0, len(words), chunk)]
-        enc = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        n = np.zeros(len(words), dtype=np.int64)
-        ids = []
-        for c, e in enumerate(enc):
-            part = words[c * chunk : (c + 1) * chunk]
-            size = np.fromiter((len(w) + 1 for w in part), dtype=np.int64, count=len(part))
-            starts = np.cumsum(size) - size
-            offsets = np.asarray(e.offsets, dtype=np.int64).reshape(-1, 2)
-            owner = np.searchsorted(starts, offsets[:, 0], side="right") - 1
-            n[c * chunk : c * chunk + len(part)] = np.bincount(owner, minlength=len(part))
-            ids.append(np.asarray(e.ids, dtype=np.int64))
-        self._start = np.concatenate([self._start, len(self._table) + np.cumsum(n) - n])
-        self._len = np.concatenate([self._len, n])
-        self._table = np.concatenate([self._table, *ids])
-        for w in words:
-            self._index[w] = len(self._index)
-
-    def encode(self, lines: Sequence[str]) -> list[np.ndarray]:
-        """The ids of each line (no special tokens), as ``encode_batch_fast`` gives them.
-
-        Returns
-        -------
-        list of ndarray of int64
-        """
-        if not self.by_word:
-            enc = self.tokenizer.encode_batch_fast(list(lines), add_special_tokens=False)
-            return [np.asarray(e.ids, dtype=np.int64) for e in enc]
-        split = [line.split() for line in lines]
-        index = self._index
-        new = list(dict.fromkeys(w for ws in split for w in ws if w not in index))
-        if new:
-            self._add_words(new)
-        codes = np.fromiter(
-            (index[w] for ws in split for w in ws), dtype=np.int64, count=sum(map(len, split))
-        )
-        n = self._len[codes]
-        total = int(n.sum())
-        first = np.cumsum(n) - n
-        flat = self._table[np.repeat(self._start[codes] - first, n) + np.arange(total)]
-        per_line = np.fromiter((len(ws) for ws in split), dtype=np.int64, count=len(split))
-        word_end = np.cumsum(n)
-        line_end = np.cumsum(per_line)
-        cuts = np.where(line_end > 0, word_end[np.maximum(line_end - 1, 0)], 0)
-        out = np.split(flat, cuts[:-1])
-        whole = [i for i, line in enumerate(lines) if _SPLIT_DIFFERS.search(line)]
-        if whole:
-            enc = self.tokenizer.encode_batch_fast(
-                [lines[i] for i in whole], add_special_tokens=False
-            )
-            for i, e in zip(whole, enc, strict=True):
-                out[i] = np.asarray(e.ids, dtype=np.int64)
-        return out
-
-
-def count_corpus_tokens(
-    tokenizer: Any,
-    corpus_path: str | os.PathLike[str],
-    *,
-    max_sentences: int | None = DEFAULT_MAX_SENTENCES,
-    sample_sentences: int = DEFAULT_WHITENING_SENTENCES,
-    keep_lines: bool = False,
-    show_progress_bar: bool | None = None,
-) -> CorpusCounts:
-    """Count the tokens of a corpus file in one pass, keeping the first sentences' ids.
-
-    Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed, undecodable bytes
-    replaced), stripped, empty ones skipped, and tokenized without special tokens, padding or
-    truncation by the ``tokenizers`` library's batch encoder (Rust, all cores), each distinct
-    whitespace word once for BERT's tokenizers (:class:`WordTokenCache`). Unlike
-    :func:`sentvec.encoders.sif.count_tokens` this also keeps the token ids of the first
-    ``sample_sentences`` lines, on which the whitening is fitted, so the corpus is read once.
-
-    Parameters
-    ----------
-    tokenizer : tokenizers.Tokenizer or a transformers fast tokenizer
-    corpus_path : path-like
-    max_sentences : int, optional
-        Count at most this many non-empty lines (None: all).
-    sample_sentences : int, default 200000
-    keep_lines : bool, default False
-        Keep the text of the sample lines too.
-    show_progress_bar : bool, optional
-
-    Returns
-    -------
-    CorpusCounts
-
-    Raises
-    ------
-    FileNotFoundError
-        No such file.
-    ValueError
-        The corpus holds no token.
-    """
-    import sys
-
-    from tokenizers import Tokenizer
-
-    from sentvec._progress import progress_bar
-    from sentvec.sent2vec.dictionary import open_binary
-
-    # a copy without the padding / truncation a tokenizer.json may carry (MiniLM's pads every
-    # text to 128 ids): counts and sample must hold the text's own tokens, all of them
-    backend = Tokenizer.from_str(getattr(tokenizer, "backend_tokenizer", tokenizer).to_str())
-    backend.no_padding()
-    backend.no_truncation()
-    from sentvec._io import check_input_file
-
-    path = Path(check_input_file(corpus_path, what="corpus", regular=True))
-    V = int(backend.get_vocab_size(with_added_tokens=True))
-    counts = np.zeros(V, dtype=np.int64)
-    sample: list[np.ndarray] = []
-    lines: list[str] = []
-    n = 0
-    show = sys.stderr.isatty() if show_progress_bar is None else bool(show_progress_bar)
-
-    cache = WordTokenCache(backend)
-
-    def add(batch: list[str]) -> None:
-        ids = cache.encode(batch)
-        if len(sample) < sample_sentences:
-            if keep_lines:
-                lines.extend(batch[: sample_sentences - len(sample)])
-            sample.extend(ids[: sample_sentences - len(sample)])
-        if ids:
-            counts[:] += np.bincount(np.concatenate(ids), minlength=V)[:V]
-
-    batch: list[str] = []
-    with (
-        open_binary(path) as fh,
-        progress_bar(total=max_sentences, desc="Counting tokens", unit="line", show=show) as bar,
-    ):
-        for raw in fh:
-            if max_sentences is not None and n >= max_sentences:
-                break
-            line = raw.decode("utf-8", "replace").strip()
-            if not line:
-                continue
-            batch.append(line)
-            n += 1
-            if len(batch) >= _COUNT_BATCH:
-                add(batch)
-                bar.update(len(batch))
-                batch = []
-        if batch:
-            add(batch)
-            bar.update(len(batch))
-    if not counts.any():
-        raise ValueError(f"no token counted in {str(path)!r}")
-    return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path), lines=lines)
-
-
-def teacher_vocabulary(
-    tokenizer: Any,
-) -> tuple[list[str], np.ndarray, dict[str, Any], int | None]:
-    """A teacher's vocabulary as :func:`sentvec.distill_vocabulary.plan_rows` takes it.
-
-    Parameters
-    ----------
-    tokenizer : transformers fast tokenizer or tokenizers.Tokenizer
-
-    Returns
-    -------
-    tokens : list of str
-        The token string of each id.
-    keep : ndarray of bool, shape (len(tokens),)
-        The rows computed (False: ``[unusedN]``, which the tokenizer never produces).
-    tokenizer_json : dict
-        The ``tokenizers`` JSON, truncation and padding off.
-    unk_id : int or None
-        The unknown token's id.
-    """
-    backend_tok = getattr(tokenizer, "backend_tokenizer", tokenizer)
-    if hasattr(tokenizer, "backend_tokenizer"):
-        vocab = tokenizer.get_vocab()
-        unk_id = tokenizer.unk_token_id
-    else:
-        vocab = tokenizer.get_vocab(with_added_tokens=True)
-        unk = json.loads(tokenizer.to_str()).get("model", {}).get("unk_token")
-        unk_id = None if unk is None else tokenizer.token_to_id(unk)
-    V = max(vocab.values()) + 1
-    tokens = [""] * V
-    for t, i in vocab.items():
-        tokens[i] = t
-    unused = re.compile(UNUSED_TOKEN_PATTERN)
-    keep = np.fromiter((not unused.fullmatch(t) for t in tokens), dtype=bool, count=V)
-    backend = json.loads(backend_tok.to_str())
-    backend["truncation"] = None
-    backend["padding"] = None
-    return tokens, keep, backend, unk_id
 
 
 def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
@@ -876,257 +609,46 @@ def model_card(record: dict[str, Any]) -> str:
     )
 
 
-Vocabulary = tuple[list[str], np.ndarray, dict[str, Any], int | None]
-
-
-def corpus_pass(
-    tokenizer: Any,
-    vocabulary: Vocabulary,
-    corpus: str | os.PathLike[str] | None,
-    count_kwargs: dict[str, Any],
-    plan_kwargs: dict[str, Any],
-) -> tuple[CorpusCounts | None, Any, dict[str, float]]:
-    """The corpus steps of :func:`distill` that need only the tokenizer: the counts and sample
-    (:func:`count_corpus_tokens`, skipped without ``corpus``), then the rows' plan
-    (:func:`sentvec.distill_vocabulary.plan_rows`).
+def rows_beside(
+    child: CorpusPassProcess,
+    encoder: Any,
+    token_ids: np.ndarray,
+    *,
+    chunk: int = 2048,
+    **kwargs: Any,
+) -> np.ndarray:
+    """:func:`token_rows` of single tokens while ``child`` runs: in one torch thread while it
+    runs and in torch's own number after (checked every ``chunk`` tokens), so that the two
+    processes share the 2 cores instead of fighting over them (docs/distill.md, "Wall time").
 
     Parameters
     ----------
-    tokenizer : transformers fast tokenizer or tokenizers.Tokenizer
-    vocabulary : tuple
-        :func:`teacher_vocabulary` of ``tokenizer``.
-    corpus : path-like, optional
-    count_kwargs, plan_kwargs : dict
-        Options of :func:`count_corpus_tokens` and of ``plan_rows``.
-
-    Raises
-    ------
-    FileNotFoundError, ValueError
-        As :func:`count_corpus_tokens` and ``plan_rows``.
+    child : sentvec.distill_corpus.CorpusPassProcess
+    encoder : sentvec.TransformerEncoder
+    token_ids : ndarray of int
+        Teacher token ids, one row each.
+    chunk : int, default 2048
+    **kwargs
+        ``batch_size`` and ``precision`` of :func:`token_rows`.
 
     Returns
     -------
-    stats : CorpusCounts or None
-    plan : sentvec.distill_vocabulary.RowPlan
-    times : dict of str to float
-        ``corpus_count_s``, ``plan_rows_s``.
+    ndarray of shape (len(token_ids), hidden_size), float32
     """
-    tokens, keep, backend, unk_id = vocabulary
-    times: dict[str, float] = {}
-    stats = None
-    if corpus is not None:
-        t0 = time.perf_counter()
-        stats = count_corpus_tokens(tokenizer, corpus, **count_kwargs)
-        times["corpus_count_s"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    plan = plan_rows(
-        backend,
-        tokens,
-        keep,
-        None if stats is None else stats.sample,
-        [] if stats is None else stats.lines,
-        unk_id=unk_id,
-        **plan_kwargs,
-    )
-    times["plan_rows_s"] = time.perf_counter() - t0
-    return stats, plan, times
+    import torch
 
-
-#: The child's command: ``python -c _CHILD DIRECTORY`` (no ``multiprocessing``, which would
-#: import the caller's ``__main__`` script again in the child).
-_CHILD = (
-    "import sys\n"
-    "try:\n"
-    "    from sentvec.distillation import corpus_pass_worker\n"
-    "except BaseException:\n"
-    "    sys.exit(3)  # this interpreter cannot import sentvec: the parent does the pass\n"
-    "sys.exit(corpus_pass_worker(sys.argv[1]))"
-)
-
-
-def _split_sample(flat: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
-    return np.split(flat, bounds[1:-1]) if len(bounds) > 1 else []
-
-
-def _joined_sample(sample: Sequence[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """``sample`` as one array and its offsets (pickled in one piece, not 200,000)."""
-    if sample is None:
-        return None
-    bounds = np.zeros(len(sample) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in sample], out=bounds[1:])
-    flat = np.concatenate(sample) if len(sample) else np.zeros(0, np.int64)
-    return flat.astype(np.int64, copy=False), bounds
-
-
-def corpus_pass_worker(directory: str) -> int:
-    """Entry point of :class:`CorpusPassProcess`'s child: reads ``request.json`` in
-    ``directory``, runs :func:`corpus_pass` with the ``tokenizers`` library alone (no torch
-    or transformers import) and writes ``result.pickle`` there. Any failure is written as
-    ``{"error": ...}`` (the parent then runs the pass itself and raises the real error).
-
-    Returns
-    -------
-    int
-        The exit status: 0, or 1 on failure.
-    """
-    import pickle
-
-    root = Path(directory)
-    status = 0
+    n_threads = torch.get_num_threads()
+    out = np.empty((len(token_ids), int(encoder.hidden_size)), dtype=np.float32)
     try:
-        from tokenizers import Tokenizer
-
-        req = json.loads((root / "request.json").read_text(encoding="utf-8"))
-        tok = Tokenizer.from_file(req["tokenizer_file"])
-        vocabulary = teacher_vocabulary(tok)
-        stats, plan, times = corpus_pass(
-            tok, vocabulary, req["corpus"], req["count_kwargs"], req["plan_kwargs"]
-        )
-        joined = None
-        if stats is not None:
-            stats.lines = []  # only plan_rows reads them
-            joined = _joined_sample(stats.sample)
-            stats.sample = []
-        samples = _joined_sample(plan.sample)
-        plan.sample = None
-        payload: dict[str, Any] = {
-            "vocabulary": vocabulary,
-            "stats": stats,
-            "stats_sample": joined,
-            "plan": plan,
-            "plan_sample": samples,
-            "times": times,
-        }
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, never raised here
-        payload, status = {"error": f"{type(exc).__name__}: {exc}"}, 1
-    tmp = root / "result.pickle.tmp"
-    with open(tmp, "wb") as fh:
-        pickle.dump(payload, fh, protocol=5)
-    os.replace(tmp, root / "result.pickle")
-    return status
-
-
-class CorpusPassProcess:
-    """:func:`corpus_pass` in a child process, beside the teacher's import, load and forward
-    pass (the child needs only the teacher's ``tokenizer.json`` and the ``tokenizers``
-    library). About 4 s of the 22 s ``sentvec distill`` at its defaults (docs/distill.md,
-    "Wall time").
-
-    :meth:`result` returns the child's counts and plan only when its tokenizer is the
-    teacher's own (the same vocabulary, kept rows, unknown token and ``tokenizers`` JSON as
-    :func:`teacher_vocabulary` of the loaded teacher); otherwise, or if the child failed,
-    None, and :func:`distill` runs the pass in its own process (which raises the real error of
-    a bad corpus).
-    """
-
-    def __init__(self, directory: str, process: Any) -> None:
-        self.directory = directory
-        self.process = process
-
-    @classmethod
-    def start(
-        cls,
-        model: str | os.PathLike[str],
-        corpus: str | os.PathLike[str],
-        count_kwargs: dict[str, Any],
-        plan_kwargs: dict[str, Any],
-    ) -> CorpusPassProcess | None:
-        """Start the child for a teacher given by alias or directory; None when the teacher has
-        no ``tokenizer.json`` (or is a hub name) or the child cannot be started."""
-        import subprocess
-        import sys
-        import tempfile
-
-        from sentvec.encoders import resolve_model
-
-        try:
-            tokenizer_file = Path(resolve_model(model)) / "tokenizer.json"
-        except (OSError, ValueError):
-            return None
-        if not tokenizer_file.is_file():
-            return None
-        directory = tempfile.mkdtemp(prefix="sentvec-distill-")
-        request = {
-            "tokenizer_file": str(tokenizer_file),
-            "corpus": os.fspath(corpus),
-            "count_kwargs": count_kwargs,
-            "plan_kwargs": plan_kwargs,
-        }
-        Path(directory, "request.json").write_text(json.dumps(request), encoding="utf-8")
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, directory], stdin=subprocess.DEVNULL
+        for start in range(0, len(token_ids), chunk):
+            torch.set_num_threads(1 if child.running() else n_threads)
+            part = token_ids[start : start + chunk]
+            out[start : start + len(part)] = token_rows(
+                encoder, [[int(i)] for i in part], show_progress_bar=False, **kwargs
             )
-        except OSError:
-            import shutil
-
-            shutil.rmtree(directory, ignore_errors=True)
-            return None
-        return cls(directory, process)
-
-    def result(
-        self, vocabulary: Vocabulary
-    ) -> tuple[CorpusCounts | None, Any, dict[str, float]] | None:
-        """Wait for the child; its ``(stats, plan, times)``, or None (see the class)."""
-        import pickle
-
-        if self.process.wait() != 0:
-            return None
-        try:
-            with open(Path(self.directory, "result.pickle"), "rb") as fh:
-                payload = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError):
-            return None
-        tokens, keep, backend, unk_id = payload["vocabulary"]
-        own_tokens, own_keep, own_backend, own_unk = vocabulary
-        if not (
-            tokens == own_tokens
-            and np.array_equal(keep, own_keep)
-            and backend == own_backend
-            and unk_id == own_unk
-        ):
-            return None
-        stats, plan = payload["stats"], payload["plan"]
-        if payload["plan_sample"] is not None:
-            plan.sample = _split_sample(*payload["plan_sample"])
-        if stats is not None:
-            stats.sample = _split_sample(*payload["stats_sample"])
-        return stats, plan, payload["times"]
-
-    def rows_meanwhile(
-        self, encoder: Any, token_ids: np.ndarray, *, chunk: int = 2048, **kwargs: Any
-    ) -> np.ndarray:
-        """:func:`token_rows` of single tokens, in one torch thread while the child runs and
-        in torch's own number after (checked every ``chunk`` tokens): the two processes then
-        share the 2 cores instead of fighting over them (docs/distill.md, "Wall time").
-
-        Returns
-        -------
-        ndarray of shape (len(token_ids), hidden_size), float32
-        """
-        import torch
-
-        n_threads = torch.get_num_threads()
-        out = np.empty((len(token_ids), int(encoder.hidden_size)), dtype=np.float32)
-        try:
-            for start in range(0, len(token_ids), chunk):
-                torch.set_num_threads(1 if self.process.poll() is None else n_threads)
-                part = token_ids[start : start + chunk]
-                out[start : start + len(part)] = token_rows(
-                    encoder, [[int(i)] for i in part], show_progress_bar=False, **kwargs
-                )
-        finally:
-            torch.set_num_threads(n_threads)
-        return out
-
-    def close(self) -> None:
-        """Stop the child if it still runs and remove its directory."""
-        import shutil
-
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        shutil.rmtree(self.directory, ignore_errors=True)
+    finally:
+        torch.set_num_threads(n_threads)
+    return out
 
 
 def distill(
@@ -1295,7 +817,7 @@ def distill(
             if whiten == "corpus":
                 import sentvec.whitening  # noqa: F401
             early_ids = np.flatnonzero(keep)
-            early = early_ids, child.rows_meanwhile(encoder, early_ids, **row_kw)
+            early = early_ids, rows_beside(child, encoder, early_ids, **row_kw)
             times["teacher_forward_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             passed = child.result(vocabulary_)
@@ -1320,9 +842,10 @@ def distill(
     if early is not None:
         rows[early[0]] = early[1]
         todo = todo[todo >= V]
-    rows[todo] = token_rows(
-        encoder, [pieces[i] for i in todo], show_progress_bar=show_progress_bar, **row_kw
-    )
+    if len(todo):
+        rows[todo] = token_rows(
+            encoder, [pieces[i] for i in todo], show_progress_bar=show_progress_bar, **row_kw
+        )
     times["teacher_forward_s"] = times.get("teacher_forward_s", 0.0) + time.perf_counter() - t0
 
     t0 = time.perf_counter()

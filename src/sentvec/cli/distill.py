@@ -34,14 +34,13 @@ nonnegative_int = int_at_least(0)
 
 def register(subparsers: Any) -> None:
     """Add the ``distill`` sub-command."""
+    from sentvec.distill_corpus import DEFAULT_MAX_SENTENCES, DEFAULT_WHITENING_SENTENCES
     from sentvec.distillation import (
         DEFAULT_BIGRAM_WEIGHT,
         DEFAULT_BIGRAMS,
         DEFAULT_DIM,
-        DEFAULT_MAX_SENTENCES,
         DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
-        DEFAULT_WHITENING_SENTENCES,
         WEIGHTINGS,
         WHITEN_MODES,
     )
