@@ -7,8 +7,8 @@ then runs the library's own steps (``plan_rows``, ``fit_rows``) and is scored as
 Counts "N lines" are the model's own token counts (teacher vocabulary + corpus words) of the
 first N lines, the lines mapped to the corpus words with ``retokenize`` as ``distill`` does.
 
-``--ideas``: the defaults (200,000 lines counted and whitened, SIF a = 5e-3, 2,000 corpus
-words) against changes to the rows and weights that the first sweeps did not try (``IDEAS``):
+``--ideas``: the defaults of issue 30's second session (mean pooling, 200,000 lines counted and
+whitened, SIF a = 5e-3, 2,000 corpus words) against changes to the rows and weights that the first sweeps did not try (``IDEAS``):
 token-row pooling over the token's own positions or ``[CLS]`` only, rows divided by a power of
 their norm before the whitening, SIF's ``p`` backed off to Model2Vec's Zipf prior, SIF's ``a``
 per row type, Zipfian whitening (Yokoi et al. 2024) instead of the sentence-level whitening.
@@ -313,7 +313,6 @@ def ideas(args) -> int:
     from sentvec.distillation import (
         DEFAULT_LAYERS,
         DEFAULT_SIF_A,
-        DEFAULT_VOCABULARY,
         DEFAULT_WHITENING_SENTENCES,
         DistilledModel,
         count_corpus_tokens,
@@ -327,7 +326,7 @@ def ideas(args) -> int:
     from sentvec.encoders.sif import sif_weights
 
     n_lines = DEFAULT_WHITENING_SENTENCES
-    n_words = int(DEFAULT_VOCABULARY.split(":")[1])
+    n_words = 2000  # the defaults the sweep ran at (issue 30, second session)
     a = DEFAULT_SIF_A
     enc = TransformerEncoder.from_pretrained("minilm", layers=DEFAULT_LAYERS, device="cpu")
     assert enc.pooling == "mean" and enc.layer_indices == (6,), enc.layer_indices
