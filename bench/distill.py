@@ -108,23 +108,36 @@ def sts_of(model_dir_or_model, split: str = "test") -> tuple[float, dict[str, fl
 
 
 ABLATION = [
-    # name, layers, weighting, sif a, whiten, corpus words, bigrams (None: the default)
+    # name, layers, weighting, sif a, whiten, corpus words, bigrams, token-row pooling
+    # (None: the default)
     (
-        "Model2Vec's recipe (Zipf a=1e-4, PCA, teacher vocabulary)",
+        "Model2Vec's recipe (Zipf a=1e-4, PCA, teacher vocabulary, mean pooling)",
         (-1,),
         "zipf",
         1e-4,
         "none",
         0,
         0,
+        "mean",
     ),
     ("sentvec defaults", None, None, None, "corpus", None, 0),
+    ("Model2Vec's mean pooling instead of mean+[CLS]", None, None, None, "corpus", None, 0, "mean"),
     ("- whitening (Model2Vec's PCA instead)", None, None, None, "none", None, 0),
-    ("Zipf a=3e-4 instead of SIF (the earlier default)", None, "zipf", 3e-4, "corpus", None, 0),
-    ("uSIF instead of SIF", None, "usif", None, "corpus", None, 0),
+    ("Zipf a=3e-4 instead of uSIF (an earlier default)", None, "zipf", 3e-4, "corpus", None, 0),
+    ("SIF a=5e-3 instead of uSIF", None, "sif", 5e-3, "corpus", None, 0),
+    (
+        "the previous defaults: mean pooling, SIF a=5e-3, 2,000 corpus words",
+        None,
+        "sif",
+        5e-3,
+        "corpus",
+        2000,
+        0,
+        "mean",
+    ),
     ("no weights", None, "none", None, "corpus", None, 0),
-    ("teacher vocabulary only (no corpus words)", None, None, None, "corpus", 0, 0),
-    ("5,000 corpus words instead of 2,000", None, None, None, "corpus", 5000, 0),
+    ("+ 2,000 corpus words (the previous default)", None, None, None, "corpus", 2000, 0),
+    ("+ 5,000 corpus words", None, None, None, "corpus", 5000, 0),
     ("+ 1,000 bigrams (weight 0.5)", None, None, None, "corpus", None, 1000),
     ("layers L1+L6 (WhiteningBERT's) instead of L6", (1, -1), None, None, "corpus", None, 0),
 ]
@@ -141,6 +154,7 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     from sentvec.distillation import (
         DEFAULT_BIGRAM_WEIGHT,
         DEFAULT_LAYERS,
+        DEFAULT_POOLING,
         DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
         DistilledModel,
@@ -162,28 +176,32 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     print(f"read {stats.n_sentences} lines: {time.perf_counter() - t0:.0f} s", flush=True)
     cache: dict[tuple, np.ndarray] = {}
 
-    def rows_of(layers: tuple[int, ...], pieces: list[list[int]], kp: np.ndarray) -> np.ndarray:
+    def rows_of(
+        layers: tuple[int, ...], pooling: str, pieces: list[list[int]], kp: np.ndarray
+    ) -> np.ndarray:
         need = [tuple(pieces[i]) for i in np.flatnonzero(kp)]
-        new = [p for p in dict.fromkeys(need) if (layers, p) not in cache]
+        key = (layers, pooling)
+        new = [p for p in dict.fromkeys(need) if (key, p) not in cache]
         if new:
             t1 = time.perf_counter()
-            R = token_rows(enc.with_options(layers=layers), [list(p) for p in new])
-            print(f"teacher rows {layers}: {len(new)} in {time.perf_counter() - t1:.0f} s")
-            cache.update({(layers, p): r for p, r in zip(new, R, strict=True)})
+            R = token_rows(enc.with_options(layers=layers), [list(p) for p in new], pooling=pooling)
+            print(f"teacher rows {key}: {len(new)} in {time.perf_counter() - t1:.0f} s")
+            cache.update({(key, p): r for p, r in zip(new, R, strict=True)})
         out_rows = np.zeros((len(pieces), enc.hidden_size), np.float32)
-        out_rows[np.flatnonzero(kp)] = [cache[(layers, p)] for p in need]
+        out_rows[np.flatnonzero(kp)] = [cache[(key, p)] for p in need]
         return out_rows
 
     table = []
     default_words = parse_vocabulary(DEFAULT_VOCABULARY)
-    for name, layers, weighting, a, whiten, n_words, n_bigrams in ABLATION:
+    for name, layers, weighting, a, whiten, n_words, n_bigrams, *pool in ABLATION:
         layers = tuple(DEFAULT_LAYERS) if layers is None else layers
+        pooling = pool[0] if pool else DEFAULT_POOLING
         n_words = default_words if n_words is None else n_words
         plan = plan_rows(
             tok_json, tokens, keep, stats.sample, stats.lines,
             n_words=n_words, n_bigrams=n_bigrams, unk_id=tok.unk_token_id,
         )  # fmt: skip
-        R = rows_of(layers, plan.pieces, plan.keep)
+        R = rows_of(layers, pooling, plan.pieces, plan.keep)
         n_tok = plan.n_tokens  # counts of the sample in the model's own tokens (as distill)
         counts = np.bincount(np.concatenate([s[s < n_tok] for s in plan.sample]), minlength=n_tok)
         emb, _ = fit_rows(

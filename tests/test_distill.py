@@ -21,6 +21,7 @@ from sentvec.distill_corpus import count_corpus_tokens  # noqa: E402
 from sentvec.distillation import (  # noqa: E402
     DISTILL_RECORD,
     distill,
+    fit_rows,
     pca_rows,
     resolve_precision,
     token_rows,
@@ -106,6 +107,26 @@ def test_token_rows_equal_a_plain_transformers_transcription(small_teacher):
         token_rows(small_teacher, ids, precision="float16")
 
 
+def test_token_rows_mean_cls_is_the_average_of_the_mean_and_the_cls_output(small_teacher):
+    ids = [[1996], [2003, 1037, 4937]]
+    model, tok = small_teacher.model, small_teacher.tokenizer
+    expected = []
+    with torch.no_grad():
+        for x in ids:
+            inp = torch.tensor([[tok.cls_token_id, *x, tok.sep_token_id]])
+            h = model(input_ids=inp, attention_mask=torch.ones_like(inp)).last_hidden_state[0]
+            expected.append(((h.mean(0) + h[0]) / 2).numpy())
+    got = token_rows(small_teacher, ids, batch_size=2, precision="float32", pooling="mean_cls")
+    np.testing.assert_allclose(got, np.stack(expected), atol=2e-5)
+    # the [CLS] output alone, and the encoder's own pooling (mean) by default
+    cls = token_rows(small_teacher, ids, precision="float32", pooling="cls")
+    mean = token_rows(small_teacher, ids, precision="float32")
+    np.testing.assert_allclose((cls + mean) / 2, got, atol=1e-6)
+    assert np.abs(cls - mean).max() > 1e-2
+    with pytest.raises(ValueError, match="pooling"):
+        token_rows(small_teacher, ids, pooling="first")
+
+
 def test_token_rows_average_the_chosen_layers(small_teacher):
     two = small_teacher.with_options(layers=(1, -1))
     model, tok = two.model, two.tokenizer
@@ -181,6 +202,45 @@ def test_whitening_folded_into_rows_is_eq1_of_the_sentence_vectors():
     np.testing.assert_allclose(np.abs(static), np.abs(expected), atol=1e-4)  # up to signs
     Z = np.stack([rows[s].mean(0) for s in sample])
     np.testing.assert_allclose(np.cov(Z.T, bias=True), np.eye(4), atol=1e-4)
+
+
+def test_fit_rows_usif_scales_rows_to_unit_norm_whitens_then_weights():
+    # the default weighting: Ethayarajh's unit-norm rows, WhiteningBERT's Eq. 1 on the static
+    # sentence vectors of those rows, then a / (a/2 + p) per row; rows not kept are zero
+    rng = np.random.default_rng(1)
+    R = rng.normal(size=(30, 6)) * rng.uniform(0.5, 3.0, size=(30, 1))
+    keep = np.ones(30, bool)
+    keep[-2:] = False
+    # token 0 in every sentence, 3 times: uSIF's a needs a word with p > 1 - (1 - 1/V)^n
+    sample = [np.r_[0, 0, 0, rng.integers(1, 28, size=rng.integers(1, 6))] for _ in range(400)]
+    counts = np.bincount(np.concatenate(sample), minlength=30)
+    emb, params = fit_rows(
+        R, keep, dim=4, weighting="usif", whiten="corpus", counts=counts, sample=sample
+    )
+    U = R / np.linalg.norm(R, axis=1, keepdims=True)
+    X = np.stack([U[s].mean(0) for s in sample])
+    mu = X.mean(0)
+    vals, vecs = np.linalg.eigh((X - mu).T @ (X - mu) / len(X))
+    W = vecs[:, ::-1][:, :4] / np.sqrt(vals[::-1][:4])
+    p = np.where(keep, counts, 0) / np.where(keep, counts, 0).sum()
+    a = params["a"]
+    w = a / (a / 2 + np.maximum(p, p[p > 0].min()))
+    expected = ((U - mu) @ W) * w[:, None]
+    expected[~keep] = 0
+    np.testing.assert_allclose(np.abs(emb), np.abs(expected), rtol=1e-3, atol=1e-4)  # signs
+    # the unit-norm step matters: the same steps on the raw rows give other rows
+    raw, _ = whiten_rows(R, sample, 4)
+    assert not np.allclose(np.abs(emb), np.abs(raw * w[:, None]), rtol=1e-2, atol=1e-2)
+
+
+def test_default_usif_on_a_tiny_corpus_says_what_to_do(small_teacher, corpus_file):
+    # the defaults weight by uSIF, whose a needs a token with p > 1 - (1 - 1/V)^n
+    with pytest.raises(ValueError, match=r"uSIF's a is undefined.*larger corpus.*weighting='sif'"):
+        distill(small_teacher, None, corpus=corpus_file, dim=8, show_progress_bar=False)
+    r = distill(
+        small_teacher, None, corpus=corpus_file, dim=8, weighting="sif", show_progress_bar=False
+    )
+    assert r.record["settings"]["weighting"] == "sif"
 
 
 def test_pca_rows_are_model2vecs_pca():
@@ -475,6 +535,7 @@ def test_bigram_model_encodes_sent2vecs_mean_and_round_trips(small_teacher, corp
         dim=8,
         vocabulary="corpus:5",
         bigrams=6,
+        weighting="sif",  # uSIF's a is undefined on this tiny corpus
         dtype="float32",
         show_progress_bar=False,
     )
@@ -652,12 +713,17 @@ def test_distill_from_a_directory_uses_the_child_and_gives_the_same_model(
         "corpus": corpus_file,
         "dim": 8,
         "vocabulary": "corpus:4",
+        "weighting": "sif",  # uSIF's a is undefined on this tiny corpus
         "precision": "float32",
         "show_progress_bar": False,
     }
     by_path = distill(str(teacher_dir), tmp_path / "a", **kw)
     loaded = TransformerEncoder.from_pretrained(str(teacher_dir), layers=(-1,), device="cpu")
-    in_process = distill(loaded, None, **kw)
+    # a loaded encoder's rows use its own pooling (mean) unless pooling is given
+    assert distill(loaded, None, **kw).record["settings"]["pooling"] == "mean"
+    in_process = distill(loaded, None, pooling="mean_cls", **kw)
+    assert by_path.record["settings"]["pooling"] == "mean_cls"  # the defaults
+    assert in_process.record["settings"]["pooling"] == "mean_cls"
     assert by_path.record["corpus_pass"] == "child process"
     assert in_process.record["corpus_pass"] == "in process"
     assert "corpus_count_s" in by_path.record["wall_time_s"]

@@ -4,18 +4,21 @@ A static model maps a sentence to the mean of one row per token. Model2Vec (Tulk
 Dongen, 2024) builds the rows by passing every vocabulary token alone through the teacher
 (``[CLS] token [SEP]``, mean pooled), reduces them by PCA and weights each by SIF's
 ``a / (a + p)`` with ``p`` guessed from the token's rank (Zipf's law). sentvec keeps the token
-rows (pooling and layers as :class:`~sentvec.TransformerEncoder` takes them) and fits the rest
-on real corpus sentences:
+rows (layers as :class:`~sentvec.TransformerEncoder` takes them; pooled by default as the
+average of Model2Vec's mean and the ``[CLS]`` output, ``mean_cls``, chosen on dev) and fits the
+rest on real corpus sentences:
 
 * WhiteningBERT's whitening (Huang et al. 2021, Eq. 1) with ``k`` = the output dimension,
   fitted on the (unweighted) static sentence vectors of corpus sentences
   (:class:`sentvec.Whitening`). The sentence vector is a *mean* of rows, so the whitening
   ``(x - mu) W`` folds into the rows exactly: ``r_t' = (r_t - mu) W``. Or Model2Vec's PCA;
-* then each row times its token's weight: from real corpus counts, SIF (Arora et al. 2017;
-  default, ``a`` = 5e-3, counts of the whitening sentences) or uSIF (Ethayarajh 2018) with the
-  formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec (``a`` = 3e-4), or none.
+* then each row times its token's weight: from real corpus counts (the whitening sentences),
+  uSIF (Ethayarajh 2018; default: rows scaled to unit norm first) or SIF (Arora et al. 2017,
+  ``a`` = 5e-3) with the formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec (``a`` =
+  3e-4), or none.
 * optionally extra rows from the corpus (:mod:`sentvec.distill_vocabulary`): whole words the
-  teacher's vocabulary splits (default: the 2,000 most frequent) and bigrams (Sent2Vec's). A sentence vector is ``mean_t w_t (r_t - mu) W``.
+  teacher's vocabulary splits (``vocabulary="corpus:N"``; off by default) and bigrams
+  (Sent2Vec's). A sentence vector is ``mean_t w_t (r_t - mu) W``.
 
 The result is written as a Model2Vec directory (``config.json``, ``model.safetensors`` with the
 ``embeddings`` tensor, ``tokenizer.json``, ``modules.json``, ``README.md``) that Model2Vec's
@@ -60,6 +63,8 @@ __all__ = [
     "pca_rows",
     "fit_rows",
     "WEIGHTINGS",
+    "ROW_POOLINGS",
+    "DEFAULT_POOLING",
     "WHITEN_MODES",
     "DISTILL_RECORD",
     "ZIPF_SIF_COEFFICIENT",
@@ -75,14 +80,22 @@ DISTILL_RECORD = "distill.json"
 ZIPF_SIF_COEFFICIENT = 1e-4
 
 DEFAULT_DIM = 256
-#: chosen on held-out data (STS-B dev + SICK trial), never on the test sets (docs/distill.md)
-DEFAULT_WEIGHTING = "sif"
+#: chosen on held-out data (STS-B dev + SICK trial), never on the test sets (docs/distill.md):
+#: uSIF 74.29 against SIF's 74.18 (a = 5e-3) with the mean_cls rows (SIF led with mean rows)
+DEFAULT_WEIGHTING = "usif"
 #: sentvec's default ``a`` of the Zipf weights: 3e-4 scored best with the whitening (docs/distill.md)
 DEFAULT_ZIPF_A = 3e-4
 #: sentvec distill's SIF ``a`` (counts of the whitening sentences), chosen on dev (docs/distill.md)
 DEFAULT_SIF_A = 5e-3
 DEFAULT_LAYERS: tuple[int, ...] = (-1,)
-DEFAULT_VOCABULARY = "corpus:2000"
+#: Token-row poolings: the encoders' own (:data:`sentvec.encoders.POOLING_MODES`) and
+#: "mean_cls", the average of the mean over ``[CLS] t [SEP]`` and the ``[CLS]`` output.
+ROW_POOLINGS = ("mean_cls", "mean", "cls", "max")
+#: "mean_cls" scored 74.18 on dev against 73.86 for Model2Vec's mean (SIF; docs/distill.md)
+DEFAULT_POOLING = "mean_cls"
+#: the teacher's vocabulary only: 2,000 corpus words gain 0.08 dev with the mean_cls rows and
+#: uSIF, below the 0.1 their cost needs (docs/distill.md)
+DEFAULT_VOCABULARY = "teacher"
 DEFAULT_BIGRAMS = 0
 #: factor on the bigram rows' SIF weights, chosen on dev (docs/distill.md)
 DEFAULT_BIGRAM_WEIGHT = 0.5
@@ -127,14 +140,17 @@ def token_rows(
     *,
     batch_size: int = 512,
     precision: str = "auto",
+    pooling: str | None = None,
     show_progress_bar: bool | None = None,
 ) -> np.ndarray:
     """The teacher's vector of each token sequence, passed alone through the model.
 
     Each entry is framed by the tokenizer's special tokens (``[CLS] ids [SEP]``), run through
-    ``encoder.model`` and pooled with the encoder's pooling, layers and mean mode
-    (:func:`sentvec.encoders.pooling.pool_layers`): Model2Vec's token rows for the defaults
-    ``pooling="mean"``, ``layers=(-1,)``; WhiteningBERT's L1 + L_last with ``layers=(1, -1)``.
+    ``encoder.model`` and pooled with the encoder's pooling (or ``pooling``), layers and mean
+    mode (:func:`sentvec.encoders.pooling.pool_layers`): Model2Vec's token rows for
+    ``pooling="mean"``, ``layers=(-1,)``; WhiteningBERT's L1 + L_last with ``layers=(1, -1)``;
+    ``pooling="mean_cls"`` (``sentvec distill``'s default) averages the mean and ``[CLS]``
+    poolings.
 
     Parameters
     ----------
@@ -148,6 +164,9 @@ def token_rows(
         within about 0.4 % of float32's, cosine > 0.9999); "auto" picks it where the device
         multiplies bfloat16 in hardware (:func:`sentvec.encoders.bfloat16_is_fast`: a CPU
         with AMX or AVX512-BF16, about 2x faster than float32 there), float32 elsewhere.
+    pooling : {"mean_cls", "mean", "cls", "max"}, optional
+        None: the encoder's own pooling. "mean_cls": ``(mean + cls) / 2`` of the same hidden
+        states.
     show_progress_bar : bool, optional
         None: shown on a terminal (``sentvec._progress.progress_bar``).
 
@@ -160,7 +179,7 @@ def token_rows(
     TypeError
         ``encoder`` has no ``model`` / ``tokenizer`` (not a TransformerEncoder).
     ValueError
-        An empty entry, an unknown ``precision``.
+        An empty entry, an unknown ``precision`` or ``pooling``.
     """
     import sys
 
@@ -168,11 +187,14 @@ def token_rows(
 
     from sentvec._progress import progress_bar
     from sentvec.encoders import pool_layers
+    from sentvec.encoders.pooling import Pooling
 
     if getattr(encoder, "model", None) is None or getattr(encoder, "tokenizer", None) is None:
         raise TypeError(f"token_rows needs a TransformerEncoder, got {type(encoder).__name__}")
     batch_size = check_positive_int("batch_size", batch_size)
     use_bf16 = resolve_precision(precision, encoder.device) == "bfloat16"
+    mode = encoder.pooling if pooling is None else check_choice("pooling", pooling, ROW_POOLINGS)
+    poolings: tuple[Pooling, ...] = ("mean", "cls") if mode == "mean_cls" else (mode,)
     if any(len(ids) == 0 for ids in token_ids):
         raise ValueError("token_rows: every entry needs at least one token id")
     head, tail = _special_frame(encoder.tokenizer)
@@ -203,10 +225,12 @@ def token_rows(
                 return_dict=True,
             )
             hs = [h.float() for h in res.hidden_states]
-            pooled = pool_layers(
-                hs, mask_t, encoder.pooling, encoder.layer_indices, mean_mode=encoder.mean_mode
-            )
-            out[batch] = pooled.to("cpu", torch.float32).numpy()
+            pooled = [
+                pool_layers(hs, mask_t, m, encoder.layer_indices, mean_mode=encoder.mean_mode)
+                for m in poolings
+            ]
+            both = pooled[0] if len(pooled) == 1 else (pooled[0] + pooled[1]) / 2
+            out[batch] = both.to("cpu", torch.float32).numpy()
             bar.update(len(batch))
     return out
 
@@ -259,7 +283,8 @@ def token_weights(
     Raises
     ------
     ValueError
-        Unknown weighting, or sif / usif without counts.
+        Unknown weighting, or sif / usif without counts, or usif on counts where its ``a`` is
+        undefined (no token frequent enough: a tiny corpus).
     """
     from sentvec.encoders.sif import (
         USIF_DEFAULT_N,
@@ -287,7 +312,13 @@ def token_weights(
         w[keep] = sif_weights(p[keep], a)
         return w, {"a": a}
     n = USIF_DEFAULT_N if usif_n is None else int(usif_n)
-    a = usif_parameter(c, n)
+    try:
+        a = usif_parameter(c, n)
+    except ValueError as e:
+        raise ValueError(
+            f"{e} (weighting='usif', sentvec distill's default): give a larger corpus, or "
+            "weighting='sif' (--weighting sif)"
+        ) from e
     w[keep] = usif_weights(p[keep], a)
     return w, {"a": a, "n": n}
 
@@ -662,7 +693,7 @@ def distill(
     vocabulary: str = DEFAULT_VOCABULARY,
     bigrams: int = DEFAULT_BIGRAMS,
     bigram_weight: float = DEFAULT_BIGRAM_WEIGHT,
-    pooling: str = "mean",
+    pooling: str | None = None,
     layers: int | Sequence[int] = DEFAULT_LAYERS,
     max_sentences: int | None = DEFAULT_MAX_SENTENCES,
     whitening_sentences: int = DEFAULT_WHITENING_SENTENCES,
@@ -678,8 +709,8 @@ def distill(
     Parameters
     ----------
     model : str, path-like or sentvec.TransformerEncoder, default "minilm"
-        The teacher: an alias, a local model directory or a loaded encoder (its pooling and
-        layers are then used, ``pooling`` / ``layers`` ignored).
+        The teacher: an alias, a local model directory or a loaded encoder (its layers are
+        then used and ``layers`` ignored; its pooling unless ``pooling`` is given).
     output : path-like, optional
         Write the Model2Vec directory there (checked before any work: it must be writable and
         must not be an input).
@@ -689,22 +720,30 @@ def distill(
         ``whiten="none"``.
     dim : int or None, default 256
         Output dimension ``k`` (None: the teacher's width).
-    weighting : {"sif", "usif", "zipf", "none"}, default "sif"
-        SIF with ``a`` = 5e-3 from the counts of the first ``max_sentences`` lines scored best
-        on the dev sets (``docs/distill.md``).
+    weighting : {"usif", "sif", "zipf", "none"}, default "usif"
+        uSIF (rows scaled to unit norm, weights ``a / (a/2 + p)`` with ``a`` from the counts of
+        the first ``max_sentences`` lines) scored best on the dev sets with the default
+        ``mean_cls`` rows; SIF with ``a`` = 5e-3 with Model2Vec's mean rows
+        (``docs/distill.md``).
     whiten : {"corpus", "none"}, default "corpus"
         "none": Model2Vec's PCA to ``dim`` instead.
-    vocabulary : {"teacher", "corpus", "corpus:N"}, default "corpus:2000"
+    vocabulary : {"teacher", "corpus", "corpus:N"}, default "teacher"
         "corpus:N": a row for each of the ``N`` most frequent words of the whitening sentences
-        that the teacher's WordPiece vocabulary splits (:mod:`sentvec.distill_vocabulary`).
+        that the teacher's WordPiece vocabulary splits (:mod:`sentvec.distill_vocabulary`);
+        2,000 of them gained 0.08 dev with the other defaults, below the 0.1 their cost needs
+        (``docs/distill.md``).
     bigrams : int, default 0
         Rows for the most frequent adjacent token pairs of the whitening sentences; the model is
         then a ``BigramStaticEncoder`` (sentvec's format, not Model2Vec's).
     bigram_weight : float, default 0.5
         Factor on the bigram rows' SIF weights (chosen on dev with 1,000 bigrams).
-    pooling, layers
-        Token-row pooling and hidden states (:class:`sentvec.TransformerEncoder`); default
-        mean pooling of the last layer.
+    pooling : {"mean_cls", "mean", "cls", "max"}, optional
+        Token-row pooling (:func:`token_rows`). None: "mean_cls" (the average of the mean over
+        ``[CLS] t [SEP]``, Model2Vec's rows, and the ``[CLS]`` output; chosen on dev,
+        docs/distill.md) for a teacher loaded here, a loaded encoder's own pooling.
+    layers
+        Hidden states of the token rows (:class:`sentvec.TransformerEncoder`); default the
+        last layer.
     max_sentences : int, optional
         Corpus lines counted for sif / usif (default 200,000; None: all).
     whitening_sentences : int, default 200000
@@ -734,6 +773,8 @@ def distill(
     check_choice("whiten", whiten, WHITEN_MODES)
     check_choice("dtype", dtype, ("float16", "float32"))
     check_choice("precision", precision, PRECISIONS)
+    if pooling is not None:
+        check_choice("pooling", pooling, ROW_POOLINGS)
     n_words = parse_vocabulary(vocabulary)
     needs_corpus = weighting in ("sif", "usif") or whiten == "corpus" or n_words > 0 or bigrams
     if needs_corpus and corpus is None:
@@ -787,14 +828,16 @@ def distill(
                 )
             if corpus is not None and needs_corpus:
                 child = CorpusPassProcess.start(model, corpus, count_kwargs, plan_kwargs)
+            row_pooling = DEFAULT_POOLING if pooling is None else pooling
             encoder = TransformerEncoder.from_pretrained(
                 model,
-                pooling=pooling,  # type: ignore[arg-type]
+                pooling="mean" if row_pooling == "mean_cls" else row_pooling,  # type: ignore[arg-type]
                 layers=layers,
                 device=device,
             )
         else:
             encoder = model
+            row_pooling = encoder.pooling if pooling is None else pooling
         d = int(encoder.hidden_size)
         k = d if dim is None else check_positive_int("dim", dim)
         if k > d:
@@ -805,7 +848,11 @@ def distill(
         V = len(tokens)
         times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
         precision = resolve_precision(precision, encoder.device)
-        row_kw: dict[str, Any] = {"batch_size": batch_size, "precision": precision}
+        row_kw: dict[str, Any] = {
+            "batch_size": batch_size,
+            "precision": precision,
+            "pooling": row_pooling,
+        }
 
         stats = None
         passed = None
@@ -834,6 +881,10 @@ def distill(
         if child is not None:
             child.close()
     pieces, keep, words, pairs = plan.pieces, plan.keep, plan.words, plan.pairs
+    counts = None if stats is None else _row_counts(stats, V, plan)
+    if weighting == "usif" and counts is not None:  # uSIF's a is undefined on a tiny corpus:
+        n_uni = len(keep) - (0 if plan.bigram_p is None else len(plan.bigram_p))
+        token_weights("usif", counts[:n_uni], keep[:n_uni])  # say so before the forward pass
 
     # rows: teacher tokens, then corpus words (--vocabulary), then bigrams (--bigrams)
     t0 = time.perf_counter()
@@ -855,7 +906,7 @@ def distill(
         dim=k,
         weighting=weighting,
         whiten=whiten,
-        counts=None if stats is None else _row_counts(stats, V, plan),
+        counts=counts,
         sample=plan.sample if whiten == "corpus" else None,
         sif_a=sif_a,
         bigram_p=plan.bigram_p,
@@ -885,7 +936,7 @@ def distill(
             "dim": k,
             "weighting": weighting,
             "whiten": whiten,
-            "pooling": encoder.pooling,
+            "pooling": row_pooling,
             "layers": list(encoder.layers),
             "vocabulary": vocabulary,
             "bigrams": n_bigrams,

@@ -1,8 +1,9 @@
 """``sentvec distill``: a static (Model2Vec-format) model from a transformer.
 
-Every vocabulary token (and the most frequent corpus words the vocabulary splits) goes
-through the teacher alone; the rows are whitened on corpus sentences (WhiteningBERT Eq. 1,
-k = --dim), weighted by SIF from corpus counts and written as a Model2Vec directory that
+Every vocabulary token (with --vocabulary corpus:N also the most frequent corpus words the
+vocabulary splits) goes through the teacher alone (rows: the average of the mean and the [CLS] output); the rows are
+whitened on corpus sentences (WhiteningBERT Eq. 1, k = --dim), weighted by uSIF from corpus
+counts and written as a Model2Vec directory that
 model2vec, sentence-transformers' StaticEmbedding and sentvec load (with --bigrams: sentvec's
 own bigram format). The distill
 record (teacher, corpus, counts, settings, wall time) goes into distill.json and the model card.
@@ -10,9 +11,9 @@ record (teacher, corpus, counts, settings, wall time) goes into distill.json and
 Examples::
 
     sentvec distill --model minilm --dim 256 --corpus enwiki-2015-sentences-1M.txt.xz --output minilm-static
-    sentvec distill --model minilm --weighting zipf --sif-a 1e-4 --whiten none --vocabulary teacher --output m2v-like
+    sentvec distill --model minilm --pooling mean --weighting zipf --sif-a 1e-4 --whiten none --vocabulary teacher --output m2v-like
     sentvec distill --model minilm --corpus wiki.txt --bigrams 1000 --output minilm-bigrams
-    sentvec distill --model mpnet --layers 1,-1 --weighting usif --corpus wiki.txt --output mpnet-static
+    sentvec distill --model mpnet --layers 1,-1 --weighting sif --corpus wiki.txt --output mpnet-static
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ def register(subparsers: Any) -> None:
         DEFAULT_BIGRAM_WEIGHT,
         DEFAULT_BIGRAMS,
         DEFAULT_DIM,
+        DEFAULT_POOLING,
         DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
+        ROW_POOLINGS,
         WEIGHTINGS,
         WHITEN_MODES,
     )
@@ -109,9 +112,10 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--pooling",
-        choices=("mean", "cls", "max"),
-        default="mean",
-        help="token-row pooling (default mean)",
+        choices=ROW_POOLINGS,
+        default=DEFAULT_POOLING,
+        help=f"token-row pooling (default {DEFAULT_POOLING}: the average of the mean over "
+        "[CLS] t [SEP], Model2Vec's rows, and the [CLS] output; chosen on dev)",
     )
     p.add_argument(
         "--layers",
