@@ -1,12 +1,12 @@
 """``sentvec distill``: a static (Model2Vec-format) model from a transformer.
 
 Every vocabulary token (with --vocabulary corpus:N also the most frequent corpus words the
-vocabulary splits) goes through the teacher alone (rows: the average of the mean and the [CLS] output); the rows are
-whitened on corpus sentences (WhiteningBERT Eq. 1, k = --dim), weighted by uSIF from corpus
-counts and written as a Model2Vec directory that
-model2vec, sentence-transformers' StaticEmbedding and sentvec load (with --bigrams: sentvec's
-own bigram format). The distill
-record (teacher, corpus, counts, settings, wall time) goes into distill.json and the model card.
+vocabulary splits) goes through the teacher alone; its row is the average of the mean over
+[CLS] t [SEP] and the [CLS] output. The rows are whitened on corpus sentences (WhiteningBERT
+Eq. 1, k = --dim), weighted by uSIF from corpus counts and written as a Model2Vec directory
+that model2vec, sentence-transformers' StaticEmbedding and sentvec load (with --bigrams:
+sentvec's own bigram format). The distill record (teacher, corpus, counts, settings, wall
+time) goes into distill.json and the model card.
 
 Examples::
 
