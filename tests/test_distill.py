@@ -735,3 +735,22 @@ def test_distill_from_a_directory_uses_the_child_and_gives_the_same_model(
     empty.write_text("\n  \n", encoding="utf-8")
     with pytest.raises(ValueError, match="no token counted"):
         distill(str(teacher_dir), None, **{**kw, "corpus": empty})
+
+
+def test_a_corpus_that_is_not_utf8_or_a_broken_xz_is_refused_with_its_name(small_teacher, tmp_path):
+    import lzma
+
+    tok = small_teacher.tokenizer
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("the cat .\ncaf\u00e9 au lait .\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt' line 2 is not valid UTF-8"):
+        count_corpus_tokens(tok, latin1)
+    whole = lzma.compress(("the cat sat on the mat .\n" * 2000).encode())
+    truncated = tmp_path / "truncated.xz"
+    truncated.write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(ValueError, match="truncated.xz' cannot be decompressed"):
+        count_corpus_tokens(tok, truncated)
+    fake = tmp_path / "fake.xz"
+    fake.write_text("the cat .\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="fake.xz' cannot be decompressed"):
+        count_corpus_tokens(tok, fake)

@@ -7,8 +7,10 @@ socket of its own (SO_REUSEPORT), so the kernel spreads the connections over the
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -88,3 +90,32 @@ def test_two_workers_serve_the_bin_and_sum_their_metrics(tmp_path):
         assert info["sentvec"]["models"][0]["max_input_length"] is None
     assert srv.proc.returncode == 0
     assert not os.path.exists(os.path.dirname(metrics_dir))  # the private directory is gone
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_workers_stop_when_the_supervisor_is_killed():
+    srv = start_server(str(BIN), "--workers", "2")
+    with srv:
+        children = subprocess.run(
+            ["pgrep", "-P", str(srv.proc.pid)], capture_output=True, text=True
+        ).stdout.split()
+        workers = [p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert len(workers) == 2
+        srv.proc.kill()  # SIGKILL: no chance to stop its workers itself
+        srv.proc.wait(10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(map(_running, workers)):
+            time.sleep(0.1)
+        alive = [p for p in workers if _running(p)]
+        for p in alive:  # a failing run leaves no orphan behind
+            os.kill(int(p), signal.SIGKILL)
+        assert not alive, f"workers {alive} outlived the supervisor"
+
+
+def _running(pid: str) -> bool:
+    """Whether process ``pid`` runs (not gone, not a zombie waiting to be reaped)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -15,6 +15,7 @@ tokenizer alone.
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import re
 import time
@@ -184,8 +185,7 @@ def count_corpus_tokens(
 ) -> CorpusCounts:
     """Count the tokens of a corpus file in one pass, keeping the first sentences' ids.
 
-    Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed, undecodable bytes
-    replaced), stripped, empty ones skipped, and tokenized without special tokens, padding or
+    Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed), stripped, empty ones skipped, and tokenized without special tokens, padding or
     truncation by the ``tokenizers`` library's batch encoder (Rust, all cores), each distinct
     whitespace word once for BERT's tokenizers (:class:`WordTokenCache`). Unlike
     :func:`sentvec.encoders.sif.count_tokens` this also keeps the token ids of the first
@@ -211,7 +211,10 @@ def count_corpus_tokens(
     FileNotFoundError
         No such file.
     ValueError
-        The corpus holds no token.
+        The corpus holds no token, a line read is not valid UTF-8 (named), or a ``.xz`` file
+        is truncated or corrupt.
+    OSError
+        A corrupt ``.gz`` / ``.bz2`` file (gzip's and bz2's own errors).
     """
     import sys
 
@@ -247,25 +250,36 @@ def count_corpus_tokens(
             counts[:] += np.bincount(np.concatenate(ids), minlength=V)[:V]
 
     batch: list[str] = []
-    with (
-        open_binary(path) as fh,
-        progress_bar(total=max_sentences, desc="Counting tokens", unit="line", show=show) as bar,
-    ):
-        for raw in fh:
-            if max_sentences is not None and n >= max_sentences:
-                break
-            line = raw.decode("utf-8", "replace").strip()
-            if not line:
-                continue
-            batch.append(line)
-            n += 1
-            if len(batch) >= _COUNT_BATCH:
+    try:
+        with (
+            open_binary(path) as fh,
+            progress_bar(
+                total=max_sentences, desc="Counting tokens", unit="line", show=show
+            ) as bar,
+        ):
+            for lineno, raw in enumerate(fh, 1):
+                if max_sentences is not None and n >= max_sentences:
+                    break
+                try:
+                    line = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as exc:
+                    raise ValueError(
+                        f"corpus {str(path)!r} line {lineno} is not valid UTF-8 ({exc.reason} at "
+                        f"byte {exc.start}); convert it first (e.g. iconv -f latin1 -t utf-8)"
+                    ) from None
+                if not line:
+                    continue
+                batch.append(line)
+                n += 1
+                if len(batch) >= _COUNT_BATCH:
+                    add(batch)
+                    bar.update(len(batch))
+                    batch = []
+            if batch:
                 add(batch)
                 bar.update(len(batch))
-                batch = []
-        if batch:
-            add(batch)
-            bar.update(len(batch))
+    except (EOFError, lzma.LZMAError) as exc:  # a truncated or corrupt .xz (gzip / bz2: OSError)
+        raise ValueError(f"corpus {str(path)!r} cannot be decompressed: {exc}") from None
     if not counts.any():
         raise ValueError(f"no token counted in {str(path)!r}")
     return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path), lines=lines)
@@ -531,6 +545,10 @@ class CorpusPassProcess:
     def running(self) -> bool:
         """Whether the child still runs."""
         return bool(self.process.poll() is None)
+
+    def failed(self) -> bool:
+        """Whether the child has ended with an error."""
+        return self.process.poll() not in (None, 0)
 
     def close(self) -> None:
         """Stop the child if it still runs and remove its directory."""

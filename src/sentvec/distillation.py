@@ -646,8 +646,9 @@ def rows_beside(
     token_ids: np.ndarray,
     *,
     chunk: int = 2048,
+    show_progress_bar: bool | None = None,
     **kwargs: Any,
-) -> np.ndarray:
+) -> np.ndarray | None:
     """:func:`token_rows` of single tokens while ``child`` runs: in one torch thread while it
     runs and in torch's own number after (checked every ``chunk`` tokens), so that the two
     processes share the 2 cores instead of fighting over them (docs/distill.md, "Wall time").
@@ -659,24 +660,39 @@ def rows_beside(
     token_ids : ndarray of int
         Teacher token ids, one row each.
     chunk : int, default 2048
+    show_progress_bar : bool, optional
+        None: shown on a terminal ("Teacher vocabulary").
     **kwargs
         ``batch_size`` and ``precision`` of :func:`token_rows`.
 
     Returns
     -------
-    ndarray of shape (len(token_ids), hidden_size), float32
+    ndarray of shape (len(token_ids), hidden_size), float32, or None
+        None as soon as the child has failed (a bad corpus): the caller runs the corpus pass
+        itself, which raises its error, before any more teacher work.
     """
+    import sys
+
     import torch
+
+    from sentvec._progress import progress_bar
 
     n_threads = torch.get_num_threads()
     out = np.empty((len(token_ids), int(encoder.hidden_size)), dtype=np.float32)
+    show = sys.stderr.isatty() if show_progress_bar is None else bool(show_progress_bar)
     try:
-        for start in range(0, len(token_ids), chunk):
-            torch.set_num_threads(1 if child.running() else n_threads)
-            part = token_ids[start : start + chunk]
-            out[start : start + len(part)] = token_rows(
-                encoder, [[int(i)] for i in part], show_progress_bar=False, **kwargs
-            )
+        with progress_bar(
+            total=len(token_ids), desc="Teacher vocabulary", unit="tok", show=show
+        ) as bar:
+            for start in range(0, len(token_ids), chunk):
+                if child.failed():
+                    return None
+                torch.set_num_threads(1 if child.running() else n_threads)
+                part = token_ids[start : start + chunk]
+                out[start : start + len(part)] = token_rows(
+                    encoder, [[int(i)] for i in part], show_progress_bar=False, **kwargs
+                )
+                bar.update(len(part))
     finally:
         torch.set_num_threads(n_threads)
     return out
@@ -864,7 +880,11 @@ def distill(
             if whiten == "corpus":
                 import sentvec.whitening  # noqa: F401
             early_ids = np.flatnonzero(keep)
-            early = early_ids, rows_beside(child, encoder, early_ids, **row_kw)
+            early_rows = rows_beside(
+                child, encoder, early_ids, show_progress_bar=show_progress_bar, **row_kw
+            )
+            if early_rows is not None:
+                early = early_ids, early_rows
             times["teacher_forward_s"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             passed = child.result(vocabulary_)

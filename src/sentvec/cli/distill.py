@@ -139,7 +139,12 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_WHITENING_SENTENCES,
         help=f"first corpus lines the whitening is fitted on (default {DEFAULT_WHITENING_SENTENCES})",
     )
-    p.add_argument("--dtype", choices=("float16", "float32"), default="float16")
+    p.add_argument(
+        "--dtype",
+        choices=("float16", "float32"),
+        default="float16",
+        help="stored rows (default float16, as Model2Vec stores them)",
+    )
     p.add_argument(
         "--precision",
         choices=("auto", "float32", "bfloat16"),

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -551,6 +552,24 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error_response(err, request.url.path)
 
 
+def _exit_with_parent() -> None:
+    """Linux: the kernel sends this worker SIGTERM when the supervisor that started it dies,
+    even by SIGKILL or the OOM killer (``prctl(PR_SET_PDEATHSIG)``), so that no worker outlives
+    it holding the port; a graceful stop follows as for any SIGTERM. Elsewhere: nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the supervisor died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def app_from_environment() -> FastAPI:
     """The app of a ``sentvec serve --workers N`` worker process (uvicorn's factory).
 
@@ -569,6 +588,7 @@ def app_from_environment() -> FastAPI:
         raise RuntimeError(
             f"${SETTINGS_ENV} is not set; start workers with `sentvec serve --workers N`"
         )
+    _exit_with_parent()
     cfg = ServeSettings.from_json(text)
     models = {name: source for name, source in cfg.models}
 
