@@ -44,7 +44,12 @@ def register(subparsers: Any) -> None:
     )
     p.error = _redacting_error(p)
     p.add_argument("--api-key", nargs="?", action=_RefuseKey, help=argparse.SUPPRESS)
-    p.add_argument("models", nargs="+", metavar="MODEL", help=MODEL_HELP)
+    p.add_argument(
+        "models",
+        nargs="+",
+        metavar="MODEL",
+        help=MODEL_HELP.replace(" (default: minilm)", "") + "; one or more",
+    )
     p.add_argument(
         "--name", action="append", default=None, help="served name of each MODEL, in order"
     )
