@@ -66,7 +66,7 @@ def corpus(tmp_path):
 
 def test_equals_one_shot_encode_and_manifest(tmp_path, corpus):
     with pytest.warns(
-        UserWarning, match="44 of 1000 lines .* all-zero vectors \\(44 lines are empty\\)"
+        UserWarning, match="44 of 1000 lines .* all-zero vectors \\(44 of them empty\\)"
     ):
         m = encode_file(ToyEncoder(), corpus, tmp_path / "out", shard_size=128)
     expected = ToyEncoder().encode(LINES)

@@ -366,6 +366,17 @@ def test_float32_data_of_extreme_scale_is_whitened_like_ordinary_data(scale):
     np.testing.assert_allclose(Z, ref, rtol=0, atol=1e-3 if scale < 1e-38 else 1e-5)
 
 
+def test_whitened_values_beyond_float32_are_an_error_not_inf():
+    # fitted on data near 1e-30, then given data of scale 1: x_hat ~ 1e30 * 1e15, past float32
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4)).astype(np.float32)
+    w = Whitening().fit(X * np.float32(1e-30))
+    with pytest.raises(ValueError, match="overflow float32"):
+        w.transform(X * np.float32(1e15))
+    Z = w.transform((X * 1e15).astype(np.float64))  # float64 holds them
+    assert Z.dtype == np.float64 and np.isfinite(Z).all()
+
+
 def test_statistics_counts_are_exact_integers_and_sum_merges():
     X = _correlated(n=30, d=3)
     with pytest.raises(ValueError, match="positive sum below 2\\*\\*63"):

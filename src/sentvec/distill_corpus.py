@@ -63,6 +63,7 @@ class CorpusCounts:
     sample : list of ndarray of int64
         Token ids (no special tokens) of the first ``sample_sentences`` non-empty lines.
     path : str
+        The corpus file, absolute.
     lines : list of str
         The text of those lines (kept with ``keep_lines``: a corpus vocabulary re-tokenizes it).
     """
@@ -282,7 +283,9 @@ def count_corpus_tokens(
         raise ValueError(f"corpus {str(path)!r} cannot be decompressed: {exc}") from None
     if not counts.any():
         raise ValueError(f"no token counted in {str(path)!r}")
-    return CorpusCounts(counts=counts, n_sentences=n, sample=sample, path=str(path), lines=lines)
+    return CorpusCounts(
+        counts=counts, n_sentences=n, sample=sample, path=os.path.abspath(path), lines=lines
+    )
 
 
 def teacher_vocabulary(

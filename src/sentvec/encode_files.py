@@ -547,7 +547,7 @@ def encode_file(
     if new.n_zero:
         warnings.warn(
             f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
-            f"({new.n_empty} lines are empty)",
+            f"({new.n_empty} of them empty)",
             UserWarning,
             stacklevel=2,
         )

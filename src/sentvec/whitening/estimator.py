@@ -363,7 +363,8 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         sklearn.exceptions.NotFittedError
             Before ``fit``.
         ValueError
-            Wrong feature count or non-finite values.
+            Wrong feature count, non-finite values, or whitened values beyond the dtype's
+            range (an input far outside the fitted scale).
         """
         check_is_fitted(self, "mean_")
         if is_dask_array(X):
@@ -389,11 +390,19 @@ class Whitening(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             return Z.astype(np.float32) if dtype == np.float32 else Z
         with np.errstate(over="ignore"):  # an overflowing cast is handled just below
             mean, W = self.mean_.astype(dtype), self.whitening_matrix_.astype(dtype)
-        if dtype == np.float32 and not (np.isfinite(W).all() and np.isfinite(mean).all()):
-            # fitted on data of a scale beyond float32 (e.g. values near 1e-40, whose whitening
-            # matrix holds values near 1e40): compute in float64, return float32 as documented
-            return ((arr - self.mean_) @ self.whitening_matrix_).astype(np.float32)
-        return (arr - mean) @ W
+            if dtype == np.float32 and not (np.isfinite(W).all() and np.isfinite(mean).all()):
+                # fitted on data of a scale beyond float32 (e.g. values near 1e-40, whose
+                # whitening matrix holds values near 1e40): compute in float64, return float32
+                Z = ((arr - self.mean_) @ self.whitening_matrix_).astype(np.float32)
+            else:
+                Z = (arr - mean) @ W
+        if not np.isfinite(Z).all():  # finite input (checked): the values overflowed
+            raise ValueError(
+                f"the whitened vectors overflow {Z.dtype} (the input is far outside the scale "
+                "the whitening was fitted on, or the fitted transform is corrupt); pass float64 "
+                "input, or refit on data of this scale"
+            )
+        return Z
 
     # ------------------------------------------------------------- save / load
     def save(self, path: Any) -> None:
