@@ -56,6 +56,11 @@ class ServerProcess:
         ``TRANSFORMERS_OFFLINE`` set to 1 unless it says otherwise).
     health_path : str, default "/health"
         Polled until it answers 200.
+    ready_checks : int, default 1
+        Consecutive 200 answers, each on a new connection, that make the server ready: with
+        several worker processes, each with its own listening socket that the kernel picks by
+        a hash of the connection, a few dozen make it all but certain that every worker has
+        answered (one still loading its models answers 503).
     timeout : float, default 180
         Seconds to wait for readiness.
     wait : bool, default True
@@ -84,11 +89,13 @@ class ServerProcess:
         health_path: str = "/health",
         timeout: float = 180.0,
         wait: bool = True,
+        ready_checks: int = 1,
     ) -> None:
         self.port = int(port) if port is not None else free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.health_url = self.url + health_path
         self.timeout = float(timeout)
+        self.ready_checks = max(1, int(ready_checks))
         full = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **os.environ, **(env or {})}
         self.argv = [a.replace("{PORT}", str(self.port)) for a in argv]
         self._log: IO[bytes] = tempfile.TemporaryFile(prefix="sentvec-server-")
@@ -100,8 +107,10 @@ class ServerProcess:
             self.wait_ready()
 
     def wait_ready(self) -> ServerProcess:
-        """Block until ``/health`` answers 200 (at most ``timeout`` seconds from the start)."""
+        """Block until ``/health`` answers 200 ``ready_checks`` times in a row (at most
+        ``timeout`` seconds from the start)."""
         deadline = self._started + self.timeout
+        in_a_row = 0
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(
@@ -109,7 +118,11 @@ class ServerProcess:
                     + self.output()[-4000:]
                 )
             if _health_status(self.health_url) == 200:
-                return self
+                in_a_row += 1
+                if in_a_row >= self.ready_checks:
+                    return self
+                continue
+            in_a_row = 0
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(
@@ -162,7 +175,9 @@ def start_server(
         ``sentvec serve`` arguments: models and options, without ``--port``/``--host``.
     port, env, timeout, wait
         As :class:`ServerProcess`. The subprocess imports this same sentvec (its source
-        directory leads ``PYTHONPATH``).
+        directory leads ``PYTHONPATH``). With ``--workers N`` (N > 1) it is ready when
+        ``/health`` has answered 200 on 16 x N new connections in a row, so that every worker
+        has loaded its models.
 
     Returns
     -------
@@ -182,6 +197,10 @@ def start_server(
     pythonpath = os.pathsep.join(
         p for p in (_SRC, (env or {}).get("PYTHONPATH", os.environ.get("PYTHONPATH"))) if p
     )
+    workers = 1
+    for flag, value in zip(args, args[1:], strict=False):
+        if flag == "--workers" and value.isdigit():
+            workers = int(value)
     return ServerProcess(
         [
             sys.executable,
@@ -198,4 +217,5 @@ def start_server(
         env={**(env or {}), "PYTHONPATH": pythonpath},
         timeout=timeout,
         wait=wait,
+        ready_checks=1 if workers == 1 else 16 * workers,
     )
