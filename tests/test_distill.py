@@ -9,6 +9,7 @@ The teacher is a 2-layer slice of MiniLM with a 3,000-entry slice of its WordPie
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -309,8 +310,12 @@ def test_pca_path_and_bad_input(small_teacher, corpus_file, tmp_path):
         show_progress_bar=False,
     )
     assert r.embeddings.shape[1] == 8 and r.record["corpus"] is None
-    with pytest.raises(ValueError, match="corpus"):
-        distill(small_teacher, None, whiten="corpus")
+    # no corpus where one is needed: the packaged sample, as the CLI without --corpus
+    from sentvec._data import corpus_sample_path
+
+    r = distill(small_teacher, None, weighting="sif", dim=8, show_progress_bar=False)
+    assert r.record["corpus"]["path"] == os.path.abspath(corpus_sample_path())
+    assert r.record["corpus"]["sentences_counted"] == 10_000
     with pytest.raises(ValueError, match="input"):
         distill(small_teacher, corpus_file.parent, corpus=corpus_file)
     with pytest.raises(FileNotFoundError):

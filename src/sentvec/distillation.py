@@ -732,8 +732,9 @@ def distill(
         must not be an input).
     corpus : path-like, optional
         Sentences, one per line (``.xz`` / ``.gz`` / ``.bz2`` read as is), for the counts and
-        the whitening; never evaluation text. Required unless ``weighting`` is zipf / none and
-        ``whiten="none"``.
+        the whitening; never evaluation text. None: the 10,000-sentence Wikipedia sample the
+        package ships (as ``sentvec distill`` without ``--corpus``), where a corpus is needed
+        (``weighting`` sif / usif, ``whiten="corpus"``, corpus words or bigrams).
     dim : int or None, default 256
         Output dimension ``k`` (None: the teacher's width).
     weighting : {"usif", "sif", "zipf", "none"}, default "usif"
@@ -779,7 +780,7 @@ def distill(
     Raises
     ------
     ValueError
-        Bad options, a missing corpus, an output that is an input, ``dim`` above the width, a
+        Bad options, an output that is an input, ``dim`` above the width, a
         teacher that is not a transformer (a Sent2Vec, static model or pipeline).
     FileNotFoundError
         A missing teacher or corpus.
@@ -793,12 +794,10 @@ def distill(
         check_choice("pooling", pooling, ROW_POOLINGS)
     n_words = parse_vocabulary(vocabulary)
     needs_corpus = weighting in ("sif", "usif") or whiten == "corpus" or n_words > 0 or bigrams
-    if needs_corpus and corpus is None:
-        raise ValueError(
-            f"weighting={weighting!r}, whiten={whiten!r}, vocabulary={vocabulary!r}, "
-            f"bigrams={bigrams} need a corpus: give corpus= "
-            "(sentences, one per line; e.g. the packaged Wikipedia sample)"
-        )
+    if needs_corpus and corpus is None:  # as `sentvec distill` without --corpus
+        from sentvec._data import corpus_sample_path
+
+        corpus = corpus_sample_path()
     if corpus is not None:
         from sentvec._io import check_input_file
 

@@ -166,20 +166,10 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentvec.distillation import distill
 
-    corpus = args.corpus
-    if corpus is None and (
-        args.whiten == "corpus"
-        or args.weighting in ("sif", "usif")
-        or args.vocabulary != "teacher"
-        or args.bigrams
-    ):
-        from sentvec._data import corpus_sample_path
-
-        corpus = str(corpus_sample_path())
     result = distill(
         args.model,
         args.output,
-        corpus=corpus,
+        corpus=args.corpus,
         dim=args.dim,
         weighting=args.weighting,
         whiten=args.whiten,
