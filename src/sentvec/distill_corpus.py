@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec.distill_vocabulary import plan_rows
+from sentvec.distill_vocabulary import flatten_sample, plan_rows, split_sample
 
 __all__ = [
     "CorpusCounts",
@@ -396,25 +396,13 @@ _CHILD = (
 )
 
 
-def _split_sample(flat: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
-    return np.split(flat, bounds[1:-1]) if len(bounds) > 1 else []
-
-
-def _joined_sample(sample: Sequence[np.ndarray] | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """``sample`` as one array and its offsets (pickled in one piece, not 200,000)."""
-    if sample is None:
-        return None
-    bounds = np.zeros(len(sample) + 1, dtype=np.int64)
-    np.cumsum([len(x) for x in sample], out=bounds[1:])
-    flat = np.concatenate(sample) if len(sample) else np.zeros(0, np.int64)
-    return flat.astype(np.int64, copy=False), bounds
-
-
 def corpus_pass_worker(directory: str) -> int:
     """Entry point of :class:`CorpusPassProcess`'s child: reads ``request.json`` in
     ``directory``, runs :func:`corpus_pass` with the ``tokenizers`` library alone (no torch
-    or transformers import) and writes ``result.pickle`` there. Any failure is written as
-    ``{"error": ...}`` (the parent then runs the pass itself and raises the real error).
+    or transformers import) and writes ``result.pickle`` there (samples as
+    :func:`sentvec.distill_vocabulary.flatten_sample` arrays: one piece, not 200,000). A
+    failure writes nothing and prints no traceback: the parent then runs the pass itself and
+    raises the real error.
 
     Returns
     -------
@@ -424,7 +412,6 @@ def corpus_pass_worker(directory: str) -> int:
     import pickle
 
     root = Path(directory)
-    status = 0
     try:
         from tokenizers import Tokenizer
 
@@ -434,28 +421,27 @@ def corpus_pass_worker(directory: str) -> int:
         stats, plan, times = corpus_pass(
             tok, vocabulary, req["corpus"], req["count_kwargs"], req["plan_kwargs"]
         )
-        joined = None
+        stats_sample = None
         if stats is not None:
             stats.lines = []  # only plan_rows reads them
-            joined = _joined_sample(stats.sample)
-            stats.sample = []
-        samples = _joined_sample(plan.sample)
+            stats_sample, stats.sample = flatten_sample(stats.sample), []
+        plan_sample = None if plan.sample is None else flatten_sample(plan.sample)
         plan.sample = None
-        payload: dict[str, Any] = {
+        payload = {
             "vocabulary": vocabulary,
             "stats": stats,
-            "stats_sample": joined,
+            "stats_sample": stats_sample,
             "plan": plan,
-            "plan_sample": samples,
+            "plan_sample": plan_sample,
             "times": times,
         }
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, never raised here
-        payload, status = {"error": f"{type(exc).__name__}: {exc}"}, 1
-    tmp = root / "result.pickle.tmp"
-    with open(tmp, "wb") as fh:
-        pickle.dump(payload, fh, protocol=5)
-    os.replace(tmp, root / "result.pickle")
-    return status
+        tmp = root / "result.pickle.tmp"
+        with open(tmp, "wb") as fh:
+            pickle.dump(payload, fh, protocol=5)
+        os.replace(tmp, root / "result.pickle")
+    except BaseException:  # noqa: BLE001 - the parent sees the status and redoes the pass
+        return 1
+    return 0
 
 
 class CorpusPassProcess:
@@ -540,9 +526,9 @@ class CorpusPassProcess:
             return None
         stats, plan = payload["stats"], payload["plan"]
         if payload["plan_sample"] is not None:
-            plan.sample = _split_sample(*payload["plan_sample"])
+            plan.sample = split_sample(*payload["plan_sample"])
         if stats is not None:
-            stats.sample = _split_sample(*payload["stats_sample"])
+            stats.sample = split_sample(*payload["stats_sample"])
         return stats, plan, payload["times"]
 
     def running(self) -> bool:

@@ -30,6 +30,8 @@ __all__ = [
     "corpus_bigrams",
     "with_bigram_rows",
     "parse_vocabulary",
+    "flatten_sample",
+    "split_sample",
     "RowPlan",
     "plan_rows",
 ]
@@ -54,13 +56,30 @@ def parse_vocabulary(spec: str, default_n: int = 5000) -> int:
     raise ValueError(f"vocabulary must be 'teacher', 'corpus' or 'corpus:N' (N >= 1), got {spec!r}")
 
 
-def _flatten(sample: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """All ids of the sample in one array and each sentence's offsets (``len(sample) + 1``)."""
+def flatten_sample(sample: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A sample of token-id sentences as one array and each sentence's offsets.
+
+    Parameters
+    ----------
+    sample : sequence of int arrays
+
+    Returns
+    -------
+    flat : ndarray of int64
+        All ids, sentence after sentence.
+    bounds : ndarray of shape (len(sample) + 1,), int64
+        Sentence ``i`` is ``flat[bounds[i]:bounds[i + 1]]`` (a CSR ``indptr``).
+    """
     lengths = np.fromiter((len(s) for s in sample), dtype=np.int64, count=len(sample))
     bounds = np.zeros(len(sample) + 1, dtype=np.int64)
     np.cumsum(lengths, out=bounds[1:])
     flat = np.concatenate([np.asarray(s, dtype=np.int64) for s in sample]) if len(sample) else None
     return (np.zeros(0, np.int64) if flat is None else flat), bounds
+
+
+def split_sample(flat: np.ndarray, bounds: np.ndarray) -> list[np.ndarray]:
+    """The inverse of :func:`flatten_sample`: each sentence's ids (views of ``flat``)."""
+    return np.split(flat, bounds[1:-1]) if len(bounds) > 1 else []
 
 
 def _word_spans(flat: np.ndarray, bounds: np.ndarray, cont: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -136,7 +155,7 @@ def corpus_words(
     """
     cont = _continuation(tokens, prefix)
     skip = set(int(i) for i in skip_ids)
-    flat, bounds = _flatten(sample)
+    flat, bounds = flatten_sample(sample)
     seqs, counts, first, _ = _unique_spans(flat, *_word_spans(flat, bounds, cont))
     out = []
     k = len(prefix)
@@ -189,7 +208,7 @@ def retokenize(
     """
     cont = _continuation(tokens, prefix)
     k = len(prefix)
-    flat, bounds = _flatten(sample)
+    flat, bounds = flatten_sample(sample)
     starts, lengths = _word_spans(flat, bounds, cont)
     seqs, _, _, which = _unique_spans(flat, starts, lengths)
     model = tokenizer.model

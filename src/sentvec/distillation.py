@@ -48,7 +48,7 @@ from sentvec.distill_corpus import (
     corpus_pass,
     teacher_vocabulary,
 )
-from sentvec.distill_vocabulary import parse_vocabulary
+from sentvec.distill_vocabulary import flatten_sample, parse_vocabulary
 
 __all__ = [
     "distill",
@@ -329,9 +329,8 @@ def _sentence_matrix(sample: Sequence[np.ndarray], V: int) -> Any:
     import scipy.sparse
 
     ids = [s for s in sample if len(s)]
-    lengths = np.fromiter((len(s) for s in ids), dtype=np.int64, count=len(ids))
-    indptr = np.concatenate([[0], np.cumsum(lengths)])
-    flat = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+    flat, indptr = flatten_sample(ids)
+    lengths = np.diff(indptr)
     vals = np.repeat(1.0 / np.maximum(lengths, 1), lengths).astype(np.float32)
     return scipy.sparse.csr_matrix((vals, flat, indptr), shape=(len(ids), V))
 
