@@ -201,6 +201,9 @@ def start_server(
     for flag, value in zip(args, args[1:], strict=False):
         if flag == "--workers" and value.isdigit():
             workers = int(value)
+    for arg in args:  # the --workers=N spelling
+        if arg.startswith("--workers=") and arg[10:].isdigit():
+            workers = int(arg[10:])
     return ServerProcess(
         [
             sys.executable,
