@@ -247,3 +247,40 @@ def test_directory_header_value_out_of_the_bin_range_is_refused_at_load(tmp_path
     cfg_path.write_text(json.dumps(cfg))
     with pytest.raises(ModelFormatError, match=f"{field}={value} is invalid"):
         Sent2Vec.load(tmp_path / "m")
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_prepare_then_embed_prepared_equals_the_official_vectors(models, name):
+    """The two halves ``sentvec serve`` runs apart (bytes on its event loop, the kernel in a
+    thread) give the official binary's vectors and encode's token counts."""
+    m = models[name]
+    prepared = m.prepare(LINES)
+    assert len(prepared) == len(LINES) and prepared.data.dtype == np.uint8
+    assert prepared.offsets[-1] == sum(len(s.encode("utf-8", "surrogateescape")) for s in LINES)
+    emb, tokens = m.embed_prepared(prepared)
+    ref = np.load(REF / f"{name}.vectors.npy")
+    assert emb.shape == ref.shape and emb.dtype == np.float32
+    assert np.abs(emb - ref).max() <= TOL
+    _, stats = m.encode_with_stats(LINES)
+    np.testing.assert_array_equal(tokens, stats.tokens)
+    assert tokens.dtype == np.int64 and tokens[LINES.index("")] == 0
+    empty, none = m.embed_prepared(m.prepare([]))
+    assert empty.shape == (0, m.dim) and none.shape == (0,)
+
+
+def test_prepare_applies_the_preprocessing(models):
+    ref = models["tiny-bigram"]
+    m = Sent2Vec(
+        ref.dictionary,
+        ref.input_matrix,
+        ref.output_matrix,
+        args=ref.args,
+        preprocessing={"lowercase": True, "tokenizer": "moses"},
+    )
+    prepared = m.prepare(["The City, of London's."])
+    assert prepared.data.tobytes() == b"the city , of london 's ."
+    np.testing.assert_array_equal(
+        m.embed_prepared(prepared)[0][0], ref.encode("the city , of london 's .")
+    )
+    with pytest.raises(TypeError):
+        m.prepare([b"bytes"])

@@ -303,6 +303,8 @@ def test_models_info_health(server, client):
     info = httpx.get(server.url + "/info").json()
     assert info["model_id"] == "tiny"
     assert info["max_client_batch_size"] == MAX_ITEMS
+    # the default model is a transformer: its batch bounds (Sent2Vec's are wider)
+    assert (info["max_batch_tokens"], info["max_batch_requests"]) == (16384, 256)
     assert info["model_type"] == {"embedding": {"pooling": "mean"}}
     dims = {m["name"]: m["dim"] for m in info["sentvec"]["models"]}
     assert dims == {"tiny": 384, "s2v": 16, "white": 32, "minilm": 384}

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from sentvec.serve.batching import DynamicBatcher, QueueFullError
+from sentvec.serve.served_model import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
 
 
 class Recorder:
@@ -176,6 +177,37 @@ def test_a_sent2vec_model_counts_its_tokens_while_encoding():
     assert t1.tolist() == want[:3] and t2.tolist() == want[3:]
     np.testing.assert_array_equal(np.vstack([v1, v2]), vectors)
 
+    # the server's path: bytes made on the event loop, the kernel in the thread; the same
+    assert served.prepare is not None
+    pv, pt = served.encode_prepared(served.prepare(texts))
+    np.testing.assert_array_equal(pv, vectors)
+    assert pt.tolist() == want
+    assert served.batch_limits == SENT2VEC_BATCH_LIMITS
+
+
+def test_only_a_sent2vec_model_without_preprocessing_prepares_on_the_event_loop(tiny_minilm):
+    """Moses tokenizing is a kernel of its own: with it, the thread gets the texts."""
+    from pathlib import Path
+
+    from sentvec import Sent2Vec
+    from sentvec.serve.served_model import ServedModel
+
+    ref = Sent2Vec.load(Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin")
+    moses = Sent2Vec(
+        ref.dictionary,
+        ref.input_matrix,
+        ref.output_matrix,
+        args=ref.args,
+        preprocessing={"lowercase": True, "tokenizer": "moses"},
+    )
+    served = ServedModel("m", moses)
+    assert served.prepare is None and served.counts_on_encode
+    assert served.batch_limits == SENT2VEC_BATCH_LIMITS
+    with pytest.raises(TypeError, match="prepares nothing"):
+        served.encode_prepared(None)
+    transformer = ServedModel("t", tiny_minilm)
+    assert transformer.prepare is None and transformer.batch_limits == DEFAULT_BATCH_LIMITS
+
 
 def test_concurrent_batches_encode_side_by_side_and_close_cleanly():
     """With max_concurrent_batches=2 two batches are inside encode at once (a barrier of two
@@ -200,3 +232,42 @@ def test_concurrent_batches_encode_side_by_side_and_close_cleanly():
     assert inside == [1, 1]
     with pytest.raises(ValueError, match="max_concurrent_batches"):
         DynamicBatcher(encode, max_concurrent_batches=0)
+
+
+def test_prepare_runs_on_the_event_loop_and_encode_gets_its_result_in_the_thread():
+    rec = Recorder()
+    threads: dict[str, set[int]] = {"prepare": set(), "encode": set()}
+
+    def prepare(texts: list[str]) -> tuple[str, ...]:
+        threads["prepare"].add(threading.get_ident())
+        if "bad" in texts:
+            raise ValueError("cannot prepare 'bad'")
+        return tuple(t.upper() for t in texts)
+
+    def encode(prepared: tuple[str, ...]) -> np.ndarray:
+        threads["encode"].add(threading.get_ident())
+        assert isinstance(prepared, tuple)
+        return rec(list(prepared))
+
+    async def run():
+        loop_thread = threading.get_ident()
+        b = DynamicBatcher(encode, prepare=prepare, max_batch_size=4, max_wait_ms=5)
+        rec.gate.clear()
+        groups = [[f"a{i}", f"b{i}"] for i in range(5)]
+        tasks = [asyncio.create_task(b.submit(g, 2)) for g in groups]
+        await asyncio.sleep(0.02)
+        rec.gate.set()
+        out = await asyncio.gather(*tasks)
+        with pytest.raises(ValueError, match="cannot prepare 'bad'"):
+            await b.submit(["bad"], 1)
+        after = await b.submit(["ok"], 1)  # a failed batch fails its requests, not the batcher
+        await b.aclose()
+        return loop_thread, groups, out, after
+
+    loop_thread, groups, out, after = asyncio.run(run())
+    for g, v in zip(groups, out, strict=True):
+        np.testing.assert_array_equal(v, _want([t.upper() for t in g]))
+    np.testing.assert_array_equal(after, _want(["OK"]))
+    assert threads["prepare"] == {loop_thread}
+    assert threads["encode"] and loop_thread not in threads["encode"]
+    assert len(rec.batches) < len(groups)  # requests still share batches

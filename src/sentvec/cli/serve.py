@@ -58,8 +58,21 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--workers", type=int_at_least(1), default=1, help="server processes (default 1)"
     )
-    p.add_argument("--max-batch-tokens", type=int_at_least(1), default=16384, metavar="N")
-    p.add_argument("--max-batch-size", type=int_at_least(1), default=256, metavar="N")
+    p.add_argument(
+        "--max-batch-tokens",
+        type=int_at_least(1),
+        default=None,
+        metavar="N",
+        help="token budget of a batch (default: 16384 for a transformer or a static model; "
+        "131072 characters for Sent2Vec, whose batches are bounded by characters)",
+    )
+    p.add_argument(
+        "--max-batch-size",
+        type=int_at_least(1),
+        default=None,
+        metavar="N",
+        help="inputs per batch (default: 256; 512 for Sent2Vec)",
+    )
     p.add_argument(
         "--max-wait-ms",
         type=float,

@@ -1,6 +1,6 @@
 """Sent2Vec (Pagliardini, Gupta & Jaggi, NAACL 2018): training, inference and the official format.
 
-* ``model``: :class:`Sent2Vec` (encode, load / save, directory format);
+* ``model``: :class:`Sent2Vec` (encode, load / save, directory format), :class:`PreparedSentences`;
 * ``trainer``: :func:`train_sent2vec`, :class:`Sent2VecTrainer` (negative sampling, subsampling,
   dropoutK, Hogwild threads) over ``kernels`` (numba);
 * ``dictionary``: vocabulary and hashed n-gram buckets in the official order;
@@ -19,6 +19,7 @@ from sentvec._lazy import attach
 _LAZY: dict[str, str] = {
     "Sent2Vec": "sentvec.sent2vec.model",
     "EncodeStats": "sentvec.sent2vec.model",
+    "PreparedSentences": "sentvec.sent2vec.model",
     "Sent2VecTrainer": "sentvec.sent2vec.trainer",
     "TrainingDivergedError": "sentvec.sent2vec.trainer",
     "TrainingReport": "sentvec.sent2vec.reports",
@@ -47,7 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
         write_bin,
     )  # noqa: F401
     from sentvec.sent2vec.dictionary import Dictionary  # noqa: F401
-    from sentvec.sent2vec.model import EncodeStats, Sent2Vec  # noqa: F401
+    from sentvec.sent2vec.model import EncodeStats, PreparedSentences, Sent2Vec  # noqa: F401
     from sentvec.sent2vec.moses import MosesTokenizer  # noqa: F401
     from sentvec.sent2vec.preprocessing import Preprocessing  # noqa: F401
     from sentvec.sent2vec.reports import EpochReport, TrainingReport  # noqa: F401

@@ -79,6 +79,26 @@ class EncodeStats:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
 
 
+@dataclass(frozen=True)
+class PreparedSentences:
+    """Sentences as :meth:`Sent2Vec.embed_prepared` reads them: each one's UTF-8 bytes after the
+    model's :attr:`~Sent2Vec.preprocessing`, back to back (made by :meth:`Sent2Vec.prepare`).
+
+    Attributes
+    ----------
+    data : ndarray of shape (n_bytes,), uint8
+        The sentences' bytes (one NUL byte when there are none: never an empty buffer).
+    offsets : ndarray of shape (n + 1,), int64
+        Sentence ``i`` is ``data[offsets[i]:offsets[i + 1]]``.
+    """
+
+    data: np.ndarray
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+
 def _default_threads() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -485,6 +505,135 @@ class Sent2Vec:
             self._table = (d.word_table(), wbytes, offsets, d.eos_id)
         return self._table
 
+    def _tables(self, show_progress_bar: bool | None = None) -> tuple:
+        """The kernel's lookup tables; on first use the kernel is loaded from numba's cache (or
+        compiled, with a notice) by one call on no sentences."""
+        if self._table is None:
+            from sentvec._jit import compiling_notice
+            from sentvec.sent2vec import _infer
+
+            with compiling_notice(show_progress_bar):
+                table, wbytes, woffsets, skip = self._lookup_table()
+                d = self.dictionary
+                empty = np.zeros(0, dtype=np.int64)
+                _infer.embed_range(
+                    np.frombuffer(b"\x00", dtype=np.uint8),
+                    np.zeros(1, dtype=np.int64),
+                    0,
+                    0,
+                    table,
+                    wbytes,
+                    woffsets,
+                    skip,
+                    self.input_matrix,
+                    d.nwords,
+                    d.bucket,
+                    d.word_ngrams,
+                    np.zeros((0, self.dim), dtype=np.float32),
+                    empty,
+                    empty,
+                    empty,
+                )
+        return self._lookup_table()
+
+    def _prepare_items(self, items: list[str]) -> PreparedSentences:
+        if not self.preprocessing.is_identity:
+            items = self.preprocessing.prepare_batch(items)
+        enc = [_encode_utf8(s) for s in items]
+        offsets = np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in enc], out=offsets[1:])
+        return PreparedSentences(np.frombuffer(b"".join(enc) or b"\x00", dtype=np.uint8), offsets)
+
+    def prepare(self, sentences: Any) -> PreparedSentences:
+        """The Python half of :meth:`encode`: the sentences after :attr:`preprocessing`, as
+        UTF-8 bytes (lone surrogates kept), ready for :meth:`embed_prepared`.
+
+        With the identity preprocessing (a ``.bin``, or a model trained on tokenized text) this
+        is one ``str.encode`` per sentence; ``sentvec serve`` runs it on its event loop so that
+        its encoding thread only runs the GIL-free kernel.
+
+        Parameters
+        ----------
+        sentences : str or sequence of str
+
+        Returns
+        -------
+        PreparedSentences
+
+        Raises
+        ------
+        TypeError
+            If ``sentences`` is not a str or a sequence of str.
+        """
+        items, _ = check_sentences(sentences)
+        return self._prepare_items(items)
+
+    def _embed_range(
+        self,
+        prepared: PreparedSentences,
+        a: int,
+        b: int,
+        out: np.ndarray,
+        nfeat: np.ndarray,
+        ntok: np.ndarray,
+        nskip: np.ndarray,
+        tables: tuple,
+    ) -> None:
+        """Sentences ``a:b`` of ``prepared`` into ``out[a:b]`` and the counts' ``[a:b]`` (the
+        kernel, without the GIL)."""
+        from sentvec.sent2vec import _infer
+
+        table, wbytes, woffsets, skip = tables
+        d = self.dictionary
+        _infer.embed_range(
+            prepared.data,
+            prepared.offsets,
+            a,
+            b,
+            table,
+            wbytes,
+            woffsets,
+            skip,
+            self.input_matrix,
+            d.nwords,
+            d.bucket,
+            d.word_ngrams,
+            out,
+            nfeat,
+            ntok,
+            nskip,
+        )
+
+    def embed_prepared(self, prepared: PreparedSentences) -> tuple[np.ndarray, np.ndarray]:
+        """The compiled half of :meth:`encode`, on the calling thread: the kernel runs without
+        the GIL, so threads embed side by side (Python work: a few array allocations).
+
+        Parameters
+        ----------
+        prepared : PreparedSentences
+            From :meth:`prepare` of this model.
+
+        Returns
+        -------
+        vectors : ndarray of shape (n, dim), float32
+            What :meth:`encode` returns for the same sentences (zero rows for sentences without
+            a known word; no warning here).
+        tokens : ndarray of shape (n,), int64
+            Tokens of each sentence as the model splits it (:attr:`EncodeStats.tokens`).
+
+        Raises
+        ------
+        ModelFormatError
+            A memory-mapped model file was truncated since it was loaded.
+        """
+        tables = self._tables()
+        self._check_mapped()
+        n = len(prepared)
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        counts = np.zeros((3, n), dtype=np.int64)
+        self._embed_range(prepared, 0, n, out, counts[0], counts[1], counts[2], tables)
+        return out, counts[1]
+
     def encode_with_stats(
         self,
         sentences: Any,
@@ -504,41 +653,13 @@ class Sent2Vec:
             if num_threads is None
             else check_positive_int("num_threads", num_threads)
         )
-        from sentvec.sent2vec import _infer
-
         self._check_mapped()
         n = len(items)
         out = np.zeros((n, self.dim), dtype=np.float32)
         nfeat = np.zeros(n, dtype=np.int64)
         ntok = np.zeros(n, dtype=np.int64)
         nskip = np.zeros(n, dtype=np.int64)
-        prep = self.preprocessing
-        mat = self.input_matrix
-        d = self.dictionary
-        if self._table is None:  # first use: kernels load from numba's cache, or compile
-            from sentvec._jit import compiling_notice
-
-            with compiling_notice(show_progress_bar):
-                table, wbytes, woffsets, skip = self._lookup_table()
-                _infer.embed_range(
-                    np.frombuffer(b"\x00", dtype=np.uint8),
-                    np.zeros(1, dtype=np.int64),
-                    0,
-                    0,
-                    table,
-                    wbytes,
-                    woffsets,
-                    skip,
-                    mat,
-                    d.nwords,
-                    d.bucket,
-                    d.word_ngrams,
-                    out[0:0],
-                    nfeat[0:0],
-                    ntok[0:0],
-                    nskip[0:0],
-                )
-        table, wbytes, woffsets, skip = self._lookup_table()
+        tables = self._tables(show_progress_bar)
         starts = range(0, n, batch)
         if show_progress_bar:
             from sentvec._progress import progress_bar
@@ -549,38 +670,17 @@ class Sent2Vec:
             for lo in starts:
                 hi = min(n, lo + batch)
                 self._check_mapped()  # a model file shrunk since: an error, not a SIGBUS
-                chunk = items[lo:hi]
-                if not prep.is_identity:
-                    chunk = prep.prepare_batch(chunk)
-                enc = [_encode_utf8(s) for s in chunk]
-                offs = np.zeros(len(enc) + 1, dtype=np.int64)
-                np.cumsum([len(b) for b in enc], out=offs[1:])
-                data = np.frombuffer(b"".join(enc) or b"\x00", dtype=np.uint8)
+                prepared = self._prepare_items(items[lo:hi])
                 views = (out[lo:hi], nfeat[lo:hi], ntok[lo:hi], nskip[lo:hi])
 
                 # the batch's arrays bound as defaults: each iteration's run sees its own batch
                 def run(
                     a: int,
                     b: int,
-                    data: np.ndarray = data,
-                    offs: np.ndarray = offs,
-                    views: tuple[np.ndarray, ...] = views,
+                    prepared: PreparedSentences = prepared,
+                    views: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] = views,
                 ) -> None:
-                    _infer.embed_range(
-                        data,
-                        offs,
-                        a,
-                        b,
-                        table,
-                        wbytes,
-                        woffsets,
-                        skip,
-                        mat,
-                        d.nwords,
-                        d.bucket,
-                        d.word_ngrams,
-                        *views,
-                    )
+                    self._embed_range(prepared, a, b, *views, tables)
 
                 m = hi - lo
                 if pool is None or m < _PARALLEL_MIN:

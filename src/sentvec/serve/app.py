@@ -92,10 +92,13 @@ class ServerState:
         """Serve ``models`` from now on: one batcher each."""
         cfg = self.settings
         for name, model in models.items():
+            tokens, items = model.batch_limits
+            prepare = model.prepare
             self.batchers[name] = DynamicBatcher(
-                model.encode_counted,
-                max_batch_tokens=cfg.max_batch_tokens,
-                max_batch_size=cfg.max_batch_size,
+                model.encode_counted if prepare is None else model.encode_prepared,
+                prepare=prepare,
+                max_batch_tokens=cfg.max_batch_tokens or tokens,
+                max_batch_size=cfg.max_batch_size or items,
                 max_wait_ms=cfg.max_wait_ms,
                 max_queue_items=cfg.max_queue_items,
                 max_concurrent_batches=model.concurrent_batches,
@@ -497,8 +500,8 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
             # A model that truncates nothing (Sent2Vec, static) embeds any input the body
             # limit lets through, and a body of B bytes holds at most B // 2 words
             "max_input_length": default.max_input_length or cfg.max_request_bytes // 2,
-            "max_batch_tokens": cfg.max_batch_tokens,
-            "max_batch_requests": cfg.max_batch_size,
+            "max_batch_tokens": state.batchers[default.name].max_batch_tokens,
+            "max_batch_requests": state.batchers[default.name].max_batch_size,
             "max_client_batch_size": cfg.max_input_items,
             "auto_truncate": False,
             "tokenization_workers": 1,

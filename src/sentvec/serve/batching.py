@@ -67,6 +67,13 @@ class DynamicBatcher:
         ``encode(list of str) -> ndarray (n, d) float32``, or ``-> (ndarray (n, d), ndarray
         (n,) or None)`` for an encoder that also counts each text's tokens; run in this
         batcher's worker thread, one batch at a time. Each request gets its own rows of each.
+        With ``prepare``, ``encode`` gets what ``prepare`` returned instead of the texts.
+    prepare : callable, optional
+        ``prepare(list of str)``, run on the event loop on each batch's texts before ``encode``
+        runs in the thread: cheap work that needs the GIL (a Sent2Vec model's UTF-8 bytes), so
+        that the thread runs GIL-free work only. Handing a batch to a thread and back costs
+        more when both sides take turns on the GIL (docs/serving.md). Its exceptions fail the
+        batch's requests, as ``encode``'s do.
     max_batch_tokens : int, default 16384
         Token budget of a batch (the sum of its requests' token counts).
     max_batch_size : int, default 256
@@ -96,8 +103,9 @@ class DynamicBatcher:
 
     def __init__(
         self,
-        encode: Callable[[list[str]], Any],
+        encode: Callable[[Any], Any],
         *,
+        prepare: Callable[[list[str]], Any] | None = None,
         max_batch_tokens: int = 16384,
         max_batch_size: int = 256,
         max_wait_ms: float = 2.0,
@@ -118,6 +126,7 @@ class DynamicBatcher:
         if not max_wait_ms >= 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {max_wait_ms}")
         self._encode = encode
+        self._prepare = prepare
         self.max_batch_tokens = int(max_batch_tokens)
         self.max_batch_size = int(max_batch_size)
         self.max_wait = float(max_wait_ms) / 1000.0
@@ -277,7 +286,8 @@ class DynamicBatcher:
         t0 = time.perf_counter()
         try:
             try:
-                result = await loop.run_in_executor(self._executor, self._encode, texts)
+                work = texts if self._prepare is None else self._prepare(texts)
+                result = await loop.run_in_executor(self._executor, self._encode, work)
             except Exception as exc:  # the encoder failed: those requests fail, not the loop
                 log.exception(
                     "model %r: encoding a batch of %d inputs failed", self.name, len(texts)

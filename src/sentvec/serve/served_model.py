@@ -23,6 +23,11 @@ from sentvec.encoders.base import Encoder, describe_encoder
 
 __all__ = ["ServedModel", "TokenCounts", "load_served_model", "model_name_for"]
 
+#: Default ``(max_batch_tokens, max_batch_size)`` of a model that counts tokens beforehand.
+DEFAULT_BATCH_LIMITS = (16384, 256)
+#: Default ``(max_batch_tokens, max_batch_size)`` of a Sent2Vec model: characters, items.
+SENT2VEC_BATCH_LIMITS = (131072, 512)
+
 #: The text encoded once at start-up, so the first request pays no lazy initialisation.
 WARMUP_TEXT = "sentvec warms up"
 
@@ -151,6 +156,20 @@ class ServedModel:
             if self._count is None and inner is encoder and callable(stats_encode)
             else None
         )
+        prepare = getattr(encoder, "prepare", None)
+        embed_prepared = getattr(encoder, "embed_prepared", None)
+        #: A Sent2Vec model without preprocessing: making its texts' UTF-8 bytes (one
+        #: ``str.encode`` each) is cheap enough for the event loop, and then the encoding thread
+        #: runs the GIL-free kernel only (see :attr:`prepare`).
+        self._prepare: Callable[[list[str]], Any] | None = (
+            prepare
+            if self._stats_encode is not None
+            and callable(prepare)
+            and callable(embed_prepared)
+            and getattr(getattr(encoder, "preprocessing", None), "is_identity", False)
+            else None
+        )
+        self._embed_prepared = embed_prepared if self._prepare is not None else None
         self.forward_batch_size = _forward_batch_size(encoder, inner)
         vec = self.encode([WARMUP_TEXT]) if warmup else None
         self.dim = int(vec.shape[-1]) if vec is not None else _declared_dim(encoder)
@@ -178,6 +197,39 @@ class ServedModel:
             return max(1, len(os.sched_getaffinity(0)))
         except AttributeError:  # pragma: no cover - not Linux
             return max(1, os.cpu_count() or 1)
+
+    @property
+    def batch_limits(self) -> tuple[int, int]:
+        """The default bounds of a batch, ``(max_batch_tokens, max_batch_size)``, when the
+        server is not given them: (16384, 256) for a model that counts tokens beforehand (a
+        transformer, a static model); for a :attr:`counts_on_encode` model (Sent2Vec), whose
+        batch is bounded by characters (:meth:`token_bound`), (131072, 512): two requests of
+        256 corpus sentences in one batch halve the hand-overs to the encoding thread, which
+        cost more than such a model's kernel (docs/serving.md)."""
+        if self._stats_encode is not None:
+            return SENT2VEC_BATCH_LIMITS
+        return DEFAULT_BATCH_LIMITS
+
+    @property
+    def prepare(self) -> Callable[[list[str]], Any] | None:
+        """What the batcher runs on the event loop on a batch's texts before the encoding thread
+        gets the result (:meth:`encode_prepared`), or None (the thread gets the texts and calls
+        :meth:`encode_counted`). Set for a Sent2Vec model without preprocessing: its texts' UTF-8
+        bytes, so that the thread only runs the kernel, which needs no GIL."""
+        return self._prepare
+
+    def encode_prepared(self, prepared: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The batcher's call in its thread after :attr:`prepare`: as :meth:`encode_counted`.
+
+        Returns
+        -------
+        vectors : ndarray of shape (n, dim), float32
+        tokens : ndarray of shape (n,), int64
+        """
+        if self._embed_prepared is None:
+            raise TypeError(f"model {self.name!r} prepares nothing on the event loop")
+        out, tokens = self._embed_prepared(prepared)
+        return out, tokens
 
     def token_bound(self, texts: Sequence[str]) -> int:
         """An upper bound of the tokens in ``texts``, without tokenizing: their characters

@@ -30,7 +30,10 @@ class ServeSettings:
     models : list of [name, source] pairs
         Each model's served name and its ``--model`` value (see :func:`sentvec.load_encoder`).
     max_batch_tokens, max_batch_size, max_wait_ms
-        Dynamic batching bounds (see :class:`sentvec.serve.DynamicBatcher`).
+        Dynamic batching bounds (see :class:`sentvec.serve.DynamicBatcher`); None: each
+        model's own default (:attr:`sentvec.serve.ServedModel.batch_limits`: 16384 tokens and
+        256 items for a transformer or a static model, 131072 characters and 512 items for
+        Sent2Vec).
     max_input_items : int, default 2048
         Texts per request (OpenAI's own limit is 2048); more is a 413.
     max_request_bytes : int, default 8 MiB
@@ -47,8 +50,8 @@ class ServeSettings:
     """
 
     models: list[list[str]] = field(default_factory=list)
-    max_batch_tokens: int = 16384
-    max_batch_size: int = 256
+    max_batch_tokens: int | None = None
+    max_batch_size: int | None = None
     max_wait_ms: float = 2.0
     max_input_items: int = 2048
     max_request_bytes: int = 8 * 1024 * 1024
@@ -66,7 +69,7 @@ class ServeSettings:
             "max_request_bytes",
             "max_queue_items",
         ):
-            if int(getattr(self, name)) < 1:
+            if getattr(self, name) is not None and int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not float(self.max_wait_ms) >= 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {self.max_wait_ms}")
