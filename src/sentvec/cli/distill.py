@@ -2,7 +2,7 @@
 
 Every vocabulary token (with --vocabulary corpus:N also the most frequent corpus words the
 vocabulary splits) goes through the teacher alone; its row is the average of the mean over
-[CLS] t [SEP] and the [CLS] output. The rows are whitened on corpus sentences (WhiteningBERT
+[CLS] t [SEP] and the [CLS] output, each scaled to unit norm first. The rows are whitened on corpus sentences (WhiteningBERT
 Eq. 1, k = --dim), weighted by uSIF from corpus counts and written as a Model2Vec directory
 that model2vec, sentence-transformers' StaticEmbedding and sentvec load (with --bigrams:
 sentvec's own bigram format). The distill record (teacher, corpus, counts, settings, wall
@@ -115,7 +115,8 @@ def register(subparsers: Any) -> None:
         choices=ROW_POOLINGS,
         default=DEFAULT_POOLING,
         help=f"token-row pooling (default {DEFAULT_POOLING}: the average of the mean over "
-        "[CLS] t [SEP], Model2Vec's rows, and the [CLS] output; chosen on dev)",
+        "[CLS] t [SEP], Model2Vec's rows, and the [CLS] output, each scaled to unit norm; "
+        "mean_cls: the same without the scaling; chosen on dev)",
     )
     p.add_argument(
         "--layers",
