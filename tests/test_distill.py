@@ -155,6 +155,7 @@ def test_distill_default_pooling_is_mean_cls_unit():
     from sentvec.distillation import DEFAULT_POOLING, ROW_POOLINGS
 
     assert DEFAULT_POOLING == "mean_cls_unit" and "mean_cls" in ROW_POOLINGS
+    assert build_parser().parse_args(["distill", "--output", "o"]).weighting == "sif"
     assert build_parser().parse_args(["distill", "--output", "o"]).pooling == "mean_cls_unit"
     assert (
         build_parser().parse_args(["distill", "--output", "o", "--pooling", "mean_cls"]).pooling
@@ -268,14 +269,16 @@ def test_fit_rows_usif_scales_rows_to_unit_norm_whitens_then_weights():
     assert not np.allclose(np.abs(emb), np.abs(raw * w[:, None]), rtol=1e-2, atol=1e-2)
 
 
-def test_default_usif_on_a_tiny_corpus_says_what_to_do(small_teacher, corpus_file):
-    # the defaults weight by uSIF, whose a needs a token with p > 1 - (1 - 1/V)^n
+def test_usif_on_a_tiny_corpus_says_what_to_do(small_teacher, corpus_file):
+    # uSIF's a needs a token with p > 1 - (1 - 1/V)^n
     with pytest.raises(ValueError, match=r"uSIF's a is undefined.*larger corpus.*weighting='sif'"):
-        distill(small_teacher, None, corpus=corpus_file, dim=8, show_progress_bar=False)
-    r = distill(
-        small_teacher, None, corpus=corpus_file, dim=8, weighting="sif", show_progress_bar=False
-    )
-    assert r.record["settings"]["weighting"] == "sif"
+        distill(
+            small_teacher, None, corpus=corpus_file, dim=8, weighting="usif",
+            show_progress_bar=False,
+        )  # fmt: skip
+    # the defaults weight by SIF (a = 5e-3), defined on any corpus
+    r = distill(small_teacher, None, corpus=corpus_file, dim=8, show_progress_bar=False)
+    assert r.record["settings"]["weighting"] == "sif" and r.record["weights"] == {"a": 5e-3}
 
 
 def test_pca_rows_are_model2vecs_pca():

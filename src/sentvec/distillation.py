@@ -13,8 +13,8 @@ average of Model2Vec's mean and the ``[CLS]`` output, each scaled to unit norm f
   (:class:`sentvec.Whitening`). The sentence vector is a *mean* of rows, so the whitening
   ``(x - mu) W`` folds into the rows exactly: ``r_t' = (r_t - mu) W``. Or Model2Vec's PCA;
 * then each row times its token's weight: from real corpus counts (the whitening sentences),
-  uSIF (Ethayarajh 2018; default: rows scaled to unit norm first) or SIF (Arora et al. 2017,
-  ``a`` = 5e-3) with the formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec (``a`` =
+  SIF (Arora et al. 2017, ``a`` = 5e-3; default) or uSIF (Ethayarajh 2018: rows scaled to
+  unit norm first) with the formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec (``a`` =
   3e-4), or none.
 * optionally extra rows from the corpus (:mod:`sentvec.distill_vocabulary`): whole words the
   teacher's vocabulary splits (``vocabulary="corpus:N"``; off by default) and bigrams
@@ -81,8 +81,9 @@ ZIPF_SIF_COEFFICIENT = 1e-4
 
 DEFAULT_DIM = 256
 #: chosen on held-out data (STS-B dev + SICK trial), never on the test sets (docs/distill.md):
-#: uSIF 74.29 against SIF's 74.18 (a = 5e-3) with the mean_cls rows (SIF led with mean rows)
-DEFAULT_WEIGHTING = "usif"
+#: SIF (a = 5e-3) 74.41 against uSIF's 74.34 with the mean_cls_unit rows (issue 30, fourth
+#: session; uSIF led with the mean_cls rows, 74.21 against 74.12, SIF with the mean rows)
+DEFAULT_WEIGHTING = "sif"
 #: sentvec's default ``a`` of the Zipf weights: 3e-4 scored best with the whitening (docs/distill.md)
 DEFAULT_ZIPF_A = 3e-4
 #: sentvec distill's SIF ``a`` (counts of the whitening sentences), chosen on dev (docs/distill.md)
@@ -335,8 +336,7 @@ def token_weights(
         a = usif_parameter(c, n)
     except ValueError as e:
         raise ValueError(
-            f"{e} (weighting='usif', sentvec distill's default): give a larger corpus, or "
-            "weighting='sif' (--weighting sif)"
+            f"{e} (weighting='usif'): give a larger corpus, or weighting='sif' (--weighting sif)"
         ) from e
     w[keep] = usif_weights(p[keep], a)
     return w, {"a": a, "n": n}
@@ -755,11 +755,12 @@ def distill(
         (``weighting`` sif / usif, ``whiten="corpus"``, corpus words or bigrams).
     dim : int or None, default 256
         Output dimension ``k`` (None: the teacher's width).
-    weighting : {"usif", "sif", "zipf", "none"}, default "usif"
-        uSIF (rows scaled to unit norm, weights ``a / (a/2 + p)`` with ``a`` from the counts of
-        the first ``max_sentences`` lines) scored best on the dev sets with the ``mean_cls``
-        rows; SIF with ``a`` = 5e-3 with Model2Vec's mean rows
-        (``docs/distill.md``).
+    weighting : {"sif", "usif", "zipf", "none"}, default "sif"
+        SIF (``a / (a + p)``, ``a`` = 5e-3, ``p`` from the counts of the first
+        ``max_sentences`` lines) scored best on the dev sets with the default
+        ``mean_cls_unit`` rows and with Model2Vec's mean rows; uSIF (rows scaled to unit
+        norm, weights ``a / (a/2 + p)`` with ``a`` derived from the counts) with the
+        ``mean_cls`` rows (``docs/distill.md``).
     whiten : {"corpus", "none"}, default "corpus"
         "none": Model2Vec's PCA to ``dim`` instead.
     vocabulary : {"teacher", "corpus", "corpus:N"}, default "teacher"
