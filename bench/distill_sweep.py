@@ -15,11 +15,18 @@ per row type, Zipfian whitening (Yokoi et al. 2024) instead of the sentence-leve
 The teacher rows of each pooling come from one forward pass (the library's ``token_rows``
 batching and precision), cached in ``--row-cache``.
 
+``--ideas5``: issue 30's fourth session, ``IDEAS5`` at the third session's defaults (``mean_cls``
+rows, uSIF, teacher vocabulary, the first 200,000 lines): spread lines, mean/``[CLS]`` mixing
+weights, over-whitening, weighted whitening, All-but-the-top, uSIF's n, unit-norm poolings,
+row norms, shrunk whitening (plan: ``docs/results/distill-sweep5-plan.md``). Only dev is
+printed; the json has both.
+
 Usage::
 
     python bench/distill_sweep.py --corpus shared/data/corpus/enwiki-2015-sentences-1M.txt.xz \\
         --out docs/results/distill-sweep.json
     python bench/distill_sweep.py --ideas --corpus ... --out docs/results/distill-sweep-ideas.json
+    python bench/distill_sweep.py --ideas5 --corpus ... --out docs/results/distill-sweep5.json
 """
 
 from __future__ import annotations
