@@ -15,11 +15,18 @@ per row type, Zipfian whitening (Yokoi et al. 2024) instead of the sentence-leve
 The teacher rows of each pooling come from one forward pass (the library's ``token_rows``
 batching and precision), cached in ``--row-cache``.
 
+``--ideas5``: issue 30's fourth session, ``IDEAS5`` at the third session's defaults (``mean_cls``
+rows, uSIF, teacher vocabulary, the first 200,000 lines): spread lines, mean/``[CLS]`` mixing
+weights, over-whitening, weighted whitening, All-but-the-top, uSIF's n, unit-norm poolings,
+row norms, shrunk whitening (plan: ``docs/results/distill-sweep5-plan.md``). Only dev is
+printed; the json has both.
+
 Usage::
 
     python bench/distill_sweep.py --corpus shared/data/corpus/enwiki-2015-sentences-1M.txt.xz \\
         --out docs/results/distill-sweep.json
     python bench/distill_sweep.py --ideas --corpus ... --out docs/results/distill-sweep-ideas.json
+    python bench/distill_sweep.py --ideas5 --corpus ... --out docs/results/distill-sweep5.json
 """
 
 from __future__ import annotations
@@ -67,11 +74,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dim", type=int, default=256)
     p.add_argument("--configs", default=None, help="indices into CONFIGS, e.g. 15,16 (default all)")
     p.add_argument("--ideas", action="store_true", help="sweep IDEAS at the defaults instead")
+    p.add_argument(
+        "--ideas5", action="store_true", help="sweep IDEAS5 at the current defaults instead"
+    )
     p.add_argument("--row-cache", type=Path, default=Path("/tmp/sentvec-distill-rows.npz"))
     p.add_argument("--contextual", type=int, default=10_000, help="lines for contextual rows")
     args = p.parse_args(argv)
     if args.ideas:
         return ideas(args)
+    if args.ideas5:
+        return ideas5(args)
     configs = (
         CONFIGS if args.configs is None else [CONFIGS[int(i)] for i in args.configs.split(",")]
     )
@@ -445,6 +457,196 @@ def ideas(args) -> int:
              "contextual_lines": args.contextual if "contextual" in cfg else None}
         )  # fmt: skip
         print(f"{name:<55} dev {dev:6.2f}  test {avg:6.2f}  (w changed: {changed})", flush=True)
+        args.out.write_text(json.dumps(table, indent=2))
+    return 0
+
+
+# Issue 30, fourth session (docs/results/distill-sweep5-plan.md, fixed before the runs): changes
+# from the current defaults (mean_cls rows of the last layer, uSIF n = 11, teacher vocabulary,
+# the first 200,000 lines counted and whitened). Keys: "lines" ("spread": every 5th non-empty
+# line of the first 1,000,000), "mix" (weight of the mean rows; the [CLS] rows get 1 - mix),
+# "beta" (W = U_k D_k^-beta), "shrink" (W = U_k (D_k + s mean(D_k))^-1/2), "weighted_fit"
+# (whitening fitted on the weighted sentence vectors, applied to the weighted rows), "abtt"
+# (All-but-the-top: the token rows' mean and top D principal components removed before the
+# whitening), "usif_n" (an int, or "mean_length"), "unit_each" (mean and [CLS] rows each
+# scaled to unit norm before mixing), "norm_power" (uSIF's rows divided by ||r||^power instead
+# of ||r||)
+IDEAS5: list[tuple[str, dict]] = [
+    ("defaults", {}),
+    ("200,000 lines spread: every 5th of the first 1,000,000", {"lines": "spread"}),
+    ("rows 0.6 mean + 0.4 [CLS]", {"mix": 0.6}),
+    ("rows 0.4 mean + 0.6 [CLS]", {"mix": 0.4}),
+    ("over-whitening beta = 0.55", {"beta": 0.55}),
+    ("over-whitening beta = 0.6", {"beta": 0.6}),
+    ("whitening fitted on the uSIF-weighted vectors", {"weighted_fit": True}),
+    ("All-but-the-top D = 1 before the whitening", {"abtt": 1}),
+    ("All-but-the-top D = 2 before the whitening", {"abtt": 2}),
+    ("All-but-the-top D = 3 before the whitening", {"abtt": 3}),
+    ("uSIF n = 8", {"usif_n": 8}),
+    ("uSIF n = 15", {"usif_n": 15}),
+    ("uSIF n = measured mean sentence length", {"usif_n": "mean_length"}),
+    ("mean and [CLS] rows each unit norm before mixing", {"unit_each": True}),
+    ("uSIF weights, rows not scaled to unit norm", {"norm_power": 0.0}),
+    ("uSIF weights, rows divided by ||r||^0.5", {"norm_power": 0.5}),
+    ("shrunk whitening (D_k + 0.1 mean(D_k))^-1/2", {"shrink": 0.1}),
+]
+
+
+def spread_lines(corpus: str, out: Path, *, step: int = 5, n: int = 200_000) -> None:
+    """Every ``step``-th non-empty (stripped) line of ``corpus``, ``n`` of them, to ``out``."""
+    from sentvec.sent2vec.dictionary import open_binary
+
+    kept = 0
+    with open_binary(Path(corpus)) as fh, out.open("w", encoding="utf-8") as dst:
+        i = 0
+        for raw in fh:
+            line = raw.decode("utf-8").strip()
+            if not line:
+                continue
+            if i % step == 0:
+                dst.write(line + "\n")
+                kept += 1
+                if kept >= n:
+                    break
+            i += 1
+
+
+def whiten5(R, sample, k, *, beta=0.5, shrink=0.0):
+    """``whiten_rows`` with ``W = U_k (D_k + shrink mean(D_k))^-beta`` (beta 0.5, shrink 0:
+    Eq. 1)."""
+    from sentvec.distillation import _sentence_matrix
+    from sentvec.whitening import Whitening
+
+    S = _sentence_matrix(sample, R.shape[0])
+    X = np.asarray(S @ R.astype(np.float32))
+    w = Whitening(k, warn_singular=False).fit(X)
+    D = w.explained_variance_ + shrink * w.explained_variance_.mean()
+    W = w.components_.T * D**-beta
+    return ((R.astype(np.float64) - w.mean_) @ W).astype(np.float32)
+
+
+def ideas5(args) -> int:
+    from sentvec import TransformerEncoder
+    from sentvec.distill_corpus import (
+        DEFAULT_WHITENING_SENTENCES,
+        count_corpus_tokens,
+        teacher_vocabulary,
+    )
+    from sentvec.distill_vocabulary import plan_rows
+    from sentvec.distillation import (
+        DEFAULT_LAYERS,
+        DistilledModel,
+        fit_rows,
+        token_rows,
+        token_weights,
+        whiten_rows,
+    )
+
+    n_lines = DEFAULT_WHITENING_SENTENCES
+    enc = TransformerEncoder.from_pretrained("minilm", layers=DEFAULT_LAYERS, device="cpu")
+    assert enc.layer_indices == (6,), enc.layer_indices
+    tok = enc.tokenizer
+    tokens, keep0, tok_json, _ = teacher_vocabulary(tok)
+    V = len(tokens)
+
+    def corpus_plan(path):
+        stats = count_corpus_tokens(tok, path, max_sentences=n_lines, sample_sentences=n_lines)
+        plan = plan_rows(tok_json, tokens, keep0, stats.sample, [], n_words=0,
+                         unk_id=tok.unk_token_id)  # fmt: skip
+        assert plan.n_tokens == V and not plan.words
+        return stats.counts[:V].copy(), plan.sample, stats.n_sentences
+
+    t0 = time.perf_counter()
+    counts, sample, n_read = corpus_plan(args.corpus)
+    keep = keep0
+    print(f"{n_read} lines counted: {time.perf_counter() - t0:.0f} s", flush=True)
+    ids = np.flatnonzero(keep)
+    cache = args.row_cache.with_name(args.row_cache.stem + "-5.npz")
+    if cache.is_file() and np.array_equal(np.load(cache)["ids"], ids):
+        z = np.load(cache)
+        lib, mean, cls = z["lib"], z["mean"], z["cls"]
+    else:
+        t0 = time.perf_counter()
+        lib = np.zeros((V, enc.hidden_size), np.float32)
+        lib[ids] = token_rows(enc, [[int(i)] for i in ids], pooling="mean_cls",
+                              show_progress_bar=False)  # fmt: skip
+        got = pooled_rows(enc, [[int(i)] for i in ids])
+        mean = np.zeros_like(lib)
+        cls = np.zeros_like(lib)
+        mean[ids], cls[ids] = got["mean"], got["cls"]
+        np.savez(cache, ids=ids, lib=lib, mean=mean, cls=cls)
+        print(f"rows: {time.perf_counter() - t0:.0f} s", flush=True)
+    diff = float(np.abs(lib - (mean + cls) / 2).max())
+    print(f"|token_rows(mean_cls) - (mean + cls) / 2| max {diff:.2e}", flush=True)
+    assert diff < 1e-5, diff
+
+    picked = IDEAS5 if args.configs is None else [IDEAS5[int(i)] for i in args.configs.split(",")]
+    spread = None
+    table = []
+    for name, cfg in picked:
+        t0 = time.perf_counter()
+        c, smp = counts, sample
+        if cfg.get("lines") == "spread":
+            if spread is None:
+                tmp = Path("/tmp/sentvec-sweep5-spread.txt")
+                spread_lines(args.corpus, tmp)
+                spread = corpus_plan(tmp)[:2]
+            c, smp = spread
+        mix = cfg.get("mix", 0.5)
+        if cfg.get("unit_each"):
+
+            def unit(X):
+                n = np.linalg.norm(X, axis=1, keepdims=True)
+                return np.divide(X, n, out=np.zeros_like(X), where=n > 0)
+
+            R = mix * unit(mean.astype(np.float64)) + (1 - mix) * unit(cls.astype(np.float64))
+        elif mix == 0.5:
+            R = lib.astype(np.float64)
+        else:
+            R = mix * mean.astype(np.float64) + (1 - mix) * cls.astype(np.float64)
+        power = cfg.get("norm_power", 1.0)
+        nrm = np.linalg.norm(R, axis=1, keepdims=True)
+        R = np.divide(R, nrm**power, out=np.zeros_like(R), where=nrm > 0) if power else R
+        D = cfg.get("abtt", 0)
+        if D:  # Mu & Viswanath 2018, Alg. 1, over the kept rows (the vocabulary)
+            mu = R[keep].mean(axis=0)
+            Xc = R[keep] - mu
+            _, vecs = np.linalg.eigh(Xc.T @ Xc)
+            U = vecs[:, ::-1][:, :D]
+            R = np.where(keep[:, None], (R - mu) - ((R - mu) @ U) @ U.T, 0.0)
+        n_usif = cfg.get("usif_n", 11)
+        if n_usif == "mean_length":
+            n_usif = int(round(float(np.mean([len(s) for s in smp if len(s)]))))
+        w, wparams = token_weights("usif", c, keep, usif_n=n_usif)
+        if cfg.get("weighted_fit"):
+            emb = whiten5(R * w[:, None], smp, args.dim)
+        else:
+            if "beta" in cfg or "shrink" in cfg:
+                white = whiten5(R, smp, args.dim, beta=cfg.get("beta", 0.5),
+                                shrink=cfg.get("shrink", 0.0))  # fmt: skip
+            else:
+                white, _ = whiten_rows(R, smp, args.dim)
+            emb = (white * w[:, None]).astype(np.float32)
+        emb[~keep] = 0.0
+        if not cfg:  # the defaults: the library's own fit, and whiten5 at beta 0.5
+            ref, _ = fit_rows(lib, keep, dim=args.dim, weighting="usif", whiten="corpus",
+                              counts=counts, sample=sample)  # fmt: skip
+            assert np.array_equal(ref, emb), float(np.abs(ref - emb).max())
+            alt = (whiten5(R, smp, args.dim) * w[:, None]).astype(np.float32)
+            alt[~keep] = 0.0
+            rel = float(np.abs(alt - emb).max() / np.abs(emb).max())
+            print(f"whiten5(beta=0.5) against whiten_rows: max rel diff {rel:.1e}", flush=True)
+            assert rel < 1e-4, rel
+        model = DistilledModel(emb, json.dumps(tok_json), {}).to_encoder(dtype="float16")
+        dev, dev_tasks = sts_of(model, "dev")
+        avg, tasks = sts_of(model)
+        table.append(
+            {"name": name, "config": cfg, "dev": dev, "dev_tasks": dev_tasks, "test": avg,
+             "tasks": tasks, "usif": wparams}
+        )  # fmt: skip
+        # dev only on the terminal: the choice is made on dev (the test column is in the json)
+        print(f"{name:<55} dev {dev:6.2f} {dev_tasks}  ({time.perf_counter() - t0:.0f} s)",
+              flush=True)  # fmt: skip
         args.out.write_text(json.dumps(table, indent=2))
     return 0
 

@@ -128,6 +128,41 @@ def test_token_rows_mean_cls_is_the_average_of_the_mean_and_the_cls_output(small
         token_rows(small_teacher, ids, pooling="first")
 
 
+def test_token_rows_mean_cls_unit_averages_the_unit_mean_and_cls_outputs(small_teacher):
+    # numpy transcription of (mean / ||mean|| + cls / ||cls||) / 2 over the last layer of
+    # [CLS] ids [SEP], from the model's own outputs (not token_rows' pooling code)
+    ids = [[1996], [2003, 1037, 4937], [4937, 2003]]
+    model, tok = small_teacher.model, small_teacher.tokenizer
+    expected = []
+    with torch.no_grad():
+        for x in ids:
+            inp = torch.tensor([[tok.cls_token_id, *x, tok.sep_token_id]])
+            h = model(input_ids=inp, attention_mask=torch.ones_like(inp)).last_hidden_state[0]
+            m, c = h.numpy().astype(np.float64).mean(0), h[0].numpy().astype(np.float64)
+            expected.append((m / np.linalg.norm(m) + c / np.linalg.norm(c)) / 2)
+    got = token_rows(small_teacher, ids, batch_size=2, precision="float32", pooling="mean_cls_unit")
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.stack(expected), atol=2e-6)
+    # not the plain average: the two poolings' norms differ on this teacher
+    plain = token_rows(small_teacher, ids, precision="float32", pooling="mean_cls")
+    assert np.abs(plain - got).max() > 1e-2
+    # the norm of an average of two unit vectors is at most 1, and 1 only if they agree
+    assert (np.linalg.norm(got, axis=1) <= 1 + 1e-6).all()
+
+
+def test_distill_default_pooling_is_mean_cls_unit():
+    from sentvec.cli import build_parser
+    from sentvec.distillation import DEFAULT_POOLING, ROW_POOLINGS
+
+    assert DEFAULT_POOLING == "mean_cls_unit" and "mean_cls" in ROW_POOLINGS
+    assert build_parser().parse_args(["distill", "--output", "o"]).weighting == "sif"
+    assert build_parser().parse_args(["distill", "--output", "o"]).pooling == "mean_cls_unit"
+    assert (
+        build_parser().parse_args(["distill", "--output", "o", "--pooling", "mean_cls"]).pooling
+        == "mean_cls"
+    )
+
+
 def test_token_rows_average_the_chosen_layers(small_teacher):
     two = small_teacher.with_options(layers=(1, -1))
     model, tok = two.model, two.tokenizer
@@ -234,14 +269,16 @@ def test_fit_rows_usif_scales_rows_to_unit_norm_whitens_then_weights():
     assert not np.allclose(np.abs(emb), np.abs(raw * w[:, None]), rtol=1e-2, atol=1e-2)
 
 
-def test_default_usif_on_a_tiny_corpus_says_what_to_do(small_teacher, corpus_file):
-    # the defaults weight by uSIF, whose a needs a token with p > 1 - (1 - 1/V)^n
+def test_usif_on_a_tiny_corpus_says_what_to_do(small_teacher, corpus_file):
+    # uSIF's a needs a token with p > 1 - (1 - 1/V)^n
     with pytest.raises(ValueError, match=r"uSIF's a is undefined.*larger corpus.*weighting='sif'"):
-        distill(small_teacher, None, corpus=corpus_file, dim=8, show_progress_bar=False)
-    r = distill(
-        small_teacher, None, corpus=corpus_file, dim=8, weighting="sif", show_progress_bar=False
-    )
-    assert r.record["settings"]["weighting"] == "sif"
+        distill(
+            small_teacher, None, corpus=corpus_file, dim=8, weighting="usif",
+            show_progress_bar=False,
+        )  # fmt: skip
+    # the defaults weight by SIF (a = 5e-3), defined on any corpus
+    r = distill(small_teacher, None, corpus=corpus_file, dim=8, show_progress_bar=False)
+    assert r.record["settings"]["weighting"] == "sif" and r.record["weights"] == {"a": 5e-3}
 
 
 def test_pca_rows_are_model2vecs_pca():
@@ -726,9 +763,9 @@ def test_distill_from_a_directory_uses_the_child_and_gives_the_same_model(
     loaded = TransformerEncoder.from_pretrained(str(teacher_dir), layers=(-1,), device="cpu")
     # a loaded encoder's rows use its own pooling (mean) unless pooling is given
     assert distill(loaded, None, **kw).record["settings"]["pooling"] == "mean"
-    in_process = distill(loaded, None, pooling="mean_cls", **kw)
-    assert by_path.record["settings"]["pooling"] == "mean_cls"  # the defaults
-    assert in_process.record["settings"]["pooling"] == "mean_cls"
+    in_process = distill(loaded, None, pooling="mean_cls_unit", **kw)
+    assert by_path.record["settings"]["pooling"] == "mean_cls_unit"  # the defaults
+    assert in_process.record["settings"]["pooling"] == "mean_cls_unit"
     assert by_path.record["corpus_pass"] == "child process"
     assert in_process.record["corpus_pass"] == "in process"
     assert "corpus_count_s" in by_path.record["wall_time_s"]

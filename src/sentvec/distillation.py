@@ -5,16 +5,16 @@ Dongen, 2024) builds the rows by passing every vocabulary token alone through th
 (``[CLS] token [SEP]``, mean pooled), reduces them by PCA and weights each by SIF's
 ``a / (a + p)`` with ``p`` guessed from the token's rank (Zipf's law). sentvec keeps the token
 rows (layers as :class:`~sentvec.TransformerEncoder` takes them; pooled by default as the
-average of Model2Vec's mean and the ``[CLS]`` output, ``mean_cls``, chosen on dev) and fits the
-rest on real corpus sentences:
+average of Model2Vec's mean and the ``[CLS]`` output, each scaled to unit norm first,
+``mean_cls_unit``, chosen on dev) and fits the rest on real corpus sentences:
 
 * WhiteningBERT's whitening (Huang et al. 2021, Eq. 1) with ``k`` = the output dimension,
   fitted on the (unweighted) static sentence vectors of corpus sentences
   (:class:`sentvec.Whitening`). The sentence vector is a *mean* of rows, so the whitening
   ``(x - mu) W`` folds into the rows exactly: ``r_t' = (r_t - mu) W``. Or Model2Vec's PCA;
 * then each row times its token's weight: from real corpus counts (the whitening sentences),
-  uSIF (Ethayarajh 2018; default: rows scaled to unit norm first) or SIF (Arora et al. 2017,
-  ``a`` = 5e-3) with the formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec (``a`` =
+  SIF (Arora et al. 2017, ``a`` = 5e-3; default) or uSIF (Ethayarajh 2018: rows scaled to
+  unit norm first) with the formulas of :mod:`sentvec.encoders.sif`; Zipf as Model2Vec (``a`` =
   3e-4), or none.
 * optionally extra rows from the corpus (:mod:`sentvec.distill_vocabulary`): whole words the
   teacher's vocabulary splits (``vocabulary="corpus:N"``; off by default) and bigrams
@@ -81,18 +81,21 @@ ZIPF_SIF_COEFFICIENT = 1e-4
 
 DEFAULT_DIM = 256
 #: chosen on held-out data (STS-B dev + SICK trial), never on the test sets (docs/distill.md):
-#: uSIF 74.29 against SIF's 74.18 (a = 5e-3) with the mean_cls rows (SIF led with mean rows)
-DEFAULT_WEIGHTING = "usif"
+#: SIF (a = 5e-3) 74.41 against uSIF's 74.34 with the mean_cls_unit rows (issue 30, fourth
+#: session; uSIF led with the mean_cls rows, 74.21 against 74.12, SIF with the mean rows)
+DEFAULT_WEIGHTING = "sif"
 #: sentvec's default ``a`` of the Zipf weights: 3e-4 scored best with the whitening (docs/distill.md)
 DEFAULT_ZIPF_A = 3e-4
 #: sentvec distill's SIF ``a`` (counts of the whitening sentences), chosen on dev (docs/distill.md)
 DEFAULT_SIF_A = 5e-3
 DEFAULT_LAYERS: tuple[int, ...] = (-1,)
-#: Token-row poolings: the encoders' own (:data:`sentvec.encoders.POOLING_MODES`) and
-#: "mean_cls", the average of the mean over ``[CLS] t [SEP]`` and the ``[CLS]`` output.
-ROW_POOLINGS = ("mean_cls", "mean", "cls", "max")
-#: "mean_cls" scored 74.18 on dev against 73.86 for Model2Vec's mean (SIF; docs/distill.md)
-DEFAULT_POOLING = "mean_cls"
+#: Token-row poolings: the encoders' own (:data:`sentvec.encoders.POOLING_MODES`),
+#: "mean_cls", the average of the mean over ``[CLS] t [SEP]`` and the ``[CLS]`` output, and
+#: "mean_cls_unit", the same average of the two scaled to unit norm first.
+ROW_POOLINGS = ("mean_cls_unit", "mean_cls", "mean", "cls", "max")
+#: "mean_cls" scored 74.18 on dev against 73.86 for Model2Vec's mean (SIF; docs/distill.md);
+#: with uSIF, "mean_cls_unit" 74.34 against mean_cls's 74.21 (issue 30, fourth session)
+DEFAULT_POOLING = "mean_cls_unit"
 #: the teacher's vocabulary only: 2,000 corpus words gain 0.08 dev with the mean_cls rows and
 #: uSIF, below the 0.1 their cost needs (docs/distill.md)
 DEFAULT_VOCABULARY = "teacher"
@@ -149,8 +152,9 @@ def token_rows(
     ``encoder.model`` and pooled with the encoder's pooling (or ``pooling``), layers and mean
     mode (:func:`sentvec.encoders.pooling.pool_layers`): Model2Vec's token rows for
     ``pooling="mean"``, ``layers=(-1,)``; WhiteningBERT's L1 + L_last with ``layers=(1, -1)``;
-    ``pooling="mean_cls"`` (``sentvec distill``'s default) averages the mean and ``[CLS]``
-    poolings.
+    ``pooling="mean_cls"`` averages the mean and ``[CLS]`` poolings; ``"mean_cls_unit"``
+    (``sentvec distill``'s default) averages them after scaling each to unit norm, so both
+    contribute equally to each row's direction.
 
     Parameters
     ----------
@@ -164,9 +168,11 @@ def token_rows(
         within about 0.4 % of float32's, cosine > 0.9999); "auto" picks it where the device
         multiplies bfloat16 in hardware (:func:`sentvec.encoders.bfloat16_is_fast`: a CPU
         with AMX or AVX512-BF16, about 2x faster than float32 there), float32 elsewhere.
-    pooling : {"mean_cls", "mean", "cls", "max"}, optional
+    pooling : {"mean_cls_unit", "mean_cls", "mean", "cls", "max"}, optional
         None: the encoder's own pooling. "mean_cls": ``(mean + cls) / 2`` of the same hidden
-        states.
+        states; "mean_cls_unit": ``(mean / ||mean|| + cls / ||cls||) / 2`` (norms in float64;
+        a zero vector stays zero). Chosen on dev in issue 30's fourth session
+        (``docs/distill.md``; ``bench/distill_sweep.py --ideas5``).
     show_progress_bar : bool, optional
         None: shown on a terminal (``sentvec._progress.progress_bar``).
 
@@ -194,7 +200,8 @@ def token_rows(
     batch_size = check_positive_int("batch_size", batch_size)
     use_bf16 = resolve_precision(precision, encoder.device) == "bfloat16"
     mode = encoder.pooling if pooling is None else check_choice("pooling", pooling, ROW_POOLINGS)
-    poolings: tuple[Pooling, ...] = ("mean", "cls") if mode == "mean_cls" else (mode,)
+    both_ = mode in ("mean_cls", "mean_cls_unit")
+    poolings: tuple[Pooling, ...] = ("mean", "cls") if both_ else (mode,)
     if any(len(ids) == 0 for ids in token_ids):
         raise ValueError("token_rows: every entry needs at least one token id")
     head, tail = _special_frame(encoder.tokenizer)
@@ -229,10 +236,23 @@ def token_rows(
                 pool_layers(hs, mask_t, m, encoder.layer_indices, mean_mode=encoder.mean_mode)
                 for m in poolings
             ]
-            both = pooled[0] if len(pooled) == 1 else (pooled[0] + pooled[1]) / 2
+            if len(pooled) == 1:
+                both = pooled[0]
+            elif mode == "mean_cls_unit":
+                both = (_unit_rows(pooled[0]) + _unit_rows(pooled[1])) / 2
+            else:
+                both = (pooled[0] + pooled[1]) / 2
             out[batch] = both.to("cpu", torch.float32).numpy()
             bar.update(len(batch))
     return out
+
+
+def _unit_rows(x: Any) -> Any:
+    """Each row of a torch tensor divided by its Euclidean norm, in float64 (zero rows stay
+    zero)."""
+    x = x.double()
+    n = x.norm(dim=-1, keepdim=True)
+    return x / n.clamp_min(float(np.finfo(np.float64).tiny))
 
 
 def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
@@ -316,8 +336,7 @@ def token_weights(
         a = usif_parameter(c, n)
     except ValueError as e:
         raise ValueError(
-            f"{e} (weighting='usif', sentvec distill's default): give a larger corpus, or "
-            "weighting='sif' (--weighting sif)"
+            f"{e} (weighting='usif'): give a larger corpus, or weighting='sif' (--weighting sif)"
         ) from e
     w[keep] = usif_weights(p[keep], a)
     return w, {"a": a, "n": n}
@@ -736,11 +755,12 @@ def distill(
         (``weighting`` sif / usif, ``whiten="corpus"``, corpus words or bigrams).
     dim : int or None, default 256
         Output dimension ``k`` (None: the teacher's width).
-    weighting : {"usif", "sif", "zipf", "none"}, default "usif"
-        uSIF (rows scaled to unit norm, weights ``a / (a/2 + p)`` with ``a`` from the counts of
-        the first ``max_sentences`` lines) scored best on the dev sets with the default
-        ``mean_cls`` rows; SIF with ``a`` = 5e-3 with Model2Vec's mean rows
-        (``docs/distill.md``).
+    weighting : {"sif", "usif", "zipf", "none"}, default "sif"
+        SIF (``a / (a + p)``, ``a`` = 5e-3, ``p`` from the counts of the first
+        ``max_sentences`` lines) scored best on the dev sets with the default
+        ``mean_cls_unit`` rows and with Model2Vec's mean rows; uSIF (rows scaled to unit
+        norm, weights ``a / (a/2 + p)`` with ``a`` derived from the counts) with the
+        ``mean_cls`` rows (``docs/distill.md``).
     whiten : {"corpus", "none"}, default "corpus"
         "none": Model2Vec's PCA to ``dim`` instead.
     vocabulary : {"teacher", "corpus", "corpus:N"}, default "teacher"
@@ -753,10 +773,10 @@ def distill(
         then a ``BigramStaticEncoder`` (sentvec's format, not Model2Vec's).
     bigram_weight : float, default 0.5
         Factor on the bigram rows' SIF weights (chosen on dev with 1,000 bigrams).
-    pooling : {"mean_cls", "mean", "cls", "max"}, optional
-        Token-row pooling (:func:`token_rows`). None: "mean_cls" (the average of the mean over
-        ``[CLS] t [SEP]``, Model2Vec's rows, and the ``[CLS]`` output; chosen on dev,
-        docs/distill.md) for a teacher loaded here, a loaded encoder's own pooling.
+    pooling : {"mean_cls_unit", "mean_cls", "mean", "cls", "max"}, optional
+        Token-row pooling (:func:`token_rows`). None: "mean_cls_unit" (the average of the mean
+        over ``[CLS] t [SEP]``, Model2Vec's rows, and the ``[CLS]`` output, each scaled to unit
+        norm first; chosen on dev, docs/distill.md) for a teacher loaded here, a loaded encoder's own pooling.
     layers
         Hidden states of the token rows (:class:`sentvec.TransformerEncoder`); default the
         last layer.
@@ -845,7 +865,7 @@ def distill(
             row_pooling = DEFAULT_POOLING if pooling is None else pooling
             encoder = TransformerEncoder.from_pretrained(
                 model,
-                pooling="mean" if row_pooling == "mean_cls" else row_pooling,  # type: ignore[arg-type]
+                pooling="mean" if row_pooling.startswith("mean_cls") else row_pooling,  # type: ignore[arg-type]
                 layers=layers,
                 device=device,
             )

@@ -2,8 +2,8 @@
 
 Every vocabulary token (with --vocabulary corpus:N also the most frequent corpus words the
 vocabulary splits) goes through the teacher alone; its row is the average of the mean over
-[CLS] t [SEP] and the [CLS] output. The rows are whitened on corpus sentences (WhiteningBERT
-Eq. 1, k = --dim), weighted by uSIF from corpus counts and written as a Model2Vec directory
+[CLS] t [SEP] and the [CLS] output, each scaled to unit norm first. The rows are whitened on corpus sentences (WhiteningBERT
+Eq. 1, k = --dim), weighted by SIF from corpus counts and written as a Model2Vec directory
 that model2vec, sentence-transformers' StaticEmbedding and sentvec load (with --bigrams:
 sentvec's own bigram format). The distill record (teacher, corpus, counts, settings, wall
 time) goes into distill.json and the model card.
@@ -79,7 +79,7 @@ def register(subparsers: Any) -> None:
         "--weighting",
         choices=WEIGHTINGS,
         default=DEFAULT_WEIGHTING,
-        help=f"token weights: usif / sif from corpus counts, zipf from the rank as Model2Vec, "
+        help=f"token weights: sif / usif from corpus counts, zipf from the rank as Model2Vec, "
         f"none (default {DEFAULT_WEIGHTING})",
     )
     p.add_argument(
@@ -115,7 +115,8 @@ def register(subparsers: Any) -> None:
         choices=ROW_POOLINGS,
         default=DEFAULT_POOLING,
         help=f"token-row pooling (default {DEFAULT_POOLING}: the average of the mean over "
-        "[CLS] t [SEP], Model2Vec's rows, and the [CLS] output; chosen on dev)",
+        "[CLS] t [SEP], Model2Vec's rows, and the [CLS] output, each scaled to unit norm; "
+        "mean_cls: the same without the scaling; chosen on dev)",
     )
     p.add_argument(
         "--layers",
