@@ -776,7 +776,8 @@ def distill(
     pooling : {"mean_cls_unit", "mean_cls", "mean", "cls", "max"}, optional
         Token-row pooling (:func:`token_rows`). None: "mean_cls_unit" (the average of the mean
         over ``[CLS] t [SEP]``, Model2Vec's rows, and the ``[CLS]`` output, each scaled to unit
-        norm first; chosen on dev, docs/distill.md) for a teacher loaded here, a loaded encoder's own pooling.
+        norm first; chosen on dev, docs/distill.md) for a teacher loaded here, a loaded
+        encoder's own pooling.
     layers
         Hidden states of the token rows (:class:`sentvec.TransformerEncoder`); default the
         last layer.
