@@ -108,15 +108,19 @@ def test_token_rows_equal_a_plain_transformers_transcription(small_teacher):
         token_rows(small_teacher, ids, precision="float16")
 
 
-def test_token_rows_mean_cls_is_the_average_of_the_mean_and_the_cls_output(small_teacher):
-    ids = [[1996], [2003, 1037, 4937]]
-    model, tok = small_teacher.model, small_teacher.tokenizer
-    expected = []
+def _last_hidden_states(teacher, ids):
+    """The teacher's last layer over ``[CLS] x [SEP]`` for each ``x`` of ``ids``, one at a time
+    (the model's own forward pass, not token_rows' batching)."""
+    model, tok = teacher.model, teacher.tokenizer
     with torch.no_grad():
         for x in ids:
             inp = torch.tensor([[tok.cls_token_id, *x, tok.sep_token_id]])
-            h = model(input_ids=inp, attention_mask=torch.ones_like(inp)).last_hidden_state[0]
-            expected.append(((h.mean(0) + h[0]) / 2).numpy())
+            yield model(input_ids=inp, attention_mask=torch.ones_like(inp)).last_hidden_state[0]
+
+
+def test_token_rows_mean_cls_is_the_average_of_the_mean_and_the_cls_output(small_teacher):
+    ids = [[1996], [2003, 1037, 4937]]
+    expected = [((h.mean(0) + h[0]) / 2).numpy() for h in _last_hidden_states(small_teacher, ids)]
     got = token_rows(small_teacher, ids, batch_size=2, precision="float32", pooling="mean_cls")
     np.testing.assert_allclose(got, np.stack(expected), atol=2e-5)
     # the [CLS] output alone, and the encoder's own pooling (mean) by default
@@ -132,14 +136,10 @@ def test_token_rows_mean_cls_unit_averages_the_unit_mean_and_cls_outputs(small_t
     # numpy transcription of (mean / ||mean|| + cls / ||cls||) / 2 over the last layer of
     # [CLS] ids [SEP], from the model's own outputs (not token_rows' pooling code)
     ids = [[1996], [2003, 1037, 4937], [4937, 2003]]
-    model, tok = small_teacher.model, small_teacher.tokenizer
     expected = []
-    with torch.no_grad():
-        for x in ids:
-            inp = torch.tensor([[tok.cls_token_id, *x, tok.sep_token_id]])
-            h = model(input_ids=inp, attention_mask=torch.ones_like(inp)).last_hidden_state[0]
-            m, c = h.numpy().astype(np.float64).mean(0), h[0].numpy().astype(np.float64)
-            expected.append((m / np.linalg.norm(m) + c / np.linalg.norm(c)) / 2)
+    for h in _last_hidden_states(small_teacher, ids):
+        m, c = h.numpy().astype(np.float64).mean(0), h[0].numpy().astype(np.float64)
+        expected.append((m / np.linalg.norm(m) + c / np.linalg.norm(c)) / 2)
     got = token_rows(small_teacher, ids, batch_size=2, precision="float32", pooling="mean_cls_unit")
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, np.stack(expected), atol=2e-6)

@@ -270,13 +270,8 @@ def test_prepare_then_embed_prepared_equals_the_official_vectors(models, name):
 
 def test_prepare_applies_the_preprocessing(models):
     ref = models["tiny-bigram"]
-    m = Sent2Vec(
-        ref.dictionary,
-        ref.input_matrix,
-        ref.output_matrix,
-        args=ref.args,
-        preprocessing={"lowercase": True, "tokenizer": "moses"},
-    )
+    m = Sent2Vec.load(REF / "tiny-bigram.bin")
+    m.preprocessing = Preprocessing(lowercase=True, tokenizer="moses")
     prepared = m.prepare(["The City, of London's."])
     assert prepared.data.tobytes() == b"the city , of london 's ."
     np.testing.assert_array_equal(

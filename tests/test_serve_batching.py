@@ -189,17 +189,11 @@ def test_only_a_sent2vec_model_without_preprocessing_prepares_on_the_event_loop(
     """Moses tokenizing is a kernel of its own: with it, the thread gets the texts."""
     from pathlib import Path
 
-    from sentvec import Sent2Vec
+    from sentvec.sent2vec import Preprocessing, Sent2Vec
     from sentvec.serve.served_model import ServedModel
 
-    ref = Sent2Vec.load(Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin")
-    moses = Sent2Vec(
-        ref.dictionary,
-        ref.input_matrix,
-        ref.output_matrix,
-        args=ref.args,
-        preprocessing={"lowercase": True, "tokenizer": "moses"},
-    )
+    moses = Sent2Vec.load(Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin")
+    moses.preprocessing = Preprocessing(lowercase=True, tokenizer="moses")
     served = ServedModel("m", moses)
     assert served.prepare is None and served.counts_on_encode
     assert served.batch_limits == SENT2VEC_BATCH_LIMITS

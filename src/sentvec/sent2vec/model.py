@@ -510,30 +510,14 @@ class Sent2Vec:
         compiled, with a notice) by one call on no sentences."""
         if self._table is None:
             from sentvec._jit import compiling_notice
-            from sentvec.sent2vec import _infer
 
             with compiling_notice(show_progress_bar):
-                table, wbytes, woffsets, skip = self._lookup_table()
-                d = self.dictionary
-                empty = np.zeros(0, dtype=np.int64)
-                _infer.embed_range(
-                    np.frombuffer(b"\x00", dtype=np.uint8),
-                    np.zeros(1, dtype=np.int64),
-                    0,
-                    0,
-                    table,
-                    wbytes,
-                    woffsets,
-                    skip,
-                    self.input_matrix,
-                    d.nwords,
-                    d.bucket,
-                    d.word_ngrams,
-                    np.zeros((0, self.dim), dtype=np.float32),
-                    empty,
-                    empty,
-                    empty,
+                none = PreparedSentences(
+                    np.frombuffer(b"\x00", dtype=np.uint8), np.zeros(1, dtype=np.int64)
                 )
+                empty = np.zeros(0, dtype=np.int64)
+                out = np.zeros((0, self.dim), dtype=np.float32)
+                self._embed_range(none, 0, 0, out, empty, empty, empty, self._lookup_table())
         return self._lookup_table()
 
     def _prepare_items(self, items: list[str]) -> PreparedSentences:
