@@ -279,3 +279,22 @@ def test_prepare_applies_the_preprocessing(models):
     )
     with pytest.raises(TypeError):
         m.prepare([b"bytes"])
+
+
+@pytest.mark.parametrize(
+    "data, offsets",
+    [
+        (np.zeros(1, np.uint8), np.array([0, 10**6])),  # past the buffer: read out of bounds
+        (np.zeros(8, np.uint8), np.array([0, 5, 3])),  # decreasing
+        (np.zeros(8, np.uint8), np.array([-1, 3])),
+        (np.zeros(8, np.uint8), np.array([0, 3], dtype=np.int32)),
+        (np.zeros(8, np.int8), np.array([0, 3])),
+        (np.zeros(0, np.uint8), np.array([0])),
+        (np.zeros((2, 4), np.uint8), np.array([0, 3])),
+    ],
+)
+def test_prepared_sentences_refuse_offsets_the_kernel_cannot_read(data, offsets):
+    from sentvec.sent2vec import PreparedSentences
+
+    with pytest.raises(ValueError, match="PreparedSentences"):
+        PreparedSentences(data, offsets)

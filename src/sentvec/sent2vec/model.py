@@ -90,10 +90,42 @@ class PreparedSentences:
         The sentences' bytes (one NUL byte when there are none: never an empty buffer).
     offsets : ndarray of shape (n + 1,), int64
         Sentence ``i`` is ``data[offsets[i]:offsets[i + 1]]``.
+
+    Raises
+    ------
+    ValueError
+        At construction: arrays of another dtype or shape, or offsets that decrease or point
+        outside ``data`` (the kernel would read memory past the buffer).
     """
 
     data: np.ndarray
     offsets: np.ndarray
+
+    def __post_init__(self) -> None:
+        data, offsets = self.data, self.offsets
+        if not (
+            isinstance(data, np.ndarray)
+            and data.dtype == np.uint8
+            and data.ndim == 1
+            and len(data) >= 1
+            and data.flags.c_contiguous
+        ):
+            raise ValueError("PreparedSentences.data must be a non-empty 1-d uint8 array")
+        if not (
+            isinstance(offsets, np.ndarray)
+            and offsets.dtype == np.int64
+            and offsets.ndim == 1
+            and len(offsets) >= 1
+            and offsets.flags.c_contiguous
+        ):
+            raise ValueError("PreparedSentences.offsets must be a non-empty 1-d int64 array")
+        # the kernel reads data[offsets[i]:offsets[i + 1]] unchecked: a bad offset would read
+        # memory outside the buffer
+        if offsets[0] < 0 or offsets[-1] > len(data) or (np.diff(offsets) < 0).any():
+            raise ValueError(
+                "PreparedSentences.offsets must start at 0 or more, never decrease and end "
+                f"within data ({len(data)} bytes); make them with Sent2Vec.prepare"
+            )
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
