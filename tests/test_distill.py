@@ -334,6 +334,17 @@ def test_distilled_directory_loads_in_model2vec_and_sentence_transformers(
     st_modules = pytest.importorskip("sentence_transformers.sentence_transformer.modules")
     emb = st_modules.StaticEmbedding.from_model2vec(str(out))
     np.testing.assert_allclose(emb.embedding.weight.detach().numpy(), E, atol=1e-6)
+    # the unknown token's row is zero: sentence-transformers averages it in, sentvec and
+    # Model2Vec drop it, and all three give a text with an unknown token one direction
+    unk = small_teacher.tokenizer.unk_token_id
+    assert rec["unknown_token_row"] == "zero" and not E[unk].any()
+    text = "the cat \u2603\U0001f600 sat ."
+    tok_ids = small_teacher.tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert unk in tok_ids
+    with_unk = E[tok_ids].mean(0)  # what an average over every id (StaticEmbedding's) gives
+    with_unk /= np.linalg.norm(with_unk)
+    np.testing.assert_allclose(ours.encode([text])[0], with_unk, atol=1e-5)
+    np.testing.assert_allclose(m.encode([text])[0], with_unk, atol=2e-3)
 
 
 def test_pca_path_and_bad_input(small_teacher, corpus_file, tmp_path):

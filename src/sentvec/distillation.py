@@ -951,6 +951,10 @@ def distill(
         bigram_p=plan.bigram_p,
         bigram_weight=bigram_weight,
     )
+    if unk_id is not None and 0 <= unk_id < len(keep):
+        # sentvec and Model2Vec drop unknown tokens when they encode, sentence-transformers'
+        # StaticEmbedding averages every id it gets: a zero row gives all three one direction
+        emb[unk_id] = 0.0
     times["fit_s"] = time.perf_counter() - t0
 
     from sentvec import __version__
@@ -993,6 +997,7 @@ def distill(
         if (~keep).any()
         else [],
         "n_rows_dropped": int((~keep).sum()),
+        "unknown_token_row": None if unk_id is None else "zero",
         "corpus_pass": None
         if stats is None
         else ("child process" if passed is not None else "in process"),
