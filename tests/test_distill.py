@@ -309,6 +309,8 @@ def test_distilled_directory_loads_in_model2vec_and_sentence_transformers(
     )
     rec = json.loads((out / DISTILL_RECORD).read_text())
     assert rec["settings"]["weighting"] == "sif" and rec["settings"]["whiten"] == "corpus"
+    config = json.loads((out / "config.json").read_text())["sentvec_distill"]
+    assert config["pooling"] == rec["settings"]["pooling"] and config["weighting"] == "sif"
     assert rec["corpus"]["sentences_counted"] == sum(1 for s in CORPUS if s.strip())
     assert rec["wall_time_s"]["total_s"] > 0
     card = (out / "README.md").read_text()

@@ -597,7 +597,9 @@ class DistilledModel:
                 "sif_coefficient": self.record.get("weights", {}).get("a"),
                 "seq_length": 1000000,
                 "pooling": "mean",
-                "sentvec_distill": {k: settings.get(k) for k in ("weighting", "whiten", "layers")},
+                "sentvec_distill": {
+                    k: settings.get(k) for k in ("pooling", "weighting", "whiten", "layers")
+                },
             },
         )
 

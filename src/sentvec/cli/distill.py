@@ -153,7 +153,12 @@ def register(subparsers: Any) -> None:
         help="teacher forward pass: auto is bfloat16 where the device has it in hardware "
         "(AMX / AVX512-BF16 CPUs, most GPUs), float32 elsewhere",
     )
-    p.add_argument("--batch-size", type=positive_int, default=512)
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=512,
+        help="token sequences per teacher forward pass (default 512)",
+    )
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
     add_progress_option(p)
     p.set_defaults(func=run)
