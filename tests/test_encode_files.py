@@ -67,8 +67,10 @@ def corpus(tmp_path):
 def test_equals_one_shot_encode_and_manifest(tmp_path, corpus):
     with pytest.warns(
         UserWarning, match="44 of 1000 lines .* all-zero vectors \\(44 of them empty\\)"
-    ):
+    ) as caught:
         m = encode_file(ToyEncoder(), corpus, tmp_path / "out", shard_size=128)
+    zero = [w for w in caught if "all-zero" in str(w.message)]
+    assert len(zero) == 1 and zero[0].filename == __file__  # points at the caller
     expected = ToyEncoder().encode(LINES)
     got = load_embeddings(tmp_path / "out")
     assert got.dtype == np.float32 and np.array_equal(got, expected)

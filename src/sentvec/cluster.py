@@ -90,6 +90,7 @@ from sentvec.encode_files import (
     read_manifest,
     remove_shards,
     reusable_shards,
+    warn_zero_vectors,
 )
 from sentvec.line_ranges import read_line_range, scan_lines
 
@@ -826,13 +827,7 @@ def _run(
             f"{str(out)!r}; run again to resume",
             [(a, b) for a, b, _ in failed],
         ) from failed[0][2]
-    if new.n_zero:
-        warnings.warn(
-            f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
-            f"({new.n_empty} of them empty)",
-            UserWarning,
-            stacklevel=3,
-        )
+    warn_zero_vectors(new, path, stacklevel=3)
     merged = None
     if statistics:
         from sentvec.whitening import WhiteningStatistics

@@ -544,14 +544,22 @@ def encode_file(
             new = write(completed, n_enc, len(done))
     new = write(completed, n_enc, len(done))
     _summarise_warnings(caught, path)
-    if new.n_zero:
-        warnings.warn(
-            f"{new.n_zero} of {new.n_lines} lines of {str(path)!r} got all-zero vectors "
-            f"({new.n_empty} of them empty)",
-            UserWarning,
-            stacklevel=2,
-        )
+    warn_zero_vectors(new, path, stacklevel=3)  # past _locked_output's wrapper
     return new
+
+
+def warn_zero_vectors(manifest: EncodeManifest, path: Path | str, *, stacklevel: int = 2) -> None:
+    """One UserWarning when lines of ``path`` got all-zero vectors (none when none did): their
+    count and how many of them were empty lines. ``encode_file`` and the Dask cluster's
+    ``encode_file`` both give it; ``stacklevel`` counts as for a ``warnings.warn`` called where
+    this function is."""
+    if manifest.n_zero:
+        warnings.warn(
+            f"{manifest.n_zero} of {manifest.n_lines} lines of {str(path)!r} got all-zero "
+            f"vectors ({manifest.n_empty} of them empty)",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _summarise_warnings(caught: list[warnings.WarningMessage], path: Path) -> None:
