@@ -103,22 +103,18 @@ class PreparedSentences:
 
     def __post_init__(self) -> None:
         data, offsets = self.data, self.offsets
-        if not (
-            isinstance(data, np.ndarray)
-            and data.dtype == np.uint8
-            and data.ndim == 1
-            and len(data) >= 1
-            and data.flags.c_contiguous
-        ):
-            raise ValueError("PreparedSentences.data must be a non-empty 1-d uint8 array")
-        if not (
-            isinstance(offsets, np.ndarray)
-            and offsets.dtype == np.int64
-            and offsets.ndim == 1
-            and len(offsets) >= 1
-            and offsets.flags.c_contiguous
-        ):
-            raise ValueError("PreparedSentences.offsets must be a non-empty 1-d int64 array")
+        for name, arr, dtype in (("data", data, np.uint8), ("offsets", offsets, np.int64)):
+            if not (
+                isinstance(arr, np.ndarray)
+                and arr.dtype == dtype
+                and arr.ndim == 1
+                and len(arr) >= 1
+                and arr.flags.c_contiguous
+            ):
+                raise ValueError(
+                    f"PreparedSentences.{name} must be a non-empty contiguous 1-d "
+                    f"{np.dtype(dtype).name} array"
+                )
         # the kernel reads data[offsets[i]:offsets[i + 1]] unchecked: a bad offset would read
         # memory outside the buffer
         if offsets[0] < 0 or offsets[-1] > len(data) or (np.diff(offsets) < 0).any():
