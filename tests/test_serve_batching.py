@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sentvec.serve.batching import DynamicBatcher, QueueFullError
-from sentvec.serve.served_model import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
+from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
 
 
 class Recorder:

@@ -30,6 +30,7 @@ from sentvec.cli._args import (
     int_at_least,
     plain_text,
 )
+from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
 
 
 def register(subparsers: Any) -> None:
@@ -58,20 +59,21 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--workers", type=int_at_least(1), default=1, help="server processes (default 1)"
     )
+    (tokens, items), (s2v_chars, s2v_items) = DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
     p.add_argument(
         "--max-batch-tokens",
         type=int_at_least(1),
         default=None,
         metavar="N",
-        help="token budget of a batch (default: 16384 for a transformer or a static model; "
-        "131072 characters for Sent2Vec, whose batches are bounded by characters)",
+        help=f"token budget of a batch (default: {tokens} for a transformer or a static model; "
+        f"{s2v_chars} characters for Sent2Vec, whose batches are bounded by characters)",
     )
     p.add_argument(
         "--max-batch-size",
         type=int_at_least(1),
         default=None,
         metavar="N",
-        help="inputs per batch (default: 256; 512 for Sent2Vec)",
+        help=f"inputs per batch (default: {items}; {s2v_items} for Sent2Vec)",
     )
     p.add_argument(
         "--max-wait-ms",

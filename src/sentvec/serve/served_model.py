@@ -20,13 +20,9 @@ from typing import Any
 import numpy as np
 
 from sentvec.encoders.base import Encoder, describe_encoder
+from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
 
 __all__ = ["ServedModel", "TokenCounts", "load_served_model", "model_name_for"]
-
-#: Default ``(max_batch_tokens, max_batch_size)`` of a model that counts tokens beforehand.
-DEFAULT_BATCH_LIMITS = (16384, 256)
-#: Default ``(max_batch_tokens, max_batch_size)`` of a Sent2Vec model: characters, items.
-SENT2VEC_BATCH_LIMITS = (131072, 512)
 
 #: The text encoded once at start-up, so the first request pays no lazy initialisation.
 WARMUP_TEXT = "sentvec warms up"
@@ -206,7 +202,7 @@ class ServedModel:
         batch is bounded by characters (:meth:`token_bound`), (131072, 512): two requests of
         256 corpus sentences in one batch halve the hand-overs to the encoding thread, which
         cost more than such a model's kernel (docs/serving.md)."""
-        if self._stats_encode is not None:
+        if self.counts_on_encode:
             return SENT2VEC_BATCH_LIMITS
         return DEFAULT_BATCH_LIMITS
 

@@ -13,12 +13,24 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["ServeSettings", "SETTINGS_ENV", "API_KEY_ENV", "read_api_key"]
+__all__ = [
+    "ServeSettings",
+    "SETTINGS_ENV",
+    "API_KEY_ENV",
+    "DEFAULT_BATCH_LIMITS",
+    "SENT2VEC_BATCH_LIMITS",
+    "read_api_key",
+]
 
 #: Environment variable holding the JSON settings of a worker process.
 SETTINGS_ENV = "SENTVEC_SERVE_SETTINGS"
 #: Environment variable holding the API key (when no key file is given).
 API_KEY_ENV = "SENTVEC_API_KEY"
+#: Default ``(max_batch_tokens, max_batch_size)`` of a model that counts tokens beforehand.
+DEFAULT_BATCH_LIMITS = (16384, 256)
+#: Default ``(max_batch_tokens, max_batch_size)`` of a Sent2Vec model: characters, items
+#: (:attr:`sentvec.serve.ServedModel.batch_limits` says why).
+SENT2VEC_BATCH_LIMITS = (131072, 512)
 
 
 @dataclass
@@ -31,9 +43,9 @@ class ServeSettings:
         Each model's served name and its ``--model`` value (see :func:`sentvec.load_encoder`).
     max_batch_tokens, max_batch_size, max_wait_ms
         Dynamic batching bounds (see :class:`sentvec.serve.DynamicBatcher`); None: each
-        model's own default (:attr:`sentvec.serve.ServedModel.batch_limits`: 16384 tokens and
-        256 items for a transformer or a static model, 131072 characters and 512 items for
-        Sent2Vec).
+        model's own default (:attr:`sentvec.serve.ServedModel.batch_limits`:
+        :data:`DEFAULT_BATCH_LIMITS` for a transformer or a static model,
+        :data:`SENT2VEC_BATCH_LIMITS` for Sent2Vec).
     max_input_items : int, default 2048
         Texts per request (OpenAI's own limit is 2048); more is a 413.
     max_request_bytes : int, default 8 MiB
