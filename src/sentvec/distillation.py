@@ -93,6 +93,8 @@ DEFAULT_LAYERS: tuple[int, ...] = (-1,)
 #: "mean_cls", the average of the mean over ``[CLS] t [SEP]`` and the ``[CLS]`` output, and
 #: "mean_cls_unit", the same average of the two scaled to unit norm first.
 ROW_POOLINGS = ("mean_cls_unit", "mean_cls", "mean", "cls", "max")
+#: The row poolings that combine the encoder's "mean" and "cls" poolings of one forward pass.
+MEAN_AND_CLS_POOLINGS = ("mean_cls_unit", "mean_cls")
 #: "mean_cls" scored 74.18 on dev against 73.86 for Model2Vec's mean (SIF; docs/distill.md);
 #: with uSIF, "mean_cls_unit" 74.34 against mean_cls's 74.21 (issue 30, fourth session)
 DEFAULT_POOLING = "mean_cls_unit"
@@ -200,8 +202,7 @@ def token_rows(
     batch_size = check_positive_int("batch_size", batch_size)
     use_bf16 = resolve_precision(precision, encoder.device) == "bfloat16"
     mode = encoder.pooling if pooling is None else check_choice("pooling", pooling, ROW_POOLINGS)
-    both_ = mode in ("mean_cls", "mean_cls_unit")
-    poolings: tuple[Pooling, ...] = ("mean", "cls") if both_ else (mode,)
+    poolings: tuple[Pooling, ...] = ("mean", "cls") if mode in MEAN_AND_CLS_POOLINGS else (mode,)
     if any(len(ids) == 0 for ids in token_ids):
         raise ValueError("token_rows: every entry needs at least one token id")
     head, tail = _special_frame(encoder.tokenizer)
@@ -868,7 +869,7 @@ def distill(
             row_pooling = DEFAULT_POOLING if pooling is None else pooling
             encoder = TransformerEncoder.from_pretrained(
                 model,
-                pooling="mean" if row_pooling.startswith("mean_cls") else row_pooling,  # type: ignore[arg-type]
+                pooling="mean" if row_pooling in MEAN_AND_CLS_POOLINGS else row_pooling,  # type: ignore[arg-type]
                 layers=layers,
                 device=device,
             )
