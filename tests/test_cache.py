@@ -452,3 +452,97 @@ def test_cache_size_limit_from_the_environment(tmp_path, monkeypatch):
         monkeypatch.setenv(CACHE_MAX_ENV, bad)
         with pytest.raises(ValueError, match=CACHE_MAX_ENV):
             VectorCache(tmp_path)
+
+
+# ------------------------------------------------------------ subsets of a cached entry's rows
+MORE = ["the cat sat on the mat .", *SENTS, "two dogs run ."]
+
+
+def _save_with_sentences(cache, sentences, seed=0, **changes):
+    digest, n = sentences_sha256(sentences)
+    key = _key(sentences_sha256=digest, n_sentences=n, **changes)
+    arr = _array(n=n, seed=seed)
+    cache.save(key, arr, sentences=sentences)
+    return key, arr
+
+
+def _subset_key(sentences, **changes):
+    digest, n = sentences_sha256(sentences)
+    return _key(sentences_sha256=digest, n_sentences=n, **changes)
+
+
+def test_a_subset_in_any_order_is_served_from_a_larger_entry(tmp_path):
+    cache = VectorCache(tmp_path)
+    _, arr = _save_with_sentences(cache, MORE)
+    subset = [MORE[3], MORE[0], MORE[2]]
+    got = cache.load_rows(_subset_key(subset), subset)
+    assert got is not None and got.shape == (3, *arr.shape[1:])
+    np.testing.assert_array_equal(got, arr[[3, 0, 2]])
+    # the exact entry itself is served by load_rows too, and load alone never serves subsets
+    np.testing.assert_array_equal(cache.load_rows(_subset_key(MORE), MORE), arr)
+    assert cache.load(_subset_key(subset)) is None
+
+
+def test_a_subset_is_a_miss_when_a_sentence_or_the_computation_differs(tmp_path):
+    cache = VectorCache(tmp_path)
+    _save_with_sentences(cache, MORE)
+    unknown = [MORE[0], "a sentence never encoded ."]
+    assert cache.load_rows(_subset_key(unknown), unknown) is None
+    subset = MORE[:2]
+    for change in ({"pooling": "cls"}, {"model_fingerprint": "e" * 64}, {"kind": "embeddings"}):
+        assert cache.load_rows(_subset_key(subset, **change), subset) is None, change
+    # an entry saved without its sentences serves only itself
+    cache2 = VectorCache(tmp_path / "other")
+    cache2.save(_subset_key(MORE), _array(n=len(MORE)))
+    assert cache2.load_rows(_subset_key(subset), subset) is None
+
+
+def test_a_damaged_rows_file_or_array_serves_no_subset(tmp_path):
+    cache = VectorCache(tmp_path)
+    key, _ = _save_with_sentences(cache, MORE)
+    arr_path, _ = cache.paths(key)
+    rows = arr_path.with_suffix(".rows")
+    rows.write_bytes(rows.read_bytes()[:-1])  # truncated ids: not a candidate
+    subset = MORE[1:3]
+    assert cache.load_rows(_subset_key(subset), subset) is None
+    key, _ = _save_with_sentences(cache, MORE, seed=1)
+    arr_path.write_bytes(arr_path.read_bytes()[:-8])  # a truncated array: a warning, a miss
+    with pytest.warns(CacheWarning):
+        assert cache.load_rows(_subset_key(subset), subset) is None
+
+
+def test_pruning_an_entry_removes_its_sentence_ids(tmp_path):
+    cache = VectorCache(tmp_path, max_bytes=0)
+    key, _ = _save_with_sentences(cache, MORE)
+    arr_path, _ = cache.paths(key)
+    assert arr_path.with_suffix(".rows").is_file()
+    VectorCache(tmp_path, max_bytes=0).prune()
+    assert not list((tmp_path / "vectors").iterdir())
+
+
+def test_pooled_layer_vectors_of_a_subset_run_no_forward_pass(tmp_path):
+    from sentvec.cache import pooled_layer_vectors
+
+    class CountingEncoder:
+        def __init__(self):
+            self.calls = []
+
+        def config_dict(self):
+            return {"model": "counting", "pooling": "mean"}
+
+        def encode_layers(self, sentences, pooling=("mean",), **kwargs):
+            self.calls.append(list(sentences))
+            out = {}
+            for p in pooling:
+                rows = [[[float(len(s)), float(i)] for i in range(3)] for s in sentences]
+                out[p] = np.asarray(rows, dtype=np.float32)
+            return out
+
+    enc = CountingEncoder()
+    cache = VectorCache(tmp_path)
+    full, hit, _ = pooled_layer_vectors(enc, MORE, cache=cache)
+    assert not hit and len(enc.calls) == 1
+    subset = [MORE[4], MORE[1]]
+    part, hit, _ = pooled_layer_vectors(enc, subset, cache=cache)
+    assert hit and len(enc.calls) == 1
+    np.testing.assert_array_equal(part["mean"], full["mean"][[4, 1]])

@@ -427,3 +427,35 @@ def test_a_model_without_layers_is_labelled_by_its_name(small_data, capsys):
     out = capsys.readouterr().out
     assert list(_table_rows(out)) == ["tiny-bigram.bin"]
     assert "model: " in out and "tiny-bigram.bin" in out.split("model: ")[1].splitlines()[0]
+
+
+@pytest.mark.filterwarnings("ignore:score_sts. year whitening")
+def test_a_run_over_fewer_tasks_is_served_by_the_cache_of_a_run_over_more(
+    small_data, tiny_minilm_dir, monkeypatch, tmp_path, capsys
+):
+    """The Table 1 block over two tasks caches every vector that one configuration, or the
+    block, over one of them needs: neither runs the model, and each prints what a run without
+    the cache prints."""
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    passes = _forward_passes(monkeypatch)
+    counted = TransformerEncoder._run
+    model = ["--model", str(tiny_minilm_dir), "--data", str(small_data)]
+    cache = ["--cache-dir", str(tmp_path / "c")]
+    assert main(["eval-sts", *model, "--tasks", "STSB,SICK", *cache]) == 0
+    capsys.readouterr()
+
+    def no_forward(*args, **kwargs):
+        raise AssertionError("the forward pass ran")
+
+    for extra in (["--layers", "1,-1", "--whiten", "year"], []):
+        args = ["eval-sts", *model, "--tasks", "SICK", *extra]
+        monkeypatch.setattr(TransformerEncoder, "_run", no_forward)
+        assert main([*args, *cache]) == 0, extra
+        hit_out = capsys.readouterr().out
+        assert "vectors from the cache" in hit_out, extra
+        monkeypatch.setattr(TransformerEncoder, "_run", counted)
+        n_before = len(passes)
+        assert main([*args, "--no-cache"]) == 0
+        assert len(passes) > n_before  # the reference run computes
+        assert _table_text(hit_out) == _table_text(capsys.readouterr().out), extra

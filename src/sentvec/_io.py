@@ -268,6 +268,12 @@ def atomic_write_safetensors(
         fh.write(data)
 
 
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path``, atomically."""
+    with atomic_open(path, "wb") as fh:
+        fh.write(data)
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` as UTF-8, atomically."""
     with atomic_open(path, "w", encoding="utf-8") as fh:

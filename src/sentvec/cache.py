@@ -6,6 +6,9 @@ atomically, so a reader sees either a complete entry or none. Per-layer vectors 
 are stored layer-major, ``(L+1, n, d)``, and memory-mapped on reading, so a reader that uses a
 few hidden states (the Table 1 block of ``sentvec eval-sts``: 3 of 14 pooled layers) reads only
 those from the disk, while ``sentvec layers`` reads them all; one format for every command.
+Per-layer entries also store one 16-byte id per sentence (``<digest>.rows``), so an entry serves
+every subset of its sentences: the seven STS tasks of the default ``sentvec eval-sts`` serve a
+later run over one of them, with any layers (:meth:`VectorCache.load_rows`).
 
 The key holds everything that changes the vectors: model name/path, a fingerprint of the model
 files' contents (:func:`content_fingerprint`: relative name, size and SHA-256 of every file; a
@@ -46,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
+from sentvec._io import atomic_save_npy, atomic_write_bytes, atomic_write_json, load_npy
 from sentvec.encoders.base import Encoder
 
 #: Environment variable naming the cache directory.
@@ -59,6 +62,8 @@ DEFAULT_CACHE_MAX_BYTES = 10 * 2**30
 CACHE_FORMAT_VERSION = 2
 #: Sub-directory of the cache root holding sentence-vector entries.
 VECTORS_SUBDIR = "vectors"
+#: Suffix of the file of an entry's sentence ids (:func:`sentence_row_ids`), beside its ``.npy``.
+ROWS_SUFFIX = ".rows"
 #: Sub-directory of the cache root remembering the SHA-256 of model files.
 FINGERPRINTS_SUBDIR = "fingerprints"
 #: Distributions whose code computes cached vectors (their versions are part of every key).
@@ -68,6 +73,10 @@ _LIBRARIES = ("numpy", "torch", "transformers", "tokenizers")
 _RACY_NS = 2_000_000_000
 #: Encoder options that do not change per-layer vectors (``kind="layers"`` keys ignore them).
 _LAYER_INDEPENDENT = ("pooling", "layers", "layer_indices")
+#: Bytes of a sentence's row id in an entry's ``.rows`` file (:func:`sentence_row_ids`).
+_ROW_ID_BYTES = 16
+#: Key fields that name the sentences; every other field names how their vectors were computed.
+_SENTENCE_FIELDS = ("sentences_sha256", "n_sentences")
 
 
 class CacheWarning(UserWarning):
@@ -109,6 +118,23 @@ def sentences_sha256(sentences: Iterable[str]) -> tuple[str, int]:
         h.update(b)
         n += 1
     return h.hexdigest(), n
+
+
+def sentence_row_ids(sentences: Iterable[str]) -> np.ndarray:
+    """Return one 16-byte id per sentence: the BLAKE2b-128 digest of its UTF-8 bytes.
+
+    A per-layer entry stores these ids beside its array (``<digest>.rows``), so a later request
+    for any subset of its sentences, in any order, is served from its rows
+    (:meth:`VectorCache.load_rows`).
+
+    Returns
+    -------
+    ndarray of shape (n, 16), uint8
+    """
+    ids = [
+        hashlib.blake2b(s.encode("utf-8"), digest_size=_ROW_ID_BYTES).digest() for s in sentences
+    ]
+    return np.frombuffer(b"".join(ids), dtype=np.uint8).reshape(len(ids), _ROW_ID_BYTES)
 
 
 def fingerprint_path(path: str | os.PathLike[str]) -> str:
@@ -290,6 +316,16 @@ class CacheKey:
         """Return the SHA-256 (hex) of the canonical JSON of the key: the entry's file name."""
         return hashlib.sha256(_canonical_json(self.to_dict()).encode("utf-8")).hexdigest()
 
+    def computation_digest(self) -> str:
+        """Return the SHA-256 (hex) of every field but the sentences: entries with the same
+        value hold vectors computed the same way, each for its own sentences."""
+        return _computation_digest(self.to_dict())
+
+
+def _computation_digest(key: Mapping[str, Any]) -> str:
+    fields = {k: v for k, v in key.items() if k not in _SENTENCE_FIELDS}
+    return hashlib.sha256(_canonical_json(fields).encode("utf-8")).hexdigest()
+
 
 def code_fingerprint(encoder: Encoder) -> str:
     """SHA-256 of the source files that compute ``encoder``'s vectors.
@@ -469,6 +505,23 @@ def description_cache_key(
     )
 
 
+def _row_index(stored: np.ndarray, wanted: np.ndarray) -> np.ndarray | None:
+    """Row of each ``wanted`` id among ``stored`` ids (both ``(n, 16)`` uint8 arrays), or None
+    when one is missing."""
+    if len(wanted) == 0:
+        return None
+    step = _ROW_ID_BYTES
+    raw = stored.tobytes()
+    first: dict[bytes, int] = {}
+    for i in range(len(stored)):
+        first.setdefault(raw[i * step : (i + 1) * step], i)
+    want = wanted.tobytes()
+    index = [first.get(want[i * step : (i + 1) * step], -1) for i in range(len(wanted))]
+    if min(index) < 0:
+        return None
+    return np.asarray(index, dtype=np.intp)
+
+
 class VectorCache:
     """Disk cache of sentence-vector arrays keyed by :class:`CacheKey`.
 
@@ -577,7 +630,72 @@ class VectorCache:
             pass  # a read-only cache still serves hits
         return arr
 
-    def save(self, key: CacheKey, array: np.ndarray, *, background: bool = False) -> None:
+    def load_rows(
+        self,
+        key: CacheKey,
+        sentences: Sequence[str],
+        *,
+        layers: Iterable[int] | None = None,
+    ) -> np.ndarray | None:
+        """Return the vectors of ``sentences`` under ``key``: its own entry, or the rows of an
+        entry computed the same way for a superset of the sentences; ``None`` when neither is
+        cached.
+
+        An entry stored with its sentences (:meth:`save` with ``sentences=``) serves every
+        subset of them in any order: a run over seven STS tasks serves a later run over one of
+        them. Candidates are entries whose key differs from ``key`` only in the sentences
+        (:meth:`CacheKey.computation_digest`); the chosen one is read through :meth:`load`,
+        with all its checks.
+
+        Parameters
+        ----------
+        key : CacheKey
+            Built from ``sentences`` (same order).
+        sentences : sequence of str
+        layers : iterable of int, optional
+            As :meth:`load`.
+
+        Returns
+        -------
+        ndarray of shape (len(sentences), ...), float32, or None
+            A read-only memory-mapped view for an exact hit; a new array for a subset.
+        """
+        exact = self.load(key, layers=layers)
+        if exact is not None or not self.enabled or not self.directory.is_dir():
+            return exact
+        wanted = key.computation_digest()
+        ids: np.ndarray | None = None
+        for key_path in sorted(self.directory.glob("*.json")):
+            rows_path = key_path.with_suffix(ROWS_SUFFIX)
+            try:
+                stored = json.loads(key_path.read_text(encoding="utf-8"))
+                if not isinstance(stored, dict) or _computation_digest(stored) != wanted:
+                    continue
+                n = int(stored["n_sentences"])
+                if n < len(sentences) or rows_path.stat().st_size != n * _ROW_ID_BYTES:
+                    continue
+                if ids is None:
+                    ids = sentence_row_ids(sentences)
+                stored_ids = np.fromfile(rows_path, dtype=np.uint8).reshape(n, _ROW_ID_BYTES)
+                index = _row_index(stored_ids, ids)
+                if index is None:
+                    continue
+                other = CacheKey(**stored)
+            except (OSError, ValueError, TypeError, KeyError):
+                continue  # not a candidate (unreadable, or written by another version)
+            arr = self.load(other, layers=layers)
+            if arr is not None:
+                return np.ascontiguousarray(arr[index])
+        return None
+
+    def save(
+        self,
+        key: CacheKey,
+        array: np.ndarray,
+        *,
+        background: bool = False,
+        sentences: Sequence[str] | None = None,
+    ) -> None:
         """Store ``array`` (float32, first axis = sentences) under ``key``, atomically.
 
         The ``.npy`` file is written first and the key file last, so an interrupted write leaves
@@ -591,12 +709,16 @@ class VectorCache:
             Write in a background thread (the caller goes on computing while the disk works)
             and return at once; the caller must not modify ``array`` until :meth:`wait`, which
             also re-raises any error of the write.
+        sentences : sequence of str, optional
+            The sentences of the rows (those ``key`` was built from). Given, their ids
+            (:func:`sentence_row_ids`) are stored with the entry, and :meth:`load_rows` serves
+            any subset of them from it.
 
         Raises
         ------
         ValueError
-            If the array's row count differs from ``key.n_sentences`` (checked before any
-            write, also with ``background=True``).
+            If the array's row count differs from ``key.n_sentences``, or from the number of
+            ``sentences`` (checked before any write, also with ``background=True``).
         """
         if not self.enabled:
             return
@@ -607,19 +729,26 @@ class VectorCache:
             raise ValueError(
                 f"array of shape {arr.shape} does not match n_sentences={key.n_sentences}"
             )
+        row_ids = None if sentences is None else sentence_row_ids(sentences)
+        if row_ids is not None and len(row_ids) != key.n_sentences:
+            raise ValueError(
+                f"{len(row_ids)} sentences given for an entry of n_sentences={key.n_sentences}"
+            )
         if background:
             if self._executor is None:
                 from concurrent.futures import ThreadPoolExecutor
 
                 self._executor = ThreadPoolExecutor(1, thread_name_prefix="sentvec-cache")
-            self._pending.append(self._executor.submit(self._write, key, arr))
+            self._pending.append(self._executor.submit(self._write, key, arr, row_ids))
         else:
-            self._write(key, arr)
+            self._write(key, arr, row_ids)
 
-    def _write(self, key: CacheKey, arr: np.ndarray) -> None:
+    def _write(self, key: CacheKey, arr: np.ndarray, row_ids: np.ndarray | None = None) -> None:
         arr_path, key_path = self.paths(key)
         # per-layer vectors layer-major: np.save streams the transposed view, no full copy
         atomic_save_npy(arr_path, arr.transpose(1, 0, 2) if key.kind == "layers" else arr)
+        if row_ids is not None:
+            atomic_write_bytes(arr_path.with_suffix(ROWS_SUFFIX), row_ids.tobytes())
         atomic_write_json(key_path, key.to_dict())
         self._written.add(key_path)
         self.prune(keep=self._written)
@@ -662,6 +791,7 @@ class VectorCache:
                     if not key_path.exists():
                         if now - st.st_mtime > 3600:
                             arr_path.unlink()
+                            arr_path.with_suffix(ROWS_SUFFIX).unlink(missing_ok=True)
                         continue
                     entries.append((key_path.stat().st_mtime, size, key_path))
                 except FileNotFoundError:
@@ -675,6 +805,7 @@ class VectorCache:
                     continue
                 key_path.unlink(missing_ok=True)
                 key_path.with_suffix(".npy").unlink(missing_ok=True)
+                key_path.with_suffix(ROWS_SUFFIX).unlink(missing_ok=True)
                 total -= size
                 removed += 1
         except OSError as exc:
@@ -806,7 +937,7 @@ def load_or_encode_layer_vectors(
     cache: Any,
     batch_size: int | None,
     show_progress_bar: bool | None,
-) -> tuple[dict[str, np.ndarray], bool, list[tuple[Any, np.ndarray]], float]:
+) -> tuple[dict[str, np.ndarray], bool, list[tuple[Any, np.ndarray, list[str]]], float]:
     """:func:`pooled_layer_vectors` without writing the cache: returns the vectors, the cache
     hit flag, the ``(cache key, array)`` entries still to be saved (see
     :func:`save_layer_vectors`) and the seconds."""
@@ -831,7 +962,7 @@ def load_or_encode_layer_vectors(
     out: dict[str, np.ndarray] = {}
     if cache is not None:
         for p in poolings:
-            arr = cache.load(keys[p])
+            arr = cache.load_rows(keys[p], sentences)
             if arr is not None:
                 out[p] = arr
     missing = tuple(p for p in poolings if p not in out)
@@ -848,17 +979,19 @@ def load_or_encode_layer_vectors(
             )
         for p in missing:
             out[p] = np.ascontiguousarray(computed[p], dtype=np.float32)
-    unsaved = [(keys[p], out[p]) for p in missing] if cache is not None else []
+    unsaved = [(keys[p], out[p], sentences) for p in missing] if cache is not None else []
     return {p: out[p] for p in poolings}, not missing, unsaved, time.perf_counter() - t0
 
 
-def save_layer_vectors(cache: Any, entries: list[tuple[Any, np.ndarray]], *, wait: bool) -> None:
-    """Write the entries in the cache's background thread; with ``wait``, finish them (a
-    failed write is a CacheWarning, never an error)."""
+def save_layer_vectors(
+    cache: Any, entries: list[tuple[Any, np.ndarray, list[str]]], *, wait: bool
+) -> None:
+    """Write the ``(key, array, sentences)`` entries in the cache's background thread; with
+    ``wait``, finish them (a failed write is a CacheWarning, never an error)."""
     if cache is None:
         return
-    for key, arr in entries:
-        cache.save(key, arr, background=True)
+    for key, arr, sentences in entries:
+        cache.save(key, arr, background=True, sentences=sentences)
     if wait:
         cache.finish_writes()
 
@@ -913,7 +1046,7 @@ def cached_layer_vectors(
             pooling=p,
             text_variant=text_variant,
         )
-        arr = cache.load(key, layers=None if layers is None else layers.get(p))
+        arr = cache.load_rows(key, sentences, layers=None if layers is None else layers.get(p))
         if arr is None:
             return None
         out[p] = arr

@@ -7,7 +7,8 @@ per distinct sentence (``encode_layers`` with both poolings). With ``--pooling``
 ``--whiten`` it evaluates that one configuration. A transformer's pooled per-layer vectors are
 kept in the same disk cache as ``sentvec layers`` (``--cache-dir``, default ``$SENTVEC_CACHE`` or
 ``~/.cache/sentvec``; ``--no-cache`` disables it): a second run of any configuration of the same
-model and data re-scores without a forward pass.
+model and data re-scores without a forward pass, and so does a run over a subset of the tasks
+(the per-layer entries serve any subset of their sentences, with any layers).
 
 Examples::
 
