@@ -27,7 +27,15 @@ SENTS = ["a man is playing a guitar .", "a woman slices an onion ."]
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"pooling": "cls", "layers": (-1,)}, {"max_length": 64, "mean_mode": "paper"}],
+    [
+        {},
+        {"pooling": "cls", "layers": (-1,)},
+        {"max_length": 64, "mean_mode": "paper"},
+        {"precision": "bfloat16"},
+        {"precision": "auto"},
+        {"precision": "auto", "device": "cpu"},
+        {"precision": "float32"},
+    ],
 )
 def test_description_and_key_equal_the_loaded_encoders(tiny_minilm_dir, tmp_path, options):
     enc = TransformerEncoder.from_pretrained(tiny_minilm_dir, **options)

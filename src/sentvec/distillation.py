@@ -49,6 +49,7 @@ from sentvec.distill_corpus import (
     teacher_vocabulary,
 )
 from sentvec.distill_vocabulary import flatten_sample, parse_vocabulary
+from sentvec.encoders.base import PRECISIONS
 
 __all__ = [
     "distill",
@@ -117,26 +118,11 @@ def _special_frame(tokenizer: Any) -> tuple[list[int], list[int]]:
     raise ValueError("cannot find where the tokenizer puts its special tokens")
 
 
-#: Teacher forward precisions (``token_rows(precision=)``, ``sentvec distill --precision``).
-PRECISIONS = ("auto", "float32", "bfloat16")
-
-
 def resolve_precision(precision: str, device: Any) -> str:
-    """``precision`` with "auto" resolved for ``device``: "bfloat16" where the device
-    multiplies bfloat16 in hardware (:func:`sentvec.encoders.bfloat16_is_fast`), else
-    "float32".
+    """Deprecated alias of :func:`sentvec.encoders.resolve_precision` (its one home now)."""
+    from sentvec.encoders.transformer import resolve_precision as resolve
 
-    Raises
-    ------
-    ValueError
-        ``precision`` not one of :data:`PRECISIONS`.
-    """
-    check_choice("precision", precision, PRECISIONS)
-    if precision != "auto":
-        return precision
-    from sentvec.encoders import bfloat16_is_fast
-
-    return "bfloat16" if bfloat16_is_fast(device) else "float32"
+    return resolve(precision, device)
 
 
 def token_rows(
@@ -200,7 +186,9 @@ def token_rows(
     if getattr(encoder, "model", None) is None or getattr(encoder, "tokenizer", None) is None:
         raise TypeError(f"token_rows needs a TransformerEncoder, got {type(encoder).__name__}")
     batch_size = check_positive_int("batch_size", batch_size)
-    use_bf16 = resolve_precision(precision, encoder.device) == "bfloat16"
+    from sentvec.encoders.transformer import resolve_precision as resolve
+
+    use_bf16 = resolve(precision, encoder.device) == "bfloat16"
     mode = encoder.pooling if pooling is None else check_choice("pooling", pooling, ROW_POOLINGS)
     poolings: tuple[Pooling, ...] = ("mean", "cls") if mode in MEAN_AND_CLS_POOLINGS else (mode,)
     if any(len(ids) == 0 for ids in token_ids):
@@ -885,7 +873,9 @@ def distill(
         tokens, keep, backend, unk_id = vocabulary_
         V = len(tokens)
         times: dict[str, float] = {"teacher_load_s": time.perf_counter() - t0}
-        precision = resolve_precision(precision, encoder.device)
+        from sentvec.encoders import resolve_precision as resolve
+
+        precision = resolve(precision, encoder.device)
         row_kw: dict[str, Any] = {
             "batch_size": batch_size,
             "precision": precision,

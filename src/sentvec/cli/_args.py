@@ -232,7 +232,8 @@ def display_name(name: str) -> str:
 
 
 def add_device_options(p: argparse.ArgumentParser) -> None:
-    """``--device`` and ``--model-backend``: where and how transformer models run their forward passes."""
+    """``--device``, ``--model-backend`` and ``--precision``: where and how transformer models run
+    their forward passes."""
     from sentvec.encoders.base import TRANSFORMER_BACKENDS
 
     p.add_argument(
@@ -248,6 +249,17 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
         "Runtime on the CPU, pip install 'sentvec[onnx]'; the model is exported "
         "once and cached)",
     )
+    from sentvec.encoders.base import PRECISIONS
+
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default=None,
+        help="forward passes of transformer models: float32 (default), bfloat16 (matrix "
+        "products in bfloat16; pooling, layer averaging and whitening stay float32), or auto: "
+        "bfloat16 where the device multiplies it in hardware (a CPU with AMX or AVX512-BF16, "
+        "CUDA), else float32",
+    )
 
 
 def device_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -256,9 +268,12 @@ def device_options(args: argparse.Namespace) -> dict[str, Any]:
     With ``--model-backend onnx``, a command's ``--cache-dir`` (the cache root) also holds the
     ONNX graph cache.
     """
-    opts = {
-        k: v for k, v in (("device", args.device), ("backend", args.model_backend)) if v is not None
-    }
+    given = (
+        ("device", args.device),
+        ("backend", args.model_backend),
+        ("precision", args.precision),
+    )
+    opts = {k: v for k, v in given if v is not None}
     if args.model_backend == "onnx" and getattr(args, "cache_dir", None):
         opts["onnx_cache_dir"] = args.cache_dir
     return opts

@@ -29,6 +29,7 @@ _LAZY: dict[str, str] = {
     "check_whitening_fits": "sentvec.encoders.base",
     "DescribedEncoder": "sentvec.encoders.base",
     "TRANSFORMER_BACKENDS": "sentvec.encoders.base",
+    "PRECISIONS": "sentvec.encoders.base",
     "OnnxForward": "sentvec.encoders.onnx_backend",
     "export_onnx": "sentvec.encoders.onnx_backend",
     "onnx_cache_key": "sentvec.encoders.onnx_backend",
@@ -44,6 +45,7 @@ _LAZY: dict[str, str] = {
     "ENCODER_LOADERS": "sentvec.encoders.pipeline",
     "TransformerEncoder": "sentvec.encoders.transformer",
     "bfloat16_is_fast": "sentvec.encoders.transformer",
+    "resolve_precision": "sentvec.encoders.transformer",
     "SIFEncoder": "sentvec.encoders.sif",
     "StaticEncoder": "sentvec.encoders.static",
     "BigramStaticEncoder": "sentvec.encoders.static_bigrams",
@@ -72,6 +74,7 @@ __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 if TYPE_CHECKING:  # pragma: no cover
     from sentvec.encoders.base import (
         PIPELINE_FILE,
+        PRECISIONS,
         TRANSFORMER_BACKENDS,
         DescribedEncoder,
         Encoder,
@@ -119,4 +122,5 @@ if TYPE_CHECKING:  # pragma: no cover
         DEFAULT_POOLING,
         TransformerEncoder,
         bfloat16_is_fast,
+        resolve_precision,
     )  # noqa: F401

@@ -14,6 +14,7 @@ __all__ = [
     "Encoder",
     "PIPELINE_FILE",
     "TRANSFORMER_BACKENDS",
+    "PRECISIONS",
     "describe_encoder",
     "text_variant_of",
     "output_dimension",
@@ -28,6 +29,9 @@ PIPELINE_FILE = "pipeline.json"
 #: Forward-pass backends of :class:`sentvec.TransformerEncoder`: torch, or ONNX Runtime on the
 #: CPU (the ``onnx`` extra). Here, not in ``transformer.py``, so the CLI lists them without torch.
 TRANSFORMER_BACKENDS = ("torch", "onnx")
+#: Forward-pass precisions of :class:`sentvec.TransformerEncoder` (``--precision`` of every
+#: command that loads a transformer): see :func:`sentvec.encoders.resolve_precision`.
+PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 class TruncationWarning(UserWarning):

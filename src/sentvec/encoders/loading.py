@@ -45,8 +45,10 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
         name (loaded only from the local Hugging Face cache when offline).
     **overrides
         Keyword arguments for ``TransformerEncoder.from_pretrained`` (``pooling``, ``layers``,
-        ``max_length``, ``device``); ignored keys set to ``None`` are dropped. Passing transformer
-        options for a Sent2Vec model or a pipeline raises ``ValueError``.
+        ``max_length``, ``device``, ``precision``); ignored keys set to ``None`` are dropped.
+        Passing transformer options for a Sent2Vec model or a pipeline raises ``ValueError``,
+        except ``precision="auto"``, which every model accepts (float32 for all but a
+        transformer).
 
     Returns
     -------
@@ -72,6 +74,8 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     if path.suffix.lower() == ".bin" and not path.exists():
         raise FileNotFoundError(f"model file not found: {text!r}")
     kind = model_kind(text)
+    if kind != "transformer" and overrides.get("precision") == "auto":
+        del overrides["precision"]  # "auto": the best precision of any model, float32 for these
     if kind == "pipeline":
         from sentvec.encoders.pipeline import Pipeline
 
@@ -184,8 +188,10 @@ def describe_without_loading(
     from sentvec.encoders.transformer_files import describe_pretrained
 
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    for name in ("device", "onnx_cache_dir"):  # where the vectors are computed, not what
-        overrides.pop(name, None)
+    device = overrides.pop("device", None)  # where the vectors are computed, not what
+    overrides.pop("onnx_cache_dir", None)
+    if "precision" in overrides:  # "auto" depends on the device
+        overrides["device"] = None if device is None else str(device)
     text = os.fspath(name_or_path)
     try:
         if model_kind(text) != "transformer":

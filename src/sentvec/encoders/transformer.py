@@ -20,7 +20,7 @@ import torch
 
 from sentvec._io import atomic_write_json, make_temp
 from sentvec._validation import check_choice, check_positive_int, check_sentences
-from sentvec.encoders.base import TRANSFORMER_BACKENDS, TruncationWarning
+from sentvec.encoders.base import PRECISIONS, TRANSFORMER_BACKENDS, TruncationWarning
 from sentvec.encoders.models import resolve_model
 from sentvec.encoders.pooling import (
     MEAN_MODES,
@@ -104,6 +104,30 @@ def bfloat16_is_fast(device: str | torch.device) -> bool:
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)
 
 
+def resolve_precision(precision: str, device: str | torch.device) -> str:
+    """``precision`` with ``"auto"`` resolved for ``device``: ``"bfloat16"`` where the device
+    multiplies bfloat16 in hardware (:func:`bfloat16_is_fast`), else ``"float32"``.
+
+    Parameters
+    ----------
+    precision : {"auto", "float32", "bfloat16"}
+    device : str or torch.device
+
+    Returns
+    -------
+    {"float32", "bfloat16"}
+
+    Raises
+    ------
+    ValueError
+        ``precision`` not one of :data:`PRECISIONS`.
+    """
+    check_choice("precision", precision, PRECISIONS)
+    if precision != "auto":
+        return precision
+    return "bfloat16" if bfloat16_is_fast(device) else "float32"
+
+
 def _resolve_device(device: str | torch.device | None) -> torch.device:
     """``device`` as a torch device that this torch build can use, else a clear ValueError
     (instead of torch's AssertionError deep inside the first ``.to()``)."""
@@ -182,11 +206,22 @@ class TransformerEncoder:
         code for both; vectors agree to about 1e-5 (float32 rounding of another kernel order).
     onnx_cache_dir : path-like, optional
         Root of the ONNX graph cache (default ``$SENTVEC_CACHE`` or ``~/.cache/sentvec``).
+    precision : {"float32", "bfloat16", "auto"}, default "float32"
+        The forward pass's matrix products. ``"bfloat16"`` runs the model under
+        ``torch.autocast`` with bfloat16: linear layers and attention products multiply in
+        bfloat16, while the weights, layer norms, softmax, the hidden states handed to pooling,
+        pooling itself, layer averaging and whitening stay float32 (the cast back happens at
+        each layer norm, so pooled vectors never see bfloat16 values directly). ``"auto"`` is
+        bfloat16 where the device multiplies it in hardware (:func:`bfloat16_is_fast`: a CPU
+        with AMX or AVX512-BF16, a CUDA device with bfloat16), float32 elsewhere. The resolved
+        value is :attr:`precision` and is part of :meth:`config_dict` (so the vector cache keys
+        on it). The ONNX backend runs float32 only.
 
     Raises
     ------
     ValueError
-        Unknown ``pooling``, ``mean_mode`` or ``backend`` (the message lists the options); a
+        Unknown ``pooling``, ``mean_mode``, ``backend`` or ``precision`` (the message lists
+        the options); ``precision="bfloat16"`` with ``backend="onnx"``; a
         layer index out of range (the message names the valid range); ``max_length`` above the
         model's limit; ``backend="onnx"`` with a device other than the CPU; a ``device`` that
         is not a torch device or that this torch build cannot use (CUDA or MPS absent).
@@ -231,6 +266,7 @@ class TransformerEncoder:
         name_or_path: str | None = None,
         backend: str = "torch",
         onnx_cache_dir: str | os.PathLike[str] | None = None,
+        precision: str = "float32",
         _model_dir: str | None = None,
         _source_model: str | None = None,
         _onnx: Any = None,
@@ -264,6 +300,15 @@ class TransformerEncoder:
                 )
             device = "cpu"
         self.device = _resolve_device(device)
+        #: The forward pass's resolved precision: ``"float32"`` or ``"bfloat16"``.
+        self.precision: str = resolve_precision(precision, self.device)
+        if self.backend == "onnx" and self.precision != "float32":
+            if precision == "auto":
+                self.precision = "float32"  # the ONNX graph is float32: auto means its best
+            else:
+                raise ValueError(
+                    f"precision={precision!r} needs backend='torch'; the ONNX backend runs float32"
+                )
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.name_or_path = (
@@ -294,6 +339,7 @@ class TransformerEncoder:
         device: str | torch.device | None = None,
         backend: str = "torch",
         onnx_cache_dir: str | os.PathLike[str] | None = None,
+        precision: str = "float32",
         **model_kwargs: Any,
     ) -> TransformerEncoder:
         """Load an encoder from an alias, a local Hugging Face directory or a hub name.
@@ -312,6 +358,8 @@ class TransformerEncoder:
             See :class:`TransformerEncoder` (not saved with the model: a deployment choice).
         onnx_cache_dir : path-like, optional
             Root of the ONNX graph cache for ``backend="onnx"``.
+        precision : {"float32", "bfloat16", "auto"}, default "float32"
+            See :class:`TransformerEncoder` (not saved with the model: a deployment choice).
         **model_kwargs
             Passed to ``transformers.AutoModel.from_pretrained`` (e.g. ``dtype``, or
             ``num_hidden_layers=2`` to keep only the first two layers). ``local_files_only``
@@ -338,6 +386,7 @@ class TransformerEncoder:
         if mean_mode is not None:
             check_choice("mean_mode", mean_mode, MEAN_MODES)
         check_choice("backend", backend, TRANSFORMER_BACKENDS)
+        check_choice("precision", precision, PRECISIONS)
         resolved = resolve_model(name_or_path)
         is_local = os.path.isdir(resolved)
         saved = _read_encoder_config(resolved) if is_local else {}
@@ -393,6 +442,7 @@ class TransformerEncoder:
             name_or_path=str(name_or_path),
             backend=backend,
             onnx_cache_dir=onnx_cache_dir,
+            precision=precision,
             _model_dir=resolved if is_local else None,
             _source_model=saved.get("source_model"),
         )
@@ -422,6 +472,7 @@ class TransformerEncoder:
             device=self.device,
             name_or_path=self.name_or_path,
             backend=self.backend,
+            precision=self.precision,
             _onnx=self._onnx,
             _model_dir=self._model_dir,
             _source_model=self._source_model,
@@ -472,8 +523,9 @@ class TransformerEncoder:
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description for result records.
 
-        ``"backend"`` is present only for ``backend="onnx"``, so that records and vector-cache
-        keys of the default torch backend stay what they were.
+        ``"backend"`` is present only for ``backend="onnx"`` and ``"precision"`` only for
+        bfloat16, so that records and vector-cache keys of the default torch float32 encoder
+        stay what they were.
         """
         desc = {
             "encoder": type(self).__name__,
@@ -492,13 +544,16 @@ class TransformerEncoder:
         }
         if self.backend != "torch":
             desc["backend"] = self.backend
+        if self.precision != "float32":
+            desc["precision"] = self.precision
         return desc
 
     def __repr__(self) -> str:
         return (
             f"TransformerEncoder({self.name_or_path!r}, pooling={self._pooling!r}, "
             f"layers={self._layers_arg}, max_length={self._max_length}, device='{self.device}'"
-            + (f", backend={self.backend!r})" if self.backend != "torch" else ")")
+            + (f", backend={self.backend!r}" if self.backend != "torch" else "")
+            + (f", precision={self.precision!r})" if self.precision != "float32" else ")")
         )
 
     # ------------------------------------------------------------------ encoding
@@ -742,12 +797,7 @@ class TransformerEncoder:
                     if self._onnx is not None:
                         res = self._onnx(input_ids, mask, hidden_states)
                     else:
-                        res = self.model(
-                            input_ids=torch.from_numpy(input_ids).to(self.device),
-                            attention_mask=mask_t,
-                            output_hidden_states=hidden_states,
-                            return_dict=True,
-                        )
+                        res = self._forward(input_ids, mask_t, hidden_states)
                     out[c0 + batch] = fn(res, mask_t).to("cpu", torch.float32).numpy()
                     bar.update(len(batch))
         if n_truncated:
@@ -760,6 +810,28 @@ class TransformerEncoder:
             )
         # all items distinct: inverse is 0..n-1, so skip the copy (280 MB for MiniLM's layers)
         return out if len(unique) == len(items) else out[inverse]
+
+    def _forward(self, input_ids: np.ndarray, mask: torch.Tensor, hidden_states: bool) -> Any:
+        """The torch forward pass of one padded batch, in :attr:`precision`.
+
+        Only the model runs under autocast: the hidden states it returns are float32 (each
+        layer ends in a float32 layer norm), and pooling, layer averaging and whitening run
+        outside it, in float32.
+        """
+        with torch.autocast(self.device.type, torch.bfloat16, enabled=self.precision == "bfloat16"):
+            res = self.model(
+                input_ids=torch.from_numpy(input_ids).to(self.device),
+                attention_mask=mask,
+                output_hidden_states=hidden_states,
+                return_dict=True,
+            )
+        if self.precision != "float32":  # a model whose last op is not a layer norm
+            states = res.hidden_states
+            if states is not None and any(h.dtype != torch.float32 for h in states):
+                res.hidden_states = tuple(h.float() for h in states)
+            if res.last_hidden_state.dtype != torch.float32:
+                res.last_hidden_state = res.last_hidden_state.float()
+        return res
 
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str]) -> Path:

@@ -99,6 +99,37 @@ def length_limits(
     return int(hard), int(default)
 
 
+#: CPU flags (``/proc/cpuinfo``) of the instructions that multiply bfloat16 in hardware: the
+#: ones torch's own probes report (:func:`sentvec.encoders.bfloat16_is_fast`).
+_BFLOAT16_CPU_FLAGS = frozenset({"amx_tile", "avx512_bf16"})
+
+
+def resolved_precision_without_torch(precision: str, device: str | None) -> str | None:
+    """What :func:`sentvec.encoders.transformer.resolve_precision` gives, without importing
+    torch: ``precision`` itself unless it is ``"auto"``; for ``"auto"``, ``"bfloat16"`` or
+    ``"float32"`` from the CPU's flags (Linux ``/proc/cpuinfo``) when the forward pass surely runs
+    on the CPU (``device="cpu"``, or no device and no NVIDIA driver on the machine), else None
+    (uncertain: the caller loads torch)."""
+    if precision != "auto":
+        return precision
+    on_cpu = device == "cpu" or (
+        device is None
+        and not os.path.exists("/proc/driver/nvidia")
+        and not os.path.exists("/dev/nvidiactl")
+    )
+    if not on_cpu:
+        return None
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    flags = set(line.partition(":")[2].split())
+                    return "bfloat16" if flags & _BFLOAT16_CPU_FLAGS else "float32"
+    except OSError:
+        return None
+    return None
+
+
 def describe_pretrained(
     name_or_path: str | os.PathLike[str],
     *,
@@ -107,6 +138,8 @@ def describe_pretrained(
     max_length: int | None = None,
     mean_mode: str | None = None,
     backend: str = "torch",
+    precision: str = "float32",
+    device: str | None = None,
 ) -> dict[str, Any] | None:
     """``TransformerEncoder.from_pretrained(name_or_path, ...).config_dict()``, from the files.
 
@@ -114,8 +147,10 @@ def describe_pretrained(
     ----------
     name_or_path : str or path-like
         A model alias (``"minilm"``) or a local Hugging Face model directory.
-    pooling, layers, max_length, mean_mode, backend
+    pooling, layers, max_length, mean_mode, backend, precision
         As :meth:`sentvec.TransformerEncoder.from_pretrained`.
+    device : str, optional
+        Only resolves ``precision="auto"`` (:func:`resolved_precision_without_torch`).
 
     Returns
     -------
@@ -178,4 +213,13 @@ def describe_pretrained(
     }
     if backend != "torch":
         desc["backend"] = backend
+    resolved_precision = resolved_precision_without_torch(precision, device)
+    if resolved_precision is None or resolved_precision not in ("float32", "bfloat16"):
+        return None
+    if backend == "onnx" and resolved_precision != "float32":
+        if precision != "auto":
+            return None  # an invalid combination: loading reports it
+        resolved_precision = "float32"
+    if resolved_precision != "float32":
+        desc["precision"] = resolved_precision
     return desc
