@@ -5,8 +5,9 @@ memory-mapped, a Sent2Vec directory, a saved pipeline), served under its --name 
 alias, or the path's last component, a .bin without its suffix). The port is bound first (a
 port in use is reported at once); /health answers 503 while the models load, then 200.
 Concurrent requests for a model are batched. The API key is read from --api-key-file or
-$SENTVEC_API_KEY, never from the command line. SIGTERM stops accepting connections, answers
-the requests in flight, then exits 0. See docs/serving.md.
+$SENTVEC_API_KEY, never from the command line. SIGTERM or Ctrl-C stops accepting connections,
+answers the requests in flight, then exits 0 (a second Ctrl-C stops at once, exit 130). See
+docs/serving.md.
 
 Examples::
 
@@ -236,9 +237,13 @@ def run(args: argparse.Namespace) -> int:
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         key_state = "an API key" if api_key else "NO API key"
         print(f"sentvec serve: listening on {args.host}, with {key_state}", file=sys.stderr)
-    # uvicorn handles SIGTERM (stop accepting, finish requests in flight) and re-raises it
-    # once done: a no-op handler then lets the command end normally
-    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    # uvicorn handles SIGTERM and SIGINT (Ctrl-C) alike: stop accepting, finish the requests
+    # in flight; then it re-raises the signal, and a no-op handler lets the command end
+    # normally (exit 0) instead of as interrupted. With --workers, the supervisor stops its
+    # workers the same way
+    graceful = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in graceful}
+    server: Any = None
     failed: list[str] = []
     run_dir = None
     try:
@@ -278,8 +283,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             from sentvec.serve import create_app
 
-            server: Any = None
-
             def stop(message: str) -> None:
                 failed.append(message)
                 server.should_exit = True
@@ -294,11 +297,15 @@ def run(args: argparse.Namespace) -> int:
             server = uvicorn.Server(uvicorn.Config(app, **common))
             server.run(sockets=[sock])
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         sock.close()
         if run_dir is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
     if failed:
         print(f"sentvec serve: error: the models could not be loaded: {failed[0]}", file=sys.stderr)
         return 1
+    if server is not None and server.force_exit:
+        # a second Ctrl-C: uvicorn stopped without waiting for the requests in flight
+        raise KeyboardInterrupt
     return 0
