@@ -1,5 +1,5 @@
-"""``sentvec serve`` at its HTTP edges, against a real server process over raw sockets: Ctrl-C
-(SIGINT) with one worker and with two."""
+"""``sentvec serve`` at its HTTP edges, against a real server process over raw sockets: the
+content type of a body (415), and Ctrl-C (SIGINT) with one worker and with two."""
 
 from __future__ import annotations
 
@@ -28,6 +28,15 @@ MAX_REQUEST_BYTES = 100_000
 SLACK_S = 20.0
 
 
+@pytest.fixture(scope="module")
+def server():
+    with start_server(
+        *[str(BIN), "--name", "s2v"],
+        *["--max-request-bytes", str(MAX_REQUEST_BYTES)],
+    ) as srv:
+        yield srv
+
+
 def _connect(url: str) -> socket.socket:
     host, port = url.removeprefix("http://").split(":")
     sock = socket.create_connection((host, int(port)), timeout=TIMEOUT_S + SLACK_S)
@@ -52,6 +61,38 @@ def _status(response: bytes) -> int:
     match = re.match(rb"HTTP/1\.1 (\d{3}) ", response)
     assert match, response[:200]
     return int(match.group(1))
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "text/plain", "application/x-www-form-urlencoded", "text/json"]
+)
+@pytest.mark.parametrize("route", ["/embed", "/v1/embeddings"])
+def test_a_body_not_declared_json_is_415(server, route, content_type):
+    """A browser sends these cross-origin without a preflight: they must not make it encode."""
+    body = b'{"inputs": "hello"}' if route == "/embed" else b'{"input": "hello"}'
+    headers = {} if content_type is None else {"content-type": content_type}
+    r = httpx.post(server.url + route, content=body, headers=headers)
+    assert r.status_code == 415
+    message = r.json()["error"] if route == "/embed" else r.json()["error"]["message"]
+    assert "application/json" in message
+
+
+@pytest.mark.parametrize(
+    "content_type,status",
+    [
+        ("application/json", 200),
+        ("Application/JSON; charset=UTF-8", 200),
+        ('application/json; charset="utf-8"', 200),
+        ("application/json; charset=latin-1", 415),
+    ],
+)
+def test_json_content_type_parameters(server, content_type, status):
+    r = httpx.post(
+        server.url + "/embed",
+        content=b'{"inputs": "hello"}',
+        headers={"content-type": content_type},
+    )
+    assert r.status_code == status
 
 
 def _children(pid: int) -> list[int]:

@@ -36,6 +36,7 @@ from sentvec.serve.errors import ApiError, error_payload
 from sentvec.serve.metrics import CONTENT_TYPE_LATEST, ServeMetrics
 from sentvec.serve.protocol import (
     EmbedCall,
+    check_content_type,
     finish_vectors,
     openai_response_body,
     parse_json,
@@ -371,8 +372,10 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
         refusal = state.not_serving()
         if refusal is not None:
             raise refusal
+        received = request.headers
+        check_content_type(received.get("content-type"))
         body = await read_body(
-            request.stream(), request.headers.get("content-length"), cfg.max_request_bytes
+            request.stream(), received.get("content-length"), cfg.max_request_bytes
         )
         obj = parse_json(body)
         parse = parse_openai if dialect == "openai" else parse_tei
