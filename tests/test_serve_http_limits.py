@@ -1,5 +1,6 @@
-"""``sentvec serve`` at its HTTP edges, against a real server process over raw sockets: the
-content type of a body (415), and Ctrl-C (SIGINT) with one worker and with two."""
+"""``sentvec serve`` at its HTTP edges, against a real server process over raw sockets: a client
+leaving in the middle of its body, the content type of a body (415), and Ctrl-C (SIGINT) with
+one worker and with two."""
 
 from __future__ import annotations
 
@@ -61,6 +62,40 @@ def _status(response: bytes) -> int:
     match = re.match(rb"HTTP/1\.1 (\d{3}) ", response)
     assert match, response[:200]
     return int(match.group(1))
+
+
+def _metric(text: str, status: str, route: str = "/embed") -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if (
+            line.startswith("sentvec_requests_total{")
+            and f'route="{route}"' in line
+            and f'status="{status}"' in line
+        ):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_a_client_leaving_during_its_body_is_499_not_500(server):
+    before = httpx.get(server.url + "/metrics").text
+    sock = _connect(server.url)
+    sock.sendall(
+        b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 5000\r\n\r\n" + b'{"inputs": "' + b"a " * 100
+    )
+    time.sleep(0.2)  # the handler is reading the body
+    sock.close()
+    deadline = time.monotonic() + SLACK_S
+    while True:
+        after = httpx.get(server.url + "/metrics").text
+        if _metric(after, "499") >= _metric(before, "499") + 1:
+            break
+        assert time.monotonic() < deadline, "the disconnect was not counted as 499"
+        time.sleep(0.05)
+    assert _metric(after, "500") == _metric(before, "500")
+    log = server.output()
+    assert "while sending its body" in log
+    assert "unexpected error" not in log and "Traceback" not in log
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from sentvec.serve.batching import BatcherClosedError, DynamicBatcher, QueueFullError
 from sentvec.serve.errors import ApiError, error_payload
@@ -429,9 +430,15 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
     except BatcherClosedError:
         status = 503
         return _error_response(ApiError(503, "the server is shutting down"), route)
-    except _ClientGone:
-        status = 499  # nginx's "client closed request"; nobody reads this response
-        return Response(status_code=499)
+    except (_ClientGone, ClientDisconnect) as exc:
+        # nobody reads this response; 499 is nginx's "client closed request"
+        status = 499
+        log.info(
+            "%s: the client closed the connection %s; its request was dropped",
+            route,
+            "before its answer" if isinstance(exc, _ClientGone) else "while sending its body",
+        )
+        return Response(status_code=status)
     except Exception:
         log.exception("%s: unexpected error", route)
         internal = ApiError(
