@@ -31,7 +31,7 @@ from sentvec.cli._args import (
     int_at_least,
     plain_text,
 )
-from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
+from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS, ServeSettings
 
 
 def register(subparsers: Any) -> None:
@@ -91,6 +91,38 @@ def register(subparsers: Any) -> None:
         default=8192,
         metavar="N",
         help="texts queued per model before 429 (default 8192)",
+    )
+    http = ServeSettings()
+    p.add_argument(
+        "--max-header-bytes",
+        type=int_at_least(1),
+        default=http.max_header_bytes,
+        metavar="N",
+        help="size of a request's head, its request line and header fields together; more is "
+        f"a 431 and the connection is closed (default {http.max_header_bytes})",
+    )
+    p.add_argument(
+        "--max-header-fields",
+        type=int_at_least(1),
+        default=http.max_header_fields,
+        metavar="N",
+        help=f"header fields per request; more is a 431 (default {http.max_header_fields})",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=http.header_timeout,
+        metavar="S",
+        help="seconds a client may take to send a request's head, from its first byte; "
+        f"then 408 and the connection is closed (default {http.header_timeout:g})",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=http.body_timeout,
+        metavar="S",
+        help="seconds a client may take to send a request's body, from the end of its head; "
+        f"then 408 and the connection is closed (default {http.body_timeout:g})",
     )
     p.add_argument(
         "--api-key-file",
@@ -168,6 +200,10 @@ def _settings(args: argparse.Namespace) -> Any:
         max_input_items=args.max_input_items,
         max_request_bytes=args.max_request_bytes,
         max_queue_items=args.max_queue_items,
+        max_header_bytes=args.max_header_bytes,
+        max_header_fields=args.max_header_fields,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
         encoder_options=device_options(args),
         api_key_file=args.api_key_file,
     ).check()
@@ -227,12 +263,15 @@ def run(args: argparse.Namespace) -> int:
     )
     import uvicorn
 
+    from sentvec.serve.http_limits import uvicorn_options
+
     common: dict[str, Any] = dict(
         host=args.host,
         port=port,
         log_level=args.log_level,
         access_log=args.access_log,
         server_header=False,
+        **uvicorn_options(settings),
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         key_state = "an API key" if api_key else "NO API key"

@@ -34,6 +34,7 @@ from starlette.requests import ClientDisconnect
 
 from sentvec.serve.batching import BatcherClosedError, DynamicBatcher, QueueFullError
 from sentvec.serve.errors import ApiError, error_payload
+from sentvec.serve.http_limits import REFUSAL_SCOPE_KEY
 from sentvec.serve.metrics import CONTENT_TYPE_LATEST, ServeMetrics
 from sentvec.serve.protocol import (
     EmbedCall,
@@ -431,13 +432,16 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
         status = 503
         return _error_response(ApiError(503, "the server is shutting down"), route)
     except (_ClientGone, ClientDisconnect) as exc:
-        # nobody reads this response; 499 is nginx's "client closed request"
-        status = 499
-        log.info(
-            "%s: the client closed the connection %s; its request was dropped",
-            route,
-            "before its answer" if isinstance(exc, _ClientGone) else "while sending its body",
-        )
+        # nobody reads this response. 499 is nginx's "client closed request"; a body that did
+        # not arrive in time was answered 408 by the connection layer, which logged it
+        refused = request.scope.get(REFUSAL_SCOPE_KEY)
+        status = 499 if refused is None else int(refused)
+        if refused is None:
+            log.info(
+                "%s: the client closed the connection %s; its request was dropped",
+                route,
+                "before its answer" if isinstance(exc, _ClientGone) else "while sending its body",
+            )
         return Response(status_code=status)
     except Exception:
         log.exception("%s: unexpected error", route)

@@ -44,6 +44,10 @@ _TEI_FIELDS = {
 }
 
 
+#: The header that ends a connection after its answer.
+_CLOSE = {"Connection": "close"}
+
+
 @dataclass
 class EmbedCall:
     """One validated embedding request."""
@@ -91,7 +95,9 @@ def check_content_type(value: str | None) -> None:
 async def read_body(receive_stream: Any, content_length: str | None, limit: int) -> bytes:
     """The request body, refused with 413 as soon as it exceeds ``limit`` bytes.
 
-    ``receive_stream`` is an async iterator of body chunks (``Request.stream()``).
+    ``receive_stream`` is an async iterator of body chunks (``Request.stream()``). The 413
+    carries ``Connection: close``: the rest of the body is not read, so the connection cannot
+    carry another request.
     """
     if content_length is not None:
         try:
@@ -103,6 +109,7 @@ async def read_body(receive_stream: Any, content_length: str | None, limit: int)
                 413,
                 f"the request body has {declared} bytes, more than this server's limit of "
                 f"{limit} bytes (--max-request-bytes); send fewer or shorter inputs per request",
+                headers=_CLOSE,
             )
     parts, size = [], 0
     async for chunk in receive_stream:
@@ -112,6 +119,7 @@ async def read_body(receive_stream: Any, content_length: str | None, limit: int)
                 413,
                 f"the request body exceeds this server's limit of {limit} bytes "
                 "(--max-request-bytes); send fewer or shorter inputs per request",
+                headers=_CLOSE,
             )
         parts.append(chunk)
     return b"".join(parts)
