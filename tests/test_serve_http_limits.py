@@ -85,7 +85,7 @@ def test_a_header_value_streamed_past_the_limit_is_431_and_cut_off(server):
     """Before: accepted whole (32 MiB stalled every other client) and answered 200."""
     sock = _connect(server.url)
     sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Long: ")
-    sent, total = 0, 4 << 20
+    sent, total = 0, 32 << 20  # more than the sockets' buffers on both sides hold
     try:
         while sent < total:
             sock.sendall(b"a" * 65536)
@@ -174,9 +174,9 @@ def test_a_413_for_the_body_size_closes_the_connection(server):
 
 
 def test_a_refusal_before_the_body_closes_the_connection(server):
-    """415 is answered before the body is read: the rest of the body is not waited for."""
+    """415 is answered before the body is read: the connection is closed at once, not kept
+    until the body timeout (which would add a 408 after the 415)."""
     sock = _connect(server.url)
-    t0 = time.monotonic()
     sock.sendall(
         b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
         b"Content-Length: 5000\r\n\r\n" + b'{"inputs": "'
@@ -184,7 +184,7 @@ def test_a_refusal_before_the_body_closes_the_connection(server):
     response = _read_all(sock)
     sock.close()
     assert _status(response) == 415
-    assert time.monotonic() - t0 < TIMEOUT_S  # closed at once, not by the body timeout
+    assert response.count(b"HTTP/1.1 ") == 1, response
 
 
 def test_a_client_leaving_during_its_body_is_499_not_500(server):
@@ -269,16 +269,20 @@ def test_ctrl_c_drains_the_requests_in_flight_and_exits_0(workers):
         body = b'{"inputs": "a sentence in flight"}'
         sock.sendall(
             b"POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n" % len(body) + body[:10]
+            b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body)
         )
-        time.sleep(0.3)  # the request is accepted and its handler reads the body
+        # the server says 100 Continue when the handler starts reading the body: in flight
+        interim = b""
+        while not interim.endswith(b"\r\n\r\n"):
+            interim += sock.recv(1)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
         for pid in [srv.proc.pid, *_children(srv.proc.pid)]:
             try:
                 os.kill(pid, signal.SIGINT)
             except ProcessLookupError:
                 pass
         time.sleep(0.3)
-        sock.sendall(body[10:])
+        sock.sendall(body)
         response = _read_all(sock)
         sock.close()
         assert _status(response) == 200
@@ -307,8 +311,7 @@ def test_http_limits_are_checked(field, value):
 def test_without_httptools_uvicorn_runs_h11_with_the_head_limit(monkeypatch, caplog):
     import sys
 
-    from sentvec.serve import ServeSettings
-    from sentvec.serve.http_limits import uvicorn_options
+    from sentvec.serve import ServeSettings, uvicorn_options
 
     settings = ServeSettings(max_header_bytes=1234)
     options = uvicorn_options(settings)
