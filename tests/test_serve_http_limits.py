@@ -319,5 +319,5 @@ def test_without_httptools_uvicorn_runs_h11_with_the_head_limit(monkeypatch, cap
     monkeypatch.setitem(sys.modules, "httptools", None)  # import httptools: ImportError
     with caplog.at_level("WARNING", logger="sentvec.serve"):
         options = uvicorn_options(settings)
-    assert options == {"http": "h11", "h11_max_incomplete_event_size": 1234}
+    assert options == {"http": "h11", "h11_max_incomplete_event_size": 1234, "ws": "none"}
     assert "--header-timeout and --body-timeout are not enforced" in caplog.text

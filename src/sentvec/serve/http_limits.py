@@ -316,10 +316,12 @@ def uvicorn_options(settings: ServeSettings) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``http`` (see :func:`http_protocol`) and ``h11_max_incomplete_event_size`` (the head
-        limit, for when uvicorn runs h11).
+        ``http`` (see :func:`http_protocol`), ``h11_max_incomplete_event_size`` (the head
+        limit, for when uvicorn runs h11) and ``ws="none"``: the server has no WebSocket
+        route, and a connection handed to a WebSocket protocol would leave these limits.
     """
     return {
         "http": http_protocol(settings),
         "h11_max_incomplete_event_size": int(settings.max_header_bytes),
+        "ws": "none",
     }
