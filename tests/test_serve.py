@@ -29,6 +29,7 @@ SENTENCES = [
 TEXTS = SENTENCES[:5]
 MAX_ITEMS = 64
 MAX_BYTES = 200_000
+JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -267,7 +268,7 @@ BAD_TEI = [
 
 @pytest.mark.parametrize("body,status,message", BAD_TEI)
 def test_bad_tei_request(server, body, status, message):
-    r = httpx.post(server.url + "/embed", content=body)
+    r = httpx.post(server.url + "/embed", content=body, headers=JSON)
     assert r.status_code == status
     assert set(r.json()) == {"error", "error_type"}
     assert message in r.json()["error"]
@@ -287,7 +288,7 @@ def test_limits_are_413_naming_the_limit(server):
         for _ in range(5):
             yield b" " * (MAX_BYTES // 2)
 
-    r = httpx.post(server.url + "/embed", content=chunks())
+    r = httpx.post(server.url + "/embed", content=chunks(), headers=JSON)
     assert r.status_code == 413 and "--max-request-bytes" in r.json()["error"]
 
 

@@ -49,6 +49,13 @@ def test_key_is_required_everywhere_but_health(server):
     assert "Incorrect API key" in r.json()["error"]
     r = httpx.post(server.url + "/embed", json={"inputs": "hello"}, headers={"Authorization": KEY})
     assert r.status_code == 401  # the key without "Bearer "
+    for scheme in ("bearer", "BEARER"):  # the scheme is case-insensitive (RFC 9110 11.1)
+        r = httpx.post(
+            server.url + "/embed",
+            json={"inputs": "hello"},
+            headers={"Authorization": f"{scheme} {KEY}"},
+        )
+        assert r.status_code == 200
     assert httpx.get(server.url + "/health").status_code == 200
 
 

@@ -5,8 +5,9 @@ memory-mapped, a Sent2Vec directory, a saved pipeline), served under its --name 
 alias, or the path's last component, a .bin without its suffix). The port is bound first (a
 port in use is reported at once); /health answers 503 while the models load, then 200.
 Concurrent requests for a model are batched. The API key is read from --api-key-file or
-$SENTVEC_API_KEY, never from the command line. SIGTERM stops accepting connections, answers
-the requests in flight, then exits 0. See docs/serving.md.
+$SENTVEC_API_KEY, never from the command line. SIGTERM or Ctrl-C stops accepting connections,
+answers the requests in flight, then exits 0 (a second Ctrl-C stops at once, exit 130). See
+docs/serving.md.
 
 Examples::
 
@@ -30,7 +31,7 @@ from sentvec.cli._args import (
     int_at_least,
     plain_text,
 )
-from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
+from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS, ServeSettings
 
 
 def register(subparsers: Any) -> None:
@@ -90,6 +91,38 @@ def register(subparsers: Any) -> None:
         default=8192,
         metavar="N",
         help="texts queued per model before 429 (default 8192)",
+    )
+    http = ServeSettings()
+    p.add_argument(
+        "--max-header-bytes",
+        type=int_at_least(1),
+        default=http.max_header_bytes,
+        metavar="N",
+        help="size of a request's head, its request line and header fields together; more is "
+        f"a 431 and the connection is closed (default {http.max_header_bytes})",
+    )
+    p.add_argument(
+        "--max-header-fields",
+        type=int_at_least(1),
+        default=http.max_header_fields,
+        metavar="N",
+        help=f"header fields per request; more is a 431 (default {http.max_header_fields})",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=http.header_timeout,
+        metavar="S",
+        help="seconds a client may take to send a request's head, from its first byte; "
+        f"then 408 and the connection is closed (default {http.header_timeout:g})",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=http.body_timeout,
+        metavar="S",
+        help="seconds a client may take to send a request's body, from the end of its head; "
+        f"then 408 and the connection is closed (default {http.body_timeout:g})",
     )
     p.add_argument(
         "--api-key-file",
@@ -167,6 +200,10 @@ def _settings(args: argparse.Namespace) -> Any:
         max_input_items=args.max_input_items,
         max_request_bytes=args.max_request_bytes,
         max_queue_items=args.max_queue_items,
+        max_header_bytes=args.max_header_bytes,
+        max_header_fields=args.max_header_fields,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
         encoder_options=device_options(args),
         api_key_file=args.api_key_file,
     ).check()
@@ -226,19 +263,26 @@ def run(args: argparse.Namespace) -> int:
     )
     import uvicorn
 
+    from sentvec.serve.http_limits import uvicorn_options
+
     common: dict[str, Any] = dict(
         host=args.host,
         port=port,
         log_level=args.log_level,
         access_log=args.access_log,
         server_header=False,
+        **uvicorn_options(settings),
     )
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         key_state = "an API key" if api_key else "NO API key"
         print(f"sentvec serve: listening on {args.host}, with {key_state}", file=sys.stderr)
-    # uvicorn handles SIGTERM (stop accepting, finish requests in flight) and re-raises it
-    # once done: a no-op handler then lets the command end normally
-    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    # uvicorn handles SIGTERM and SIGINT (Ctrl-C) alike: stop accepting, finish the requests
+    # in flight; then it re-raises the signal, and a no-op handler lets the command end
+    # normally (exit 0) instead of as interrupted. With --workers, the supervisor stops its
+    # workers the same way
+    graceful = (signal.SIGTERM, signal.SIGINT)
+    previous = {sig: signal.signal(sig, lambda *_: None) for sig in graceful}
+    server: Any = None
     failed: list[str] = []
     run_dir = None
     try:
@@ -278,8 +322,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             from sentvec.serve import create_app
 
-            server: Any = None
-
             def stop(message: str) -> None:
                 failed.append(message)
                 server.should_exit = True
@@ -294,11 +336,15 @@ def run(args: argparse.Namespace) -> int:
             server = uvicorn.Server(uvicorn.Config(app, **common))
             server.run(sockets=[sock])
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         sock.close()
         if run_dir is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
     if failed:
         print(f"sentvec serve: error: the models could not be loaded: {failed[0]}", file=sys.stderr)
         return 1
+    if server is not None and server.force_exit:
+        # a second Ctrl-C: uvicorn stopped without waiting for the requests in flight
+        raise KeyboardInterrupt
     return 0

@@ -14,6 +14,7 @@ _LAZY: dict[str, str] = {
     "create_app": "sentvec.serve.app",
     "app_from_environment": "sentvec.serve.app",
     "ServeSettings": "sentvec.serve.settings",
+    "uvicorn_options": "sentvec.serve.http_limits",
     "DynamicBatcher": "sentvec.serve.batching",
     "QueueFullError": "sentvec.serve.batching",
     "ServedModel": "sentvec.serve.served_model",

@@ -30,12 +30,15 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from sentvec.serve.batching import BatcherClosedError, DynamicBatcher, QueueFullError
 from sentvec.serve.errors import ApiError, error_payload
+from sentvec.serve.http_limits import REFUSAL_SCOPE_KEY
 from sentvec.serve.metrics import CONTENT_TYPE_LATEST, ServeMetrics
 from sentvec.serve.protocol import (
     EmbedCall,
+    check_content_type,
     finish_vectors,
     openai_response_body,
     parse_json,
@@ -371,8 +374,10 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
         refusal = state.not_serving()
         if refusal is not None:
             raise refusal
+        received = request.headers
+        check_content_type(received.get("content-type"))
         body = await read_body(
-            request.stream(), request.headers.get("content-length"), cfg.max_request_bytes
+            request.stream(), received.get("content-length"), cfg.max_request_bytes
         )
         obj = parse_json(body)
         parse = parse_openai if dialect == "openai" else parse_tei
@@ -426,9 +431,18 @@ async def _embed(request: Request, route: str, dialect: str) -> Response:
     except BatcherClosedError:
         status = 503
         return _error_response(ApiError(503, "the server is shutting down"), route)
-    except _ClientGone:
-        status = 499  # nginx's "client closed request"; nobody reads this response
-        return Response(status_code=499)
+    except (_ClientGone, ClientDisconnect) as exc:
+        # nobody reads this response. 499 is nginx's "client closed request"; a body that did
+        # not arrive in time was answered 408 by the connection layer, which logged it
+        refused = request.scope.get(REFUSAL_SCOPE_KEY)
+        status = 499 if refused is None else int(refused)
+        if refused is None:
+            log.info(
+                "%s: the client closed the connection %s; its request was dropped",
+                route,
+                "before its answer" if isinstance(exc, _ClientGone) else "while sending its body",
+            )
+        return Response(status_code=status)
     except Exception:
         log.exception("%s: unexpected error", route)
         internal = ApiError(

@@ -22,6 +22,7 @@ from sentvec.serve.served_model import ServedModel, TokenCounts
 
 __all__ = [
     "EmbedCall",
+    "check_content_type",
     "read_body",
     "parse_json",
     "parse_openai",
@@ -43,6 +44,10 @@ _TEI_FIELDS = {
 }
 
 
+#: The header that ends a connection after its answer.
+_CLOSE = {"Connection": "close"}
+
+
 @dataclass
 class EmbedCall:
     """One validated embedding request."""
@@ -55,10 +60,44 @@ class EmbedCall:
     truncate: bool = True
 
 
+def check_content_type(value: str | None) -> None:
+    """Refuse (415) a body that is not declared ``application/json``.
+
+    A browser sends a cross-origin POST without asking the server first (no CORS preflight)
+    only with a "simple" content type (``text/plain``, a form) or none: refusing those keeps
+    any web page a user visits from making the server encode. Parameters are allowed, except
+    a ``charset`` other than UTF-8 (JSON is UTF-8, RFC 8259).
+
+    Raises
+    ------
+    ApiError
+        415, naming the type received.
+    """
+    if value == "application/json":
+        return
+    media, _, params = (value or "").partition(";")
+    if media.strip().lower() != "application/json":
+        got = f"Content-Type {value!r:.60}" if value else "no Content-Type"
+        raise ApiError(
+            415,
+            f"the request body must be JSON sent as Content-Type: application/json; got {got}",
+        )
+    for param in params.split(";"):
+        name, _, given = param.partition("=")
+        charset = given.strip().strip('"').lower()
+        if name.strip().lower() == "charset" and charset not in ("utf-8", "utf8"):
+            raise ApiError(
+                415,
+                f"the request body must be UTF-8 JSON; got Content-Type {value!r:.60}",
+            )
+
+
 async def read_body(receive_stream: Any, content_length: str | None, limit: int) -> bytes:
     """The request body, refused with 413 as soon as it exceeds ``limit`` bytes.
 
-    ``receive_stream`` is an async iterator of body chunks (``Request.stream()``).
+    ``receive_stream`` is an async iterator of body chunks (``Request.stream()``). The 413
+    carries ``Connection: close``: the rest of the body is not read, so the connection cannot
+    carry another request.
     """
     if content_length is not None:
         try:
@@ -70,6 +109,7 @@ async def read_body(receive_stream: Any, content_length: str | None, limit: int)
                 413,
                 f"the request body has {declared} bytes, more than this server's limit of "
                 f"{limit} bytes (--max-request-bytes); send fewer or shorter inputs per request",
+                headers=_CLOSE,
             )
     parts, size = [], 0
     async for chunk in receive_stream:
@@ -79,6 +119,7 @@ async def read_body(receive_stream: Any, content_length: str | None, limit: int)
                 413,
                 f"the request body exceeds this server's limit of {limit} bytes "
                 "(--max-request-bytes); send fewer or shorter inputs per request",
+                headers=_CLOSE,
             )
         parts.append(chunk)
     return b"".join(parts)

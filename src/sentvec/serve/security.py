@@ -1,6 +1,7 @@
 """API-key authentication: ``Authorization: Bearer KEY`` on every route but ``/health``.
 
-A pure ASGI middleware (no per-request task or body buffering). The key is compared in
+A pure ASGI middleware (no per-request task or body buffering). The scheme is matched without
+regard to case (RFC 9110 section 11.1: ``bearer KEY`` is ``Bearer KEY``); the key is compared in
 constant time (:func:`hmac.compare_digest`) and is never logged or echoed.
 """
 
@@ -11,10 +12,32 @@ from typing import Any
 
 from sentvec.serve.errors import ApiError, error_payload
 
-__all__ = ["ApiKeyMiddleware", "OPEN_PATHS"]
+__all__ = ["ApiKeyMiddleware", "OPEN_PATHS", "bearer_credentials"]
 
 #: Routes served without a key (load balancers probe them).
 OPEN_PATHS = frozenset({"/health"})
+
+
+def bearer_credentials(authorization: bytes) -> bytes:
+    """The credentials of an ``Authorization: Bearer <token>`` value; ``b""`` for another scheme.
+
+    The scheme is case-insensitive and separated from the token by one or more spaces (RFC 9110
+    section 11.4); spaces around the token are not part of it.
+
+    Parameters
+    ----------
+    authorization : bytes
+        The header's value as received.
+
+    Returns
+    -------
+    bytes
+        The token, or ``b""`` when the value is not a Bearer credential.
+    """
+    scheme, _, token = authorization.partition(b" ")
+    if scheme.lower() != b"bearer":
+        return b""
+    return token.strip(b" ")
 
 
 class ApiKeyMiddleware:
@@ -31,7 +54,7 @@ class ApiKeyMiddleware:
         if not api_key:
             raise ValueError("the API key must not be empty")
         self.app = app
-        self._expected = b"Bearer " + api_key.encode("utf-8")
+        self._expected = api_key.encode("utf-8")
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path", "") in OPEN_PATHS:
@@ -42,7 +65,7 @@ class ApiKeyMiddleware:
             if name == b"authorization":
                 given = value
                 break
-        if hmac.compare_digest(given, self._expected):
+        if hmac.compare_digest(bearer_credentials(given), self._expected):
             await self.app(scope, receive, send)
             return
         message = (

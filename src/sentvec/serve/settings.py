@@ -9,6 +9,7 @@ it from ``api_key_file`` or ``$SENTVEC_API_KEY`` itself.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -52,6 +53,17 @@ class ServeSettings:
         Request body size; more is a 413.
     max_queue_items : int, default 8192
         Texts waiting per model; more is a 429 with ``Retry-After``.
+    max_header_bytes : int, default 16384
+        Size of a request head (request line and header fields, Node.js's and h11's default);
+        more is a 431 and the connection is closed.
+    max_header_fields : int, default 100
+        Header fields per request (Apache's ``LimitRequestFields``); more is a 431.
+    header_timeout : float, default 30
+        Seconds a client may take to send a request head, from its first byte (from the
+        connection's opening for the first request); past it, 408 and the connection closed.
+    body_timeout : float, default 60
+        Seconds a client may take to send a request body, from the end of its head; past it,
+        408 and the connection closed (8 MiB in 60 s is 140 kB/s).
     encoder_options : dict
         ``device`` / ``backend`` for transformer models.
     api_key_file : str, optional
@@ -68,23 +80,37 @@ class ServeSettings:
     max_input_items: int = 2048
     max_request_bytes: int = 8 * 1024 * 1024
     max_queue_items: int = 8192
+    max_header_bytes: int = 16384
+    max_header_fields: int = 100
+    header_timeout: float = 30.0
+    body_timeout: float = 60.0
     encoder_options: dict[str, Any] = field(default_factory=dict)
     api_key_file: str | None = None
     run_dir: str | None = None
 
     def check(self) -> ServeSettings:
-        """Raise ValueError for a bound below 1 or an item limit above the queue limit."""
+        """Raise ValueError for a bound below 1, a timeout that is not a positive finite number
+        of seconds, or an item limit above the queue limit."""
         for name in (
             "max_batch_tokens",
             "max_batch_size",
             "max_input_items",
             "max_request_bytes",
             "max_queue_items",
+            "max_header_bytes",
+            "max_header_fields",
         ):
             if getattr(self, name) is not None and int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not float(self.max_wait_ms) >= 0:
             raise ValueError(f"max_wait_ms must be >= 0, got {self.max_wait_ms}")
+        for name in ("header_timeout", "body_timeout"):
+            if not 0 < float(getattr(self, name)) < math.inf:
+                option = "--" + name.replace("_", "-")
+                raise ValueError(
+                    f"{name} ({option}) must be a positive number of seconds, "
+                    f"got {getattr(self, name)}"
+                )
         if self.max_input_items > self.max_queue_items:
             raise ValueError(
                 f"max_input_items ({self.max_input_items}) exceeds max_queue_items "

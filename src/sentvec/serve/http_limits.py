@@ -1,0 +1,327 @@
+"""Per-connection limits of the HTTP layer: the size of a request head and the time a client may
+take to send its head and its body.
+
+uvicorn's httptools protocol (what it runs when httptools is installed, as in the ``serve``
+extra) bounds neither: llhttp keeps no header limit of its own, httptools gathers a header value
+in memory however long it grows, and a connection that sends half a request head, or a body
+that never ends, holds its place for ever. ``LimitedHttpToolsProtocol`` (made by
+:func:`http_protocol`) adds the limits to that protocol, as nginx or Node.js have them:
+
+* the request head (request line and header fields) at most ``max_header_bytes`` bytes and
+  ``max_header_fields`` fields: past either, **431** Request Header Fields Too Large and the
+  connection is closed. A head that has not ended is cut off as soon as the bytes received for
+  it pass the limit, so its memory is bounded by the limit plus one read (256 KiB);
+* the head must arrive within ``header_timeout`` seconds of its first byte (of the connection's
+  opening, for the first request), the body within ``body_timeout`` seconds of the end of the
+  head: past either, **408** Request Timeout and the connection is closed (a connection that
+  sent nothing is closed without an answer);
+* an answer sent before the request's body has arrived (a refusal: 401, 413, 415, 503, ...)
+  closes the connection instead of reading the rest of the body.
+
+The cost on the fast path is a few attribute updates and two reads of the loop's clock per
+request; the one timer of a connection is re-armed only when it fires, at most once per
+``header_timeout`` while the connection is busy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, cast
+
+from sentvec.serve.errors import ApiError, error_payload
+from sentvec.serve.settings import ServeSettings
+
+__all__ = ["http_protocol", "uvicorn_options", "REFUSAL_SCOPE_KEY"]
+
+#: Scope key set to the status (408) the connection layer answered for a request whose
+#: application was already running; the application then counts that status, not a disconnect.
+REFUSAL_SCOPE_KEY = "sentvec.refused"
+
+log = logging.getLogger("sentvec.serve")
+
+# where a connection is in its current request
+_IDLE = 0  # between requests (uvicorn's keep-alive timeout applies)
+_HEAD = 1  # receiving a request head (or waiting for the first one)
+_BODY = 2  # receiving a request body
+
+_REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+
+
+def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
+    """The protocol class, built on uvicorn's httptools protocol (imported only here: it needs
+    httptools)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class LimitedHttpToolsProtocol(HttpToolsProtocol):
+        """uvicorn's httptools protocol with the limits of the module docstring."""
+
+        def __init__(
+            self,
+            config: Any,
+            server_state: Any,
+            app_state: dict[str, Any],
+            _loop: asyncio.AbstractEventLoop | None = None,
+            *,
+            settings: ServeSettings,
+        ) -> None:
+            super().__init__(config, server_state, app_state, _loop)
+            self.max_header_bytes = int(settings.max_header_bytes)
+            self.max_header_fields = int(settings.max_header_fields)
+            self.header_timeout = float(settings.header_timeout)
+            self.body_timeout = float(settings.body_timeout)
+            self.url = b""
+            self._phase = _HEAD
+            self._head_bytes = 0
+            self._deadline: float | None = None
+            self._timer: asyncio.TimerHandle | None = None
+            self._timer_at = 0.0
+
+        # --- deadlines: one timer per connection, re-armed only when it fires ---------------
+
+        def _set_deadline(self, deadline: float | None) -> None:
+            self._deadline = deadline
+            if deadline is None:
+                return
+            if self._timer is not None:
+                if self._timer_at <= deadline:
+                    return  # fires first, then re-arms for this deadline
+                self._timer.cancel()
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+            self._timer_at = deadline
+
+        def _on_timer(self) -> None:
+            self._timer = None
+            deadline = self._deadline
+            if deadline is None or self.transport.is_closing():
+                return
+            now = self.loop.time()
+            if now < deadline:
+                self._timer = self.loop.call_at(deadline, self._on_timer)
+                self._timer_at = deadline
+                return
+            if self.flow.read_paused:
+                # the server holds the bytes back (a pipelined request waiting for its turn, a
+                # body the application has not read yet): not the client's delay
+                timeout = self.header_timeout if self._phase == _HEAD else self.body_timeout
+                self._set_deadline(now + timeout)
+                return
+            if self._phase == _HEAD:
+                if self._head_bytes == 0 and self.cycle is None:  # nothing sent: no answer
+                    self.transport.close()
+                    return
+                self._refuse(
+                    408,
+                    f"the request head did not arrive within {self.header_timeout:g} s "
+                    "(--header-timeout)",
+                )
+            elif self._phase == _BODY:
+                self._refuse(
+                    408,
+                    f"the request body did not arrive within {self.body_timeout:g} s "
+                    "(--body-timeout)",
+                )
+
+        def _refuse(self, status: int, message: str) -> None:
+            """Answer ``status`` (if no other answer is under way) and close the connection."""
+            cycle = self.cycle
+            log.warning("%s: %s; connection closed (%d)", self._peer(), message, status)
+            if cycle is not None and not cycle.response_complete:
+                if cycle.response_started or self._phase != _BODY or self.pipeline:
+                    self.transport.close()  # an answer is being written: cut it off
+                    return
+                # the application waits for this body: it sees a disconnect, and counts status
+                cast(dict[str, Any], cycle.scope)[REFUSAL_SCOPE_KEY] = status
+                cycle.disconnected = True
+                cycle.message_event.set()
+            path = self.url.split(b"?", 1)[0].decode("latin-1")
+            body, _ = error_payload(ApiError(status, message), path)
+            self.transport.write(
+                b"".join(
+                    (
+                        b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),
+                        b"content-type: application/json\r\n",
+                        b"content-length: %d\r\n" % len(body),
+                        b"connection: close\r\n\r\n",
+                        body,
+                    )
+                )
+            )
+            self._phase = _IDLE
+            self._deadline = None
+            self.transport.close()
+
+        # --- protocol and parser callbacks ---------------------------------------------------
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._set_deadline(self.loop.time() + self.header_timeout)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._deadline = None
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            phase = self._phase
+            if phase != _BODY:
+                if phase == _IDLE:  # the first bytes of the next request
+                    self._phase = _HEAD
+                    self._head_bytes = 0
+                    self.url = b""
+                    self._set_deadline(self.loop.time() + self.header_timeout)
+                self._head_bytes += len(data)
+            super().data_received(data)
+            if self._phase == _HEAD and not self.transport.is_closing():
+                # the head has not ended: every byte received for it so far belongs to it
+                if self._head_bytes > self.max_header_bytes:
+                    self._refuse(431, self._too_many_bytes())
+                elif len(self.headers or ()) > self.max_header_fields:
+                    self._refuse(431, self._too_many_fields())
+
+        def on_message_begin(self) -> None:
+            if self._phase == _IDLE:  # a pipelined request, starting inside a read
+                self._phase = _HEAD
+                self._head_bytes = 0
+                self._set_deadline(self.loop.time() + self.header_timeout)
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._phase = _BODY
+            self._set_deadline(self.loop.time() + self.body_timeout)
+            refusal = None
+            if len(self.headers) > self.max_header_fields:
+                refusal = self._too_many_fields()
+            elif not 0 < self._head_bytes <= self.max_header_bytes:
+                # what was read held more than the head (a body, a next request), or the head
+                # began inside an earlier read: measure the head itself
+                size = len(self.url) + 14 + sum(len(n) + len(v) + 4 for n, v in self.headers)
+                if size > self.max_header_bytes:
+                    refusal = self._too_many_bytes()
+            if refusal is None:
+                super().on_headers_complete()
+                return
+            log.warning("%s: %s; connection closed (431)", self._peer(), refusal)
+            app = self.app
+            self.app = _refusal_app(431, refusal)  # answered through uvicorn's own cycle
+            try:
+                super().on_headers_complete()
+            finally:
+                self.app = app
+
+        def on_message_complete(self) -> None:
+            self._phase = _IDLE
+            self._deadline = None
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            if (
+                self._phase == _BODY
+                and self.cycle.response_complete  # the answer to the request being received
+                and not self.transport.is_closing()
+            ):
+                # answered before its body arrived (a refusal): do not read the rest of it
+                self._phase = _IDLE
+                self._deadline = None
+                self.transport.close()
+            super().on_response_complete()
+
+        def _peer(self) -> str:
+            return f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+
+        def _too_many_bytes(self) -> str:
+            return (
+                "the request head (request line and header fields) exceeds this server's "
+                f"limit of {self.max_header_bytes} bytes (--max-header-bytes)"
+            )
+
+        def _too_many_fields(self) -> str:
+            return (
+                f"the request has more than {self.max_header_fields} header fields, this "
+                "server's limit (--max-header-fields)"
+            )
+
+    return LimitedHttpToolsProtocol
+
+
+def _refusal_app(status: int, message: str) -> Any:
+    """An ASGI application answering every request with ``status`` and ``Connection: close``."""
+
+    async def refuse(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body, _ = error_payload(ApiError(status, message), scope.get("path", ""))
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"connection", b"close"),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    return refuse
+
+
+@functools.cache
+def _protocol_class() -> Callable[..., asyncio.Protocol]:
+    return _make_protocol_class()
+
+
+def _create(settings: ServeSettings, **kwargs: Any) -> asyncio.Protocol:
+    return _protocol_class()(settings=settings, **kwargs)
+
+
+def http_protocol(settings: ServeSettings) -> Any:
+    """uvicorn's ``http`` argument enforcing ``settings``' limits on every connection.
+
+    Parameters
+    ----------
+    settings : ServeSettings
+        Its ``max_header_bytes``, ``max_header_fields``, ``header_timeout`` and
+        ``body_timeout`` are enforced.
+
+    Returns
+    -------
+    callable or str
+        A protocol factory for ``uvicorn.Config(app, http=...)`` (it pickles, so ``--workers``
+        processes receive it); ``"h11"`` when httptools is not installed, with a warning: h11
+        then bounds the head by ``h11_max_incomplete_event_size`` (answered 400) and nothing
+        bounds the time a client takes (see :func:`uvicorn_options`).
+    """
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        log.warning(
+            "httptools is not installed: --header-timeout and --body-timeout are not "
+            "enforced (pip install 'sentvec[serve]')"
+        )
+        return "h11"
+    return functools.partial(_create, settings)
+
+
+def uvicorn_options(settings: ServeSettings) -> dict[str, Any]:
+    """The ``uvicorn.Config`` options that enforce ``settings``' HTTP limits.
+
+    Parameters
+    ----------
+    settings : ServeSettings
+
+    Returns
+    -------
+    dict
+        ``http`` (see :func:`http_protocol`), ``h11_max_incomplete_event_size`` (the head
+        limit, for when uvicorn runs h11) and ``ws="none"``: the server has no WebSocket
+        route, and a connection handed to a WebSocket protocol would leave these limits.
+    """
+    return {
+        "http": http_protocol(settings),
+        "h11_max_incomplete_event_size": int(settings.max_header_bytes),
+        "ws": "none",
+    }
