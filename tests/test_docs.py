@@ -153,7 +153,24 @@ def test_api_reference_names_every_public_name():
 
 
 def test_version_is_one_string():
+    """``sentvec.__version__`` is the one source; the changelog and citation agree with it."""
+    from packaging.version import Version
+
     meta = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
-    assert meta["project"]["version"] == sentvec.__version__
+    assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "sentvec.__version__"}
+    version = Version(sentvec.__version__)
     changelog = (REPO / "CHANGELOG.md").read_text("utf-8")
-    assert f"## [{sentvec.__version__}]" in changelog
+    releases = re.findall(r"^## \[(\d[^\]]*)\] - (\d{4}-\d\d-\d\d)$", changelog, re.M)
+    latest, date = releases[0]
+    if version.is_devrelease:  # work after the latest release, listed under "Unreleased"
+        assert "## [Unreleased]" in changelog and version > Version(latest)
+    else:
+        assert Version(latest) == version
+    # the citation names the latest release and its date
+    citation = (REPO / "CITATION.cff").read_text("utf-8")
+    assert re.search(rf"^version: {re.escape(latest)}$", citation, re.M)
+    assert f'date-released: "{date}"' in citation
+    # every version heading is a link with its definition at the bottom
+    for name in re.findall(r"^## \[([^\]]+)\]", changelog, re.M):
+        assert re.search(rf"^\[{re.escape(name)}\]: \S+$", changelog, re.M), name
