@@ -49,7 +49,8 @@ class MissingExtraError(ImportError):
         self.module = module
         self.feature = feature or f"the {extra!r} extra"
         super().__init__(
-            f"{self.feature} needs the optional module {module!r}: pip install 'sentvec[{extra}]'",
+            f"{self.feature} needs the optional module {module!r}: pip install 'sentvec[{extra}]'"
+            f" (in a clone: pip install -e '.[{extra}]')",
             name=module,
         )
 
