@@ -61,9 +61,11 @@ def test_built_site_shows_no_sphinx_role(site):
 @pytest.mark.slow
 def test_api_reference_has_one_page_per_area(site):
     hook = _hook("api_reference")
+    index = (site / "api" / "index.html").read_text("utf-8")
     for area in hook.AREAS:
         page = site / "api" / area / "index.html"
         assert page.is_file(), area
+        assert f'href="{area}/"' in index, area  # the overview links every page
     # every public name is a level-2 heading, shown by its import path, on exactly one page
     headings = "".join((site / "api" / a / "index.html").read_text("utf-8") for a in hook.AREAS)
     for path, module in hook.public_names():

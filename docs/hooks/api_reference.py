@@ -35,6 +35,7 @@ AREAS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 MARKER = re.compile(r"^<!-- sentvec-api (?P<area>[a-z0-9]+) -->$", re.M)
+INDEX_MARKER = "<!-- sentvec-api-index -->"
 
 
 def area_of(module: str) -> str:
@@ -90,6 +91,18 @@ def api_reference_markdown(area: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def api_index_markdown() -> str:
+    """A table of the API pages (``docs/api/AREA.md``) and the public names on each."""
+    names: dict[str, list[str]] = {area: [] for area in AREAS}
+    for path, module in public_names():
+        names[area_of(module)].append(path.rsplit(".", 1)[1])
+    out = ["| page | names |", "|---|---|"]
+    for area, (title, _) in AREAS.items():
+        out.append(f"| [{title}]({area}.md) | {', '.join(f'`{n}`' for n in names[area])} |")
+    return "\n".join(out) + "\n"
+
+
 def on_page_markdown(markdown: str, *, page: Any, config: Any, files: Any) -> str:
-    """Replace the marker of an API page with the generated reference."""
+    """Replace the marker of an API page with the generated reference (or the index table)."""
+    markdown = markdown.replace(INDEX_MARKER, api_index_markdown())
     return MARKER.sub(lambda m: api_reference_markdown(m["area"]), markdown)
