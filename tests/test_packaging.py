@@ -51,6 +51,10 @@ def sdist(tmp_path_factory) -> tarfile.TarFile:
         if (REPO / name).is_file():
             (tree / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, tree / name)
+    # what running the tests and building the docs leave behind must not ship
+    for folder in ("tests", "docs/hooks"):
+        (tree / folder / "__pycache__").mkdir()
+        (tree / folder / "__pycache__" / "module.cpython-311.pyc").write_bytes(b"")
     out = tmp_path_factory.mktemp("dist")
     proc = subprocess.run(
         [sys.executable, "-m", "build", "--sdist", "--no-isolation", "--outdir", str(out), "."],
