@@ -5,13 +5,14 @@
   of one page in order and in one namespace, as a reader pasting them would.
 * Every line of the README's command-line tour runs through ``sentvec.cli.main``, in order.
 
-Both run from a scratch directory that holds the clone's ``tests/`` folder (the README's paths
-are relative to a clone), offline. For speed, the ``minilm`` alias resolves to a 2-layer slice
+Both run from a scratch directory that holds the clone's ``tests/`` folder and ``.gitignore``
+(the README's paths are relative to a clone), offline, and must leave no file there that
+``git status`` would list as new. For speed, the ``minilm`` alias resolves to a 2-layer slice
 of MiniLM (the ``tiny_minilm_dir`` fixture) here: same tokenizer, same hidden size, same code
 paths; everything else is as written.
 
-The API reference page is generated from ``sentvec.__all__`` (``docs/hooks/api_reference.py``);
-a test checks that it names every public name.
+The API reference pages are generated from ``sentvec.__all__`` (``docs/hooks/api_reference.py``);
+a test checks that they name every public name.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+import shutil
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -51,11 +54,32 @@ def scratch(tmp_path, monkeypatch, tiny_minilm_dir):
     """A working directory like a clone's root, with ``minilm`` as the 2-layer slice."""
     from sentvec.encoders import models
 
-    (tmp_path / "tests").symlink_to(REPO / "tests")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache"))
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "tests").symlink_to(REPO / "tests")
+    shutil.copy(REPO / ".gitignore", clone / ".gitignore")
+    monkeypatch.chdir(clone)
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache"))  # outside, as ~/.cache is
     monkeypatch.setattr(models, "minilm_path", lambda: Path(tiny_minilm_dir))
-    return tmp_path
+    return clone
+
+
+def untracked_not_ignored(clone: Path) -> list[str]:
+    """What ``git status`` in a clone would list as new files after the examples ran."""
+    subprocess.run(["git", "init", "-q", str(clone)], check=True, capture_output=True)
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=clone,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    # tests/ and .gitignore are tracked files of a real clone
+    return [
+        line[3:]
+        for line in out.splitlines()
+        if line.startswith("?? ") and line[3:] not in ("tests", ".gitignore")
+    ]
 
 
 def test_some_pages_are_runnable():
@@ -71,6 +95,7 @@ def test_python_blocks_run_as_written(page, scratch, capsys):
     for i, block in enumerate(fenced_blocks(page, "python")):
         code = compile(block, f"{page.name}[python block {i + 1}]", "exec")
         exec(code, namespace)
+    assert untracked_not_ignored(scratch) == []  # a clone stays clean (.gitignore covers it)
     out = capsys.readouterr().out
     if page == README:  # what the README's comments promise
         assert "(3, 384) float32" in out
@@ -107,6 +132,25 @@ def test_cli_tour_runs_as_written(scratch, capsys):
     assert (scratch / "s2v.bin").is_file() and (scratch / "s2v-dir").is_dir()
     assert (scratch / "vectors.npy").is_file() and (scratch / "vecs" / "manifest.json").is_file()
     assert (scratch / "minilm-st" / "modules.json").is_file()
+    assert (scratch / "s2v.bin").stat().st_size < 2**21  # a small model (-bucket)
+    assert untracked_not_ignored(scratch) == []  # a clone stays clean (.gitignore covers it)
+
+
+_OUTPUT_OPTION = re.compile(r"(?:^|\s)(?:-o|-output|--output|--out|--json)\s+(\S+)")
+
+
+def test_readme_commands_write_where_gitignore_covers():
+    """Every output a README command names is ignored by git in a clone."""
+    outputs = []
+    for block in fenced_blocks(README, "bash"):
+        for line in block.splitlines():
+            outputs += _OUTPUT_OPTION.findall(line.split("#", 1)[0])
+    assert {"s2v.bin", "minilm-st", "minilm-static"} <= set(outputs)
+    for path in outputs:
+        ignored = subprocess.run(
+            ["git", "check-ignore", "-q", "--no-index", path], cwd=REPO, check=False
+        )
+        assert ignored.returncode == 0, f"{path} is not covered by .gitignore"
 
 
 def test_readme_is_a_landing_page():
@@ -126,6 +170,32 @@ def test_local_links_of_readme_resolve():
             assert (REPO / target).exists(), target
 
 
+INSTALL_PAGES = [README, REPO / "CONTRIBUTING.md", REPO / "docs" / "getting-started.md"]
+VENV_LINE = "python3 -m venv .venv && . .venv/bin/activate"
+
+
+def test_install_instructions_agree():
+    """One statement everywhere: Python 3.11-3.13, from a clone, in a fresh venv."""
+    for page in INSTALL_PAGES:
+        bash = "\n".join(fenced_blocks(page, "bash"))
+        assert VENV_LINE in bash, page.name
+        assert 'pip install -e ".[dev]"' in bash, page.name
+    for page in (README, REPO / "docs" / "getting-started.md"):
+        assert "Python 3.11, 3.12 or 3.13." in page.read_text("utf-8"), page.name
+    # no page installs sentvec itself from a package index: every page installs from a clone
+    pages = [README, REPO / "CONTRIBUTING.md", *(REPO / "docs").rglob("*.md")]
+    from_index = re.compile(r"pip install\s+(?:-\S+\s+)*['\"]?sentvec\b")
+    for page in pages:
+        if "results" not in page.relative_to(REPO).parts:
+            for block in fenced_blocks(page, "bash"):
+                assert not from_index.search(block), (page.name, from_index.search(block)[0])
+    # every extra of pyproject.toml is named on the getting-started page
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    text = (REPO / "docs" / "getting-started.md").read_text("utf-8")
+    for extra in meta["project"]["optional-dependencies"]:
+        assert f"`{extra}`" in text, extra
+
+
 def _api_hook():
     spec = importlib.util.spec_from_file_location(
         "api_reference", REPO / "docs/hooks/api_reference.py"
@@ -136,18 +206,41 @@ def _api_hook():
 
 
 def test_api_reference_names_every_public_name():
-    page = _api_hook().api_reference_markdown()
+    hook = _api_hook()
+    pages = {area: hook.api_reference_markdown(area) for area in hook.AREAS}
+    placed = [path for path, _ in hook.public_names()]
     for name in sentvec.__all__:
-        assert f"`sentvec.{name}`" in page, name
-    # each lazily exported object is documented where it is defined
-    from sentvec import _LAZY
-
-    for name, module in _LAZY.items():
-        assert f"::: {module}.{name}\n" in page, name
+        if name != "__version__":
+            assert f"sentvec.{name}" in placed, name
+    # each public object is documented where it is defined, on exactly one page, and every
+    # page's marker names an area
+    for path, module in hook.public_names():
+        block = f"::: {module}.{path.rsplit('.', 1)[1]}\n"
+        assert sum(block in page for page in pages.values()) == 1, path
+    for page in sorted((REPO / "docs" / "api").glob("*.md")):
+        for area in hook.MARKER.findall(page.read_text("utf-8")):
+            assert area in hook.AREAS, (page.name, area)
 
 
 def test_version_is_one_string():
+    """``sentvec.__version__`` is the one source; the changelog and citation agree with it."""
+    from packaging.version import Version
+
     meta = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
-    assert meta["project"]["version"] == sentvec.__version__
+    assert "version" not in meta["project"] and "version" in meta["project"]["dynamic"]
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "sentvec.__version__"}
+    version = Version(sentvec.__version__)
     changelog = (REPO / "CHANGELOG.md").read_text("utf-8")
-    assert f"## [{sentvec.__version__}]" in changelog
+    releases = re.findall(r"^## \[(\d[^\]]*)\] - (\d{4}-\d\d-\d\d)$", changelog, re.M)
+    latest, date = releases[0]
+    if version.is_devrelease:  # work after the latest release, listed under "Unreleased"
+        assert "## [Unreleased]" in changelog and version > Version(latest)
+    else:
+        assert Version(latest) == version
+    # the citation names the latest release and its date
+    citation = (REPO / "CITATION.cff").read_text("utf-8")
+    assert re.search(rf"^version: {re.escape(latest)}$", citation, re.M)
+    assert f'date-released: "{date}"' in citation
+    # every version heading is a link with its definition at the bottom
+    for name in re.findall(r"^## \[([^\]]+)\]", changelog, re.M):
+        assert re.search(rf"^\[{re.escape(name)}\]: \S+$", changelog, re.M), name

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from sentvec._lazy import attach
 
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {

@@ -62,16 +62,7 @@ from typing import Any, cast
 
 import numpy as np
 
-try:
-    import dask
-    import distributed
-    from distributed import WorkerPlugin
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "sentvec.cluster needs Dask distributed: pip install 'sentvec[dask]' "
-        "(or pip install 'distributed>=2024.1')"
-    ) from exc
-
+from sentvec._extras import require_extra
 from sentvec._io import atomic_write_json, load_npy
 from sentvec._validation import check_float_range, check_positive_int
 from sentvec.encode_files import (
@@ -93,6 +84,12 @@ from sentvec.encode_files import (
     warn_zero_vectors,
 )
 from sentvec.line_ranges import read_line_range, scan_lines
+
+require_extra("dask", "sentvec.cluster (Dask distributed)")
+
+import dask  # noqa: E402 - after the check that names the extra to install
+import distributed  # noqa: E402
+from distributed import WorkerPlugin  # noqa: E402
 
 __all__ = [
     "DistributedEncodeResult",

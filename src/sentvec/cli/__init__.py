@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from sentvec._extras import missing_extra_error, require_extra
 from sentvec.cli._args import progress
 
 __all__ = ["main", "console_main", "build_parser"]
@@ -38,6 +39,38 @@ _COMMAND_MODULES = (
     "serve",
     "distill",
 )
+
+
+# extras a sub-command always needs (the others depend on its options: ``required_extras``)
+_COMMAND_EXTRAS = {"serve": "serve"}
+
+
+def required_extras(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``(extra, what needs it)`` for each optional dependency a parsed command line needs.
+
+    The command's own extra (``serve``); ``--model-backend onnx``; a ``--dask-*`` cluster; a
+    WordLlama model (``--model wordllama``, read by name only: nothing is loaded).
+    """
+    from sentvec.encoders.loading import model_kind
+
+    options = vars(args)  # each sub-command has its own options
+    needs = []
+    if args.command in _COMMAND_EXTRAS:
+        needs.append((_COMMAND_EXTRAS[args.command], f"sentvec {args.command}"))
+    if options.get("model_backend") == "onnx":
+        needs.append(("onnx", "--model-backend onnx"))
+    if options.get("dask_scheduler") is not None or options.get("dask_workers") is not None:
+        needs.append(("dask", "a Dask cluster (--dask-scheduler, --dask-workers)"))
+    models = options.get("models") or []
+    if isinstance(options.get("model"), str):
+        models = [options["model"], *models]
+    for model in models:
+        try:
+            if model_kind(model) == "wordllama":
+                needs.append(("static", f"the model {model!r}"))
+        except OSError:  # an unreadable path: the command reports it
+            pass
+    return needs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -113,8 +146,10 @@ def _stderr_is_terminal() -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit code.
 
-    Errors a user can fix (missing files, bad values) print one ``sentvec: error: ...`` line and
-    return 2; they never raise out of ``main``. A closed stdout pipe (``| head``) returns 141
+    Errors a user can fix (missing files, bad values, an optional dependency not installed)
+    print one ``sentvec: error: ...`` line and return 2; they never raise out of ``main``. The
+    extras the command line needs (``required_extras``) are checked before the command runs,
+    so a missing one is reported before any other output. A closed stdout pipe (``| head``) returns 141
     (128 + SIGPIPE, as coreutils) without a message; Ctrl-C returns 130, and SIGTERM is handled
     like Ctrl-C (``KeyboardInterrupt`` in the main thread, so temporary files are removed) and
     returns 143.
@@ -133,7 +168,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     terminated: list[int] = []
     previous = _install_sigterm(terminated)
     try:
+        for needed, feature in required_extras(args):
+            require_extra(needed, feature)
         return int(args.func(args) or 0)
+    except ImportError as exc:  # an extra's module not installed: name the extra to install
+        missing = missing_extra_error(exc)
+        if missing is None:
+            raise
+        print(f"sentvec: error: {missing}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # the reader of stdout went away (``sentvec tokenize | head -1``): stop quietly, as
         # coreutils do (128 + SIGPIPE); stdout goes to /dev/null so the interpreter's final

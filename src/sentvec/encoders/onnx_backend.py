@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from sentvec._extras import require_extra
 from sentvec._io import atomic_open
 
 __all__ = ["OnnxForward", "onnx_cache_key", "export_onnx", "ONNX_EXPORT_VERSION"]
@@ -43,12 +44,9 @@ EXPORT_CHECK_TOL = 1e-4
 
 
 def _require_onnxruntime() -> Any:
-    try:
-        import onnxruntime
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "backend='onnx' needs onnxruntime and onnx: pip install 'sentvec[onnx]'"
-        ) from exc
+    require_extra("onnx", "backend='onnx'")
+    import onnxruntime
+
     return onnxruntime
 
 
@@ -208,8 +206,8 @@ class OnnxForward:
 
     Raises
     ------
-    ImportError
-        onnxruntime is not installed (the ``onnx`` extra).
+    sentvec._extras.MissingExtraError
+        onnxruntime or onnx is not installed (an ``ImportError`` naming the ``onnx`` extra).
     RuntimeError
         The export failed, or the freshly exported graph's hidden states differ from torch's by
         more than :data:`EXPORT_CHECK_TOL` on a check batch of another shape.

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._extras import require_extra
+
 __all__ = ["MTEBEncoder", "mteb_model_meta"]
 
 _NAME_OK = re.compile(r"[^A-Za-z0-9._+-]+")
@@ -80,13 +82,12 @@ def mteb_model_meta(
 
     Raises
     ------
-    ImportError
-        If mteb 2.x is not installed (``pip install "sentvec[mteb]"``).
+    sentvec._extras.MissingExtraError
+        If mteb is not installed (an ``ImportError`` naming ``pip install 'sentvec[mteb]'``).
     """
-    try:
-        from mteb.models import ModelMeta
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError('the MTEB adapter needs mteb >= 2: pip install "sentvec[mteb]"') from exc
+    require_extra("mteb", "the MTEB adapter")
+    from mteb.models import ModelMeta
+
     import sentvec
 
     inner = getattr(encoder, "encoder", encoder)
