@@ -19,7 +19,7 @@ import lzma
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,8 @@ __all__ = [
     "CorpusCounts",
     "WordTokenCache",
     "count_corpus_tokens",
+    "corpus_lines",
+    "check_whitening_corpus",
     "teacher_vocabulary",
     "corpus_pass",
     "corpus_pass_worker",
@@ -175,6 +177,96 @@ class WordTokenCache:
         return out
 
 
+def corpus_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The non-empty lines of a corpus file, stripped, as the corpus pass reads them.
+
+    Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed); blank lines are
+    skipped.
+
+    Parameters
+    ----------
+    path : path-like
+        A regular file (checked by the caller).
+
+    Yields
+    ------
+    str
+
+    Raises
+    ------
+    ValueError
+        A line that is not valid UTF-8 (its number named), or a ``.xz`` file that is truncated
+        or corrupt.
+    OSError
+        A corrupt ``.gz`` / ``.bz2`` file (gzip's and bz2's own errors).
+    """
+    from sentvec.sent2vec.dictionary import open_binary
+
+    try:
+        with open_binary(Path(path)) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as exc:
+                    raise ValueError(
+                        f"corpus {os.fspath(path)!r} line {lineno} is not valid UTF-8 "
+                        f"({exc.reason} at byte {exc.start}); convert it first "
+                        "(e.g. iconv -f latin1 -t utf-8)"
+                    ) from None
+                if line:
+                    yield line
+    except (EOFError, lzma.LZMAError) as exc:  # a truncated or corrupt .xz (gzip / bz2: OSError)
+        raise ValueError(f"corpus {os.fspath(path)!r} cannot be decompressed: {exc}") from None
+
+
+def check_whitening_corpus(
+    corpus: str | os.PathLike[str], n_components: int, *, whitening_sentences: int
+) -> None:
+    """Refuse, before any teacher work, a corpus too small for a whitening to ``n_components``.
+
+    The whitening (WhiteningBERT Eq. 1) is fitted on the static sentence vectors of the first
+    ``whitening_sentences`` non-empty corpus lines. ``n`` vectors, once centred, span at most
+    ``n - 1`` directions, so ``k`` components need at least ``k + 1`` sentences (and never
+    fewer than 2). Only the first ``k + 1`` non-empty lines are read.
+
+    Parameters
+    ----------
+    corpus : path-like
+    n_components : int
+        ``k`` (``dim``).
+    whitening_sentences : int
+        Lines the whitening is fitted on.
+
+    Raises
+    ------
+    ValueError
+        If ``whitening_sentences`` or the corpus's non-empty lines are fewer than
+        ``n_components + 1`` (the message says how many were found and what to change), or the
+        corpus cannot be read (:func:`corpus_lines`).
+    """
+    needed = max(2, int(n_components) + 1)
+    why = (
+        f"the whitening to dim={n_components} (whiten='corpus') needs at least {needed} "
+        f"sentences: {needed - 1} sentence vectors, once centred, span at most "
+        f"{needed - 2} directions"
+    )
+    if whitening_sentences < needed:
+        raise ValueError(
+            f"whitening_sentences={whitening_sentences} (--whitening-sentences) is too few: "
+            f"{why}; raise it, lower dim (--dim) or use whiten='none' (--whiten none)"
+        )
+    found = 0
+    for _ in corpus_lines(corpus):
+        found += 1
+        if found >= needed:
+            return
+    raise ValueError(
+        f"corpus {os.fspath(corpus)!r} has {found} non-empty line{'s' * (found != 1)}: {why}; "
+        f"give a corpus of at least {needed} sentences, lower dim (--dim) or use "
+        "whiten='none' (--whiten none: Model2Vec's PCA of the token rows, no corpus sentences)"
+    )
+
+
 def count_corpus_tokens(
     tokenizer: Any,
     corpus_path: str | os.PathLike[str],
@@ -222,7 +314,6 @@ def count_corpus_tokens(
     from tokenizers import Tokenizer
 
     from sentvec._progress import progress_bar
-    from sentvec.sent2vec.dictionary import open_binary
 
     # a copy without the padding / truncation a tokenizer.json may carry (MiniLM's pads every
     # text to 128 ids): counts and sample must hold the text's own tokens, all of them
@@ -251,36 +342,21 @@ def count_corpus_tokens(
             counts[:] += np.bincount(np.concatenate(ids), minlength=V)[:V]
 
     batch: list[str] = []
-    try:
-        with (
-            open_binary(path) as fh,
-            progress_bar(
-                total=max_sentences, desc="Counting tokens", unit="line", show=show
-            ) as bar,
-        ):
-            for lineno, raw in enumerate(fh, 1):
-                if max_sentences is not None and n >= max_sentences:
-                    break
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as exc:
-                    raise ValueError(
-                        f"corpus {str(path)!r} line {lineno} is not valid UTF-8 ({exc.reason} at "
-                        f"byte {exc.start}); convert it first (e.g. iconv -f latin1 -t utf-8)"
-                    ) from None
-                if not line:
-                    continue
-                batch.append(line)
-                n += 1
-                if len(batch) >= _COUNT_BATCH:
-                    add(batch)
-                    bar.update(len(batch))
-                    batch = []
-            if batch:
+    with progress_bar(total=max_sentences, desc="Counting tokens", unit="line", show=show) as bar:
+        lines_in = corpus_lines(path)
+        for line in lines_in:
+            if max_sentences is not None and n >= max_sentences:
+                break
+            batch.append(line)
+            n += 1
+            if len(batch) >= _COUNT_BATCH:
                 add(batch)
                 bar.update(len(batch))
-    except (EOFError, lzma.LZMAError) as exc:  # a truncated or corrupt .xz (gzip / bz2: OSError)
-        raise ValueError(f"corpus {str(path)!r} cannot be decompressed: {exc}") from None
+                batch = []
+        lines_in.close()  # closes the file at once when max_sentences stopped the read
+        if batch:
+            add(batch)
+            bar.update(len(batch))
     if not counts.any():
         raise ValueError(f"no token counted in {str(path)!r}")
     return CorpusCounts(
