@@ -19,14 +19,14 @@ import lzma
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sentvec.distill_vocabulary import flatten_sample, plan_rows, split_sample
+from sentvec.distill_vocabulary import RowPlan, flatten_sample, plan_rows, split_sample
 
 __all__ = [
     "CorpusCounts",
@@ -177,7 +177,7 @@ class WordTokenCache:
         return out
 
 
-def corpus_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+def corpus_lines(path: str | os.PathLike[str]) -> Generator[str, None, None]:
     """The non-empty lines of a corpus file, stripped, as the corpus pass reads them.
 
     Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed); blank lines are
@@ -461,9 +461,16 @@ def corpus_pass(
 
 
 #: The child's command: ``python -c _CHILD DIRECTORY`` (no ``multiprocessing``, which would
-#: import the caller's ``__main__`` script again in the child).
+#: import the caller's ``__main__`` script again in the child). Its stdin is a pipe the parent
+#: never writes: end of file means the parent is gone (even by ``kill -9``), and the child
+#: stops at once instead of counting on alone and writing into a removed run folder.
 _CHILD = (
-    "import sys\n"
+    "import os, sys, threading\n"
+    "def _orphaned():\n"
+    "    while os.read(0, 4096):  # unbuffered: no lock that interpreter shutdown waits on\n"
+    "        pass\n"
+    "    os._exit(4)\n"
+    "threading.Thread(target=_orphaned, daemon=True).start()\n"
     "try:\n"
     "    from sentvec.distill_corpus import corpus_pass_worker\n"
     "except BaseException:\n"
@@ -472,21 +479,104 @@ _CHILD = (
 )
 
 
+#: The corpus pass child's result: arrays (``numpy.savez``, read with ``allow_pickle=False``)
+#: and everything else as JSON (written last: it marks a complete result). Neither format
+#: can run code when read, unlike a pickle.
+RESULT_ARRAYS, RESULT_JSON = "result.npz", "result.json"
+
+
+def _pass_to_files(
+    root: Path,
+    vocabulary: Vocabulary,
+    stats: CorpusCounts | None,
+    plan: RowPlan,
+    times: dict[str, float],
+) -> None:
+    """Write a corpus pass's result into ``root`` (:data:`RESULT_ARRAYS`, then
+    :data:`RESULT_JSON`), both atomically."""
+    from sentvec._io import atomic_open, atomic_write_json
+
+    tokens, keep, backend, unk_id = vocabulary
+    arrays: dict[str, Any] = {"keep": np.asarray(keep, dtype=bool)}  # numeric: no pickle
+    arrays["pieces"], arrays["pieces_bounds"] = flatten_sample(
+        [np.asarray(x, dtype=np.int64) for x in plan.pieces]
+    )
+    arrays["plan_keep"] = np.asarray(plan.keep, dtype=bool)
+    arrays["pairs"], arrays["pair_counts"] = plan.pairs, plan.pair_counts
+    if plan.sample is not None:  # one array and its offsets, not 200,000 pieces
+        arrays["plan_sample"], arrays["plan_bounds"] = flatten_sample(plan.sample)
+    if stats is not None:
+        arrays["counts"] = stats.counts
+        arrays["stats_sample"], arrays["stats_bounds"] = flatten_sample(stats.sample)
+    meta = {
+        "tokens": tokens,
+        "backend": backend,
+        "unk_id": unk_id,
+        "stats": None if stats is None else {"n_sentences": stats.n_sentences, "path": stats.path},
+        "plan": {
+            "tokenizer_json": plan.tokenizer_json,
+            "n_tokens": plan.n_tokens,
+            "words": [[w, list(pieces), count] for w, pieces, count in plan.words],
+            "sample_tokens": plan.sample_tokens,
+        },
+        "times": times,
+    }
+    with atomic_open(root / RESULT_ARRAYS) as fh:
+        np.savez(fh, **arrays)
+    atomic_write_json(root / RESULT_JSON, meta)
+
+
+def _pass_from_files(
+    root: Path,
+) -> tuple[Vocabulary, CorpusCounts | None, RowPlan, dict[str, float]]:
+    """Read what :func:`_pass_to_files` wrote (no pickle); OSError, ValueError, KeyError or
+    TypeError when it is missing or malformed."""
+    meta = json.loads((root / RESULT_JSON).read_text(encoding="utf-8"))
+    with np.load(root / RESULT_ARRAYS, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    vocabulary: Vocabulary = (
+        list(meta["tokens"]),
+        arrays["keep"],
+        meta["backend"],
+        meta["unk_id"],
+    )
+    stats = None
+    if meta["stats"] is not None:
+        stats = CorpusCounts(
+            counts=arrays["counts"],
+            n_sentences=int(meta["stats"]["n_sentences"]),
+            sample=split_sample(arrays["stats_sample"], arrays["stats_bounds"]),
+            path=str(meta["stats"]["path"]),
+        )
+    p = meta["plan"]
+    plan = RowPlan(
+        pieces=[x.tolist() for x in split_sample(arrays["pieces"], arrays["pieces_bounds"])],
+        keep=arrays["plan_keep"],
+        tokenizer_json=p["tokenizer_json"],
+        n_tokens=int(p["n_tokens"]),
+        sample=split_sample(arrays["plan_sample"], arrays["plan_bounds"])
+        if "plan_sample" in arrays
+        else None,
+        words=[(str(w), tuple(int(i) for i in pieces), int(c)) for w, pieces, c in p["words"]],
+        pairs=arrays["pairs"],
+        pair_counts=arrays["pair_counts"],
+        sample_tokens=int(p["sample_tokens"]),
+    )
+    return vocabulary, stats, plan, {str(k): float(v) for k, v in meta["times"].items()}
+
+
 def corpus_pass_worker(directory: str) -> int:
     """Entry point of :class:`CorpusPassProcess`'s child: reads ``request.json`` in
     ``directory``, runs :func:`corpus_pass` with the ``tokenizers`` library alone (no torch
-    or transformers import) and writes ``result.pickle`` there (samples as
-    :func:`sentvec.distill_vocabulary.flatten_sample` arrays: one piece, not 200,000). A
-    failure writes nothing and prints no traceback: the parent then runs the pass itself and
-    raises the real error.
+    or transformers import) and writes its result there as :data:`RESULT_ARRAYS` and
+    :data:`RESULT_JSON` (formats that cannot run code when read). A failure writes nothing and
+    prints no traceback: the parent then runs the pass itself and raises the real error.
 
     Returns
     -------
     int
         The exit status: 0, or 1 on failure.
     """
-    import pickle
-
     root = Path(directory)
     try:
         from tokenizers import Tokenizer
@@ -497,24 +587,7 @@ def corpus_pass_worker(directory: str) -> int:
         stats, plan, times = corpus_pass(
             tok, vocabulary, req["corpus"], req["count_kwargs"], req["plan_kwargs"]
         )
-        stats_sample = None
-        if stats is not None:
-            stats.lines = []  # only plan_rows reads them
-            stats_sample, stats.sample = flatten_sample(stats.sample), []
-        plan_sample = None if plan.sample is None else flatten_sample(plan.sample)
-        plan.sample = None
-        payload = {
-            "vocabulary": vocabulary,
-            "stats": stats,
-            "stats_sample": stats_sample,
-            "plan": plan,
-            "plan_sample": plan_sample,
-            "times": times,
-        }
-        tmp = root / "result.pickle.tmp"
-        with open(tmp, "wb") as fh:
-            pickle.dump(payload, fh, protocol=5)
-        os.replace(tmp, root / "result.pickle")
+        _pass_to_files(root, vocabulary, stats, plan, times)
     except BaseException:  # noqa: BLE001 - the parent sees the status and redoes the pass
         return 1
     return 0
@@ -549,8 +622,8 @@ class CorpusPassProcess:
         no ``tokenizer.json`` (or is a hub name) or the child cannot be started."""
         import subprocess
         import sys
-        import tempfile
 
+        from sentvec._tempdirs import make_run_dir
         from sentvec.encoders import resolve_model
 
         try:
@@ -559,7 +632,10 @@ class CorpusPassProcess:
             return None
         if not tokenizer_file.is_file():
             return None
-        directory = tempfile.mkdtemp(prefix="sentvec-distill-")
+        try:  # a run folder: removed by the next run if this process is killed
+            directory = os.fspath(make_run_dir("distill"))
+        except OSError:
+            return None
         request = {
             "tokenizer_file": str(tokenizer_file),
             "corpus": os.fspath(corpus),
@@ -569,7 +645,7 @@ class CorpusPassProcess:
         Path(directory, "request.json").write_text(json.dumps(request), encoding="utf-8")
         try:
             process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, directory], stdin=subprocess.DEVNULL
+                [sys.executable, "-c", _CHILD, directory], stdin=subprocess.PIPE
             )
         except OSError:
             import shutil
@@ -582,16 +658,14 @@ class CorpusPassProcess:
         self, vocabulary: Vocabulary
     ) -> tuple[CorpusCounts | None, Any, dict[str, float]] | None:
         """Wait for the child; its ``(stats, plan, times)``, or None (see the class)."""
-        import pickle
-
         if self.process.wait() != 0:
             return None
         try:
-            with open(Path(self.directory, "result.pickle"), "rb") as fh:
-                payload = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            (tokens, keep, backend, unk_id), stats, plan, times = _pass_from_files(
+                Path(self.directory)
+            )
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        tokens, keep, backend, unk_id = payload["vocabulary"]
         own_tokens, own_keep, own_backend, own_unk = vocabulary
         if not (
             tokens == own_tokens
@@ -600,12 +674,7 @@ class CorpusPassProcess:
             and unk_id == own_unk
         ):
             return None
-        stats, plan = payload["stats"], payload["plan"]
-        if payload["plan_sample"] is not None:
-            plan.sample = split_sample(*payload["plan_sample"])
-        if stats is not None:
-            stats.sample = split_sample(*payload["stats_sample"])
-        return stats, plan, payload["times"]
+        return stats, plan, times
 
     def running(self) -> bool:
         """Whether the child still runs."""
@@ -622,4 +691,6 @@ class CorpusPassProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.process.stdin is not None:
+            self.process.stdin.close()
         shutil.rmtree(self.directory, ignore_errors=True)
