@@ -440,11 +440,18 @@ def test_only_the_layers_read_are_checked(tmp_path):
     arr[:, 0, 2] = np.nan  # hidden state 0 damaged
     cache.save(key, arr)
     assert cache.load(key, layers=[1, 3]) is not None  # not read: not checked
+    with pytest.warns(CacheWarning, match="no hidden state 4"):
+        assert cache.load(key, layers=[4]) is None  # the request's fault: the entry stays
     for layers in (None, [0, 1], [-4]):
         with pytest.warns(CacheWarning, match="hidden state 0 holds non-finite"):
-            assert cache.load(key, layers=layers) is None
-    with pytest.warns(CacheWarning, match="no hidden state 4"):
-        assert cache.load(key, layers=[4]) is None
+            assert VectorCache(tmp_path).load(key, layers=layers) is None
+    with pytest.warns(CacheWarning, match="hidden state 0 holds non-finite"):
+        assert cache.load(key, layers=[0]) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # found unusable once: a silent miss for this object
+        assert cache.load(key, layers=[1, 3]) is None
+        cache.save(key, _array(n=3, layers=4, d=5))  # until it is rewritten
+        assert cache.load(key, layers=[0]) is not None
 
 
 @pytest.mark.parametrize("version", [1, 2])

@@ -87,6 +87,10 @@ class CacheWarning(UserWarning):
     """A cache entry was unusable (corrupt or mismatched) and is being recomputed."""
 
 
+class _LayerOutOfRange(ValueError):
+    """A load asked for a hidden state the entry does not have."""
+
+
 def _bytes_sha256(block: np.ndarray) -> str:
     """SHA-256 (hex) of a C-contiguous array's bytes (a memory map is hashed in place)."""
     return hashlib.sha256(np.ascontiguousarray(block).data.cast("B")).hexdigest()
@@ -549,6 +553,8 @@ class VectorCache:
         self._executor: Any = None
         self._pending: list[Any] = []
         self._written: set[Path] = set()  # key files this cache wrote: never pruned by it
+        # key files found unusable: a miss without a second read or warning until rewritten
+        self._rejected: set[Path] = set()
 
     def paths(self, key: CacheKey) -> tuple[Path, Path]:
         """Return ``(array_path, key_path)`` of the entry for ``key``."""
@@ -573,12 +579,13 @@ class VectorCache:
         ``key``, a row count other than ``key.n_sentences``, a dtype other than float32, bytes
         of the checked part that do not match the SHA-256 recorded with the key, non-finite
         values in the checked part, or a layer index out of range) emits one
-        :class:`CacheWarning` naming the file and the reason, and counts as a miss.
+        :class:`CacheWarning` naming the file and the reason, and counts as a miss; further
+        loads of it by this object are misses without a second warning until it is rewritten.
         """
         if not self.enabled:
             return None
         arr_path, key_path = self.paths(key)
-        if not key_path.is_file():
+        if key_path in self._rejected or not key_path.is_file():
             return None
         try:
             stored = json.loads(key_path.read_text(encoding="utf-8"))
@@ -604,7 +611,7 @@ class VectorCache:
                 checked = range(n_states) if layers is None else list(layers)
                 for i in checked:
                     if not -n_states <= i < n_states:
-                        raise ValueError(f"no hidden state {i} among {n_states}")
+                        raise _LayerOutOfRange(f"no hidden state {i} among {n_states}")
                 for i in sorted({i % n_states for i in checked}):
                     if _bytes_sha256(arr[i]) != sums[i]:
                         raise ValueError(
@@ -619,6 +626,8 @@ class VectorCache:
                 if not np.isfinite(arr).all():
                     raise ValueError("array holds non-finite values")
         except (OSError, ValueError, UnicodeDecodeError) as exc:
+            if not isinstance(exc, _LayerOutOfRange):  # the request's fault, not the entry's
+                self._rejected.add(key_path)
             warnings.warn(
                 f"ignoring unusable cache entry {str(key_path.with_suffix(''))!r}: "
                 f"{exc}; recomputing",
@@ -681,6 +690,7 @@ class VectorCache:
         atomic_save_npy(arr_path, stored)
         atomic_write_json(key_path, {**key.to_dict(), CHECKSUM_FIELD: sums})
         self._written.add(key_path)
+        self._rejected.discard(key_path)
         self.prune(keep=self._written)
 
     def prune(self, *, keep: Iterable[Path] = ()) -> int:
