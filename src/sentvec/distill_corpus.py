@@ -9,7 +9,10 @@ tokenizer alone.
 * :class:`CorpusPassProcess`: :func:`corpus_pass` in a child process (``python -c``, entry
   :func:`corpus_pass_worker`), which reads the teacher's ``tokenizer.json`` with the
   ``tokenizers`` library while :func:`sentvec.distillation.distill` imports torch and loads the
-  teacher. Measurements: ``docs/distill.md``, "Wall time".
+  teacher, in a run folder (:mod:`sentvec._tempdirs`: removed by the next run if this one is
+  killed), its result as ``.npz`` + JSON. Measurements: ``docs/distill.md``, "Wall time";
+* :func:`corpus_lines`: the corpus's non-empty lines, as every step reads them, and
+  :func:`check_whitening_corpus`: a corpus too small for the whitening, refused up front.
 """
 
 from __future__ import annotations
