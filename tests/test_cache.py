@@ -75,7 +75,13 @@ def test_roundtrip_and_hit(tmp_path):
     assert out2.dtype == np.float32
     npy, js = cache.paths(key)
     assert npy.is_file() and js.is_file()
-    assert json.loads(js.read_text()) == key.to_dict()
+    stored = json.loads(js.read_text())
+    sums = stored.pop("content_sha256")
+    assert stored == key.to_dict()
+    layer_major = arr.transpose(1, 0, 2)  # the file's layout: one digest per hidden state
+    assert sums == [
+        hashlib.sha256(np.ascontiguousarray(s).tobytes()).hexdigest() for s in layer_major
+    ]
     assert npy.parent == tmp_path / "vectors"
 
 
@@ -146,6 +152,65 @@ def test_other_damage_warns_and_misses(tmp_path, damage):
     elif damage == "missing_npy":
         npy.unlink()
     with pytest.warns(CacheWarning):
+        assert cache.load(key) is None
+
+
+def _flip_one_value_in_place(path, index):
+    """Change one float32 of a saved .npy without changing its size, then restore its times."""
+    st = os.stat(path)
+    data = bytearray(path.read_bytes())
+    header = len(data) - np.load(path, mmap_mode="r").nbytes
+    at = header + 4 * index
+    data[at : at + 4] = np.float32(np.frombuffer(data[at : at + 4], np.float32)[0] + 0.5).tobytes()
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_size == st.st_size
+
+
+@pytest.mark.parametrize("kind", ["layers", "embeddings"])
+def test_an_entry_altered_in_place_is_recomputed_not_served(tmp_path, kind):
+    cache = VectorCache(tmp_path)
+    key = _key(kind=kind)
+    arr = _array(n=3, layers=4, d=5, seed=1)
+    if kind == "embeddings":
+        arr = arr[:, 0, :].copy()
+    cache.save(key, arr)
+    npy, _ = cache.paths(key)
+    _flip_one_value_in_place(npy, index=7)  # same size, same mtime, still finite
+    with pytest.warns(CacheWarning, match="does not match its SHA-256") as record:
+        out, hit = cache.get_or_compute(key, lambda: arr)
+    assert not hit and len(record) == 1
+    np.testing.assert_array_equal(out, arr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the recomputed entry is served again, silently
+        np.testing.assert_array_equal(cache.load(key), arr)
+
+
+def test_a_damaged_hidden_state_is_caught_when_read(tmp_path):
+    cache = VectorCache(tmp_path)
+    key, arr = _key(), _array(n=3, layers=4, d=5)
+    cache.save(key, arr)
+    _flip_one_value_in_place(cache.paths(key)[0], index=2 * 3 * 5 + 1)  # hidden state 2
+    assert cache.load(key, layers=[1, 3]) is not None  # its bytes are not read
+    with pytest.warns(CacheWarning, match="hidden state 2 does not match its SHA-256"):
+        assert cache.load(key, layers=[2]) is None
+
+
+@pytest.mark.parametrize("field", ["missing", "short", "not_a_list"])
+def test_an_entry_without_valid_checksums_is_recomputed(tmp_path, field):
+    cache = VectorCache(tmp_path)
+    key = _key()
+    cache.save(key, _array())
+    js = cache.paths(key)[1]
+    stored = json.loads(js.read_text())
+    if field == "missing":
+        del stored["content_sha256"]
+    elif field == "short":
+        stored["content_sha256"] = stored["content_sha256"][:-1]
+    else:
+        stored["content_sha256"] = "0" * 64
+    js.write_text(json.dumps(stored))
+    with pytest.warns(CacheWarning, match="no valid 'content_sha256'"):
         assert cache.load(key) is None
 
 
@@ -375,22 +440,33 @@ def test_only_the_layers_read_are_checked(tmp_path):
     arr[:, 0, 2] = np.nan  # hidden state 0 damaged
     cache.save(key, arr)
     assert cache.load(key, layers=[1, 3]) is not None  # not read: not checked
+    with pytest.warns(CacheWarning, match="no hidden state 4"):
+        assert cache.load(key, layers=[4]) is None  # the request's fault: the entry stays
     for layers in (None, [0, 1], [-4]):
         with pytest.warns(CacheWarning, match="hidden state 0 holds non-finite"):
-            assert cache.load(key, layers=layers) is None
-    with pytest.warns(CacheWarning, match="no hidden state 4"):
-        assert cache.load(key, layers=[4]) is None
+            assert VectorCache(tmp_path).load(key, layers=layers) is None
+    with pytest.warns(CacheWarning, match="hidden state 0 holds non-finite"):
+        assert cache.load(key, layers=[0]) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # found unusable once: a silent miss for this object
+        assert cache.load(key, layers=[1, 3]) is None
+        cache.save(key, _array(n=3, layers=4, d=5))  # until it is rewritten
+        assert cache.load(key, layers=[0]) is not None
 
 
-def test_a_version_1_entry_is_never_read(tmp_path):
-    # the row-major files of format 1 have another key (format_version): a miss, not a misread
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_format_entry_is_never_read(tmp_path, version):
+    # format 1 (row-major) and format 2 (no checksum) have another key (format_version):
+    # a silent miss, recomputed, never a misread or an unverified hit
     cache = VectorCache(tmp_path)
-    old = _key(format_version=1)
+    old = _key(format_version=version)
     npy, js = cache.paths(old)
     cache.directory.mkdir(parents=True)
     np.save(npy, _array())
     js.write_text(json.dumps(old.to_dict()))
-    assert cache.load(_key()) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cache.load(_key()) is None
 
 
 def test_key_names_the_library_versions(monkeypatch):

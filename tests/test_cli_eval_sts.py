@@ -459,3 +459,37 @@ def test_a_run_over_fewer_tasks_is_served_by_the_cache_of_a_run_over_more(
         assert main([*args, "--no-cache"]) == 0
         assert len(passes) > n_before  # the reference run computes
         assert _table_text(hit_out) == _table_text(capsys.readouterr().out), extra
+
+def test_a_cache_entry_changed_in_place_is_recomputed_with_one_warning(
+    small_data, tiny_minilm_dir, monkeypatch, tmp_path, capsys
+):
+    """An entry's .npy changed in place (one value of the hidden state the Table 1 block reads,
+    same size, same modification time) is not served: one warning, the cold run's table."""
+    import os
+    import warnings
+
+    import sentvec.cache as cache_mod
+    from sentvec.cache import CacheWarning
+
+    monkeypatch.setattr(cache_mod, "_RACY_NS", 0)
+    base = ["eval-sts", "--model", str(tiny_minilm_dir), "--tasks", "STSB", "--data"]
+    base += [str(small_data), "--cache-dir", str(tmp_path / "c"), "--no-progress"]
+    assert main(base) == 0
+    cold = _table_text(capsys.readouterr().out)
+    npy = sorted((tmp_path / "c" / "vectors").glob("*.npy"))[0]
+    stack = np.load(npy, mmap_mode="r")
+    offset = os.path.getsize(npy) - stack.nbytes + (stack.shape[0] - 1) * stack[0].nbytes
+    value = np.float32(stack[-1, 0, 0])
+    del stack
+    st = npy.stat()
+    with open(npy, "r+b") as fh:  # the last hidden state's first value, nudged
+        fh.seek(offset)
+        fh.write(np.float32(value + np.float32(0.25)).tobytes())
+    os.utime(npy, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")  # as the command line shows them
+        assert main(base) == 0
+    damaged = [w for w in seen if issubclass(w.category, CacheWarning)]
+    assert len(damaged) == 1, [str(w.message) for w in damaged]
+    assert "does not match its SHA-256" in str(damaged[0].message)
+    assert _table_text(capsys.readouterr().out) == cold

@@ -788,8 +788,8 @@ def test_distill_from_a_directory_uses_the_child_and_gives_the_same_model(
     # an empty corpus fails in the child; the error is the in-process pass's own
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n", encoding="utf-8")
-    with pytest.raises(ValueError, match="no token counted"):
-        distill(str(teacher_dir), None, **{**kw, "corpus": empty})
+    with pytest.raises(ValueError, match="no token counted"):  # (whiten="corpus": refused first)
+        distill(str(teacher_dir), None, **{**kw, "corpus": empty, "whiten": "none"})
 
 
 def test_a_corpus_that_is_not_utf8_or_a_broken_xz_is_refused_with_its_name(small_teacher, tmp_path):
@@ -809,3 +809,47 @@ def test_a_corpus_that_is_not_utf8_or_a_broken_xz_is_refused_with_its_name(small
     fake.write_text("the cat .\n", encoding="utf-8")
     with pytest.raises(ValueError, match="fake.xz' cannot be decompressed"):
         count_corpus_tokens(tok, fake)
+
+
+def test_a_corpus_too_small_to_whiten_is_refused_before_the_teacher_works(
+    teacher_dir, small_teacher, tmp_path, monkeypatch
+):
+    import sentvec.distillation as distillation
+    from sentvec.encoders import TransformerEncoder
+
+    def never(*args, **kwargs):
+        raise AssertionError("the teacher was loaded or run before the corpus was checked")
+
+    monkeypatch.setattr(TransformerEncoder, "from_pretrained", never)
+    monkeypatch.setattr(distillation, "token_rows", never)
+    monkeypatch.setattr(distillation, "rows_beside", never)
+    one = tmp_path / "one.txt"
+    one.write_text("\n  \nthe cat sat on the mat .\n\n", encoding="utf-8")
+    kw = {"weighting": "sif", "vocabulary": "teacher", "show_progress_bar": False}
+    with pytest.raises(ValueError, match=r"one.txt' has 1 non-empty line: .* at least 9 sentences"):
+        distill(str(teacher_dir), None, corpus=one, dim=8, **kw)
+    eight = tmp_path / "eight.txt"
+    eight.write_text("the cat .\n" * 8, encoding="utf-8")
+    with pytest.raises(ValueError, match="has 8 non-empty lines"):
+        distill(str(teacher_dir), None, corpus=eight, dim=8, **kw)
+    with pytest.raises(ValueError, match=r"whitening_sentences=5 \(--whitening-sentences\)"):
+        distill(str(teacher_dir), None, corpus=eight, dim=8, whitening_sentences=5, **kw)
+    # dim=None is the teacher's width (384): checked once it is known, before the forward pass
+    with pytest.raises(ValueError, match="whitening to dim=384 .* at least 385 sentences"):
+        distill(small_teacher, None, corpus=eight, dim=None, **kw)
+    # Model2Vec's PCA is fitted on the token rows: a one-line corpus is enough for the counts
+    monkeypatch.undo()
+    model = distill(small_teacher, None, corpus=one, dim=8, whiten="none", **kw)
+    assert model.embeddings.shape[1] == 8
+
+
+def test_corpus_lines_stop_reading_at_the_first_lines_needed(tmp_path):
+    from sentvec.distill_corpus import check_whitening_corpus, corpus_lines
+
+    path = tmp_path / "c.txt"
+    path.write_bytes(b"a b\n\n  \nc\n" + b"\xff\n")  # line 5 is not UTF-8
+    lines = corpus_lines(path)
+    assert [next(lines), next(lines)] == ["a b", "c"]
+    with pytest.raises(ValueError, match="line 5 is not valid UTF-8"):
+        next(lines)
+    check_whitening_corpus(path, 1, whitening_sentences=2)  # 2 lines suffice: line 5 unread

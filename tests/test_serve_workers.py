@@ -119,3 +119,34 @@ def _running(pid: str) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_killed_supervisors_metrics_folder_is_removed_by_the_next_run(tmp_path, monkeypatch):
+    import tempfile
+
+    from sentvec._tempdirs import make_run_dir
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    srv = start_server(str(BIN), "--workers", "2", env={"TMPDIR": str(tmp)})
+    with srv:
+        children = subprocess.run(
+            ["pgrep", "-P", str(srv.proc.pid)], capture_output=True, text=True
+        ).stdout.split()
+        workers = [p for p in children if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        run_dir = Path(_environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"]).parent
+        assert run_dir.parent == tmp and run_dir.name.startswith(f"sentvec-serve-{srv.proc.pid}-")
+        srv.proc.kill()  # SIGKILL: its finally block that removes the folder never runs
+        srv.proc.wait(10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(map(_running, workers)):
+            time.sleep(0.1)
+        for p in workers:  # a failing run leaves no orphan behind
+            if _running(p):
+                os.kill(int(p), signal.SIGKILL)
+    assert run_dir.is_dir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    nxt = make_run_dir("serve")  # the next run folder made there (serve, distill, training)
+    assert not run_dir.exists()
+    assert [p.name for p in tmp.iterdir()] == [nxt.name]

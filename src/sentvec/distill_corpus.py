@@ -9,7 +9,10 @@ tokenizer alone.
 * :class:`CorpusPassProcess`: :func:`corpus_pass` in a child process (``python -c``, entry
   :func:`corpus_pass_worker`), which reads the teacher's ``tokenizer.json`` with the
   ``tokenizers`` library while :func:`sentvec.distillation.distill` imports torch and loads the
-  teacher. Measurements: ``docs/distill.md``, "Wall time".
+  teacher, in a run folder (:mod:`sentvec._tempdirs`: removed by the next run if this one is
+  killed), its result as ``.npz`` + JSON. Measurements: ``docs/distill.md``, "Wall time";
+* :func:`corpus_lines`: the corpus's non-empty lines, as every step reads them, and
+  :func:`check_whitening_corpus`: a corpus too small for the whitening, refused up front.
 """
 
 from __future__ import annotations
@@ -19,19 +22,21 @@ import lzma
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sentvec.distill_vocabulary import flatten_sample, plan_rows, split_sample
+from sentvec.distill_vocabulary import RowPlan, flatten_sample, plan_rows, split_sample
 
 __all__ = [
     "CorpusCounts",
     "WordTokenCache",
     "count_corpus_tokens",
+    "corpus_lines",
+    "check_whitening_corpus",
     "teacher_vocabulary",
     "corpus_pass",
     "corpus_pass_worker",
@@ -175,6 +180,96 @@ class WordTokenCache:
         return out
 
 
+def corpus_lines(path: str | os.PathLike[str]) -> Generator[str, None, None]:
+    """The non-empty lines of a corpus file, stripped, as the corpus pass reads them.
+
+    Lines are read as UTF-8 (``.xz`` / ``.gz`` / ``.bz2`` decompressed); blank lines are
+    skipped.
+
+    Parameters
+    ----------
+    path : path-like
+        A regular file (checked by the caller).
+
+    Yields
+    ------
+    str
+
+    Raises
+    ------
+    ValueError
+        A line that is not valid UTF-8 (its number named), or a ``.xz`` file that is truncated
+        or corrupt.
+    OSError
+        A corrupt ``.gz`` / ``.bz2`` file (gzip's and bz2's own errors).
+    """
+    from sentvec.sent2vec.dictionary import open_binary
+
+    try:
+        with open_binary(Path(path)) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8").strip()
+                except UnicodeDecodeError as exc:
+                    raise ValueError(
+                        f"corpus {os.fspath(path)!r} line {lineno} is not valid UTF-8 "
+                        f"({exc.reason} at byte {exc.start}); convert it first "
+                        "(e.g. iconv -f latin1 -t utf-8)"
+                    ) from None
+                if line:
+                    yield line
+    except (EOFError, lzma.LZMAError) as exc:  # a truncated or corrupt .xz (gzip / bz2: OSError)
+        raise ValueError(f"corpus {os.fspath(path)!r} cannot be decompressed: {exc}") from None
+
+
+def check_whitening_corpus(
+    corpus: str | os.PathLike[str], n_components: int, *, whitening_sentences: int
+) -> None:
+    """Refuse, before any teacher work, a corpus too small for a whitening to ``n_components``.
+
+    The whitening (WhiteningBERT Eq. 1) is fitted on the static sentence vectors of the first
+    ``whitening_sentences`` non-empty corpus lines. ``n`` vectors, once centred, span at most
+    ``n - 1`` directions, so ``k`` components need at least ``k + 1`` sentences (and never
+    fewer than 2). Only the first ``k + 1`` non-empty lines are read.
+
+    Parameters
+    ----------
+    corpus : path-like
+    n_components : int
+        ``k`` (``dim``).
+    whitening_sentences : int
+        Lines the whitening is fitted on.
+
+    Raises
+    ------
+    ValueError
+        If ``whitening_sentences`` or the corpus's non-empty lines are fewer than
+        ``n_components + 1`` (the message says how many were found and what to change), or the
+        corpus cannot be read (:func:`corpus_lines`).
+    """
+    needed = max(2, int(n_components) + 1)
+    why = (
+        f"the whitening to dim={n_components} (whiten='corpus') needs at least {needed} "
+        f"sentences: {needed - 1} sentence vectors, once centred, span at most "
+        f"{needed - 2} directions"
+    )
+    if whitening_sentences < needed:
+        raise ValueError(
+            f"whitening_sentences={whitening_sentences} (--whitening-sentences) is too few: "
+            f"{why}; raise it, lower dim (--dim) or use whiten='none' (--whiten none)"
+        )
+    found = 0
+    for _ in corpus_lines(corpus):
+        found += 1
+        if found >= needed:
+            return
+    raise ValueError(
+        f"corpus {os.fspath(corpus)!r} has {found} non-empty line{'s' * (found != 1)}: {why}; "
+        f"give a corpus of at least {needed} sentences, lower dim (--dim) or use "
+        "whiten='none' (--whiten none: Model2Vec's PCA of the token rows, no corpus sentences)"
+    )
+
+
 def count_corpus_tokens(
     tokenizer: Any,
     corpus_path: str | os.PathLike[str],
@@ -222,7 +317,6 @@ def count_corpus_tokens(
     from tokenizers import Tokenizer
 
     from sentvec._progress import progress_bar
-    from sentvec.sent2vec.dictionary import open_binary
 
     # a copy without the padding / truncation a tokenizer.json may carry (MiniLM's pads every
     # text to 128 ids): counts and sample must hold the text's own tokens, all of them
@@ -251,36 +345,21 @@ def count_corpus_tokens(
             counts[:] += np.bincount(np.concatenate(ids), minlength=V)[:V]
 
     batch: list[str] = []
-    try:
-        with (
-            open_binary(path) as fh,
-            progress_bar(
-                total=max_sentences, desc="Counting tokens", unit="line", show=show
-            ) as bar,
-        ):
-            for lineno, raw in enumerate(fh, 1):
-                if max_sentences is not None and n >= max_sentences:
-                    break
-                try:
-                    line = raw.decode("utf-8").strip()
-                except UnicodeDecodeError as exc:
-                    raise ValueError(
-                        f"corpus {str(path)!r} line {lineno} is not valid UTF-8 ({exc.reason} at "
-                        f"byte {exc.start}); convert it first (e.g. iconv -f latin1 -t utf-8)"
-                    ) from None
-                if not line:
-                    continue
-                batch.append(line)
-                n += 1
-                if len(batch) >= _COUNT_BATCH:
-                    add(batch)
-                    bar.update(len(batch))
-                    batch = []
-            if batch:
+    with progress_bar(total=max_sentences, desc="Counting tokens", unit="line", show=show) as bar:
+        lines_in = corpus_lines(path)
+        for line in lines_in:
+            if max_sentences is not None and n >= max_sentences:
+                break
+            batch.append(line)
+            n += 1
+            if len(batch) >= _COUNT_BATCH:
                 add(batch)
                 bar.update(len(batch))
-    except (EOFError, lzma.LZMAError) as exc:  # a truncated or corrupt .xz (gzip / bz2: OSError)
-        raise ValueError(f"corpus {str(path)!r} cannot be decompressed: {exc}") from None
+                batch = []
+        lines_in.close()  # closes the file at once when max_sentences stopped the read
+        if batch:
+            add(batch)
+            bar.update(len(batch))
     if not counts.any():
         raise ValueError(f"no token counted in {str(path)!r}")
     return CorpusCounts(
@@ -385,9 +464,16 @@ def corpus_pass(
 
 
 #: The child's command: ``python -c _CHILD DIRECTORY`` (no ``multiprocessing``, which would
-#: import the caller's ``__main__`` script again in the child).
+#: import the caller's ``__main__`` script again in the child). Its stdin is a pipe the parent
+#: never writes: end of file means the parent is gone (even by ``kill -9``), and the child
+#: stops at once instead of counting on alone and writing into a removed run folder.
 _CHILD = (
-    "import sys\n"
+    "import os, sys, threading\n"
+    "def _orphaned():\n"
+    "    while os.read(0, 4096):  # unbuffered: no lock that interpreter shutdown waits on\n"
+    "        pass\n"
+    "    os._exit(4)\n"
+    "threading.Thread(target=_orphaned, daemon=True).start()\n"
     "try:\n"
     "    from sentvec.distill_corpus import corpus_pass_worker\n"
     "except BaseException:\n"
@@ -396,21 +482,104 @@ _CHILD = (
 )
 
 
+#: The corpus pass child's result: arrays (``numpy.savez``, read with ``allow_pickle=False``)
+#: and everything else as JSON (written last: it marks a complete result). Neither format
+#: can run code when read, unlike a pickle.
+RESULT_ARRAYS, RESULT_JSON = "result.npz", "result.json"
+
+
+def _pass_to_files(
+    root: Path,
+    vocabulary: Vocabulary,
+    stats: CorpusCounts | None,
+    plan: RowPlan,
+    times: dict[str, float],
+) -> None:
+    """Write a corpus pass's result into ``root`` (:data:`RESULT_ARRAYS`, then
+    :data:`RESULT_JSON`), both atomically."""
+    from sentvec._io import atomic_open, atomic_write_json
+
+    tokens, keep, backend, unk_id = vocabulary
+    arrays: dict[str, Any] = {"keep": np.asarray(keep, dtype=bool)}  # numeric: no pickle
+    arrays["pieces"], arrays["pieces_bounds"] = flatten_sample(
+        [np.asarray(x, dtype=np.int64) for x in plan.pieces]
+    )
+    arrays["plan_keep"] = np.asarray(plan.keep, dtype=bool)
+    arrays["pairs"], arrays["pair_counts"] = plan.pairs, plan.pair_counts
+    if plan.sample is not None:  # one array and its offsets, not 200,000 pieces
+        arrays["plan_sample"], arrays["plan_bounds"] = flatten_sample(plan.sample)
+    if stats is not None:
+        arrays["counts"] = stats.counts
+        arrays["stats_sample"], arrays["stats_bounds"] = flatten_sample(stats.sample)
+    meta = {
+        "tokens": tokens,
+        "backend": backend,
+        "unk_id": unk_id,
+        "stats": None if stats is None else {"n_sentences": stats.n_sentences, "path": stats.path},
+        "plan": {
+            "tokenizer_json": plan.tokenizer_json,
+            "n_tokens": plan.n_tokens,
+            "words": [[w, list(pieces), count] for w, pieces, count in plan.words],
+            "sample_tokens": plan.sample_tokens,
+        },
+        "times": times,
+    }
+    with atomic_open(root / RESULT_ARRAYS) as fh:
+        np.savez(fh, **arrays)
+    atomic_write_json(root / RESULT_JSON, meta)
+
+
+def _pass_from_files(
+    root: Path,
+) -> tuple[Vocabulary, CorpusCounts | None, RowPlan, dict[str, float]]:
+    """Read what :func:`_pass_to_files` wrote (no pickle); OSError, ValueError, KeyError or
+    TypeError when it is missing or malformed."""
+    meta = json.loads((root / RESULT_JSON).read_text(encoding="utf-8"))
+    with np.load(root / RESULT_ARRAYS, allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    vocabulary: Vocabulary = (
+        list(meta["tokens"]),
+        arrays["keep"],
+        meta["backend"],
+        meta["unk_id"],
+    )
+    stats = None
+    if meta["stats"] is not None:
+        stats = CorpusCounts(
+            counts=arrays["counts"],
+            n_sentences=int(meta["stats"]["n_sentences"]),
+            sample=split_sample(arrays["stats_sample"], arrays["stats_bounds"]),
+            path=str(meta["stats"]["path"]),
+        )
+    p = meta["plan"]
+    plan = RowPlan(
+        pieces=[x.tolist() for x in split_sample(arrays["pieces"], arrays["pieces_bounds"])],
+        keep=arrays["plan_keep"],
+        tokenizer_json=p["tokenizer_json"],
+        n_tokens=int(p["n_tokens"]),
+        sample=split_sample(arrays["plan_sample"], arrays["plan_bounds"])
+        if "plan_sample" in arrays
+        else None,
+        words=[(str(w), tuple(int(i) for i in pieces), int(c)) for w, pieces, c in p["words"]],
+        pairs=arrays["pairs"],
+        pair_counts=arrays["pair_counts"],
+        sample_tokens=int(p["sample_tokens"]),
+    )
+    return vocabulary, stats, plan, {str(k): float(v) for k, v in meta["times"].items()}
+
+
 def corpus_pass_worker(directory: str) -> int:
     """Entry point of :class:`CorpusPassProcess`'s child: reads ``request.json`` in
     ``directory``, runs :func:`corpus_pass` with the ``tokenizers`` library alone (no torch
-    or transformers import) and writes ``result.pickle`` there (samples as
-    :func:`sentvec.distill_vocabulary.flatten_sample` arrays: one piece, not 200,000). A
-    failure writes nothing and prints no traceback: the parent then runs the pass itself and
-    raises the real error.
+    or transformers import) and writes its result there as :data:`RESULT_ARRAYS` and
+    :data:`RESULT_JSON` (formats that cannot run code when read). A failure writes nothing and
+    prints no traceback: the parent then runs the pass itself and raises the real error.
 
     Returns
     -------
     int
         The exit status: 0, or 1 on failure.
     """
-    import pickle
-
     root = Path(directory)
     try:
         from tokenizers import Tokenizer
@@ -421,24 +590,7 @@ def corpus_pass_worker(directory: str) -> int:
         stats, plan, times = corpus_pass(
             tok, vocabulary, req["corpus"], req["count_kwargs"], req["plan_kwargs"]
         )
-        stats_sample = None
-        if stats is not None:
-            stats.lines = []  # only plan_rows reads them
-            stats_sample, stats.sample = flatten_sample(stats.sample), []
-        plan_sample = None if plan.sample is None else flatten_sample(plan.sample)
-        plan.sample = None
-        payload = {
-            "vocabulary": vocabulary,
-            "stats": stats,
-            "stats_sample": stats_sample,
-            "plan": plan,
-            "plan_sample": plan_sample,
-            "times": times,
-        }
-        tmp = root / "result.pickle.tmp"
-        with open(tmp, "wb") as fh:
-            pickle.dump(payload, fh, protocol=5)
-        os.replace(tmp, root / "result.pickle")
+        _pass_to_files(root, vocabulary, stats, plan, times)
     except BaseException:  # noqa: BLE001 - the parent sees the status and redoes the pass
         return 1
     return 0
@@ -473,8 +625,8 @@ class CorpusPassProcess:
         no ``tokenizer.json`` (or is a hub name) or the child cannot be started."""
         import subprocess
         import sys
-        import tempfile
 
+        from sentvec._tempdirs import make_run_dir
         from sentvec.encoders import resolve_model
 
         try:
@@ -483,7 +635,10 @@ class CorpusPassProcess:
             return None
         if not tokenizer_file.is_file():
             return None
-        directory = tempfile.mkdtemp(prefix="sentvec-distill-")
+        try:  # a run folder: removed by the next run if this process is killed
+            directory = os.fspath(make_run_dir("distill"))
+        except OSError:
+            return None
         request = {
             "tokenizer_file": str(tokenizer_file),
             "corpus": os.fspath(corpus),
@@ -493,7 +648,7 @@ class CorpusPassProcess:
         Path(directory, "request.json").write_text(json.dumps(request), encoding="utf-8")
         try:
             process = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, directory], stdin=subprocess.DEVNULL
+                [sys.executable, "-c", _CHILD, directory], stdin=subprocess.PIPE
             )
         except OSError:
             import shutil
@@ -506,16 +661,14 @@ class CorpusPassProcess:
         self, vocabulary: Vocabulary
     ) -> tuple[CorpusCounts | None, Any, dict[str, float]] | None:
         """Wait for the child; its ``(stats, plan, times)``, or None (see the class)."""
-        import pickle
-
         if self.process.wait() != 0:
             return None
         try:
-            with open(Path(self.directory, "result.pickle"), "rb") as fh:
-                payload = pickle.load(fh)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            (tokens, keep, backend, unk_id), stats, plan, times = _pass_from_files(
+                Path(self.directory)
+            )
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        tokens, keep, backend, unk_id = payload["vocabulary"]
         own_tokens, own_keep, own_backend, own_unk = vocabulary
         if not (
             tokens == own_tokens
@@ -524,12 +677,7 @@ class CorpusPassProcess:
             and unk_id == own_unk
         ):
             return None
-        stats, plan = payload["stats"], payload["plan"]
-        if payload["plan_sample"] is not None:
-            plan.sample = split_sample(*payload["plan_sample"])
-        if stats is not None:
-            stats.sample = split_sample(*payload["stats_sample"])
-        return stats, plan, payload["times"]
+        return stats, plan, times
 
     def running(self) -> bool:
         """Whether the child still runs."""
@@ -546,4 +694,6 @@ class CorpusPassProcess:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+        if self.process.stdin is not None:
+            self.process.stdin.close()
         shutil.rmtree(self.directory, ignore_errors=True)

@@ -45,6 +45,7 @@ from sentvec.distill_corpus import (
     DEFAULT_WHITENING_SENTENCES,
     CorpusCounts,
     CorpusPassProcess,
+    check_whitening_corpus,
     corpus_pass,
     teacher_vocabulary,
 )
@@ -792,7 +793,10 @@ def distill(
     ------
     ValueError
         Bad options, an output that is an input, ``dim`` above the width, a
-        teacher that is not a transformer (a Sent2Vec, static model or pipeline).
+        teacher that is not a transformer (a Sent2Vec, static model or pipeline), or, with
+        ``whiten="corpus"``, fewer than ``dim + 1`` non-empty corpus lines or
+        ``whitening_sentences`` (:func:`sentvec.distill_corpus.check_whitening_corpus`),
+        refused before the teacher is loaded (``dim=None``: before its forward pass).
     FileNotFoundError
         A missing teacher or corpus.
     """
@@ -829,6 +833,13 @@ def distill(
     n_bigrams = int(bigrams)
     if n_bigrams < 0:
         raise ValueError(f"bigrams must be >= 0, got {bigrams}")
+    whitening_corpus = corpus if whiten == "corpus" else None
+    if whitening_corpus is not None and dim is not None:  # before the teacher's load and pass
+        check_whitening_corpus(
+            whitening_corpus,
+            check_positive_int("dim", dim),
+            whitening_sentences=whitening_sentences,
+        )
     counted = weighting in ("sif", "usif")  # zipf / none need only the whitening sample
     count_kwargs: dict[str, Any] = {
         "max_sentences": max_sentences if counted else whitening_sentences,
@@ -868,6 +879,8 @@ def distill(
         k = d if dim is None else check_positive_int("dim", dim)
         if k > d:
             raise ValueError(f"dim={k} is above the teacher's width {d}")
+        if whitening_corpus is not None and dim is None:  # k is the width: before the pass
+            check_whitening_corpus(whitening_corpus, k, whitening_sentences=whitening_sentences)
         tok = encoder.tokenizer
         vocabulary_ = teacher_vocabulary(tok)
         tokens, keep, backend, unk_id = vocabulary_

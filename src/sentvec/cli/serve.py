@@ -244,7 +244,6 @@ def run(args: argparse.Namespace) -> int:
     """Bind the port, then serve (answering 503 while the models load) until SIGTERM / Ctrl-C."""
     import shutil
     import signal
-    import tempfile
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -303,7 +302,11 @@ def run(args: argparse.Namespace) -> int:
                     raise OSError(
                         f"cannot listen on {args.host}:{port}: {exc.strerror or exc}"
                     ) from None
-            run_dir = tempfile.mkdtemp(prefix="sentvec-serve-")
+            from sentvec._tempdirs import make_run_dir
+
+            # named after this supervisor (pid, start time): if it is killed, the next run
+            # folder made in the temp directory removes this one
+            run_dir = str(make_run_dir("serve"))
             os.mkdir(os.path.join(run_dir, "metrics"))
             os.environ[MULTIPROC_ENV] = os.path.join(run_dir, "metrics")
             settings.run_dir = run_dir

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from sentvec._io import pid_alive
+from sentvec._tempdirs import make_run_dir
 from sentvec.sent2vec._scan import close_sentence
 from sentvec.sent2vec._wordtable import build_table, lookup
 from sentvec.sent2vec._wordtable import is_sep as _is_sep
@@ -166,36 +165,6 @@ def _convert_block(data, table, wbytes, woffsets, eos_id, out, lens, counters):
     counters[4] = short
 
 
-#: Temporary folders of the id conversion are named ``sentvec-s2v-<pid>-<random>``.
-TEMP_PREFIX = "sentvec-s2v-"
-
-
-def remove_stale_temp_dirs(directory: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Delete the conversion folders of runs that died without cleaning up; return them.
-
-    A folder ``sentvec-s2v-<pid>-*`` of ``directory`` (default: the system temp directory) is
-    stale when no process ``pid`` is alive (``kill -9``, a crash, a power cut: the cases no
-    signal handler can cover). Folders of live processes, folders without a pid (older
-    versions) and anything else are left alone. A reused pid only keeps a stale folder for
-    longer, never deletes a live one.
-    """
-    root = Path(directory) if directory is not None else Path(tempfile.gettempdir())
-    removed: list[Path] = []
-    try:
-        entries = list(root.glob(f"{TEMP_PREFIX}*-*"))
-    except OSError:
-        return removed
-    for d in entries:
-        pid_text = d.name[len(TEMP_PREFIX) :].split("-", 1)[0]
-        if not pid_text.isdigit() or int(pid_text) == os.getpid() or not d.is_dir():
-            continue
-        if not pid_alive(int(pid_text)):
-            shutil.rmtree(d, ignore_errors=True)
-            if not d.exists():
-                removed.append(d)
-    return removed
-
-
 def convert_corpus(
     corpus: Path | list[str],
     words: Sequence[str],
@@ -217,9 +186,9 @@ def convert_corpus(
     eos_id : int
         Id of ``</s>`` (-1 if absent); a literal ``</s>`` token ends a sentence.
     directory : path-like, optional
-        Parent of the temporary directory ``sentvec-s2v-<pid>-*`` (default: the system temp
-        directory); stale folders of dead runs found there are removed first
-        (:func:`remove_stale_temp_dirs`).
+        Parent of the temporary directory, a run folder ``sentvec-s2v-<pid>-...`` (default:
+        the system temp directory); the run folders of dead runs found there are removed first
+        (:func:`sentvec._tempdirs.make_run_dir`).
 
     Returns
     -------
@@ -233,8 +202,7 @@ def convert_corpus(
     if wbytes.size == 0:
         wbytes = np.zeros(1, dtype=np.uint8)
     table = build_table(wbytes, woffsets, -1)
-    remove_stale_temp_dirs(directory)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=directory))
+    tmp = make_run_dir("s2v", directory)
     tok_path = tmp / "tokens.int32"
     lengths: list[np.ndarray] = []
     total = raw = n_lines = short = 0
@@ -322,8 +290,7 @@ def count_and_convert(
         vocabulary_order,
     )
 
-    remove_stale_temp_dirs(directory)
-    tmp = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=directory))
+    tmp = make_run_dir("s2v", directory)
     try:
         stream_path = tmp / "stream.int32"
         with open(stream_path, "wb") as fh:
