@@ -460,6 +460,7 @@ def test_a_run_over_fewer_tasks_is_served_by_the_cache_of_a_run_over_more(
         assert len(passes) > n_before  # the reference run computes
         assert _table_text(hit_out) == _table_text(capsys.readouterr().out), extra
 
+
 def test_a_cache_entry_changed_in_place_is_recomputed_with_one_warning(
     small_data, tiny_minilm_dir, monkeypatch, tmp_path, capsys
 ):
