@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._readers import read_json_object
 from sentvec.distill_vocabulary import flatten_sample, plan_rows, split_sample
 
 __all__ = [
@@ -415,7 +416,7 @@ def corpus_pass_worker(directory: str) -> int:
     try:
         from tokenizers import Tokenizer
 
-        req = json.loads((root / "request.json").read_text(encoding="utf-8"))
+        req = read_json_object(root / "request.json")
         tok = Tokenizer.from_file(req["tokenizer_file"])
         vocabulary = teacher_vocabulary(tok)
         stats, plan, times = corpus_pass(
