@@ -269,3 +269,23 @@ def test_check_regular_file_names_what_is_there(tmp_path):
         check_regular_file(tmp_path / "loop")
     with pytest.raises(FileNotFoundError, match="missing file"):
         check_regular_file(tmp_path / "absent")
+
+
+def test_sent2vec_directory_files_are_checked_the_same_way(tmp_path):
+    from sentvec import Sent2Vec
+
+    ref = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-unigram.bin"
+    d = tmp_path / "s2v"
+    Sent2Vec.load(ref).save(d)
+    (d / "vocab.json").write_text('{"words": ["a",], "labels": []}', encoding="utf-8")
+    with pytest.raises(ModelFormatError, match=r"vocab\.json' is not valid JSON.*line 1 column"):
+        Sent2Vec.load(d)
+    Sent2Vec.load(ref).save(tmp_path / "fresh")
+    shutil.rmtree(d)
+    shutil.copytree(tmp_path / "fresh", d)
+    (d / "input.npy").unlink()
+    os.mkfifo(d / "input.npy")
+    with _FifoWatch(d / "input.npy") as watch:
+        with pytest.raises(ModelFormatError, match=r"input\.npy' is a FIFO \(named pipe\)"):
+            Sent2Vec.load(d)
+    assert not watch.opened
