@@ -368,8 +368,10 @@ def test_errors_are_reported_not_raised(data_env, capsys, tmp_path):
     env = data_env
     assert main(["layers", "--model", str(S2V_BIN), *env["common"]]) == 2
     assert "no hidden layers" in capsys.readouterr().err
-    assert main(["layers", "--model", "minilm", "--max-combination", "-1", *env["common"]]) == 2
-    assert "max_combination=-1" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # a usage error, found when parsing
+        main(["layers", "--model", "minilm", "--max-combination", "-1", *env["common"]])
+    assert exc.value.code == 2
+    assert "--max-combination: expected an integer >= 0, got '-1'" in capsys.readouterr().err
     assert (
         main(["report", "--models", "mpnet", "--out", str(tmp_path / "x.md"), *env["common"]]) == 2
     )

@@ -17,6 +17,8 @@ from typing import IO, Any, Literal, cast
 
 import numpy as np
 
+from sentvec._readers import check_regular_file, read_json_object, special_file_kind
+
 
 def _umask() -> int:
     """The process umask (read by setting and restoring it)."""
@@ -280,27 +282,6 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         fh.write(text)
 
 
-def read_json_object(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a UTF-8 JSON file that must hold an object (every sentvec config and manifest).
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``path`` is missing.
-    ValueError
-        If the file is not UTF-8, not JSON, or holds something other than an object; the
-        message names the file.
-    """
-    p = Path(path)
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{str(p)!r} is not valid JSON: {exc}") from exc
-    if not isinstance(obj, dict):
-        raise ValueError(f"{str(p)!r} holds a JSON {type(obj).__name__}, expected an object")
-    return obj
-
-
 def load_npy(path: str | os.PathLike[str], *, mmap: bool | str | None = False) -> np.ndarray:
     """Read a ``.npy`` file with pickle disabled; clear errors for missing or corrupt files.
 
@@ -316,12 +297,10 @@ def load_npy(path: str | os.PathLike[str], *, mmap: bool | str | None = False) -
     FileNotFoundError
         ``path`` is missing.
     ValueError
-        ``path`` is not a valid ``.npy`` file (empty, truncated header, pickled objects, ...);
-        the message names it.
+        ``path`` is not a regular file (:func:`check_regular_file`) or not a valid ``.npy``
+        file (empty, truncated header, pickled objects, ...); the message names it.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"array file not found: {str(p)!r}")
+    p = check_regular_file(path, what="array file")
     try:
         # numpy checks the mode string itself (ValueError for an unknown one)
         mode = cast("Literal['r', 'c', 'r+', 'w+'] | None", "r" if mmap is True else (mmap or None))
@@ -565,24 +544,6 @@ def check_input_file(
     if not os.access(p, os.R_OK):
         raise PermissionError(f"{what} {str(p)!r} is not readable (permissions)")
     return p
-
-
-def special_file_kind(mode: int) -> str | None:
-    """What a ``st_mode`` is, in words, when it is neither a regular file nor a directory
-    (``"a FIFO (named pipe)"``, ``"a character device"``, ...); None for those two."""
-    import stat as stat_
-
-    for test, kind in (
-        (stat_.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat_.S_ISCHR, "a character device"),
-        (stat_.S_ISBLK, "a block device"),
-        (stat_.S_ISSOCK, "a socket"),
-    ):
-        if test(mode):
-            return kind
-    if stat_.S_ISREG(mode) or stat_.S_ISDIR(mode):
-        return None
-    return "not a regular file"  # pragma: no cover (door, whiteout, ...)
 
 
 def check_model_path(path: str | os.PathLike[str], *, what: str = "model") -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._readers import read_json_object
 from sentvec.distill_vocabulary import RowPlan, flatten_sample, plan_rows, split_sample
 
 __all__ = [
@@ -534,7 +535,7 @@ def _pass_from_files(
 ) -> tuple[Vocabulary, CorpusCounts | None, RowPlan, dict[str, float]]:
     """Read what :func:`_pass_to_files` wrote (no pickle); OSError, ValueError, KeyError or
     TypeError when it is missing or malformed."""
-    meta = json.loads((root / RESULT_JSON).read_text(encoding="utf-8"))
+    meta = read_json_object(root / RESULT_JSON)
     with np.load(root / RESULT_ARRAYS, allow_pickle=False) as npz:
         arrays = {name: npz[name] for name in npz.files}
     vocabulary: Vocabulary = (
@@ -584,7 +585,7 @@ def corpus_pass_worker(directory: str) -> int:
     try:
         from tokenizers import Tokenizer
 
-        req = json.loads((root / "request.json").read_text(encoding="utf-8"))
+        req = read_json_object(root / "request.json")
         tok = Tokenizer.from_file(req["tokenizer_file"])
         vocabulary = teacher_vocabulary(tok)
         stats, plan, times = corpus_pass(

@@ -4,10 +4,10 @@ output-path checks, and the model / cache / warning helpers of the evaluation co
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +20,96 @@ from sentvec._io import (  # noqa: F401  (the commands take them from here)
 ERRORS = ("strict", "replace", "surrogateescape")
 
 
-def int_at_least(minimum: int) -> Callable[[str], int]:
-    """Return a parser of integers ``>= minimum`` that raises ``ArgumentTypeError`` otherwise."""
+#: Largest value of an integer option without a tighter bound (what numpy's int64 holds).
+INT64_MAX = 2**63 - 1
+#: Largest value of an option stored as a C ``int`` (Sent2Vec's header fields, seeds).
+INT32_MAX = 2**31 - 1
 
-    def parse(text: str) -> int:
+
+class NumberType:
+    """An argparse ``type=`` for a number in a range, checked when the command line is parsed.
+
+    Integers must be written as integers; floats must be finite (``nan``, ``inf`` and
+    ``1e999`` are refused). Out of range, or not a number: ``ArgumentTypeError`` naming the
+    range, which argparse prints as ``argument --port: expected an integer in [0, 65535], got
+    '70000'`` with exit status 2, before any work.
+
+    Parameters
+    ----------
+    kind : {int, float}
+    minimum, maximum : number or None
+        The bounds (None: none; an integer without ``maximum`` is bounded by
+        :data:`INT64_MAX`).
+    low_inclusive, high_inclusive : bool, default True
+        Whether ``minimum`` / ``maximum`` are allowed.
+    """
+
+    def __init__(
+        self,
+        kind: type,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        *,
+        low_inclusive: bool = True,
+        high_inclusive: bool = True,
+    ) -> None:
+        if kind is int and maximum is None:
+            maximum = INT64_MAX
+        self.kind, self.minimum, self.maximum = kind, minimum, maximum
+        self.low_inclusive, self.high_inclusive = low_inclusive, high_inclusive
+
+    def describe(self) -> str:
+        """``"an integer >= 1"``, ``"an integer in [0, 65535]"``, ``"a number in (0, inf)"``."""
+        what = "an integer" if self.kind is int else "a finite number"
+        lo, hi = self.minimum, self.maximum
+        if self.kind is int and hi == INT64_MAX and lo is not None:
+            return f"{what} >= {lo}"
+        lb, hb = "[" if self.low_inclusive else "(", "]" if self.high_inclusive else ")"
+        return f"{what} in {lb}{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}{hb}"
+
+    def __call__(self, text: str) -> Any:
         try:
-            value = int(text)
-        except ValueError:
-            value = minimum - 1
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+            value = self.kind(text)
+        except (ValueError, OverflowError):  # "1.5" as int, "abc", 5000 digits
+            value = None
+        if value is not None and self.kind is float and not math.isfinite(value):
+            value = None
+        lo, hi = self.minimum, self.maximum
+        if value is not None and lo is not None:
+            value = value if (value >= lo if self.low_inclusive else value > lo) else None
+        if value is not None and hi is not None:
+            value = value if (value <= hi if self.high_inclusive else value < hi) else None
+        if value is None:
+            shown = text if len(text) <= 40 else text[:40] + "..."
+            raise argparse.ArgumentTypeError(f"expected {self.describe()}, got {shown!r}")
         return value
 
-    return parse
+    def __repr__(self) -> str:
+        return f"NumberType({self.describe()})"
+
+
+def int_at_least(minimum: int, maximum: int = INT64_MAX) -> NumberType:
+    """An integer ``>= minimum`` (and ``<= maximum``): :class:`NumberType`."""
+    return NumberType(int, minimum, maximum)
+
+
+def float_range(
+    minimum: float | None = None,
+    maximum: float | None = None,
+    *,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> NumberType:
+    """A finite float in a range: :class:`NumberType`."""
+    return NumberType(
+        float, minimum, maximum, low_inclusive=low_inclusive, high_inclusive=high_inclusive
+    )
 
 
 #: Parser of integers >= 1 (batch sizes, k, n_components).
 positive_int = int_at_least(1)
+#: Parser of TCP ports: 0-65535 (0: the system chooses a free one).
+port_number = int_at_least(0, 65535)
 
 
 def positive_int_list(text: str) -> list[int]:

@@ -23,6 +23,7 @@ from typing import Any
 
 from sentvec.cli._args import (
     add_progress_option,
+    float_range,
     int_at_least,
     layer_list,
     plain_text,
@@ -106,7 +107,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--bigram-weight",
-        type=float,
+        type=float_range(0.0, 100.0),
         default=DEFAULT_BIGRAM_WEIGHT,
         help=f"factor on the bigram rows' weights (default {DEFAULT_BIGRAM_WEIGHT})",
     )
@@ -126,7 +127,10 @@ def register(subparsers: Any) -> None:
         help="hidden states averaged for the token rows (default -1; write --layers=-1)",
     )
     p.add_argument(
-        "--sif-a", type=float, default=None, help="SIF's a for sif (5e-3) or zipf (3e-4)"
+        "--sif-a",
+        type=float_range(0.0, 1.0, low_inclusive=False),
+        default=None,
+        help="SIF's a for sif (5e-3) or zipf (3e-4)",
     )
     p.add_argument(
         "--max-sentences",

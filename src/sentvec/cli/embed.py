@@ -24,6 +24,7 @@ from sentvec.cli._args import (
     add_progress_option,
     check_output_path,
     check_outputs_not_inputs,
+    positive_int,
     progress,
 )
 
@@ -49,8 +50,12 @@ def register(subparsers: Any) -> None:
         "like 'fasttext print-sentence-vectors' (default: stdout); other binary "
         "suffixes (.pt, .pkl, .h5, ...) are refused",
     )
-    p.add_argument("--batch-size", type=int, default=16384, help="lines per batch")
-    p.add_argument("--threads", type=int, default=None, help="kernel threads (default: all CPUs)")
+    p.add_argument(
+        "--batch-size", type=positive_int, default=16384, help="lines per batch (default 16384)"
+    )
+    p.add_argument(
+        "--threads", type=positive_int, default=None, help="kernel threads (default: all CPUs)"
+    )
     p.add_argument("--normalize", action="store_true", help="scale vectors to unit L2 norm")
     p.add_argument(
         "--errors",

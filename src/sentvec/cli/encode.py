@@ -33,6 +33,7 @@ from sentvec.cli._args import (
     check_output_path,
     check_outputs_not_inputs,
     device_options,
+    float_range,
     int_at_least,
     plain_text,
     progress,
@@ -107,7 +108,7 @@ def register(subparsers: Any) -> None:
     )
     d.add_argument(
         "--dask-timeout",
-        type=float,
+        type=float_range(0.0, 86_400.0, low_inclusive=False),
         default=30.0,
         metavar="SECONDS",
         help="how long to wait for --dask-scheduler to answer (default 30)",

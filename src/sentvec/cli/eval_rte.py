@@ -30,6 +30,7 @@ from sentvec.cli._args import (
     check_output_path,
     check_outputs_not_inputs,
     device_options,
+    float_range,
     plain_text,
     positive_int,
     progress,
@@ -41,16 +42,6 @@ _VARIANT_HELP = {
     "files and the reference Sent2Vec corpus",
     "raw": "as the file holds it",
 }
-
-
-def _threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
 
 
 def register(subparsers: Any) -> None:
@@ -76,7 +67,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--threshold",
-        type=_threshold,
+        type=float_range(-1.0, 1.0),
         default=0.5,
         help="predict entailment where cosine > THRESHOLD (default 0.5, the paper's)",
     )
@@ -95,7 +86,12 @@ def register(subparsers: Any) -> None:
         help="evaluation data root holding downstream/RTE/dev.tsv (default: $SENTVEC_DATA "
         "or the packaged copy)",
     )
-    p.add_argument("--batch-size", type=positive_int, default=None)
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        help="sentences per forward pass (default: the encoder's, 32)",
+    )
     add_device_options(p)
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     p.add_argument("--json", default=None, metavar="PATH", help="also write the result as JSON")

@@ -119,7 +119,12 @@ def register(subparsers: Any) -> None:
         + "; ".join(f"{k} = {v}" for k, v in _VARIANT_HELP.items())
         + " (default: the encoder's preference, senteval for transformers)",
     )
-    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=32,
+        help="sentences per forward pass (default 32)",
+    )
     add_device_options(p)
     add_cache_options(p)
     p.add_argument("--markdown", action="store_true", help="print the table as Markdown")

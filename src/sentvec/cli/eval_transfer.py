@@ -97,7 +97,10 @@ def register(subparsers: Any) -> None:
         "(SentEval's scikit-learn path exactly; fixes --inner-kfold)",
     )
     p.add_argument(
-        "--seed", type=int, default=1111, help="fold shuffling seed (default 1111, SentEval's)"
+        "--seed",
+        type=int_at_least(0, 2**32 - 1),
+        default=1111,
+        help="fold shuffling seed, 0 to 4294967295 (default 1111, SentEval's)",
     )
     p.add_argument(
         "--kfold", type=int_at_least(2), default=10, help="outer folds, >= 2 (default 10)"

@@ -98,7 +98,12 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="STS data root for --sts (default: $SENTVEC_DATA or the packaged copy)",
     )
-    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=32,
+        help="sentences per forward pass (default 32)",
+    )
     p.add_argument(
         "--device", default=None, help="torch device (default: cuda if available, else cpu)"
     )

@@ -22,6 +22,7 @@ from sentvec.cli._args import (
     check_outputs_not_inputs,
     check_postprocess_options,
     device_options,
+    int_at_least,
     load_transformer,
     positive_int,
     progress,
@@ -162,7 +163,7 @@ def register(subparsers: Any) -> None:
     add_transformer_options(p)
     p.add_argument(
         "--max-combination",
-        type=int,
+        type=int_at_least(0),
         default=None,
         help="largest number of combined hidden states in the Figure-2 search "
         "(default: all; 0 = pairs only)",

@@ -269,7 +269,11 @@ def register(subparsers: Any) -> None:
         help="static embedding models, one row each: Model2Vec or StaticEmbedding "
         "directories, wordllama, wordllama-128, wordllama-64",
     )
-    r.add_argument("--out", default="docs/REPRODUCTION.md")
+    r.add_argument(
+        "--out",
+        default="docs/REPRODUCTION.md",
+        help="Markdown report (default docs/REPRODUCTION.md)",
+    )
     r.add_argument(
         "--post-processing",
         action="store_true",
@@ -284,7 +288,7 @@ def register(subparsers: Any) -> None:
     )
     r.add_argument(
         "--token-corpus-lines",
-        type=int,
+        type=positive_int,
         default=None,
         help="count only the first N lines of --token-corpus",
     )

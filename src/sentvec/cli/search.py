@@ -74,7 +74,12 @@ def register(subparsers: Any) -> None:
         default="exact",
         help="exact = numpy; faiss = faiss IndexFlatIP (both exact; default exact)",
     )
-    p.add_argument("--metric", choices=("cosine", "dot"), default="cosine")
+    p.add_argument(
+        "--metric",
+        choices=("cosine", "dot"),
+        default="cosine",
+        help="score of a corpus line: cosine similarity (default) or dot product",
+    )
     p.add_argument("--rebuild", action="store_true", help="rebuild the index even if it is current")
     p.add_argument(
         "--batch-size",

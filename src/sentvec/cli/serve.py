@@ -28,8 +28,10 @@ from sentvec.cli._args import (
     MODEL_HELP,
     add_device_options,
     device_options,
+    float_range,
     int_at_least,
     plain_text,
+    port_number,
 )
 from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS, ServeSettings
 
@@ -56,7 +58,12 @@ def register(subparsers: Any) -> None:
         "--name", action="append", default=None, help="served name of each MODEL, in order"
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int_at_least(0), default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--port",
+        type=port_number,
+        default=8000,
+        help="port, 0-65535; 0: any free one (default 8000)",
+    )
     p.add_argument(
         "--workers", type=int_at_least(1), default=1, help="server processes (default 1)"
     )
@@ -78,13 +85,25 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--max-wait-ms",
-        type=float,
+        type=float_range(0.0, 60_000.0),
         default=2.0,
         metavar="MS",
         help="how long a batch waits for more requests (default 2)",
     )
-    p.add_argument("--max-input-items", type=int_at_least(1), default=2048, metavar="N")
-    p.add_argument("--max-request-bytes", type=int_at_least(1), default=8 << 20, metavar="N")
+    p.add_argument(
+        "--max-input-items",
+        type=int_at_least(1),
+        default=2048,
+        metavar="N",
+        help="texts one request may hold; more is refused with 413 (default 2048)",
+    )
+    p.add_argument(
+        "--max-request-bytes",
+        type=int_at_least(1),
+        default=8 << 20,
+        metavar="N",
+        help="largest request body in bytes; larger is refused with 413 (default 8388608 = 8 MiB)",
+    )
     p.add_argument(
         "--max-queue-items",
         type=int_at_least(1),
@@ -134,6 +153,7 @@ def register(subparsers: Any) -> None:
         "--log-level",
         choices=("critical", "error", "warning", "info", "debug"),
         default="info",
+        help="server log level (default info)",
     )
     p.add_argument(
         "--access-log", action="store_true", help="log every request (default: errors only)"

@@ -28,7 +28,12 @@ def register(subparsers: Any) -> None:
     )
     t.add_argument("--input", "-i", default="-", help="text file (default: stdin)")
     t.add_argument("--output", "-o", default="-", help="text file (default: stdout)")
-    t.add_argument("--tokenizer", choices=TOKENIZERS, default="moses")
+    t.add_argument(
+        "--tokenizer",
+        choices=TOKENIZERS,
+        default="moses",
+        help="moses: sacremoses' English Moses rules (default); whitespace: split on spaces",
+    )
     t.add_argument(
         "--lowercase",
         action=argparse.BooleanOptionalAction,

@@ -16,23 +16,34 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sentvec.cli._args import INT32_MAX, float_range, int_at_least
+
+MINUTES_A_YEAR = 525_600.0
+
 FORMATS = ("auto", "dir", "bin", "both")
 
+# the ranges of Sent2VecTrainer (sizes and counts are int32 in the official .bin)
+_POSITIVE, _NATURAL = int_at_least(1, INT32_MAX), int_at_least(0, INT32_MAX)
 # (official flag, snake-case name, type, help)
 _FLAGS: tuple[tuple[str, str, Any, str], ...] = (
-    ("dim", "dim", int, "embedding dimension [100]"),
-    ("epoch", "epoch", int, "epochs [5] (an epoch counts every corpus token; see --epoch-tokens)"),
-    ("lr", "lr", float, "initial learning rate [0.2]"),
-    ("lrUpdateRate", "lr_update_rate", int, "tokens between learning-rate updates [100]"),
-    ("wordNgrams", "word_ngrams", int, "longest word n-gram [2]"),
-    ("minCount", "min_count", int, "minimal word count [5]"),
-    ("minCountLabel", "min_count_label", int, "minimal count of a target word [5]"),
-    ("neg", "neg", int, "negatives per target [10]"),
-    ("thread", "thread", int, "worker threads [2]"),
-    ("t", "t", float, "target subsampling threshold [1e-4]"),
-    ("dropoutK", "dropout_k", int, "positions dropped per target [4]"),
-    ("bucket", "bucket", int, "n-gram hash buckets [2000000]"),
-    ("maxVocabSize", "max_vocab_size", int, "vocabulary cap (0: none) [0]"),
+    ("dim", "dim", _POSITIVE, "embedding dimension [100]"),
+    (
+        "epoch",
+        "epoch",
+        _POSITIVE,
+        "epochs [5] (an epoch counts every corpus token; see --epoch-tokens)",
+    ),
+    ("lr", "lr", float_range(0.0, 100.0, low_inclusive=False), "initial learning rate [0.2]"),
+    ("lrUpdateRate", "lr_update_rate", _POSITIVE, "tokens between learning-rate updates [100]"),
+    ("wordNgrams", "word_ngrams", _POSITIVE, "longest word n-gram [2]"),
+    ("minCount", "min_count", _POSITIVE, "minimal word count [5]"),
+    ("minCountLabel", "min_count_label", _NATURAL, "minimal count of a target word [5]"),
+    ("neg", "neg", _POSITIVE, "negatives per target [10]"),
+    ("thread", "thread", _POSITIVE, "worker threads [2]"),
+    ("t", "t", float_range(0.0, 1.0, low_inclusive=False), "target subsampling threshold [1e-4]"),
+    ("dropoutK", "dropout_k", _NATURAL, "positions dropped per target [4]"),
+    ("bucket", "bucket", _NATURAL, "n-gram hash buckets [2000000]"),
+    ("maxVocabSize", "max_vocab_size", _NATURAL, "vocabulary cap, 0: none, else >= 2 [0]"),
 )
 
 
@@ -91,8 +102,15 @@ def register(subparsers: Any) -> None:
         default=None,
         help="paper variant: remove the target from its context",
     )
-    p.add_argument("--l1", type=float, default=None, help="paper appendix-B L1 weight tau [0]")
-    p.add_argument("--sigmoid", choices=["table", "exact"], default=None)
+    p.add_argument(
+        "--l1", type=float_range(0.0, 1.0), default=None, help="paper appendix-B L1 weight tau [0]"
+    )
+    p.add_argument(
+        "--sigmoid",
+        choices=["table", "exact"],
+        default=None,
+        help="table: the official lookup tables of sigmoid and log (default); exact: computed",
+    )
     p.add_argument(
         "--epoch-tokens",
         "--epoch_tokens",
@@ -102,17 +120,35 @@ def register(subparsers: Any) -> None:
         help="all (official): an epoch is every token of the corpus, </s> and "
         "unknown words included; trained: exactly -epoch passes",
     )
-    p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--checkpoint-dir", "--checkpoint_dir", dest="checkpoint_dir", default=None)
+    p.add_argument(
+        "--seed",
+        type=_NATURAL,
+        default=None,
+        help="random seed, 0 to 2147483647 [1]",
+    )
+    p.add_argument(
+        "--checkpoint-dir",
+        "--checkpoint_dir",
+        dest="checkpoint_dir",
+        default=None,
+        help="write a resumable checkpoint into this directory (see --checkpoint-every)",
+    )
     p.add_argument(
         "--checkpoint-every",
         "--checkpoint_every",
         dest="checkpoint_every",
-        type=float,
+        type=float_range(0.0, MINUTES_A_YEAR, low_inclusive=False),
         default=None,
-        help="minutes between checkpoints",
+        help="minutes between checkpoints (needs --checkpoint-dir)",
     )
-    p.add_argument("--resume-from", "--resume_from", dest="resume_from", default=None)
+    p.add_argument(
+        "--resume-from",
+        "--resume_from",
+        dest="resume_from",
+        default=None,
+        help="continue the run saved in this checkpoint (a checkpoint directory or one of "
+        "its checkpoints)",
+    )
     p.add_argument(
         "--max-memory",
         "--max_memory",

@@ -20,6 +20,7 @@ from sentvec.cli._args import (
     device_options,
     layer_list,
     load_transformer,
+    positive_int,
     positive_int_list,
     progress,
     slug,
@@ -166,7 +167,10 @@ def register(subparsers: Any) -> None:
         "10,000-sentence Wikipedia sample)",
     )
     s.add_argument(
-        "--corpus-size", type=int, default=DEFAULT_CORPUS_SIZE, help="first N lines of the corpus"
+        "--corpus-size",
+        type=positive_int,
+        default=DEFAULT_CORPUS_SIZE,
+        help=f"first N lines of the corpus (default {DEFAULT_CORPUS_SIZE})",
     )
     s.add_argument(
         "--corpus-preprocessing",

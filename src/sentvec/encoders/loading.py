@@ -143,7 +143,7 @@ def model_kind(name_or_path: str | os.PathLike[str]) -> ModelKind:
 
     text = os.fspath(name_or_path)
     path = Path(text).expanduser()
-    if path.is_dir() and (path / PIPELINE_FILE).is_file():
+    if path.is_dir() and os.path.lexists(path / PIPELINE_FILE):  # a FIFO there: load says so
         return "pipeline"
     if path.is_file():
         from sentvec.sent2vec.binfile import is_bin_file

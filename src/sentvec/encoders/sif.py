@@ -31,6 +31,7 @@ from sentvec._io import (
     load_npy,
     read_json_object,
 )
+from sentvec._readers import read_json
 from sentvec._validation import check_choice, check_float_range, check_positive_int, check_sentences
 
 __all__ = [
@@ -601,11 +602,8 @@ def load_sif_encoder(path: str | os.PathLike[str]) -> Any:
 
 def _read_word_list(path: Path) -> list[str]:
     """A JSON list of strings (the saved vocabulary)."""
-    import json
-
-    with open(path, encoding="utf-8") as fh:
-        data = json.load(fh)
-    if not isinstance(data, list) or not all(isinstance(w, str) for w in data):
+    data = read_json(path, expect=list)
+    if not all(isinstance(w, str) for w in data):
         raise ValueError(f"{str(path)!r} must hold a JSON list of strings")
     return data
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._readers import check_regular_file, json_int, read_json_object
 from sentvec._validation import check_positive_int, check_sentences
 from sentvec.encoders.base import TruncationWarning
 from sentvec.sent2vec.binfile import ModelFormatError
@@ -114,17 +115,16 @@ def chunk_separable(tokenizer: Any) -> bool:
 def is_model2vec_dir(path: str | os.PathLike[str]) -> bool:
     """A directory whose ``config.json`` names a Model2Vec model (``model_type``
     ``"model2vec"`` or architecture ``StaticModel``) or whose ``model.safetensors`` holds an
-    ``embeddings`` tensor (what ``StaticModel.save_pretrained`` writes); its other files are
-    checked on loading."""
+    ``embeddings`` tensor (what ``StaticModel.save_pretrained`` writes); its files are checked
+    on loading. A ``config.json`` that does not parse does not hide the table: such a
+    directory is a Model2Vec directory whose loading then names the broken file."""
     p = Path(path)
-    if not (p / "config.json").is_file():
+    if not os.path.lexists(p / "config.json"):
         return False
     try:
-        cfg = json.loads((p / "config.json").read_text(encoding="utf-8"))
+        cfg = read_json_object(p / "config.json")
     except (OSError, ValueError):
-        return False
-    if not isinstance(cfg, dict):
-        return False
+        cfg = {}
     if cfg.get("model_type") == "model2vec" or "StaticModel" in (cfg.get("architectures") or []):
         return True
     # a bare StaticModel(...).save_pretrained() writes no model_type: look for the table
@@ -134,6 +134,7 @@ def is_model2vec_dir(path: str | os.PathLike[str]) -> bool:
 def _safetensors_keys(path: Path) -> set[str]:
     """Tensor names in a safetensors header (empty if unreadable); reads only the header."""
     try:
+        check_regular_file(path)  # a FIFO would block the open below
         with open(path, "rb") as fh:
             n = int.from_bytes(fh.read(8), "little")
             if not 2 <= n <= 100_000_000:
@@ -148,8 +149,9 @@ def load_tokenizer_file(path: Path) -> Any:
     """A ``tokenizers.Tokenizer`` from a ``tokenizer.json``; ModelFormatError naming it."""
     from tokenizers import Tokenizer
 
-    if not path.is_file():
-        raise ModelFormatError(f"missing tokenizer file {str(path)!r}")
+    check_regular_file(
+        path, what="tokenizer file", error=ModelFormatError, missing=ModelFormatError
+    )
     try:
         return Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust error types are not exported
@@ -160,8 +162,7 @@ def read_safetensors(path: Path) -> dict[str, np.ndarray]:
     """All tensors of a ``.safetensors`` file as numpy arrays; ModelFormatError naming it."""
     from safetensors.numpy import load_file
 
-    if not path.is_file():
-        raise ModelFormatError(f"missing weights file {str(path)!r}")
+    check_regular_file(path, what="weights file", error=ModelFormatError, missing=ModelFormatError)
     try:
         return dict(load_file(str(path)))
     except Exception as exc:  # SafetensorError is not a public class
@@ -207,7 +208,9 @@ class StaticEncoder:
     ------
     ModelFormatError
         A table that is not 2-D, empty, of another dtype, or with NaN/infinite values; weights
-        or mapping of the wrong shape; a vocabulary that does not fit the table.
+        or mapping without exactly one value per token; without a mapping, a table without
+        exactly one row per token id (Model2Vec's rule: a tokenizer with fewer tokens than rows
+        is another model's).
     """
 
     encoder_type = "static"
@@ -250,9 +253,10 @@ class StaticEncoder:
             m = self.token_mapping
             if len(m) and (m.min() < 0 or m.max() >= len(E)):
                 raise ModelFormatError(f"mapping points outside the {len(E)} embedding rows")
-        elif vocab > len(E):
+        elif vocab != len(E):  # Model2Vec's rule: one row per token, no more, no fewer
             raise ModelFormatError(
-                f"the tokenizer has {vocab} tokens but embeddings only {len(E)} rows"
+                f"the tokenizer has {vocab} tokens but embeddings {len(E)} rows; a table without "
+                "a token mapping needs exactly one row per token (is this the model's tokenizer?)"
             )
         self.tokenizer = tokenizer
         tokenizer.no_padding()
@@ -280,7 +284,7 @@ class StaticEncoder:
         if a is None:
             return None
         a = np.asarray(a)
-        if a.ndim != 1 or len(a) < n or a.dtype.kind not in ("iu" if dtype is np.int64 else "fiu"):
+        if a.ndim != 1 or len(a) != n or a.dtype.kind not in ("iu" if dtype is np.int64 else "fiu"):
             raise ModelFormatError(
                 f"{name} must be a 1-D {np.dtype(dtype).name} vector with one value per "
                 f"token ({n}), got shape {a.shape} dtype {a.dtype}"
@@ -647,26 +651,21 @@ class StaticEncoder:
         if not d.is_dir():
             raise FileNotFoundError(f"Model2Vec directory not found: {str(d)!r}")
         cfg_path = d / "config.json"
-        if not cfg_path.is_file():
-            raise ModelFormatError(f"missing {str(cfg_path)!r}: not a Model2Vec directory")
-        try:
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ModelFormatError(f"{str(cfg_path)!r} is not valid JSON: {exc}") from exc
-        if not isinstance(cfg, dict):
-            raise ModelFormatError(f"{str(cfg_path)!r} does not hold a JSON object")
+        cfg = read_json_object(cfg_path, error=ModelFormatError, missing=ModelFormatError)
         tok_path = d / "tokenizer.json"
         tokenizer = load_tokenizer_file(tok_path)
         st_path = d / "model.safetensors"
         tensors = read_safetensors(st_path)
         if "embeddings" not in tensors:
             raise ModelFormatError(f"{str(st_path)!r} holds no 'embeddings' tensor")
-        own: dict[str, Any] = cfg["sentvec"] if isinstance(cfg.get("sentvec"), dict) else {}
-        max_length = cfg.get("max_length", DEFAULT_MAX_LENGTH)
-        if max_length is not None and (type(max_length) is not int or max_length < 1):
-            raise ModelFormatError(f"{str(cfg_path)!r}: bad max_length {max_length!r}")
+        own = cfg.get("sentvec", {})
+        if not isinstance(own, dict):
+            raise ModelFormatError(f"{str(cfg_path)!r}: 'sentvec' must be an object")
+        max_length = json_int(
+            cfg, "max_length", cfg_path, default=DEFAULT_MAX_LENGTH, error=ModelFormatError
+        )
         if "max_chars" in own:
-            max_chars = own["max_chars"]
+            max_chars = json_int(own, "max_chars", cfg_path, error=ModelFormatError)
         elif max_length is None:
             max_chars = None
         else:  # Model2Vec: max_length times the median token length

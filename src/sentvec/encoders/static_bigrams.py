@@ -21,7 +21,6 @@ cannot hold it: its vocabulary is whole words and its bigrams live in hashed buc
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._readers import json_int, read_json_object
 from sentvec.encoders.static import (
     DEFAULT_MAX_LENGTH,
     StaticEncoder,
@@ -43,11 +43,13 @@ __all__ = ["BigramStaticEncoder", "BIGRAM_CONFIG", "is_bigram_model_dir"]
 BIGRAM_CONFIG = "sentvec_bigrams.json"
 _TENSORS = "bigram_model.safetensors"
 _FORMAT = "sentvec-static-bigrams"
+_COUNTS = ("tokens", "bigrams")  # recorded in the config, checked against the tables
 
 
 def is_bigram_model_dir(path: str | os.PathLike[str]) -> bool:
-    """True if ``path`` is a directory holding :data:`BIGRAM_CONFIG`."""
-    return (Path(path) / BIGRAM_CONFIG).is_file()
+    """True if ``path`` is a directory holding :data:`BIGRAM_CONFIG` (a FIFO or a broken link
+    in its place too: loading then says what it is)."""
+    return Path(path).is_dir() and os.path.lexists(Path(path) / BIGRAM_CONFIG)
 
 
 class BigramStaticEncoder:
@@ -242,20 +244,34 @@ class BigramStaticEncoder:
         if not d.is_dir():
             raise FileNotFoundError(f"model directory not found: {str(d)!r}")
         cfg_path = d / BIGRAM_CONFIG
-        try:
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ModelFormatError(f"{str(cfg_path)!r} is not readable JSON: {exc}") from exc
-        if not isinstance(cfg, dict) or cfg.get("format") != _FORMAT:
+        cfg = read_json_object(cfg_path, error=ModelFormatError, missing=ModelFormatError)
+        if cfg.get("format") != _FORMAT:
             raise ModelFormatError(f"{str(cfg_path)!r} is not a {_FORMAT} config")
+        max_length = json_int(
+            cfg, "max_length", cfg_path, default=DEFAULT_MAX_LENGTH, error=ModelFormatError
+        )
+        counts = {k: json_int(cfg, k, cfg_path, minimum=0, error=ModelFormatError) for k in _COUNTS}
         tensors = read_safetensors(d / _TENSORS)
         if "embeddings" not in tensors or "bigrams" not in tensors:
             raise ModelFormatError(f"{str(d / _TENSORS)!r} lacks 'embeddings' or 'bigrams'")
-        return cls(
-            tensors["embeddings"],
-            load_tokenizer_file(d / "tokenizer.json"),
-            tensors["bigrams"],
-            normalize=bool(cfg.get("normalize", True)),
-            max_length=cfg.get("max_length", DEFAULT_MAX_LENGTH),
-            source=cfg.get("source") or f"static bigram model {d.name}",
-        )
+        tok_path = d / "tokenizer.json"
+        tokenizer = load_tokenizer_file(tok_path)
+        try:
+            model = cls(
+                tensors["embeddings"],
+                tokenizer,
+                tensors["bigrams"],
+                normalize=bool(cfg.get("normalize", True)),
+                max_length=max_length,
+                source=cfg.get("source") or f"static bigram model {d.name}",
+            )
+        except ModelFormatError as exc:
+            raise ModelFormatError(f"{str(d / _TENSORS)!r} / {str(tok_path)!r}: {exc}") from exc
+        found = {"tokens": model.n_tokens, "bigrams": len(model.bigrams)}
+        for key, n in counts.items():
+            if n is not None and n != found[key]:
+                raise ModelFormatError(
+                    f"{str(cfg_path)!r} records {n} {key} but {str(d / _TENSORS)!r} holds "
+                    f"{found[key]}"
+                )
+        return model

@@ -15,11 +15,11 @@ dimensions).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from sentvec._readers import read_json
 from sentvec.encoders.static import (
     StaticEncoder,
     is_model2vec_dir,
@@ -55,15 +55,17 @@ _STATIC_MODULE = "StaticEmbedding"
 _NORMALIZE_MODULE = "Normalize"
 
 
-def _st_modules(path: Path) -> list[dict[str, Any]] | None:
+def _st_modules(path: Path, *, strict: bool = False) -> list[dict[str, Any]] | None:
+    """The modules of ``path/modules.json`` in order; None when absent, or (unless ``strict``:
+    loading, where it is a ModelFormatError naming the file) damaged."""
     f = path / "modules.json"
-    if not f.is_file():
-        return None
     try:
-        mods = json.loads(f.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(mods, list) or not mods or not all(isinstance(m, dict) for m in mods):
+        mods = read_json(f, expect=list, error=ModelFormatError, missing=ModelFormatError)
+        if not mods or not all(isinstance(m, dict) and type(m.get("idx", 0)) is int for m in mods):
+            raise ModelFormatError(f"{str(f)!r} is not a list of modules with integer 'idx'")
+    except ModelFormatError:
+        if strict and os.path.lexists(f):
+            raise
         return None
     return sorted(mods, key=lambda m: m.get("idx", 0))
 
@@ -102,7 +104,7 @@ def load_static_sentence_transformers(path: str | os.PathLike[str]) -> StaticEnc
     d = Path(path)
     if not d.is_dir():
         raise FileNotFoundError(f"model directory not found: {str(d)!r}")
-    mods = _st_modules(d)
+    mods = _st_modules(d, strict=True)
     if not mods or str(mods[0].get("type", "")).rsplit(".", 1)[-1] != _STATIC_MODULE:
         raise ModelFormatError(
             f"{str(d / 'modules.json')!r} does not start with a StaticEmbedding module"

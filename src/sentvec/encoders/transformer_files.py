@@ -11,13 +11,14 @@ readers of ``sentvec_encoder.json`` and of the input-length limits live here, an
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sentvec._readers import json_int, read_json_object
 from sentvec.encoders.pooling import Pooling
+from sentvec.sent2vec.binfile import ModelFormatError
 
 #: File written by ``save_pretrained`` next to the Hugging Face files.
 ENCODER_CONFIG_NAME = "sentvec_encoder.json"
@@ -43,34 +44,34 @@ def read_encoder_config(model_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
     Raises
     ------
-    ValueError
-        The file is not JSON, not a sentvec encoder config, or of a newer version.
+    ModelFormatError
+        (a ValueError) The file is not a regular file, not strict JSON, not a sentvec encoder
+        config, or of a newer version.
     """
     path = Path(model_dir) / ENCODER_CONFIG_NAME
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
-    try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(f"{str(path)!r} is not valid JSON: {exc}") from exc
-    if not isinstance(cfg, dict) or cfg.get("format") != ENCODER_CONFIG_FORMAT:
-        raise ValueError(
+    cfg = read_json_object(path, error=ModelFormatError)
+    if cfg.get("format") != ENCODER_CONFIG_FORMAT:
+        raise ModelFormatError(
             f"{str(path)!r} is not a sentvec encoder config (format != {ENCODER_CONFIG_FORMAT!r})"
         )
-    if cfg.get("version", 0) > ENCODER_CONFIG_VERSION:
-        raise ValueError(
-            f"{str(path)!r} has version {cfg.get('version')}; this sentvec reads up to "
+    version = json_int(cfg, "version", path, default=0, minimum=0, error=ModelFormatError)
+    if (version or 0) > ENCODER_CONFIG_VERSION:
+        raise ModelFormatError(
+            f"{str(path)!r} has version {version}; this sentvec reads up to "
             f"{ENCODER_CONFIG_VERSION}"
         )
     return cfg
 
 
 def _json_object(path: Path) -> dict[str, Any] | None:
+    """The object in ``path``, or None when it is missing or damaged (then the description is
+    uncertain; loading reports the damage)."""
     try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
+        return read_json_object(path)
     except (OSError, ValueError):
         return None
-    return obj if isinstance(obj, dict) else None
 
 
 def length_limits(

@@ -53,6 +53,8 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._readers import read_json_object
+
 __all__ = [
     "ExportError",
     "check_exportable",
@@ -367,7 +369,7 @@ def _save_transformer(
             "(no tokenizer.json); sentence-transformers and serving tools need one"
         )
     cfg_path = root / "config.json"
-    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    cfg = read_json_object(cfg_path)
     # layer combination needs every hidden state: both old and new sentence-transformers read
     # the flag from the model config (the encoder's own config is left as it is)
     if hidden_states:
@@ -407,10 +409,10 @@ def _source_dir(encoder: Any) -> Path | None:
 
 def _drop_loader_keys(path: Path, source: Path | None) -> None:
     """Remove from the saved ``tokenizer_config.json`` the loader keys the source lacks."""
-    cfg = json.loads(path.read_text(encoding="utf-8"))
+    cfg = read_json_object(path)
     src_keys: set[str] = set()
     if source is not None and (source / "tokenizer_config.json").is_file():
-        src_keys = set(json.loads((source / "tokenizer_config.json").read_text(encoding="utf-8")))
+        src_keys = set(read_json_object(source / "tokenizer_config.json"))
     dropped = [k for k in _LOADER_KEYS if k in cfg and k not in src_keys]
     if dropped:
         _write_json(path, {k: v for k, v in cfg.items() if k not in dropped})

@@ -341,11 +341,8 @@ class Sent2Vec:
         cfg_path = d / _CONFIG
         if not cfg_path.is_file():
             raise ModelFormatError(_not_a_model_dir_message(d))
-        try:
-            cfg = read_json_object(cfg_path)
-            vocab = json.loads((d / _VOCAB).read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ModelFormatError(f"{str(d)!r}: unreadable model config: {exc}") from exc
+        cfg = read_json_object(cfg_path, error=ModelFormatError)
+        vocab = read_json_object(d / _VOCAB, error=ModelFormatError, missing=ModelFormatError)
         if cfg.get("format") != DIR_FORMAT:
             raise ModelFormatError(f"{str(cfg_path)!r} is not a {DIR_FORMAT} config")
         if cfg.get("format_version") != DIR_FORMAT_VERSION:
@@ -359,7 +356,7 @@ class Sent2Vec:
             if name == "output" and not has_output:
                 continue
             f = d / f"{name}.npy"
-            if not f.is_file():
+            if not os.path.lexists(f):  # else load_npy says what is there instead of a file
                 raise ModelFormatError(f"{str(d)!r}: missing {name}.npy")
             # an inference-only load still checks output.npy, by mapping it (header and size)
             mode = "r" if name == "output" and inference_only else mmap

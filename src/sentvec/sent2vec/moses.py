@@ -27,7 +27,6 @@ Unicode versions; later processes load them in milliseconds without importing sa
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import threading
@@ -174,13 +173,13 @@ def _pack(flags: np.ndarray, kinds: dict[str, int], lower: np.ndarray) -> _Table
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
     """The tables, from the disk cache or built (and cached; a failed write only warns)."""
-    from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
+    from sentvec._io import atomic_save_npy, atomic_write_json, load_npy, read_json_object
 
     version = sacremoses_version() or "none"
     stem = _tables_path(version)
     npy, meta = stem.with_suffix(".npy"), stem.with_suffix(".json")
     try:
-        stored = json.loads(meta.read_text(encoding="utf-8"))
+        stored = read_json_object(meta)
         flags = load_npy(npy)
         if flags.shape == (0x110000,) and flags.dtype == np.uint8:
             lower = _lower_table(stored["lower"])
