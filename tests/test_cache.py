@@ -376,7 +376,7 @@ def test_background_save_error_surfaces_at_wait_and_leaves_no_entry(tmp_path):
 def test_content_fingerprint_reads_bytes_and_remembers_unchanged_files(tmp_path, monkeypatch):
     import hashlib as _hashlib
 
-    import sentvec.cache as cache_mod
+    import sentvec.cache_keys as cache_keys_mod
     from sentvec.cache import content_fingerprint, file_sha256
 
     model = tmp_path / "model"
@@ -386,11 +386,11 @@ def test_content_fingerprint_reads_bytes_and_remembers_unchanged_files(tmp_path,
     weights.write_bytes(b"\0" * 100)
     memo = tmp_path / "memo"
     assert file_sha256(weights) == _hashlib.sha256(b"\0" * 100).hexdigest()  # the oracle
-    monkeypatch.setattr(cache_mod, "_RACY_NS", 0)  # the files were just written
+    monkeypatch.setattr(cache_keys_mod, "_RACY_NS", 0)  # the files were just written
     reads = []
     real = _hashlib.file_digest
     monkeypatch.setattr(
-        cache_mod.hashlib, "file_digest", lambda fh, algo: reads.append(1) or real(fh, algo)
+        cache_keys_mod.hashlib, "file_digest", lambda fh, algo: reads.append(1) or real(fh, algo)
     )
     f1 = content_fingerprint(model, memo)
     assert len(reads) == 2 and len(list(memo.glob("*.json"))) == 2

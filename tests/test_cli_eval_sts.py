@@ -363,10 +363,10 @@ def test_a_cache_hit_never_loads_the_model_and_changed_weights_miss(
     import os
     import shutil
 
-    import sentvec.cache as cache_mod
+    import sentvec.cache_keys as cache_keys_mod
     import sentvec.cli.eval_sts as mod
 
-    monkeypatch.setattr(cache_mod, "_RACY_NS", 0)  # the copied files' status is fresh
+    monkeypatch.setattr(cache_keys_mod, "_RACY_NS", 0)  # the copied files' status is fresh
     model = tmp_path / "model"
     shutil.copytree(tiny_minilm_dir, model)
     real_load = mod._load_encoder
@@ -469,10 +469,10 @@ def test_a_cache_entry_changed_in_place_is_recomputed_with_one_warning(
     import os
     import warnings
 
-    import sentvec.cache as cache_mod
+    import sentvec.cache_keys as cache_keys_mod
     from sentvec.cache import CacheWarning
 
-    monkeypatch.setattr(cache_mod, "_RACY_NS", 0)
+    monkeypatch.setattr(cache_keys_mod, "_RACY_NS", 0)
     base = ["eval-sts", "--model", str(tiny_minilm_dir), "--tasks", "STSB", "--data"]
     base += [str(small_data), "--cache-dir", str(tmp_path / "c"), "--no-progress"]
     assert main(base) == 0
