@@ -26,17 +26,27 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 # ---------------------------------------------------------------- row 4: stopping a training run
-def test_negatives_beyond_the_vocabulary_are_refused_before_training(tmp_path, capsys):
+def test_negatives_beyond_the_vocabulary_are_refused_before_training(tmp_path, capsys, monkeypatch):
     """Row 4: `-neg 100000000` trained silently for 10+ minutes. More negatives per target than
-    the vocabulary has words is refused after the vocabulary pass, before any training."""
+    the vocabulary has words is refused after the vocabulary pass, before any training: no
+    training job runs (an order, not a duration: a bound of 60 s failed on a busy machine)."""
+    from sentvec.sent2vec import kernels
+
+    jobs: list[int] = []  # tokens of each job: the compile probe runs one on empty arrays
+    monkeypatch.setattr(kernels, "train_job", lambda tokens, *args: jobs.append(len(tokens)))
     out = tmp_path / "m.bin"
     argv = ["train-sent2vec", "-input", str(REF / "train-sample.txt"), "-output", str(out)]
-    t0 = time.monotonic()
     assert main([*argv, "-neg", "100000000", "-thread", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "neg=100000000 is more negatives per target than the vocabulary has words" in err
-    assert time.monotonic() - t0 < 60 and not out.exists()
+    assert not any(jobs) and not out.exists()
 
 
 @pytest.mark.slow
@@ -45,7 +55,13 @@ def test_a_signal_ends_a_training_run_within_two_seconds(tmp_path, sig):
     """Row 4: SIGINT and SIGTERM were ignored until the running compiled job ended (one job of
     10,000 tokens at -neg 5000 -dim 300 takes 8-20 s here; minutes with a larger -neg). Jobs now
     read a stop flag before each sentence: the run ends within 2 s of the signal (measured
-    through the CLI: 1.0-1.2 s at load 12 on 2 cores, 18.4 s before the fix)."""
+    through the CLI: 1.0-1.2 s at load 12 on 2 cores, 18.4 s before the fix).
+
+    What is bounded is the work done after the signal, the CPU time the run used from then to
+    its exit, not the wall clock, which a busy machine stretches (2.2 s was seen): the rest
+    of a job is seconds of CPU, a stop at the next sentence and the exit a fraction of one."""
+    if not Path("/proc/self/stat").exists():
+        pytest.skip("reads a process's CPU time from /proc")
     p = subprocess.Popen(
         [
             sys.executable,
@@ -76,17 +92,19 @@ def test_a_signal_ends_a_training_run_within_two_seconds(tmp_path, sig):
             if line.startswith("sentvec: Sent2Vec:"):
                 break
         time.sleep(1.0)  # well into the first job
-        t0 = time.monotonic()
+        before = _cpu_seconds(p.pid)
         p.send_signal(sig)
         rest = p.stderr.read()
-        p.wait(timeout=120)
-        elapsed = time.monotonic() - t0
+        _, status, usage = os.wait4(p.pid, 0)  # the child's CPU time, all its threads
+        p.returncode = os.waitstatus_to_exitcode(status)
+        after = usage.ru_utime + usage.ru_stime - before
     finally:
-        if p.poll() is None:
+        if p.returncode is None:
             p.kill()
             p.wait()
     assert p.returncode == (130 if sig == signal.SIGINT else 143), rest
-    assert elapsed < 2.0, f"the run ended {elapsed:.1f} s after the signal"
+    assert before > 0.5  # start-up and training so far: the CPU time was read
+    assert after < 2.0, f"the run used {after:.2f} s of CPU after the signal"
     assert not (tmp_path / "m.bin").exists()
     assert not [q for q in tmp_path.iterdir() if q.name.startswith("sentvec-s2v-")]
 

@@ -71,7 +71,6 @@ def test_a_port_in_use_is_reported_before_the_models_load():
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         port = taken.getsockname()[1]
-        t0 = time.monotonic()
         res = subprocess.run(
             [sys.executable, "-m", "sentvec", "serve", str(BIN), "--port", str(port)],
             capture_output=True,
@@ -81,8 +80,10 @@ def test_a_port_in_use_is_reported_before_the_models_load():
     assert res.returncode != 0
     assert f"cannot listen on 127.0.0.1:{port}" in res.stderr
     assert "in use" in res.stderr
-    assert "loading model" not in res.stderr  # nothing was loaded
-    assert time.monotonic() - t0 < 60
+    # "before" is an order, not a duration: the server logs "loading model" as it starts
+    # loading one, so its absence shows the refusal came first (a wall-clock bound of 60 s
+    # failed at 65 s on a machine at load 5-17)
+    assert "loading model" not in res.stderr
 
 
 def test_a_model_that_cannot_load_stops_the_server_with_its_reason(tmp_path):

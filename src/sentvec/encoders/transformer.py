@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import warnings
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +55,25 @@ _CHUNK_SENTENCES = 32768
 #: ``batch_size`` sentences (except the last), so long inputs use no more memory than usual.
 _TOKENS_PER_SLOT = 32
 _MAX_BATCH_GROWTH = 4
+
+
+#: One lock per tokenizer object. A Hugging Face fast tokenizer keeps each call's truncation
+#: and padding settings on its shared backend (``set_truncation_and_padding`` before the
+#: encoding), so two threads that tokenize with different settings get each other's: the server
+#: counts tokens untruncated on its event loop while its encoding thread truncates, and a long
+#: input was then encoded whole (past ``max_length``) or counted as truncated.
+_TOKENIZER_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_TOKENIZER_LOCKS_GUARD = threading.Lock()
+
+
+def _tokenizer_lock(tokenizer: Any) -> threading.Lock:
+    """The lock every call of ``tokenizer`` by a :class:`TransformerEncoder` holds (shared by
+    all encoders over the same tokenizer, e.g. those of :meth:`TransformerEncoder.with_options`)."""
+    with _TOKENIZER_LOCKS_GUARD:
+        lock = _TOKENIZER_LOCKS.get(tokenizer)
+        if lock is None:
+            lock = _TOKENIZER_LOCKS[tokenizer] = threading.Lock()
+        return lock
 
 
 def _check_unicode(unique: list[str], items: list[str]) -> None:
@@ -695,40 +716,37 @@ class TransformerEncoder:
         ids = self._untruncated_ids(list(sentences))
         return np.fromiter((len(x) for x in ids), dtype=np.int64, count=len(ids))
 
+    def _token_ids(self, texts: list[str], **truncation: Any) -> list[list[int]]:
+        """The tokenizer's ids of ``texts``, special tokens added, under the tokenizer's lock:
+        the truncation given here is set on the tokenizer for this call (see
+        ``_TOKENIZER_LOCKS``), so no other thread's call may run in between."""
+        with _tokenizer_lock(self.tokenizer):
+            return list(
+                self.tokenizer(
+                    texts,
+                    add_special_tokens=True,
+                    padding=False,
+                    return_attention_mask=False,
+                    return_token_type_ids=False,
+                    verbose=False,
+                    **truncation,
+                )["input_ids"]
+            )
+
     def _untruncated_ids(self, texts: list[str]) -> list[list[int]]:
-        return list(
-            self.tokenizer(
-                texts,
-                add_special_tokens=True,
-                truncation=False,
-                padding=False,
-                return_attention_mask=False,
-                return_token_type_ids=False,
-                verbose=False,
-            )["input_ids"]
-        )
+        return self._token_ids(texts, truncation=False)
 
     def _tokenize(self, texts: list[str]) -> tuple[list[list[int]], int, int]:
         """Token ids per text (special tokens added, truncated to max_length).
 
         Returns the id lists, the number of truncated texts and the longest original length.
         """
-        tok = self.tokenizer
         ids = self._untruncated_ids(texts)
         limit = self._max_length
         too_long = [i for i, x in enumerate(ids) if len(x) > limit]
         longest = max((len(ids[i]) for i in too_long), default=0)
         if too_long:
-            cut = tok(
-                [texts[i] for i in too_long],
-                add_special_tokens=True,
-                truncation=True,
-                max_length=limit,
-                padding=False,
-                return_attention_mask=False,
-                return_token_type_ids=False,
-                verbose=False,
-            )["input_ids"]
+            cut = self._token_ids([texts[i] for i in too_long], truncation=True, max_length=limit)
             for i, x in zip(too_long, cut, strict=True):
                 ids[i] = x
         return ids, len(too_long), longest
