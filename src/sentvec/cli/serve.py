@@ -129,7 +129,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--header-timeout",
-        type=float,
+        type=float_range(0, 86400.0, low_inclusive=False),
         default=http.header_timeout,
         metavar="S",
         help="seconds a client may take to send a request's head, from its first byte; "
@@ -137,7 +137,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--body-timeout",
-        type=float,
+        type=float_range(0, 86400.0, low_inclusive=False),
         default=http.body_timeout,
         metavar="S",
         help="seconds a client may take to send a request's body, from the end of its head; "
