@@ -40,6 +40,9 @@ COMPILING_NOTICE = "compiling kernels, once per install"
 #: Compiling that ends sooner than this (seconds) says nothing; loading cached kernels takes less.
 NOTICE_AFTER = 2.0
 logger = logging.getLogger("sentvec")
+#: Whether this process has shown the notice: a command says it once, however many of its
+#: steps compile (``train-sent2vec`` compiles, reads the corpus, then waits for a child).
+_shown = threading.Event()
 
 
 def notice_text(expected: float | None = None) -> str:
@@ -54,12 +57,13 @@ def compiling_notice(
     show: bool | None = None, after: float | None = None, expected: float | None = None
 ) -> Iterator[None]:
     """Say "compiling kernels, once per install: ~N s" on stderr if the block runs for more
-    than ``after`` seconds (a first run, when numba compiles instead of loading its cache).
+    than ``after`` seconds (a first run, when numba compiles instead of loading its cache),
+    once per process: a later slow block only logs it.
 
     Parameters
     ----------
     show : bool or None
-        None or True: on a terminal a bar with the elapsed time, elsewhere one line, once.
+        None or True: on a terminal a bar with the elapsed time, elsewhere one line.
         False: nothing on stderr (the notice is still logged at INFO), as ``--no-progress``.
     after : float, optional
         Seconds before the notice (default :data:`NOTICE_AFTER`): loading cached kernels takes
@@ -78,8 +82,9 @@ def compiling_notice(
         if done.wait(after):
             return
         logger.info("sentvec: %s", text)
-        if not show:
+        if not show or _shown.is_set():
             return
+        _shown.set()
         if tty:
             from sentvec._progress import progress_bar
 
