@@ -72,7 +72,7 @@ def test_eval_transfer_cli_matches_api(tmp_path, capsys, model):
     )
     assert rc == 0
     text = capsys.readouterr().out
-    assert "| Model | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |" in text
+    assert "| Model | MRPC (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |" in text
     payload = json.loads(out.read_text())
     by_task = {r["task"]: r for r in payload["results"]}
     assert (by_task["TREC"]["n_train"], by_task["TREC"]["n_test"]) == (300, 100)

@@ -1,15 +1,24 @@
 """The documentation runs as written.
 
-* Every fenced ``python`` block of README.md and of each docs page that declares itself
-  runnable (an HTML comment starting ``<!-- runnable`` on its first line) is executed, the blocks
-  of one page in order and in one namespace, as a reader pasting them would.
-* Every line of the README's command-line tour runs through ``sentvec.cli.main``, in order.
+* Every fenced ``python`` and shell (``bash``, ``sh``, ``shell``, ``console``) block of README.md
+  and of each docs page that declares itself runnable (an HTML comment starting
+  ``<!-- runnable`` on its first line) is executed, the blocks of one page in document order,
+  the Python blocks in one namespace, as a reader pasting them would. A shell block holds
+  ``sentvec`` commands (``\\`` continues a line; ``#`` starts a comment); each runs through
+  ``sentvec.cli.main`` and must exit with 0.
+* Any other block says why it is not run, in an HTML comment on the line before it:
+  ``<!-- not-run: REASON -->`` (it needs data a user does not have, a network, a running server,
+  or it stands for the reader's own files). A block that installs (``pip install``) is what
+  CI's ``.ci/run`` runs; it is not run here.
+* A long block may run on small stand-in data: ``<!-- test-with: OLD => NEW; OLD2 => NEW2 -->``
+  on the line before it replaces text in the block before it runs; the command's shape (its
+  sub-command and options) stays the reader's.
 
-Both run from a scratch directory that holds the clone's ``tests/`` folder and ``.gitignore``
-(the README's paths are relative to a clone), offline, and must leave no file there that
-``git status`` would list as new. For speed, the ``minilm`` alias resolves to a 2-layer slice
-of MiniLM (the ``tiny_minilm_dir`` fixture) here: same tokenizer, same hidden size, same code
-paths; everything else is as written.
+Every page runs from a scratch directory like a clone's root: it holds the clone's ``tests/``
+and ``src/`` folders and its ``.gitignore`` (the pages' paths are relative to a clone), offline,
+and the README must leave no file there that ``git status`` would list as new. For speed, the
+``minilm`` alias resolves to a 2-layer slice of MiniLM (the ``tiny_minilm_dir`` fixture) here:
+same tokenizer, same hidden size, same code paths; everything else is as written.
 
 The API reference pages are generated from ``sentvec.__all__`` (``docs/hooks/api_reference.py``);
 a test checks that they name every public name.
@@ -17,6 +26,7 @@ a test checks that they name every public name.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 import shlex
@@ -33,11 +43,70 @@ REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 RUNNABLE = "<!-- runnable"
 _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
+SHELL = frozenset({"bash", "sh", "shell", "console"})
+_NOT_RUN = re.compile(r"^<!-- not-run: (?P<why>.+?) -->$")
+_TEST_WITH = re.compile(r"^<!-- test-with: (?P<subs>.+?) -->$")
+#: Pages whose blocks are examples against a running server (``sentvec serve``); the serve
+#: tests (``tests/test_serve*.py``) make those requests against servers they start.
+SERVER_PAGES = frozenset({"docs/serving.md"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Block:
+    """A fenced block of a Markdown page and the marker on the line before it, if any."""
+
+    page: Path
+    line: int
+    language: str
+    body: str
+    not_run: str | None
+    substitutions: tuple[tuple[str, str], ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.page.relative_to(REPO)}:{self.line}"
+
+    def runnable_text(self) -> str:
+        text = self.body
+        for old, new in self.substitutions:
+            assert old in text, f"{self.name}: test-with text {old!r} is not in the block"
+            text = text.replace(old, new)
+        return text
+
+
+def page_blocks(path: Path) -> list[Block]:
+    """The fenced blocks of a Markdown file, in order, with their markers."""
+    text = path.read_text("utf-8")
+    blocks = []
+    for m in _FENCE.finditer(text):
+        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
+        not_run = _NOT_RUN.match(before)
+        test_with = _TEST_WITH.match(before)
+        subs: tuple[tuple[str, str], ...] = ()
+        if test_with:
+            pairs = [part.split(" => ") for part in test_with["subs"].split("; ")]
+            assert all(len(p) == 2 for p in pairs), f"{path}: bad test-with {before!r}"
+            subs = tuple((a, b) for a, b in pairs)
+        blocks.append(
+            Block(
+                page=path,
+                line=text.count("\n", 0, m.start()) + 1,
+                language=m.group(1),
+                body=m.group(2),
+                not_run=not_run["why"] if not_run else None,
+                substitutions=subs,
+            )
+        )
+    return blocks
 
 
 def fenced_blocks(path: Path, language: str) -> list[str]:
     """The bodies of the ``language`` fenced blocks of a Markdown file, in order."""
-    return [m.group(2) for m in _FENCE.finditer(path.read_text("utf-8")) if m.group(1) == language]
+    return [b.body for b in page_blocks(path) if b.language == language]
+
+
+def doc_pages() -> list[Path]:
+    return [README, *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def runnable_pages() -> list[Path]:
@@ -49,6 +118,18 @@ def runnable_pages() -> list[Path]:
     return pages
 
 
+def is_install(block: Block) -> bool:
+    return block.language in SHELL and "pip install" in block.body
+
+
+def shell_commands(text: str) -> list[str]:
+    """The command lines of a shell block: continuations joined, blank and comment lines out."""
+    joined = re.sub(r"\\\n\s*", " ", text)
+    return [
+        ln.strip() for ln in joined.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+
+
 @pytest.fixture
 def scratch(tmp_path, monkeypatch, tiny_minilm_dir):
     """A working directory like a clone's root, with ``minilm`` as the 2-layer slice."""
@@ -57,6 +138,7 @@ def scratch(tmp_path, monkeypatch, tiny_minilm_dir):
     clone = tmp_path / "clone"
     clone.mkdir()
     (clone / "tests").symlink_to(REPO / "tests")
+    (clone / "src").symlink_to(REPO / "src")
     shutil.copy(REPO / ".gitignore", clone / ".gitignore")
     monkeypatch.chdir(clone)
     monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache"))  # outside, as ~/.cache is
@@ -74,34 +156,89 @@ def untracked_not_ignored(clone: Path) -> list[str]:
         capture_output=True,
         text=True,
     ).stdout
-    # tests/ and .gitignore are tracked files of a real clone
+    # tests/, src/ and .gitignore are tracked files of a real clone
     return [
         line[3:]
         for line in out.splitlines()
-        if line.startswith("?? ") and line[3:] not in ("tests", ".gitignore")
+        if line.startswith("?? ") and line[3:] not in ("tests", "src", ".gitignore")
     ]
 
 
 def test_some_pages_are_runnable():
     names = [p.name for p in runnable_pages()]
-    assert names[0] == "README.md" and "getting-started.md" in names
-    assert all(fenced_blocks(p, "python") for p in runnable_pages())
+    assert names[0] == "README.md" and "getting-started.md" in names and "distill.md" in names
+    assert all(fenced_blocks(p, "python") for p in runnable_pages()[:2])
+
+
+def test_every_block_is_run_or_says_why():
+    """A reader may paste any block: each one is run by this file, or says why it is not."""
+    runnable = set(runnable_pages())
+    unexplained = []
+    for page in doc_pages():
+        if str(page.relative_to(REPO)) in SERVER_PAGES:
+            continue
+        for block in page_blocks(page):
+            if block.language not in SHELL | {"python"} or block.not_run or is_install(block):
+                continue
+            if page not in runnable:
+                unexplained.append(f"{block.name}: on a page that is not runnable")
+                continue
+            if block.language in SHELL:
+                for cmd in shell_commands(block.runnable_text()):
+                    if shlex.split(cmd, comments=True)[0] != "sentvec":
+                        unexplained.append(f"{block.name}: {cmd!r} is not a sentvec command")
+    assert not unexplained, "run these blocks or mark them <!-- not-run: why -->:\n" + "\n".join(
+        unexplained
+    )
+
+
+def test_markers_name_a_reason_and_stand_before_a_block():
+    for page in doc_pages():
+        lines = page.read_text("utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith(("<!-- not-run", "<!-- test-with")):
+                assert _NOT_RUN.match(line) or _TEST_WITH.match(line), (page, i + 1, line)
+                assert i + 1 < len(lines) and lines[i + 1].startswith("```"), (page, i + 1)
+
+
+def run_page(page: Path, capsys) -> dict:
+    """Run the blocks of ``page`` in order (Python in one namespace, shell commands through
+    ``sentvec.cli.main``); returns the Python namespace."""
+    from sentvec.cli import main
+
+    namespace: dict = {"__name__": "__docs__"}
+    for block in page_blocks(page):
+        if block.not_run or is_install(block):
+            continue
+        if block.language == "python":
+            exec(compile(block.runnable_text(), block.name, "exec"), namespace)
+        elif block.language in SHELL:
+            for cmd in shell_commands(block.runnable_text()):
+                rc = main(shlex.split(cmd, comments=True)[1:])
+                assert rc == 0, (block.name, cmd, capsys.readouterr().err[-2000:])
+    return namespace
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("page", runnable_pages(), ids=lambda p: str(p.relative_to(REPO)))
-def test_python_blocks_run_as_written(page, scratch, capsys):
-    namespace: dict = {"__name__": "__docs__"}
-    for i, block in enumerate(fenced_blocks(page, "python")):
-        code = compile(block, f"{page.name}[python block {i + 1}]", "exec")
-        exec(code, namespace)
-    assert untracked_not_ignored(scratch) == []  # a clone stays clean (.gitignore covers it)
+def test_page_runs_as_written(page, scratch, capsys):
+    namespace = run_page(page, capsys)
     out = capsys.readouterr().out
     if page == README:  # what the README's comments promise
         assert "(3, 384) float32" in out
         assert "[[0]]" in out
         assert namespace["V"].shape == (2, 16)
         assert set(namespace["res"].task_scores) == {"STS16"}
+        assert (scratch / "s2v.bin").is_file() and (scratch / "s2v-dir").is_dir()
+        assert (scratch / "vectors.npy").is_file() and (
+            scratch / "vecs" / "manifest.json"
+        ).is_file()
+        assert (scratch / "minilm-st" / "modules.json").is_file()
+        assert (scratch / "minilm-static" / "model.safetensors").is_file()
+        assert (scratch / "s2v.bin").stat().st_size < 2**21  # a small model (-bucket)
+        assert untracked_not_ignored(scratch) == []  # a clone stays clean (.gitignore covers it)
+    if page.name == "distill.md":
+        assert "(2, 256) float32" in out
 
 
 def _tour_lines() -> list[str]:
@@ -119,21 +256,6 @@ def test_cli_tour_is_ten_sentvec_commands():
     lines = _tour_lines()
     assert len(lines) == 10
     assert all(shlex.split(ln, comments=True)[0] == "sentvec" for ln in lines)
-
-
-@pytest.mark.slow
-def test_cli_tour_runs_as_written(scratch, capsys):
-    from sentvec.cli import main
-
-    for line in _tour_lines():
-        argv = shlex.split(line, comments=True)[1:]
-        rc = main(argv)
-        assert rc == 0, (line, capsys.readouterr().err[-2000:])
-    assert (scratch / "s2v.bin").is_file() and (scratch / "s2v-dir").is_dir()
-    assert (scratch / "vectors.npy").is_file() and (scratch / "vecs" / "manifest.json").is_file()
-    assert (scratch / "minilm-st" / "modules.json").is_file()
-    assert (scratch / "s2v.bin").stat().st_size < 2**21  # a small model (-bucket)
-    assert untracked_not_ignored(scratch) == []  # a clone stays clean (.gitignore covers it)
 
 
 _OUTPUT_OPTION = re.compile(r"(?:^|\s)(?:-o|-output|--output|--out|--json)\s+(\S+)")

@@ -1,11 +1,15 @@
 """The first-run compile helpers of ``sentvec._jit``: the notice, the cache probe and the compile
-child (issue 21)."""
+child."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -73,15 +77,67 @@ def test_compile_child_runs_code_with_this_sentvec_and_can_be_stopped(tmp_path):
     _jit.finish_child(None)  # no child: nothing to do
 
 
-def test_compiling_notice_off_a_terminal_says_what_it_does(capsys):
-    with _jit.compiling_notice(show=True, after=0.0):
+@pytest.fixture
+def notice_not_shown(monkeypatch):
+    """This process as if it had not shown the compiling notice yet."""
+    monkeypatch.setattr(_jit, "_shown", threading.Event())
+
+
+def test_compiling_notice_off_a_terminal_says_so_once(capsys, notice_not_shown):
+    with _jit.compiling_notice(show=False, after=0.0):  # --no-progress: logged only
         time.sleep(0.2)
-    err = capsys.readouterr().err
-    assert f"sentvec: {_jit.COMPILING_NOTICE}\n" in err
-    assert "sentvec: kernels compiled in" in err
-    with _jit.compiling_notice(show=True, after=5.0):  # fast (cached): no notice
+    with _jit.compiling_notice(after=5.0):  # fast (cached): no notice
         pass
     assert capsys.readouterr().err == ""
+    with _jit.compiling_notice(after=0.0, expected=9.6):
+        time.sleep(0.2)
+    err = capsys.readouterr().err
+    assert err == "sentvec: compiling kernels, once per install: ~10 s\n"
+    with _jit.compiling_notice(after=0.0):  # a second slow step of the same command
+        time.sleep(0.2)
+    assert capsys.readouterr().err == ""
+
+
+def test_load_kernel_compiles_once_under_the_notice(monkeypatch, capsys, notice_not_shown):
+    import numba
+
+    @numba.njit
+    def plus_one(x):
+        return x + 1
+
+    monkeypatch.setattr(_jit, "NOTICE_AFTER", 0.0)
+    _jit.load_kernel(plus_one, (1,))
+    assert capsys.readouterr().err == f"sentvec: {_jit.COMPILING_NOTICE}\n"
+    _jit.load_kernel(plus_one, (2,))  # compiled for int64 already: silent
+    assert capsys.readouterr().err == "" and plus_one(1) == 2
+
+
+def test_first_tokenize_with_an_empty_numba_cache_says_it_compiles(tmp_path):
+    """``sentvec tokenize`` with its stderr piped (not a terminal) and an empty numba cache:
+    the first thing it writes is the notice, two seconds into compiling the Moses kernels
+    (about 10 s). The test stops the process there, so it costs about 3 s."""
+    import threading
+
+    src = Path(sys.modules["sentvec"].__file__).parents[1]
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+        "SENTVEC_CACHE": str(tmp_path / "cache"),
+        "PYTHONPATH": os.pathsep.join(p for p in (str(src), os.environ.get("PYTHONPATH")) if p),
+    }
+    (tmp_path / "in.txt").write_text("Hello, world!\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "sentvec", "tokenize", "-i", str(tmp_path / "in.txt")]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    guard = threading.Timer(300, proc.kill)  # bounds the wait if nothing is ever written
+    guard.start()
+    try:
+        first_line = proc.stderr.readline().decode()
+    finally:
+        guard.cancel()
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
+    assert first_line.startswith(f"sentvec: {_jit.COMPILING_NOTICE}: ~"), first_line
 
 
 def test_no_compile_child_when_python_cannot_start(monkeypatch):

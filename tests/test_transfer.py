@@ -415,7 +415,7 @@ def test_markdown_table_column_order_and_average():
     ]
     table = transfer_table_markdown(res, name="s2v")
     head, rule, row = table.strip().split("\n")
-    assert head == "| Model | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |"
+    assert head == "| Model | MRPC (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |"
     # reference README: Avg of 71.0, 66.7, 73.5, 88.0, 80.7, 80.8 = 76.78 -> 76.8
     assert row == "| s2v | 71.0 / 80.4 | 66.7 | 73.5 | 88.0 | 80.7 | 80.8 | 76.8 | 80.0 |"
     two = transfer_table_markdown({"a": res[:2], "b": res}).strip().split("\n")

@@ -1,9 +1,11 @@
 """The notice a command shows while numba compiles its kernels on a first run.
 
 Kernels are compiled on first use and cached on disk by numba (``cache=True``); later runs load
-them in a fraction of a second. A command calls its kernels once on tiny inputs inside
-:func:`compiling_notice` before its real work, so a first run says what it is doing instead of
-looking stuck, and the real work's progress (and timing) starts after compilation.
+them in a fraction of a second. Every first use of a kernel runs inside :func:`compiling_notice`
+(directly, or through :func:`load_kernel`), so a first run that compiles for more than two
+seconds says so, once, on stderr ("compiling kernels, once per install: ~N s"), whether or not
+stderr is a terminal, instead of looking stuck; commands call their kernels once on tiny inputs
+before their real work, so the real work's progress (and timing) starts after compilation.
 
 numba compiles one function at a time per process (a global compiler lock), so the only way to
 compile while doing something else is a second process: :func:`compile_in_child` starts one
@@ -19,7 +21,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,54 +31,70 @@ __all__ = [
     "compiling_notice",
     "finish_child",
     "is_cached",
+    "load_kernel",
     "spare_core",
 ]
 
-#: What the progress display says while kernels compile.
-COMPILING_NOTICE = "compiling kernels (first run only)"
+#: What a first run says while kernels compile (followed by the expected seconds, if known).
+COMPILING_NOTICE = "compiling kernels, once per install"
+#: Compiling that ends sooner than this (seconds) says nothing; loading cached kernels takes less.
+NOTICE_AFTER = 2.0
 logger = logging.getLogger("sentvec")
+#: Whether this process has shown the notice: a command says it once, however many of its
+#: steps compile (``train-sent2vec`` compiles, reads the corpus, then waits for a child).
+_shown = threading.Event()
+
+
+def notice_text(expected: float | None = None) -> str:
+    """The notice: :data:`COMPILING_NOTICE`, with ``": ~N s"`` when ``expected`` is given."""
+    if expected is None:
+        return COMPILING_NOTICE
+    return f"{COMPILING_NOTICE}: ~{max(1, round(expected))} s"
 
 
 @contextlib.contextmanager
-def compiling_notice(show: bool | None = None, after: float = 0.5) -> Iterator[None]:
-    """Show :data:`COMPILING_NOTICE` if the block runs for more than ``after`` seconds.
+def compiling_notice(
+    show: bool | None = None, after: float | None = None, expected: float | None = None
+) -> Iterator[None]:
+    """Say "compiling kernels, once per install: ~N s" on stderr if the block runs for more
+    than ``after`` seconds (a first run, when numba compiles instead of loading its cache),
+    once per process: a later slow block only logs it.
 
     Parameters
     ----------
     show : bool or None
-        As ``show`` of :func:`sentvec._progress.progress_bar`: None shows the notice only when
-        stderr is a terminal (a bar with the elapsed time), True also elsewhere (one line when
-        compiling starts and one when it ends), False never (it is still logged at INFO).
-    after : float, default 0.5
-        Loading cached kernels takes less; compiling takes seconds.
+        None or True: on a terminal a bar with the elapsed time, elsewhere one line.
+        False: nothing on stderr (the notice is still logged at INFO), as ``--no-progress``.
+    after : float, optional
+        Seconds before the notice (default :data:`NOTICE_AFTER`): loading cached kernels takes
+        less; compiling takes seconds.
+    expected : float, optional
+        Seconds the block's compiling takes on a quiet 2-core machine, shown as ``~N s``.
     """
+    if after is None:
+        after = NOTICE_AFTER
     tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    if show is None:
-        show = tty
+    show = show is not False
+    text = notice_text(expected)
     done = threading.Event()
 
     def watch() -> None:
         if done.wait(after):
             return
-        t0 = time.monotonic() - after
-        logger.info("sentvec: %s", COMPILING_NOTICE)
-        if not show:
+        logger.info("sentvec: %s", text)
+        if not show or _shown.is_set():
             return
+        _shown.set()
         if tty:
             from sentvec._progress import progress_bar
 
-            bar = progress_bar(
-                show=True, total=None, desc=COMPILING_NOTICE, bar_format="{desc} [{elapsed}]"
-            )
+            bar = progress_bar(show=True, total=None, desc=text, bar_format="{desc} [{elapsed}]")
             while not done.wait(0.5):
                 bar.refresh()
             bar.close()
             return
         try:
-            sys.stderr.write(f"sentvec: {COMPILING_NOTICE}\n")
-            sys.stderr.flush()
-            done.wait()
-            sys.stderr.write(f"sentvec: kernels compiled in {time.monotonic() - t0:.0f} s\n")
+            sys.stderr.write(f"sentvec: {text}\n")
             sys.stderr.flush()
         except (OSError, ValueError):  # a closed stderr: not worth failing for
             pass
@@ -89,6 +106,34 @@ def compiling_notice(show: bool | None = None, after: float = 0.5) -> Iterator[N
     finally:
         done.set()
         watcher.join()
+
+
+def load_kernel(
+    dispatcher: Any, args: tuple, *, show: bool | None = None, expected: float | None = None
+) -> None:
+    """Make ``dispatcher`` (a numba function) ready for arguments of the types of ``args``:
+    nothing if this process has it already, else loaded from numba's on-disk cache or compiled
+    under :func:`compiling_notice`.
+
+    Parameters
+    ----------
+    dispatcher : numba dispatcher
+        An ``@numba.njit`` function.
+    args : tuple
+        Arguments like those of the coming call (only their numba types matter).
+    show, expected
+        As :func:`compiling_notice`.
+
+    Raises
+    ------
+    numba.core.errors.TypingError
+        If ``args`` do not type-check against the kernel, as the call itself would.
+    """
+    sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+    if sig in dispatcher.overloads:
+        return
+    with compiling_notice(show, expected=expected):
+        dispatcher.compile(sig)
 
 
 def is_cached(dispatcher: Any, args: tuple) -> bool:

@@ -26,6 +26,8 @@ from typing import IO
 import numba
 import numpy as np
 
+from sentvec._jit import load_kernel
+
 __all__ = ["TIE_TOLERANCE", "format_rows", "format_rows_python", "write_rows"]
 
 #: A row is formatted by Python when a value's scaled fraction is this close to one half.
@@ -191,9 +193,19 @@ def _format_block(rows: np.ndarray) -> list:
     out = np.empty(n * dim * _MAX_VALUE_BYTES, dtype=np.uint8)
     row_end = np.empty(n, dtype=np.int64)
     exact = np.empty(n, dtype=np.bool_)
-    _format_kernel(
-        rows.view(np.uint32), _POW10, _POW2, _DECADE, _PAIRS, TIE_TOLERANCE, out, row_end, exact
+    args = (
+        rows.view(np.uint32),
+        _POW10,
+        _POW2,
+        _DECADE,
+        _PAIRS,
+        TIE_TOLERANCE,
+        out,
+        row_end,
+        exact,
     )
+    load_kernel(_format_kernel, args)  # a first run compiles: say so if it is long
+    _format_kernel(*args)
     pieces: list = []
     prev = 0
     for r in np.flatnonzero(~exact).tolist():

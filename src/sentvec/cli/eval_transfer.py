@@ -1,11 +1,11 @@
 """``sentvec eval-transfer``: SentEval-style transfer tasks (Sent2Vec paper Table 1 columns).
 
 Logistic regression on frozen sentence vectors: MR, CR, SUBJ, MPQA by 10-fold CV, TREC and MRPC
-(MSRP) train/test, SST2 train/dev/test; C chosen from 2^-2..2^4 by inner 5-fold CV (SST2: dev).
+train/test, SST2 train/dev/test; C chosen from 2^-2..2^4 by inner 5-fold CV (SST2: dev).
 --protocol senteval reproduces SentEval's scikit-learn path instead (C in 2^-2..2^3, TREC/MRPC
 2^-1..2^5; inner folds = --kfold; lbfgs tol 1e-4, 100 iterations, cold fits; float32 features;
 accuracies rounded to 2 decimals per fold). Prints a Markdown table in the paper's column order:
-MSRP (acc / F1), MR, CR, SUBJ, MPQA, TREC, Avg (of those six, MSRP by accuracy), SST2.
+MRPC (acc / F1), MR, CR, SUBJ, MPQA, TREC, Avg (of those six, MRPC by accuracy), SST2.
 
 Examples::
 

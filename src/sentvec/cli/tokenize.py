@@ -82,12 +82,10 @@ def _run_tokenize(args: argparse.Namespace) -> int:
         else:
             out = stack.enter_context(atomic_open(args.output, "wb"))
         if args.tokenizer == "moses":
-            from sentvec._jit import compiling_notice
             from sentvec.sent2vec.moses import MosesTokenizer
 
             moses = MosesTokenizer(lowercase=bool(args.lowercase))
-            with compiling_notice():  # a first run compiles the kernels: say so on a terminal
-                moses.load()
+            moses.load()  # a first run compiles the kernels, saying so on stderr
             for body, first in reader.blocks(BATCH_BYTES):  # bytes in, bytes out
                 decode = functools.partial(_decode_line, reader, first)
                 out.write(moses.tokenize_utf8(body, decode))

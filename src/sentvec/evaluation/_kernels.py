@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._jit import load_kernel
+
 __all__ = ["LazyKernel", "row_dots", "load_kernels"]
 
 
@@ -45,6 +47,7 @@ class LazyKernel:
                 import numba
 
                 self._compiled = numba.njit(cache=True, nogil=True)(self._impl)
+            load_kernel(self._compiled, args)  # a first run compiles: say so if it is long
         return self._compiled(*args)
 
 

@@ -867,8 +867,8 @@ def transfer_table_markdown(
 ) -> str:
     """Markdown table in the Sent2Vec paper's column order (Table 1 / Table 6).
 
-    Columns: ``MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2``. ``Avg`` is the mean of
-    MSRP accuracy, MR, CR, SUBJ, MPQA and TREC (the paper's and the reference README's average),
+    Columns: ``MRPC (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2``. ``Avg`` is the mean of
+    MRPC accuracy, MR, CR, SUBJ, MPQA and TREC (the paper's and the reference README's average),
     shown only when all six are present; SST2 is an extra column outside the average. Missing
     tasks show ``-``.
 
@@ -881,7 +881,7 @@ def transfer_table_markdown(
         Decimals shown (the paper shows 1).
     """
     rows = dict(results) if isinstance(results, Mapping) else {name: results}
-    head = "| Model | MSRP (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |"
+    head = "| Model | MRPC (acc / F1) | MR | CR | SUBJ | MPQA | TREC | Avg | SST2 |"
     lines = [head, "|---" * 9 + "|"]
     fmt = f"{{:.{digits}f}}".format
     for row_name, res in rows.items():

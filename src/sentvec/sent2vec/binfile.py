@@ -280,6 +280,7 @@ def _prefix(cur: _Cursor, end: int) -> memoryview | None:
 def _read_entries(cur: _Cursor, args: dict, h: dict) -> Dictionary:
     size, nwords, nlabels = h["size"], h["nwords"], h["nlabels"]
     cur.need(size * (1 + _ENTRY_TAIL.size), f"{size} dictionary entries")
+    from sentvec._jit import load_kernel
     from sentvec.sent2vec._binscan import copy_words, scan_entries
 
     starts = np.empty(size, dtype=np.int64)
@@ -289,7 +290,9 @@ def _read_entries(cur: _Cursor, args: dict, h: dict) -> Dictionary:
     done, off = 0, cur.off
     while True:
         view = np.frombuffer(cur.buf, dtype=np.uint8)
-        done, rel = scan_entries(view, off - cur.base, done, size, starts, nuls, counts, types)
+        scan = (view, off - cur.base, done, size, starts, nuls, counts, types)
+        load_kernel(scan_entries, scan)  # a first run compiles: say so if it is long
+        done, rel = scan_entries(*scan)
         off = cur.base + int(rel)
         del view  # a bytearray cannot grow while a view of it exists
         if done == size:

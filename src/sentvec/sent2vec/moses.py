@@ -46,6 +46,10 @@ VERIFIED_SACREMOSES: tuple[str, ...] = ("0.2.0",)
 _TABLES_FORMAT = 3
 #: Lines of at least this many per thread are worth a second thread.
 _PARALLEL_MIN = 2048
+#: Seconds a first run compiles the kernels on 2 cores (shown in the compiling notice).
+_COMPILE_SECONDS = 10
+#: Whether this process has called the kernels once (:meth:`MosesTokenizer.load`).
+_kernels_loaded = False
 
 
 def sacremoses_version() -> str | None:
@@ -318,6 +322,8 @@ class MosesTokenizer:
             return "", []
         if not self.compiled:
             return "\n" * n, list(range(n))
+        if not _kernels_loaded:
+            self.load()
         tables = _tables()
         offsets = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, lines), dtype=np.int64, count=n), out=offsets[1:])
@@ -446,6 +452,8 @@ class MosesTokenizer:
         status = np.ones(n, dtype=np.uint8)
         bounds, ends = [0, n], [0]
         if self.compiled:
+            if not _kernels_loaded:
+                self.load()
             t = _tables()
             args = (t.flags, t.prefixes, t.prefix_offsets, t.prefix_kind, t.lower)
             rest = (bool(self.lowercase), out, out_start, status)
@@ -491,7 +499,14 @@ class MosesTokenizer:
         return text.split(" ") if text else []
 
     def load(self) -> None:
-        """Load the tables and the kernels now (numba compiles them on a first run)."""
-        if self.compiled:
-            self.tokenize_text(["a"])
-            self._utf8(b"a", None)
+        """Load the tables and the kernels now (numba compiles them on a first run, about 10 s,
+        saying so on stderr: :func:`sentvec._jit.compiling_notice`). The first tokenizing call
+        of a process calls it."""
+        global _kernels_loaded
+        if self.compiled and not _kernels_loaded:
+            from sentvec._jit import compiling_notice
+
+            _kernels_loaded = True  # first: the calls below would come back here
+            with compiling_notice(expected=_COMPILE_SECONDS):
+                self.tokenize_text(["a"])
+                self._utf8(b"a", None)

@@ -57,6 +57,8 @@ Sigmoid = Literal["table", "exact"]
 SIGMOIDS: tuple[str, ...] = ("table", "exact")
 _STATE_FILE, _MODEL_DIR, _LATEST = "trainer_state.json", "model", "LATEST"
 _STATE_VERSION = 1
+#: Seconds a first run compiles the training kernels on 2 cores (shown in the notice).
+_COMPILE_SECONDS = 15
 # hyper-parameters that must match when resuming from a checkpoint
 _RESUME_KEYS = (
     "dim",
@@ -485,7 +487,7 @@ class Sent2VecTrainer:
 
     def _compile_kernels(self) -> Any:
         """Compile (or load from numba's cache) the kernels this run calls before any clock
-        starts, showing "compiling kernels (first run only)" when that takes long.
+        starts, saying "compiling kernels, once per install: ~15 s" when that takes long.
 
         On a first run with a spare core (:func:`sentvec._jit.spare_core`) a child process
         compiles the training loop (the longest compile, about 10 s) while this one compiles
@@ -495,7 +497,7 @@ class Sent2VecTrainer:
         from sentvec.sent2vec import _scan, kernels
 
         job, child = self._job_settings(), None
-        with _jit.compiling_notice(self.show_progress_bar):
+        with _jit.compiling_notice(self.show_progress_bar, expected=_COMPILE_SECONDS):
             if self.resume_from is None:
                 if _jit.spare_core() and not kernels.job_is_cached(*job):
                     child = _jit.compile_in_child(
@@ -520,7 +522,7 @@ class Sent2VecTrainer:
         from sentvec.sent2vec import kernels
 
         t = time.perf_counter()
-        with _jit.compiling_notice(self.show_progress_bar):
+        with _jit.compiling_notice(self.show_progress_bar, expected=_COMPILE_SECONDS):
             _jit.finish_child(child)
             kernels.compile_job(*self._job_settings())
         return time.perf_counter() - t
