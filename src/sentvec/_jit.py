@@ -52,6 +52,11 @@ def notice_text(expected: float | None = None) -> str:
     return f"{COMPILING_NOTICE}: ~{max(1, round(expected))} s"
 
 
+#: Seconds each family of kernels takes to compile on a first run, measured on a quiet 2-core
+#: machine (empty ``NUMBA_CACHE_DIR``): the ``~N s`` of the compiling notice.
+COMPILE_SECONDS = {"moses": 10, "sent2vec-training": 15, "sent2vec-inference": 4}
+
+
 @contextlib.contextmanager
 def compiling_notice(
     show: bool | None = None, after: float | None = None, expected: float | None = None

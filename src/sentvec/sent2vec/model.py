@@ -534,9 +534,11 @@ class Sent2Vec:
         """The kernel's lookup tables; on first use the kernel is loaded from numba's cache (or
         compiled, with a notice) by one call on no sentences."""
         if self._table is None:
-            from sentvec._jit import compiling_notice
+            from sentvec._jit import COMPILE_SECONDS, compiling_notice
 
-            with compiling_notice(show_progress_bar, expected=4):  # measured on 2 cores
+            with compiling_notice(
+                show_progress_bar, expected=COMPILE_SECONDS["sent2vec-inference"]
+            ):
                 none = PreparedSentences(
                     np.frombuffer(b"\x00", dtype=np.uint8), np.zeros(1, dtype=np.int64)
                 )

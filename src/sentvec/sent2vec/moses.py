@@ -46,8 +46,6 @@ VERIFIED_SACREMOSES: tuple[str, ...] = ("0.2.0",)
 _TABLES_FORMAT = 3
 #: Lines of at least this many per thread are worth a second thread.
 _PARALLEL_MIN = 2048
-#: Seconds a first run compiles the kernels on 2 cores (shown in the compiling notice).
-_COMPILE_SECONDS = 10
 #: Whether this process has called the kernels once (:meth:`MosesTokenizer.load`).
 _kernels_loaded = False
 
@@ -504,9 +502,9 @@ class MosesTokenizer:
         of a process calls it."""
         global _kernels_loaded
         if self.compiled and not _kernels_loaded:
-            from sentvec._jit import compiling_notice
+            from sentvec._jit import COMPILE_SECONDS, compiling_notice
 
             _kernels_loaded = True  # first: the calls below would come back here
-            with compiling_notice(expected=_COMPILE_SECONDS):
+            with compiling_notice(expected=COMPILE_SECONDS["moses"]):
                 self.tokenize_text(["a"])
                 self._utf8(b"a", None)

@@ -57,8 +57,6 @@ Sigmoid = Literal["table", "exact"]
 SIGMOIDS: tuple[str, ...] = ("table", "exact")
 _STATE_FILE, _MODEL_DIR, _LATEST = "trainer_state.json", "model", "LATEST"
 _STATE_VERSION = 1
-#: Seconds a first run compiles the training kernels on 2 cores (shown in the notice).
-_COMPILE_SECONDS = 15
 # hyper-parameters that must match when resuming from a checkpoint
 _RESUME_KEYS = (
     "dim",
@@ -497,7 +495,9 @@ class Sent2VecTrainer:
         from sentvec.sent2vec import _scan, kernels
 
         job, child = self._job_settings(), None
-        with _jit.compiling_notice(self.show_progress_bar, expected=_COMPILE_SECONDS):
+        with _jit.compiling_notice(
+            self.show_progress_bar, expected=_jit.COMPILE_SECONDS["sent2vec-training"]
+        ):
             if self.resume_from is None:
                 if _jit.spare_core() and not kernels.job_is_cached(*job):
                     child = _jit.compile_in_child(
@@ -522,7 +522,9 @@ class Sent2VecTrainer:
         from sentvec.sent2vec import kernels
 
         t = time.perf_counter()
-        with _jit.compiling_notice(self.show_progress_bar, expected=_COMPILE_SECONDS):
+        with _jit.compiling_notice(
+            self.show_progress_bar, expected=_jit.COMPILE_SECONDS["sent2vec-training"]
+        ):
             _jit.finish_child(child)
             kernels.compile_job(*self._job_settings())
         return time.perf_counter() - t
