@@ -622,3 +622,20 @@ def test_pooled_layer_vectors_of_a_subset_run_no_forward_pass(tmp_path):
     part, hit, _ = pooled_layer_vectors(enc, subset, cache=cache)
     assert hit and len(enc.calls) == 1
     np.testing.assert_array_equal(part["mean"], full["mean"][[4, 1]])
+
+
+def test_sentence_ids_changed_in_place_serve_no_subset(tmp_path):
+    """Two ids swapped in place (size kept): the rows would be served for the wrong sentences,
+    so the ids' SHA-256 in the key file refuses them, with a warning."""
+    cache = VectorCache(tmp_path)
+    key, arr = _save_with_sentences(cache, MORE)
+    rows = cache.paths(key)[0].with_suffix(".rows")
+    ids = bytearray(rows.read_bytes())
+    ids[16:32], ids[48:64] = ids[48:64], ids[16:32]
+    st = rows.stat()
+    rows.write_bytes(bytes(ids))
+    os.utime(rows, ns=(st.st_atime_ns, st.st_mtime_ns))
+    subset = [MORE[1], MORE[3]]
+    with pytest.warns(CacheWarning, match="sentence ids"):
+        assert cache.load_rows(_subset_key(subset), subset) is None
+    np.testing.assert_array_equal(cache.load(key), arr)  # the entry itself is still served

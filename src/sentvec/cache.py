@@ -83,6 +83,7 @@ __all__ = [
     "ROWS_SUFFIX",
     "FINGERPRINTS_SUBDIR",
     "CHECKSUM_FIELD",
+    "ROWS_CHECKSUM_FIELD",
     "CacheWarning",
     "default_cache_dir",
     "sentence_row_ids",
@@ -120,6 +121,8 @@ FINGERPRINTS_SUBDIR = "fingerprints"
 _ROW_ID_BYTES = 16
 #: Field of an entry's key file holding the SHA-256 digests of its array's bytes.
 CHECKSUM_FIELD = "content_sha256"
+#: Field of a per-layer entry's key file holding the SHA-256 of its ``.rows`` file.
+ROWS_CHECKSUM_FIELD = "rows_sha256"
 
 
 class CacheWarning(UserWarning):
@@ -289,6 +292,8 @@ class VectorCache:
         try:
             stored = json.loads(key_path.read_text(encoding="utf-8"))
             sums = stored.pop(CHECKSUM_FIELD, None) if isinstance(stored, dict) else None
+            if isinstance(stored, dict):
+                stored.pop(ROWS_CHECKSUM_FIELD, None)  # load_rows checks the sentence ids
             if stored != key.to_dict():
                 raise ValueError("stored key differs from the requested key")
             stack = key.kind == "layers"
@@ -354,8 +359,9 @@ class VectorCache:
         An entry stored with its sentences (:meth:`save` with ``sentences=``) serves every
         subset of them in any order: a run over seven STS tasks serves a later run over one of
         them. Candidates are entries whose key differs from ``key`` only in the sentences
-        (:meth:`CacheKey.computation_digest`); the chosen one is read through :meth:`load`,
-        with all its checks.
+        (:meth:`CacheKey.computation_digest`); their sentence ids are checked against the
+        SHA-256 recorded in the key file (damaged ids: one :class:`CacheWarning`, not a
+        candidate), and the chosen entry is read through :meth:`load`, with all its checks.
 
         Parameters
         ----------
@@ -382,15 +388,24 @@ class VectorCache:
                 if not isinstance(stored, dict):
                     continue
                 stored.pop(CHECKSUM_FIELD, None)  # load() checks it
+                rows_sum = stored.pop(ROWS_CHECKSUM_FIELD, None)
                 other = CacheKey(**stored)
-                if other.computation_digest() != wanted:
+                if other.computation_digest() != wanted or not isinstance(rows_sum, str):
                     continue
                 n = int(stored["n_sentences"])
                 if n < len(sentences) or rows_path.stat().st_size != n * _ROW_ID_BYTES:
                     continue
+                stored_ids = np.fromfile(rows_path, dtype=np.uint8).reshape(n, _ROW_ID_BYTES)
+                if _bytes_sha256(stored_ids) != rows_sum:
+                    warnings.warn(
+                        f"ignoring the sentence ids {str(rows_path)!r}: they do not match their "
+                        "SHA-256 (damaged on disk); recomputing",
+                        CacheWarning,
+                        stacklevel=2,
+                    )
+                    continue
                 if ids is None:
                     ids = sentence_row_ids(sentences)
-                stored_ids = np.fromfile(rows_path, dtype=np.uint8).reshape(n, _ROW_ID_BYTES)
                 index = _row_index(stored_ids, ids)
                 if index is None:
                     continue
@@ -464,9 +479,11 @@ class VectorCache:
         stored = arr.transpose(1, 0, 2) if stack else arr
         sums = _entry_checksums(stored, per_state=stack)
         atomic_save_npy(arr_path, stored)
+        record = {**key.to_dict(), CHECKSUM_FIELD: sums}
         if row_ids is not None:
             atomic_write_bytes(arr_path.with_suffix(ROWS_SUFFIX), row_ids.tobytes())
-        atomic_write_json(key_path, {**key.to_dict(), CHECKSUM_FIELD: sums})
+            record[ROWS_CHECKSUM_FIELD] = _bytes_sha256(row_ids)
+        atomic_write_json(key_path, record)
         self._written.add(key_path)
         self._rejected.discard(key_path)
         self.prune(keep=self._written)
