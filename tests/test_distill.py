@@ -826,12 +826,19 @@ def test_a_corpus_too_small_to_whiten_is_refused_before_the_teacher_works(
     one = tmp_path / "one.txt"
     one.write_text("\n  \nthe cat sat on the mat .\n\n", encoding="utf-8")
     kw = {"weighting": "sif", "vocabulary": "teacher", "show_progress_bar": False}
-    with pytest.raises(ValueError, match=r"one.txt' has 1 non-empty line: .* at least 9 sentences"):
+    with pytest.raises(
+        ValueError, match=r"one.txt' has 1 distinct non-empty line among .* at least 9 sentences"
+    ):
         distill(str(teacher_dir), None, corpus=one, dim=8, **kw)
     eight = tmp_path / "eight.txt"
-    eight.write_text("the cat .\n" * 8, encoding="utf-8")
-    with pytest.raises(ValueError, match="has 8 non-empty lines"):
+    eight.write_text("".join(f"the cat sat {i} times .\n" for i in range(8)), encoding="utf-8")
+    with pytest.raises(ValueError, match="has 8 distinct non-empty lines among the 8"):
         distill(str(teacher_dir), None, corpus=eight, dim=8, **kw)
+    # a repeated line adds the same sentence vector: ten copies span no direction
+    same = tmp_path / "same.txt"
+    same.write_text("the cat .\n" * 10, encoding="utf-8")
+    with pytest.raises(ValueError, match="has 1 distinct non-empty line among the 10"):
+        distill(str(teacher_dir), None, corpus=same, dim=8, **kw)
     with pytest.raises(ValueError, match=r"whitening_sentences=5 \(--whitening-sentences\)"):
         distill(str(teacher_dir), None, corpus=eight, dim=8, whitening_sentences=5, **kw)
     # dim=None is the teacher's width (384): checked once it is known, before the forward pass

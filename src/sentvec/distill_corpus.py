@@ -230,8 +230,9 @@ def check_whitening_corpus(
 
     The whitening (WhiteningBERT Eq. 1) is fitted on the static sentence vectors of the first
     ``whitening_sentences`` non-empty corpus lines. ``n`` vectors, once centred, span at most
-    ``n - 1`` directions, so ``k`` components need at least ``k + 1`` sentences (and never
-    fewer than 2). Only the first ``k + 1`` non-empty lines are read.
+    ``n - 1`` directions, so ``k`` components need at least ``k + 1`` distinct sentences among
+    those lines (and never fewer than 2; a repeated line adds the same vector). Lines are read
+    until that many distinct ones are found, at most ``whitening_sentences``.
 
     Parameters
     ----------
@@ -244,9 +245,9 @@ def check_whitening_corpus(
     Raises
     ------
     ValueError
-        If ``whitening_sentences`` or the corpus's non-empty lines are fewer than
-        ``n_components + 1`` (the message says how many were found and what to change), or the
-        corpus cannot be read (:func:`corpus_lines`).
+        If ``whitening_sentences`` or the distinct non-empty lines among the corpus's first
+        ``whitening_sentences`` are fewer than ``n_components + 1`` (the message says how many
+        were found and what to change), or the corpus cannot be read (:func:`corpus_lines`).
     """
     needed = max(2, int(n_components) + 1)
     why = (
@@ -259,13 +260,19 @@ def check_whitening_corpus(
             f"whitening_sentences={whitening_sentences} (--whitening-sentences) is too few: "
             f"{why}; raise it, lower dim (--dim) or use whiten='none' (--whiten none)"
         )
-    found = 0
-    for _ in corpus_lines(corpus):
-        found += 1
-        if found >= needed:
+    distinct: set[str] = set()
+    read = 0
+    for line in corpus_lines(corpus):
+        distinct.add(line)
+        read += 1
+        if len(distinct) >= needed:
             return
+        if read >= whitening_sentences:
+            break
+    found = len(distinct)
     raise ValueError(
-        f"corpus {os.fspath(corpus)!r} has {found} non-empty line{'s' * (found != 1)}: {why}; "
+        f"corpus {os.fspath(corpus)!r} has {found} distinct non-empty line{'s' * (found != 1)}"
+        f" among the {read} the whitening is fitted on: {why}; "
         f"give a corpus of at least {needed} sentences, lower dim (--dim) or use "
         "whiten='none' (--whiten none: Model2Vec's PCA of the token rows, no corpus sentences)"
     )
