@@ -46,9 +46,6 @@ _FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```", re.S | re.M)
 SHELL = frozenset({"bash", "sh", "shell", "console"})
 _NOT_RUN = re.compile(r"^<!-- not-run: (?P<why>.+?) -->$")
 _TEST_WITH = re.compile(r"^<!-- test-with: (?P<subs>.+?) -->$")
-#: Pages whose blocks are examples against a running server (``sentvec serve``); the serve
-#: tests (``tests/test_serve*.py``) make those requests against servers they start.
-SERVER_PAGES = frozenset({"docs/serving.md"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,8 +172,6 @@ def test_every_block_is_run_or_says_why():
     runnable = set(runnable_pages())
     unexplained = []
     for page in doc_pages():
-        if str(page.relative_to(REPO)) in SERVER_PAGES:
-            continue
         for block in page_blocks(page):
             if block.language not in SHELL | {"python"} or block.not_run or is_install(block):
                 continue
