@@ -196,6 +196,41 @@ def test_markers_name_a_reason_and_stand_before_a_block():
                 assert i + 1 < len(lines) and lines[i + 1].startswith("```"), (page, i + 1)
 
 
+#: Words that narrate how the software was made rather than what it does; that history
+#: belongs in CHANGELOG.md only. Raw records (``docs/results/*.log``, ``.json``) are not pages.
+PROCESS_WORDS = re.compile(
+    r"\bissues? #?\d+|\bsittings?\b|(?<![.\w])sessions?\b|\bthe brief\b|\bbreak-it\b"
+    r"|\bhostile pass\b|\bthis branch\b",
+    re.I,
+)
+
+
+def test_pages_teach_without_the_history_of_their_making():
+    pages = [*doc_pages(), REPO / "CONTRIBUTING.md"]
+    found = [
+        f"{page.relative_to(REPO)}:{text.count(chr(10), 0, m.start()) + 1}: {m[0]!r}"
+        for page in pages
+        for text in [page.read_text("utf-8")]
+        for m in PROCESS_WORDS.finditer(text)
+    ]
+    assert not found, "say what the software does, not how it was made:\n" + "\n".join(found)
+
+
+_CODE_SPAN_WITH_ESCAPED_PIPE = re.compile(r"`[^`\n]*\\\|[^`\n]*`")
+
+
+def test_table_cells_write_a_pipe_in_code_as_an_entity():
+    """Python-Markdown's tables keep the backslash of ``\\|`` inside a code span, so the built
+    page would show it: a pipe in a table cell's code is ``<code>a &#124; b</code>``."""
+    found = [
+        f"{page.relative_to(REPO)}: {line.strip()[:80]}"
+        for page in doc_pages()
+        for line in page.read_text("utf-8").splitlines()
+        if line.lstrip().startswith("|") and _CODE_SPAN_WITH_ESCAPED_PIPE.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
 def run_page(page: Path, capsys) -> dict:
     """Run the blocks of ``page`` in order (Python in one namespace, shell commands through
     ``sentvec.cli.main``); returns the Python namespace."""
