@@ -26,7 +26,7 @@ generator means another job shared the cores.
 
 The Sent2Vec model is ``--s2v-model`` (default: the official binary's ``tiny-bigram.bin`` from
 tests/data/sent2vec-reference, 16-d, whose encoding is so cheap that the server's HTTP and JSON
-outweigh it). docs/serving.md also reports a model of the size users serve, 100-d with 2M
+outweigh it). docs/results/serving.md also reports a model of the size users serve, 100-d with 2M
 buckets, made in about a minute by ``sentvec train-sent2vec -input
 shared/data/corpus/enwiki-2015-sentences-1M.tok.lower.txt.xz -output wiki1m-d100-e1.bin -epoch 1``. Medians over ``--repeats`` alternating runs. Report ``uptime``
 load averages with the figures.

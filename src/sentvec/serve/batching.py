@@ -72,7 +72,7 @@ class DynamicBatcher:
         ``prepare(list of str)``, run on the event loop on each batch's texts before ``encode``
         runs in the thread: cheap work that needs the GIL (a Sent2Vec model's UTF-8 bytes), so
         that the thread runs GIL-free work only. Handing a batch to a thread and back costs
-        more when both sides take turns on the GIL (docs/serving.md). Its exceptions fail the
+        more when both sides take turns on the GIL (docs/results/serving.md). Its exceptions fail the
         batch's requests, as ``encode``'s do.
     max_batch_tokens : int, default 16384
         Token budget of a batch (the sum of its requests' token counts).

@@ -72,7 +72,7 @@ def _inner(encoder: Any) -> Any:
 #: Sentences per forward pass of a transformer on the CPU, inside one gathered batch. The
 #: encoder sorts a batch by length, and a CPU gains nothing from wide batches, so smaller forward
 #: passes waste less padding: groups of 32 corpus sentences encoded by MiniLM on 2 cores ran at
-#: 78-87 sentences/s with 8 per pass against 43-44 with 32 (docs/serving.md).
+#: 78-87 sentences/s with 8 per pass against 43-44 with 32 (docs/results/serving.md).
 CPU_FORWARD_BATCH_SIZE = 8
 
 
@@ -201,7 +201,7 @@ class ServedModel:
         transformer, a static model); for a :attr:`counts_on_encode` model (Sent2Vec), whose
         batch is bounded by characters (:meth:`token_bound`), (131072, 512): two requests of
         256 corpus sentences in one batch halve the hand-overs to the encoding thread, which
-        cost more than such a model's kernel (docs/serving.md)."""
+        cost more than such a model's kernel (docs/results/serving.md)."""
         if self.counts_on_encode:
             return SENT2VEC_BATCH_LIMITS
         return DEFAULT_BATCH_LIMITS
