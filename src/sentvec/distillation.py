@@ -83,8 +83,8 @@ ZIPF_SIF_COEFFICIENT = 1e-4
 
 DEFAULT_DIM = 256
 #: chosen on held-out data (STS-B dev + SICK trial), never on the test sets (docs/distill.md):
-#: SIF (a = 5e-3) 74.41 against uSIF's 74.34 with the mean_cls_unit rows (issue 30, fourth
-#: session; uSIF led with the mean_cls rows, 74.21 against 74.12, SIF with the mean rows)
+#: SIF (a = 5e-3) 74.41 against uSIF's 74.34 with the mean_cls_unit rows (uSIF led with the
+#: mean_cls rows, 74.21 against 74.12, SIF with the mean rows)
 DEFAULT_WEIGHTING = "sif"
 #: sentvec's default ``a`` of the Zipf weights: 3e-4 scored best with the whitening (docs/distill.md)
 DEFAULT_ZIPF_A = 3e-4
@@ -98,7 +98,7 @@ ROW_POOLINGS = ("mean_cls_unit", "mean_cls", "mean", "cls", "max")
 #: The row poolings that combine the encoder's "mean" and "cls" poolings of one forward pass.
 MEAN_AND_CLS_POOLINGS = ("mean_cls_unit", "mean_cls")
 #: "mean_cls" scored 74.18 on dev against 73.86 for Model2Vec's mean (SIF; docs/distill.md);
-#: with uSIF, "mean_cls_unit" 74.34 against mean_cls's 74.21 (issue 30, fourth session)
+#: with uSIF, "mean_cls_unit" 74.34 against mean_cls's 74.21 (the same dev sets)
 DEFAULT_POOLING = "mean_cls_unit"
 #: the teacher's vocabulary only: 2,000 corpus words gain 0.08 dev with the mean_cls rows and
 #: uSIF, below the 0.1 their cost needs (docs/distill.md)
@@ -160,8 +160,8 @@ def token_rows(
     pooling : {"mean_cls_unit", "mean_cls", "mean", "cls", "max"}, optional
         None: the encoder's own pooling. "mean_cls": ``(mean + cls) / 2`` of the same hidden
         states; "mean_cls_unit": ``(mean / ||mean|| + cls / ||cls||) / 2`` (norms in float64;
-        a zero vector stays zero). Chosen on dev in issue 30's fourth session
-        (``docs/distill.md``; ``bench/distill_sweep.py --ideas5``).
+        a zero vector stays zero). Chosen on STS-B dev + SICK trial (``docs/distill.md``;
+        ``bench/distill_sweep.py --ideas5``).
     show_progress_bar : bool, optional
         None: shown on a terminal (``sentvec._progress.progress_bar``).
 

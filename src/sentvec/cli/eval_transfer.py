@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     from sentvec._io import check_outputs_not_inputs
 
     check_outputs_not_inputs({"--json": args.json}, {"--model": args.model})
-    if args.json:  # before the work (issue 18): a bad path must not fail after it
+    if args.json:  # before the work: a bad path must not fail after it
         from sentvec._io import check_output_path
 
         check_output_path(args.json, what="--json")

@@ -10,7 +10,7 @@ graph; every load also runs one small batch through both backends and re-exports
 disagrees (damaged weights). Pooling and layer averaging stay in :mod:`sentvec.encoders.pooling`, shared with the
 torch backend; only the forward pass differs.
 
-Why it exists (issue 21, ``docs/PERFORMANCE.md``): on 2 CPU cores ONNX Runtime's forward passes of
+Why it exists (``docs/PERFORMANCE.md``): on 2 CPU cores ONNX Runtime's forward passes of
 MiniLM ran 1.14-1.23x faster than torch's on sentvec's own batches; its hidden states differ from
 torch's by at most ~7e-6.
 """

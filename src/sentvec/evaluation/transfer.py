@@ -47,8 +47,8 @@ grid). Their settings are recorded in every :class:`TransferResult` (``protocol_
   model, SentEval's own ``MREval`` (commit 5d6dc11, run unmodified with a batcher returning
   ``Sent2Vec.encode`` of the joined tokens) gives 55.11 on float32 vectors, as this protocol
   does, but 54.85 on the same vectors as float64 and 54.85 / 54.90 on vectors rounded to 6
-  significant digits (a text dump) as float32 / float64. The 54.92 reported in issue 27 came
-  from such a batcher; with float32 vectors the two agree exactly (issue 27).
+  significant digits (a text dump) as float32 / float64. A figure of 54.92 measured earlier
+  came from such a batcher; with float32 vectors the two agree exactly.
 * Accuracies in percent rounded to 2 decimals: each C's mean inner-CV score, each outer fold's
   test accuracy, the mean over folds (``accuracy``, ``dev_accuracy``) and MRPC's F1.
 
