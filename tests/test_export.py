@@ -4,7 +4,8 @@ The oracle is sentence-transformers itself: ``SentenceTransformer(DIR).encode(S)
 sentvec pipeline's ``encode(S)`` for MiniLM (6 layers) with layers (1, -1) and (-1,), mean and
 cls pooling, whitening k = d and k = 128 fitted on 2,000 corpus sentences, on 500 STS sentences
 of mixed lengths (truncation at ``max_seq_length`` is checked on the small model); the same on
-fewer sentences for the serving-compatible layout and for all-but-the-top.
+fewer sentences for the serving-compatible layout and for all-but-the-top. With whitening the
+transformer part and the Dense part are checked apart (see test_export_equals_pipeline).
 """
 
 from __future__ import annotations
@@ -92,10 +93,24 @@ def _whitening(corpus_layers, encoder, k):
 def _st_encode(path, sentences, **kwargs):
     """SentenceTransformer(path).encode(sentences); any warning while loading or encoding fails
     the test."""
+    return _st_encode_and_pool(path, sentences, n_dense=0, **kwargs)[0]
+
+
+def _st_encode_and_pool(path, sentences, n_dense, **kwargs):
+    """``(SentenceTransformer(path).encode(sentences), pooled)``: ``pooled`` is what the same
+    loaded modules give without the last ``n_dense`` (Dense) modules, i.e. sentence-transformers'
+    own pooled vectors that its Dense layers receive (same batches, same kernels; None when
+    ``n_dense`` is 0). Any warning while loading or encoding fails the test."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model = st.SentenceTransformer(str(path), device="cpu", **kwargs)
-        return model.encode(sentences, batch_size=32, convert_to_numpy=True)
+        got = model.encode(sentences, batch_size=32, convert_to_numpy=True)
+        if not n_dense:
+            return got, None
+        modules = list(model)
+        assert all(type(m).__name__ == "Dense" for m in modules[-n_dense:])
+        head = st.SentenceTransformer(modules=modules[:-n_dense], device="cpu")
+        return got, head.encode(sentences, batch_size=32, convert_to_numpy=True)
 
 
 def _dense_paths(path):
@@ -126,7 +141,7 @@ def exports(minilm, corpus_layers, sentences, tmp_path_factory):
             )
             rec[k] = (path, ref, exact, float(w.explained_variance_.min()))
             rec["whitening", k] = w
-        rec["st"] = _st_encode(rec[None][0], sentences)
+        rec["st"], rec["st_pooled"] = _st_encode_and_pool(rec[None][0], sentences, n_dense=2)
         rec["encoder"], rec["raw"] = enc, memo.cache[tuple(sentences)]
         out[layers, pooling] = rec
     return out
@@ -136,25 +151,50 @@ def exports(minilm, corpus_layers, sentences, tmp_path_factory):
 @pytest.mark.parametrize("layers,pooling", CONFIGS, ids=lambda v: str(v))
 def test_export_equals_pipeline(exports, layers, pooling):
     """SentenceTransformer(DIR).encode(S) vs Pipeline.encode(S), k = 128 and k = d, on 500 STS
-    sentences (figures: ``-s``). The centring is its own Dense layer; folded into one layer
-    (bias -mu W) float32 cancellation gave up to 1.1e-4 at k = d."""
+    sentences (figures: ``-s``), as two claims with two error sources kept apart:
+
+    (a) the exported transformer and pooling: sentence-transformers' pooled vectors (the input
+        of its Dense layers) equal sentvec's encoder vectors within 1e-5 of their largest entry;
+    (b) the exported Dense layers: sentence-transformers' output equals the float64 oracle
+        ``(p - mu) W`` on ITS OWN pooled vectors ``p``, within the float32 error of sentvec's
+        own pipeline.
+
+    The two libraries batch and pad differently, so their transformer forwards differ by a few
+    float32 roundings; W multiplies such a difference by up to 1/sqrt(smallest eigenvalue), in
+    the thousands at k = d. Compared end to end, that product would set the bound, and it
+    depends on the machine's kernels; (a) bounds it where it arises, unamplified. The centring
+    is its own Dense layer: folded into one layer (bias -mu W), float32 cancellation puts the
+    L1+L6 cls vectors 1.0e-4 from the oracle at k = d, beyond (b)'s bound (printed beside)."""
     rec = exports[layers, pooling]
-    got_full = rec["st"]
+    got_full, pooled, raw = rec["st"], rec["st_pooled"], rec["raw"]
+    assert pooled.shape == raw.shape and pooled.dtype == raw.dtype == np.float32
+    enc_diff, scale = float(np.abs(pooled - raw).max()), float(np.abs(raw).max())
+    print(
+        f"\n{layers} {pooling} pooled: max|ST - sentvec| = {enc_diff:.2e} "
+        f"({enc_diff / scale:.1e} of max|x| = {scale:.1f})"
+    )
+    assert enc_diff <= RTOL_MAX * scale, enc_diff  # (a)
     for k in (128, None):
         path, ref, exact, lam_min = rec[k]
+        w = rec["whitening", k]
         got = got_full if k is None else got_full[:, :128]
         assert got.shape == ref.shape and got.dtype == np.float32
-        diff = float(np.abs(got - ref).max())
-        print(
-            f"\n{layers} {pooling} k={ref.shape[1]}: max|ST - sentvec| = {diff:.2e}, "
-            f"sentvec f32 vs f64 = {float(np.abs(ref - exact).max()):.2e}, "
-            f"max|x| = {float(np.abs(ref).max()):.1f}, min eigenvalue {lam_min:.1e}"
-        )
+        oracle = (pooled.astype(np.float64) - w.mean_) @ w.whitening_matrix_
+        diff = float(np.abs(got - oracle).max())
         f32_error = float(np.abs(ref - exact).max())
-        # k = 128: the issue's 1e-5. k = d: float32 cannot reach it (smallest eigenvalue 1e-4,
-        # so W has entries near 100 and |x| reaches 25): sentvec's own float32 pipeline is
-        # 1.6e-5 from float64 on the same vectors; ST must stay within 1e-5 + 1.5x that error
-        # (the single folded Dense, bias -mu W, was 1.1e-4 away and fails this)
+        one = dense_whitening_parameters(w)
+        folded = pooled @ one[0].T + one[1]  # the one-Dense folding, float32, same vectors
+        print(
+            f"{layers} {pooling} k={ref.shape[1]}: max|ST - f64 oracle| = {diff:.2e}, "
+            f"sentvec f32 vs f64 = {f32_error:.2e}, max|ST - sentvec| = "
+            f"{float(np.abs(got - ref).max()):.2e}, one folded Dense vs oracle "
+            f"{float(np.abs(folded - oracle).max()):.2e}, max|y| = {float(np.abs(ref).max()):.1f}, "
+            f"min eigenvalue {lam_min:.1e}"
+        )
+        # (b) k = 128: an absolute 1e-5. k = d: float32 cannot reach it (smallest eigenvalue
+        # 1e-4 to 1e-7, so W has entries from 100 to thousands and |y| reaches 25): sentvec's
+        # own float32 pipeline is up to ~2e-5 from float64 on its own vectors; the exported
+        # Dense layers may be 1e-5 + 1.5x that far from float64 on theirs
         assert diff <= (ATOL if k == 128 else ATOL + 1.5 * f32_error), diff
     assert rec[128][1].shape[1] == 128
     modules = json.loads((rec[None][0] / "modules.json").read_text())
@@ -199,9 +239,10 @@ def test_k128_export_is_the_truncation_of_the_full_one(exports):
 @pytest.mark.slow
 def test_serving_compatible_minilm_equals_pipeline(exports, sentences, tmp_path):
     """Serving layout (one 2_Dense, the centring folded into the final LayerNorm bias) for
-    MiniLM AVG / CLS L6 with k = d, on 100 of the 500 sentences, within the k = d float32
-    bound of test_export_equals_pipeline; the single folded Dense (weight W^T, bias -mu W,
-    numpy float32 on the same vectors) is measured beside it."""
+    MiniLM AVG / CLS L6 with k = d, on 100 of the 500 sentences, by the two k = d bounds of
+    test_export_equals_pipeline: the pooled vectors against sentvec's ``x - mu``, the output
+    against the float64 oracle on those pooled vectors; the single folded Dense (weight W^T,
+    bias -mu W, numpy float32 on sentvec's vectors) is measured beside it."""
     from safetensors.numpy import load_file
 
     sub = sentences[::5]
@@ -226,15 +267,23 @@ def test_serving_compatible_minilm_equals_pipeline(exports, sentences, tmp_path)
         assert (
             info["post_processing"]["mean_folded_into"] == "encoder.layer.5.output.LayerNorm.bias"
         )
-        got = _st_encode(path, sub)
-        diff = float(np.abs(got - ref).max())
+        got, pooled = _st_encode_and_pool(path, sub, n_dense=1)
+        # (a) and (b) of test_export_equals_pipeline: the pooled vectors are already centred
+        # (mu is in the LayerNorm bias); their float32 error scales with the uncentred ones
+        raw = rec["raw"][::5]
+        enc_diff = float(np.abs(pooled - (raw.astype(np.float64) - w.mean_)).max())
+        oracle = pooled.astype(np.float64) @ w.whitening_matrix_
+        diff = float(np.abs(got - oracle).max())
         one = dense_whitening_parameters(w)
-        folded = rec["raw"][::5] @ one[0].T + one[1]  # the one-Dense folding, float32
-        print(
-            f"\nserving {pooling} L6 k={w.n_components_}: max|ST - sentvec| = {diff:.2e}; one folded "
-            f"Dense: {float(np.abs(folded - ref).max()):.2e}"
-        )
+        folded = raw @ one[0].T + one[1]  # the one-Dense folding, float32
         f32_error = float(np.abs(ref - rec[None][2][::5]).max())
+        print(
+            f"\nserving {pooling} L6 k={w.n_components_}: pooled max|ST - (x - mu)| = "
+            f"{enc_diff:.2e}; max|ST - f64 oracle| = {diff:.2e}, sentvec f32 vs f64 = "
+            f"{f32_error:.2e}, max|ST - sentvec| = {float(np.abs(got - ref).max()):.2e}; "
+            f"one folded Dense: {float(np.abs(folded - ref).max()):.2e}"
+        )
+        assert enc_diff <= RTOL_MAX * float(np.abs(raw).max()), enc_diff
         assert diff <= ATOL + 1.5 * f32_error, diff  # k = d: see test_export_equals_pipeline
 
 
