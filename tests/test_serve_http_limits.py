@@ -180,6 +180,22 @@ def test_pipelined_heads_are_measured_one_by_one(server):
     assert statuses == [200, 200, 200, 431]
 
 
+def test_a_request_pipelined_after_a_chunked_body_is_served(server):
+    """A chunked body is fed to the parser whole: a request sent behind it in the same write is
+    counted from the body's start (more than its head, never less) and served."""
+    body = b'{"input": "a\\n\\nb"}'
+    chunked = (
+        b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    )
+    sock = _connect(server.url)
+    sock.sendall(chunked + _head(1000) + _head(MAX_HEADER_BYTES + 1))
+    response = _read_all(sock)
+    sock.close()
+    statuses = [int(m) for m in re.findall(rb"HTTP/1\.1 (\d{3}) ", response)]
+    assert statuses == [200, 200, 431]
+
+
 def test_too_many_header_fields_is_431(server):
     fields = {f"X-F{i}": "v" for i in range(MAX_HEADER_FIELDS + 5)}
     r = httpx.get(server.url + "/health", headers=fields)

@@ -21,12 +21,14 @@ that never ends, holds its place for ever. ``LimitedHttpToolsProtocol`` (made by
 
 The head is measured on the wire, not from what the parser hands over (it strips the whitespace
 around a value and reports neither the method nor the line ends): a read is fed to the parser in
-segments that end where a head can end (at an empty line: ``\\n\\r\\n`` or ``\\n\\n``), so when the
-parser reports a complete head, the bytes fed since the previous message ended are exactly that
-head. A body with a ``Content-Length`` is fed as one segment of that length; a chunked body is cut
-at its empty lines too, as its message also ends at one. A request that begins inside a segment
-fed as a body (a ``Content-Length`` the parser read otherwise) is counted from that segment's
-start: more than its head, never less.
+segments that end where a head can end (at its first empty line: ``\\n\\r\\n`` or ``\\n\\n``;
+the line ends before a request line, which the parser skips, are a segment of their own), so when
+the parser reports a complete head, the bytes fed since the previous message ended are exactly
+that head. A body with a ``Content-Length`` is fed as one segment of that length; a chunked body,
+whose message also ends at an empty line, is cut at its empty lines too, at most 64 times per
+read (a body of newlines would cost a parser call per two bytes), then fed whole. A request that
+begins inside a segment fed as a body (pipelined in one read after a chunked body with more empty
+lines than that) is counted from that segment's start: more than its head, never less.
 
 The cost on the fast path is a few attribute updates, a search of each read for the end of a head
 and two reads of the loop's clock per request; the one timer of a connection is re-armed only
@@ -38,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -58,6 +61,9 @@ _HEAD = 1  # receiving a request head (or waiting for the first one)
 _BODY = 2  # receiving a request body
 
 _REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+_NOT_NEWLINE = re.compile(rb"[^\r\n]")
+#: Segments a chunked body is cut into per read, at most (one parser call each).
+_CHUNKED_CUTS = 64
 
 
 def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
@@ -88,7 +94,8 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
             self._body_left: int | None = None  # of a Content-Length body; None: chunked
             self._tail = b""  # the last two bytes fed (an empty line may span two reads)
             self._segment = 0  # length of the segment being fed
-            self._segment_is_body = False  # whether it was fed as a Content-Length body
+            self._segment_is_body = False  # whether it was fed as a body
+            self._begun = False  # whether the parser has begun the current message
             self._deadline: float | None = None
             self._timer: asyncio.TimerHandle | None = None
             self._timer_at = 0.0
@@ -184,26 +191,39 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
             size = len(data)
             pos = 0
             crlf = lf = -2  # where the next b"\n\r\n" and b"\n\n" are (-1: none; -2: not sought)
+            chunked_cuts = _CHUNKED_CUTS
             while pos < size and not self.transport.is_closing():
                 phase = self._phase
-                body_left = self._body_left if phase == _BODY else None
-                if body_left is not None:
+                body_left = self._body_left
+                if phase == _BODY and body_left is not None:  # a Content-Length body
                     end = min(size, pos + body_left)
                     self._body_left = body_left - (end - pos)
-                else:  # a head or a chunked body: either ends at an empty line
-                    if crlf == -2 or 0 <= crlf < pos:
-                        crlf = data.find(b"\n\r\n", pos)
-                    if lf == -2 or 0 <= lf < pos:
-                        lf = data.find(b"\n\n", pos)
-                    end = _empty_line_end(self._tail, data, pos, crlf, lf)
-                    if phase == _IDLE:  # the first bytes of the next request
-                        self._phase = _HEAD
-                        self.url = b""
-                        self._set_deadline(self.loop.time() + self.header_timeout)
-                    if phase != _BODY:
-                        self._head_bytes += end - pos
+                elif phase == _BODY and not chunked_cuts:
+                    end = size  # the rest, whole (see the module docstring)
+                else:  # a head or a chunked body: both end at an empty line
+                    first = pos  # of the request line
+                    if phase != _BODY and not self._begun:
+                        found = _NOT_NEWLINE.search(data, pos)
+                        first = size if found is None else found.start()
+                    if first > pos:
+                        # line ends before a request line, which the parser skips: not a head's end
+                        end = first
+                    else:
+                        if crlf == -2 or 0 <= crlf < pos:
+                            crlf = data.find(b"\n\r\n", pos)
+                        if lf == -2 or 0 <= lf < pos:
+                            lf = data.find(b"\n\n", pos)
+                        end = _empty_line_end(self._tail, data, pos, crlf, lf)
+                    if phase == _BODY:
+                        chunked_cuts -= 1
+                if phase == _IDLE:  # the first bytes of the next request
+                    self._phase = _HEAD
+                    self.url = b""
+                    self._set_deadline(self.loop.time() + self.header_timeout)
+                if phase != _BODY:
+                    self._head_bytes += end - pos
                 self._segment = end - pos
-                self._segment_is_body = body_left is not None
+                self._segment_is_body = phase == _BODY
                 self._tail = (self._tail + data[max(pos, end - 2) : end])[-2:]
                 super().data_received(data[pos:end] if pos or end < size else data)
                 pos = end
@@ -215,6 +235,7 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
                         self._refuse(431, self._too_many_fields())
 
         def on_message_begin(self) -> None:
+            self._begun = True
             if self._segment_is_body:
                 # begins inside a segment fed as a body: count the whole segment (an upper bound)
                 self._head_bytes = self._segment
@@ -245,6 +266,7 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
 
         def on_message_complete(self) -> None:
             self._phase = _IDLE
+            self._begun = False
             self._head_bytes = 0
             self._deadline = None
             super().on_message_complete()
