@@ -96,6 +96,37 @@ def test_full_queue_refuses_and_cancelled_jobs_are_never_encoded():
     assert ["running"] in rec.batches
 
 
+def test_the_depth_reported_is_what_is_queued_when_clients_leave():
+    """Requests dropped while queued (their clients left) leave the depth at once, while a batch
+    is still encoding: the depth reported never stays above what is queued."""
+    rec = Recorder()
+    depths: list[int] = []
+
+    async def run():
+        b = DynamicBatcher(rec, max_wait_ms=0, max_queue_items=5000, on_depth=depths.append)
+        rec.gate.clear()
+        running = asyncio.create_task(b.submit(["running"], 1))
+        await asyncio.sleep(0.02)  # in the worker thread, no longer queued
+        clients = [asyncio.create_task(b.submit([f"t{i}"] * 2000, 2000)) for i in range(2)]
+        await asyncio.sleep(0.01)
+        assert b.queued_items == 4000 and depths[-1] == 4000
+        for client in clients:
+            client.cancel()
+        await asyncio.sleep(0.01)
+        queued_after_leaving, reported_after_leaving = b.queued_items, depths[-1]
+        # the room they held is free again: 4,000 more items fit under the limit of 5,000
+        refill = asyncio.create_task(b.submit(["x"] * 4000, 4000))
+        await asyncio.sleep(0.01)
+        rec.gate.set()
+        await asyncio.gather(running, refill)
+        await b.aclose()
+        return queued_after_leaving, reported_after_leaving
+
+    assert asyncio.run(run()) == (0, 0)
+    assert depths[-1] == 0
+    assert all(len(batch) != 2000 for batch in rec.batches)  # the dropped ones never encoded
+
+
 def test_encoder_error_fails_only_its_batch():
     calls = []
 

@@ -114,6 +114,88 @@ def test_a_complete_head_over_the_limit_is_431(server):
     assert r.status_code == 200
 
 
+def _head(size: int, pad: bytes = b"p", target: bytes = b"/health") -> bytes:
+    """A GET head of exactly ``size`` bytes on the wire, padded with ``pad`` bytes in a value."""
+    start = b"GET " + target + b" HTTP/1.1\r\nHost: x\r\nX-Pad: v"
+    end = b"\r\n\r\n"
+    head = start + pad * (size - len(start) - len(end)) + end
+    assert len(head) == size
+    return head
+
+
+def _send(sock: socket.socket, data: bytes, streamed: bool) -> None:
+    """``data`` in one write, or streamed in small writes (the server reads it in many pieces)."""
+    if not streamed:
+        sock.sendall(data)
+        return
+    for i in range(0, len(data), 997):
+        sock.sendall(data[i : i + 997])
+        time.sleep(0.0005)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["one-read", "streamed"])
+@pytest.mark.parametrize("pad", [b"p", b" "], ids=["letters", "spaces"])
+def test_the_head_limit_is_its_size_on_the_wire(server, pad, streamed):
+    """The limit counts every byte of the head as sent (request line, whitespace around values,
+    the final empty line): a head of exactly the limit is served, one byte more is 431."""
+    for size, status in ((MAX_HEADER_BYTES, 200), (MAX_HEADER_BYTES + 1, 431)):
+        sock = _connect(server.url)
+        _send(sock, _head(size, pad), streamed)
+        response = sock.recv(65536)
+        sock.close()
+        assert _status(response) == status, (size, response[:200])
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["one-read", "streamed"])
+def test_whitespace_padding_a_value_counts_toward_the_head_limit(server, streamed):
+    """The parser strips the spaces around a value: 100,000 of them still make a 431."""
+    sock = _connect(server.url)
+    try:
+        _send(
+            sock,
+            b"GET /health HTTP/1.1\r\nHost: x\r\nX: v" + b" " * 100_000 + b"\r\n\r\n",
+            streamed,
+        )
+    except OSError:  # closed by the server once the head passed the limit
+        pass
+    response = _read_all(sock)
+    sock.close()
+    assert _status(response) == 431
+
+
+def test_pipelined_heads_are_measured_one_by_one(server):
+    """Requests sent together in one write, after a body: each head is measured alone, exactly
+    (neither the body before it nor the requests around it count)."""
+    body = b'{"input": "a"}' + b" " * 2000
+    post = (
+        b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    ) + body
+    at_limit = _head(MAX_HEADER_BYTES, b" ")
+    sock = _connect(server.url)
+    sock.sendall(post + at_limit + at_limit + _head(MAX_HEADER_BYTES + 1, b" "))
+    response = _read_all(sock)
+    sock.close()
+    statuses = [int(m) for m in re.findall(rb"HTTP/1\.1 (\d{3}) ", response)]
+    assert statuses == [200, 200, 200, 431]
+
+
+def test_a_request_pipelined_after_a_chunked_body_is_served(server):
+    """A chunked body is fed to the parser whole: a request sent behind it in the same write is
+    counted from the body's start (more than its head, never less) and served."""
+    body = b'{"input": "a\\n\\nb"}'
+    chunked = (
+        b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    )
+    sock = _connect(server.url)
+    sock.sendall(chunked + _head(1000) + _head(MAX_HEADER_BYTES + 1))
+    response = _read_all(sock)
+    sock.close()
+    statuses = [int(m) for m in re.findall(rb"HTTP/1\.1 (\d{3}) ", response)]
+    assert statuses == [200, 200, 431]
+
+
 def test_too_many_header_fields_is_431(server):
     fields = {f"X-F{i}": "v" for i in range(MAX_HEADER_FIELDS + 5)}
     r = httpx.get(server.url + "/health", headers=fields)

@@ -20,7 +20,8 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 httpx = pytest.importorskip("httpx")
 
-from sentvec.serve import start_server  # noqa: E402
+from sentvec.serve import ServerProcess, start_server  # noqa: E402
+from sentvec.serve.process import WORKER_HEADER  # noqa: E402
 
 BIN = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
 
@@ -63,6 +64,10 @@ def test_two_workers_serve_the_bin_and_sum_their_metrics(tmp_path):
             assert _listening(srv.port) == 2
         metrics_dir = _environ(workers[0])["PROMETHEUS_MULTIPROC_DIR"]
         assert os.path.isdir(metrics_dir)
+        # start_server returned once both answered; /health names the worker that answers
+        health = [httpx.get(srv.url + "/health") for _ in range(40)]  # a new connection each
+        assert {r.status_code for r in health} == {200}
+        assert {r.headers[WORKER_HEADER] for r in health} == set(workers)
         texts = [f"the {i} cat sat on the mat" for i in range(40)]
         headers = {"Authorization": "Bearer sk-workers"}
         got = []
@@ -90,6 +95,52 @@ def test_two_workers_serve_the_bin_and_sum_their_metrics(tmp_path):
         assert info["sentvec"]["models"][0]["max_input_length"] is None
     assert srv.proc.returncode == 0
     assert not os.path.exists(os.path.dirname(metrics_dir))  # the private directory is gone
+
+
+#: Two workers behind one port, as ``/health`` shows them: worker 1 alone answers the first
+#: 100 connections (worker 2 is not listening yet), then they take turns, worker 2 answering 503
+#: (loading its models) 3 times before its first 200. ``/both`` says whether worker 2 is ready.
+LATE_SECOND_WORKER = """
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+seen = {"health": 0, "second": 0}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/both":
+            status, worker = (200 if seen["second"] > 3 else 503), "1"
+        else:
+            seen["health"] += 1
+            worker = "1" if seen["health"] <= 100 or seen["health"] % 2 else "2"
+            if worker == "2":
+                seen["second"] += 1
+            status = 503 if worker == "2" and seen["second"] <= 3 else 200
+        self.send_response(status)
+        self.send_header("HEADER", worker)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+""".replace("HEADER", WORKER_HEADER, 1)
+
+
+def test_a_server_with_workers_is_ready_when_each_worker_has_answered_200(tmp_path):
+    """However many 200s one worker gives in a row, the server is not ready until the other
+    has answered 200 too (the wait is bounded by ``timeout``)."""
+    script = tmp_path / "late_second_worker.py"
+    script.write_text(LATE_SECOND_WORKER, encoding="utf-8")
+    argv = [sys.executable, str(script), "{PORT}"]
+    with ServerProcess(argv, workers=2, timeout=60) as srv:
+        assert httpx.get(srv.url + "/both").status_code == 200
+    with ServerProcess(argv, workers=3, timeout=3, wait=False) as srv:
+        with pytest.raises(RuntimeError, match="not ready in 3 s"):
+            srv.wait_ready()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")

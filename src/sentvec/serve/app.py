@@ -36,6 +36,7 @@ from sentvec.serve.batching import BatcherClosedError, DynamicBatcher, QueueFull
 from sentvec.serve.errors import ApiError, error_payload
 from sentvec.serve.http_limits import REFUSAL_SCOPE_KEY
 from sentvec.serve.metrics import CONTENT_TYPE_LATEST, ServeMetrics
+from sentvec.serve.process import WORKER_HEADER
 from sentvec.serve.protocol import (
     EmbedCall,
     check_content_type,
@@ -538,10 +539,14 @@ def _add_routes(app: FastAPI, state: ServerState) -> None:
 
     @app.get("/health")
     async def tei_health() -> Response:
+        # with --workers N each worker answers for itself: say which one
+        worker = {WORKER_HEADER: str(os.getpid())}
         if state.healthy:
-            return Response(status_code=200)
+            return Response(status_code=200, headers=worker)
         refusal = state.not_serving() or ApiError(503, "unhealthy: a batching task has died")
-        return _error_response(refusal, "/health")
+        response = _error_response(refusal, "/health")
+        response.headers.update(worker)
+        return response
 
     @app.get("/metrics")
     async def metrics() -> Response:

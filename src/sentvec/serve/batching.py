@@ -5,8 +5,9 @@ gathers the ones behind it into a batch until the batch would exceed ``max_batch
 ``max_batch_tokens`` tokens, or ``max_wait_ms`` has passed with nothing new (a request is never
 split; one larger than the bounds is a batch of its own). The batch is encoded in the model's own
 worker thread, off the event loop, while the next batch gathers; each request then gets its own
-rows, in its own order. A request cancelled while queued (its client went away) is skipped, so it
-costs no encoding.
+rows, in its own order. A request cancelled while queued (its client went away) leaves the queue
+at once (it no longer counts toward the queue's depth or its limit) and is skipped, so it costs no
+encoding.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class _Job:
     texts: list[str]
     tokens: int
     future: asyncio.Future = field(repr=False)
+    queued: bool = True  # counted in the queue's depth
 
 
 def _rows(result: Any, start: int, stop: int) -> Any:
@@ -93,7 +95,8 @@ class DynamicBatcher:
     on_batch : callable, optional
         ``on_batch(items, tokens, seconds)`` after each batch.
     on_depth : callable, optional
-        ``on_depth(queued_items)`` whenever the queue grows or a batch leaves it (metrics).
+        ``on_depth(queued_items)`` whenever the queue's depth changes: a request queued, taken
+        into a batch, or dropped (its client went away; the batcher closed). Metrics.
 
     Raises
     ------
@@ -206,20 +209,30 @@ class DynamicBatcher:
         self._queued_items += n
         if self._on_depth is not None:
             self._on_depth(self._queued_items)
+        job.future.add_done_callback(lambda _: self._leave(job))  # a cancel: leaves at once
         self._wakeup.set()
         return job.future
+
+    def _leave(self, job: _Job) -> None:
+        """``job`` no longer counts as queued (taken into a batch, cancelled, or failed): the one
+        place the depth goes down."""
+        if job.queued:
+            job.queued = False
+            self._queued_items -= len(job.texts)
+            if self._on_depth is not None:
+                self._on_depth(self._queued_items)
 
     def _pop_live(self) -> _Job | None:
         while self._pending:
             job = self._pending.popleft()
-            self._queued_items -= len(job.texts)
+            self._leave(job)
             if not job.future.done():
                 return job
         return None
 
     def _peek_live(self) -> _Job | None:
         while self._pending and self._pending[0].future.done():
-            self._queued_items -= len(self._pending.popleft().texts)
+            self._leave(self._pending.popleft())
         return self._pending[0] if self._pending else None
 
     async def _gather(self) -> list[_Job]:
@@ -264,8 +277,6 @@ class DynamicBatcher:
             while True:
                 await slots.acquire()
                 jobs = await self._gather()
-                if self._on_depth is not None:
-                    self._on_depth(self._queued_items)
                 self._current.update(jobs)
                 self._last_batch_jobs = len(jobs)
                 task = loop.create_task(self._encode_batch(jobs))
@@ -335,9 +346,7 @@ class DynamicBatcher:
                 pass
         while self._pending or self._current:
             job = self._pending.popleft() if self._pending else self._current.pop()
+            self._leave(job)
             if not job.future.done():
                 job.future.set_exception(BatcherClosedError("the server is shutting down"))
-        self._queued_items = 0
-        if self._on_depth is not None:
-            self._on_depth(0)
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)

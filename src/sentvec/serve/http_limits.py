@@ -7,10 +7,11 @@ in memory however long it grows, and a connection that sends half a request head
 that never ends, holds its place for ever. ``LimitedHttpToolsProtocol`` (made by
 :func:`http_protocol`) adds the limits to that protocol, as nginx or Node.js have them:
 
-* the request head (request line and header fields) at most ``max_header_bytes`` bytes and
-  ``max_header_fields`` fields: past either, **431** Request Header Fields Too Large and the
-  connection is closed. A head that has not ended is cut off as soon as the bytes received for
-  it pass the limit, so its memory is bounded by the limit plus one read (256 KiB);
+* the request head (request line, header fields and the empty line that ends them) at most
+  ``max_header_bytes`` bytes as received, whitespace included, and ``max_header_fields``
+  fields: past either, **431** Request Header Fields Too Large and the connection is closed. A
+  head that has not ended is cut off as soon as the bytes received for it pass the limit, so
+  its memory is bounded by the limit plus one read (256 KiB);
 * the head must arrive within ``header_timeout`` seconds of its first byte (of the connection's
   opening, for the first request), the body within ``body_timeout`` seconds of the end of the
   head: past either, **408** Request Timeout and the connection is closed (a connection that
@@ -18,9 +19,20 @@ that never ends, holds its place for ever. ``LimitedHttpToolsProtocol`` (made by
 * an answer sent before the request's body has arrived (a refusal: 401, 413, 415, 503, ...)
   closes the connection instead of reading the rest of the body.
 
-The cost on the fast path is a few attribute updates and two reads of the loop's clock per
-request; the one timer of a connection is re-armed only when it fires, at most once per
-``header_timeout`` while the connection is busy.
+The head is measured on the wire, not from what the parser hands over (it strips the whitespace
+around a value and reports neither the method nor the line ends): a read is fed to the parser in
+segments that end where a head can end (at its first empty line: ``\\n\\r\\n`` or ``\\n\\n``;
+the line ends before a request line, which the parser skips, are a segment of their own), so when
+the parser reports a complete head, the bytes fed since the previous message ended are exactly
+that head. A body with a ``Content-Length`` is fed as one segment of that length; a chunked body,
+whose message also ends at an empty line, is cut at its empty lines too, at most 64 times per
+read (a body of newlines would cost a parser call per two bytes), then fed whole. A request that
+begins inside a segment fed as a body (pipelined in one read after a chunked body with more empty
+lines than that) is counted from that segment's start: more than its head, never less.
+
+The cost on the fast path is a few attribute updates, a search of each read for the end of a head
+and two reads of the loop's clock per request; the one timer of a connection is re-armed only
+when it fires, at most once per ``header_timeout`` while the connection is busy.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -48,6 +61,9 @@ _HEAD = 1  # receiving a request head (or waiting for the first one)
 _BODY = 2  # receiving a request body
 
 _REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
+_NOT_NEWLINE = re.compile(rb"[^\r\n]")
+#: Segments a chunked body is cut into per read, at most (one parser call each).
+_CHUNKED_CUTS = 64
 
 
 def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
@@ -74,7 +90,12 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
             self.body_timeout = float(settings.body_timeout)
             self.url = b""
             self._phase = _HEAD
-            self._head_bytes = 0
+            self._head_bytes = 0  # bytes fed since the previous message ended
+            self._body_left: int | None = None  # of a Content-Length body; None: chunked
+            self._tail = b""  # the last two bytes fed (an empty line may span two reads)
+            self._segment = 0  # length of the segment being fed
+            self._segment_is_body = False  # whether it was fed as a body
+            self._begun = False  # whether the parser has begun the current message
             self._deadline: float | None = None
             self._timer: asyncio.TimerHandle | None = None
             self._timer_at = 0.0
@@ -167,41 +188,71 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            phase = self._phase
-            if phase != _BODY:
+            size = len(data)
+            pos = 0
+            crlf = lf = -2  # where the next b"\n\r\n" and b"\n\n" are (-1: none; -2: not sought)
+            chunked_cuts = _CHUNKED_CUTS
+            while pos < size and not self.transport.is_closing():
+                phase = self._phase
+                body_left = self._body_left
+                if phase == _BODY and body_left is not None:  # a Content-Length body
+                    end = min(size, pos + body_left)
+                    self._body_left = body_left - (end - pos)
+                elif phase == _BODY and not chunked_cuts:
+                    end = size  # the rest, whole (see the module docstring)
+                else:  # a head or a chunked body: both end at an empty line
+                    first = pos  # of the request line
+                    if phase != _BODY and not self._begun:
+                        found = _NOT_NEWLINE.search(data, pos)
+                        first = size if found is None else found.start()
+                    if first > pos:
+                        # line ends before a request line, which the parser skips: not a head's end
+                        end = first
+                    else:
+                        if crlf == -2 or 0 <= crlf < pos:
+                            crlf = data.find(b"\n\r\n", pos)
+                        if lf == -2 or 0 <= lf < pos:
+                            lf = data.find(b"\n\n", pos)
+                        end = _empty_line_end(self._tail, data, pos, crlf, lf)
+                    if phase == _BODY:
+                        chunked_cuts -= 1
                 if phase == _IDLE:  # the first bytes of the next request
                     self._phase = _HEAD
-                    self._head_bytes = 0
                     self.url = b""
                     self._set_deadline(self.loop.time() + self.header_timeout)
-                self._head_bytes += len(data)
-            super().data_received(data)
-            if self._phase == _HEAD and not self.transport.is_closing():
-                # the head has not ended: every byte received for it so far belongs to it
-                if self._head_bytes > self.max_header_bytes:
-                    self._refuse(431, self._too_many_bytes())
-                elif len(self.headers or ()) > self.max_header_fields:
-                    self._refuse(431, self._too_many_fields())
+                if phase != _BODY:
+                    self._head_bytes += end - pos
+                self._segment = end - pos
+                self._segment_is_body = phase == _BODY
+                self._tail = (self._tail + data[max(pos, end - 2) : end])[-2:]
+                super().data_received(data[pos:end] if pos or end < size else data)
+                pos = end
+                if self._phase == _HEAD and not self.transport.is_closing():
+                    # the head has not ended: every byte fed for it so far belongs to it
+                    if self._head_bytes > self.max_header_bytes:
+                        self._refuse(431, self._too_many_bytes())
+                    elif len(self.headers or ()) > self.max_header_fields:
+                        self._refuse(431, self._too_many_fields())
 
         def on_message_begin(self) -> None:
-            if self._phase == _IDLE:  # a pipelined request, starting inside a read
+            self._begun = True
+            if self._segment_is_body:
+                # begins inside a segment fed as a body: count the whole segment (an upper bound)
+                self._head_bytes = self._segment
+            if self._phase == _IDLE:
                 self._phase = _HEAD
-                self._head_bytes = 0
                 self._set_deadline(self.loop.time() + self.header_timeout)
             super().on_message_begin()
 
         def on_headers_complete(self) -> None:
             self._phase = _BODY
+            self._body_left = _content_length(self.headers)
             self._set_deadline(self.loop.time() + self.body_timeout)
             refusal = None
             if len(self.headers) > self.max_header_fields:
                 refusal = self._too_many_fields()
-            elif not 0 < self._head_bytes <= self.max_header_bytes:
-                # what was read held more than the head (a body, a next request), or the head
-                # began inside an earlier read: measure the head itself
-                size = len(self.url) + 14 + sum(len(n) + len(v) + 4 for n, v in self.headers)
-                if size > self.max_header_bytes:
-                    refusal = self._too_many_bytes()
+            elif self._head_bytes > self.max_header_bytes:
+                refusal = self._too_many_bytes()
             if refusal is None:
                 super().on_headers_complete()
                 return
@@ -215,6 +266,8 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
 
         def on_message_complete(self) -> None:
             self._phase = _IDLE
+            self._begun = False
+            self._head_bytes = 0
             self._deadline = None
             super().on_message_complete()
 
@@ -246,6 +299,31 @@ def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
             )
 
     return LimitedHttpToolsProtocol
+
+
+def _empty_line_end(tail: bytes, data: bytes, pos: int, crlf: int, lf: int) -> int:
+    """Where the first empty line in ``data[pos:]`` ends (``len(data)`` if none): the first place
+    a head or a chunked message can end. ``tail`` is the two bytes before ``data[pos]``; ``crlf``
+    and ``lf`` are the first ``b"\\n\\r\\n"`` and ``b"\\n\\n"`` at or after ``pos`` (-1: none)."""
+    first = data[pos : pos + 2]
+    if tail.endswith(b"\n") and (first[:1] == b"\n" or first == b"\r\n"):
+        return pos + (1 if first[:1] == b"\n" else 2)
+    if tail == b"\n\r" and first[:1] == b"\n":
+        return pos + 1
+    ends = [i + n for i, n in ((crlf, 3), (lf, 2)) if i >= 0]
+    return min(ends) if ends else len(data)
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    """The length of a request's body from its (parsed, lower-case) header fields; ``None`` for
+    a chunked body (``Transfer-Encoding``), 0 for none."""
+    length = 0
+    for name, value in headers:
+        if name == b"transfer-encoding":
+            return None
+        if name == b"content-length" and value.strip().isdigit():
+            length = int(value)
+    return length
 
 
 def _refusal_app(status: int, message: str) -> Any:

@@ -2,7 +2,9 @@
 
 :func:`start_server` runs ``sentvec serve`` (tests, benchmarks, notebooks); :class:`ServerProcess`
 runs any HTTP server command the same way (a benchmark's peers). The wait is bounded, polls
-``/health`` for a 200, and fails at once with the server's own output if the process exits.
+``/health`` on new connections until every worker process has answered 200 (``sentvec serve``
+names the worker that answered in :data:`WORKER_HEADER`), and fails at once with the server's
+own output if the process exits.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ServerProcess", "start_server", "free_port"]
+__all__ = ["ServerProcess", "start_server", "free_port", "WORKER_HEADER"]
+
+#: Header of every ``/health`` answer of ``sentvec serve``: the process id of the worker that
+#: answered. With ``--workers N`` each worker answers for itself: a 200 says that this worker
+#: has loaded its models, not that the others have.
+WORKER_HEADER = "X-Sentvec-Worker"
 
 _SRC = str(Path(__file__).resolve().parents[2])  # the directory holding the sentvec package
 
@@ -31,15 +38,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def _health_status(url: str) -> int | None:
-    """``GET url``'s status code, or None when nothing answers."""
+def _health_status(url: str) -> tuple[int | None, str | None]:
+    """``GET url`` on a new connection: its status code (None when nothing answers) and its
+    :data:`WORKER_HEADER` (None when absent)."""
     try:
         with urllib.request.urlopen(url, timeout=2) as r:  # noqa: S310 - 127.0.0.1 only
-            return int(r.status)
+            return int(r.status), r.headers.get(WORKER_HEADER)
     except urllib.error.HTTPError as exc:
-        return int(exc.code)
+        return int(exc.code), exc.headers.get(WORKER_HEADER)
     except (OSError, ValueError):
-        return None
+        return None, None
 
 
 class ServerProcess:
@@ -55,12 +63,13 @@ class ServerProcess:
         Added to this process's environment (which keeps ``HF_HUB_OFFLINE`` and
         ``TRANSFORMERS_OFFLINE`` set to 1 unless it says otherwise).
     health_path : str, default "/health"
-        Polled until it answers 200.
-    ready_checks : int, default 1
-        Consecutive 200 answers, each on a new connection, that make the server ready: with
-        several worker processes, each with its own listening socket that the kernel picks by
-        a hash of the connection, a few dozen make it all but certain that every worker has
-        answered (one still loading its models answers 503).
+        Polled, each time on a new connection, until it answers 200.
+    workers : int, default 1
+        Worker processes that must each answer 200, told apart by :data:`WORKER_HEADER`: with
+        ``--workers N`` a connection reaches one worker, which answers for itself (503 while it
+        loads its models), and a worker that has not started listening gets no connections at
+        all, so no number of 200s in a row from the others says it is ready. A server that
+        sends no such header is ready at its first 200.
     timeout : float, default 180
         Seconds to wait for readiness.
     wait : bool, default True
@@ -89,13 +98,13 @@ class ServerProcess:
         health_path: str = "/health",
         timeout: float = 180.0,
         wait: bool = True,
-        ready_checks: int = 1,
+        workers: int = 1,
     ) -> None:
         self.port = int(port) if port is not None else free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.health_url = self.url + health_path
         self.timeout = float(timeout)
-        self.ready_checks = max(1, int(ready_checks))
+        self.workers = max(1, int(workers))
         full = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **os.environ, **(env or {})}
         self.argv = [a.replace("{PORT}", str(self.port)) for a in argv]
         self._log: IO[bytes] = tempfile.TemporaryFile(prefix="sentvec-server-")
@@ -107,29 +116,30 @@ class ServerProcess:
             self.wait_ready()
 
     def wait_ready(self) -> ServerProcess:
-        """Block until ``/health`` answers 200 ``ready_checks`` times in a row (at most
+        """Block until ``/health`` has answered 200 from ``workers`` different workers (at most
         ``timeout`` seconds from the start)."""
         deadline = self._started + self.timeout
-        in_a_row = 0
+        ready: set[str] = set()
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(
                     f"{' '.join(self.argv[:5])} exited with {self.proc.returncode}:\n"
                     + self.output()[-4000:]
                 )
-            if _health_status(self.health_url) == 200:
-                in_a_row += 1
-                if in_a_row >= self.ready_checks:
+            status, worker = _health_status(self.health_url)
+            if status == 200:
+                if worker is None:
                     return self
-                continue
-            in_a_row = 0
+                ready.add(worker)
+                if len(ready) >= self.workers:
+                    return self
             if time.monotonic() > deadline:
                 self.stop()
                 raise RuntimeError(
                     f"{' '.join(self.argv[:5])} not ready in {self.timeout:.0f} s:\n"
                     + self.output()[-4000:]
                 )
-            time.sleep(0.1)
+            time.sleep(0.01 if status == 200 else 0.1)  # a 200: the next try may reach another
 
     def output(self) -> str:
         """What the process printed so far (stdout and stderr)."""
@@ -175,8 +185,8 @@ def start_server(
         ``sentvec serve`` arguments: models and options, without ``--port``/``--host``.
     port, env, timeout, wait
         As :class:`ServerProcess`. The subprocess imports this same sentvec (its source
-        directory leads ``PYTHONPATH``). With ``--workers N`` (N > 1) it is ready when
-        ``/health`` has answered 200 on 16 x N new connections in a row, so that every worker
+        directory leads ``PYTHONPATH``). With ``--workers N`` it is ready when ``/health`` has
+        answered 200 from each of the N workers (:data:`WORKER_HEADER`), so that every worker
         has loaded its models.
 
     Returns
@@ -220,5 +230,5 @@ def start_server(
         env={**(env or {}), "PYTHONPATH": pythonpath},
         timeout=timeout,
         wait=wait,
-        ready_checks=1 if workers == 1 else 16 * workers,
+        workers=workers,
     )
