@@ -59,6 +59,18 @@ def test_built_site_shows_no_sphinx_role(site):
 
 
 @pytest.mark.slow
+def test_api_pages_show_no_rst_literal_markup(site):
+    """A numpydoc type line is not parsed as reStructuredText: double backquotes there reach the
+    page as text (``object with ``encode`` ``), so type lines name types only."""
+    pages = sorted((site / "api").rglob("*.html"))
+    shown = {
+        str(p.relative_to(site)): re.findall(r"<code>[^<]*``[^<]*</code>", p.read_text("utf-8"))
+        for p in pages
+    }
+    assert not {k: v for k, v in shown.items() if v}
+
+
+@pytest.mark.slow
 def test_api_reference_has_one_page_per_area(site):
     hook = _hook("api_reference")
     index = (site / "api" / "index.html").read_text("utf-8")

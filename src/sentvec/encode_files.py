@@ -404,8 +404,9 @@ def encode_file(
 
     Parameters
     ----------
-    encoder : object with ``encode(sentences, *, batch_size, show_progress_bar)``
-        Returns ndarray (n, d).
+    encoder : Encoder
+        Anything with ``encode(sentences, *, batch_size, show_progress_bar)`` returning
+        ndarray (n, d).
     input_path : path
         UTF-8 (or ``encoding``) text, one sentence per line.
     output_dir : path

@@ -193,8 +193,8 @@ class SemanticSearch:
     backend : {"exact", "faiss"}
         ``"exact"``: numpy matrix product + deterministic top-k. ``"faiss"``: ``faiss.IndexFlatIP``
         (exact search; faiss is imported only when this backend is used).
-    encoder : object with ``encode``, optional
-        Used by :meth:`add_texts` / :meth:`search_texts`.
+    encoder : Encoder, optional
+        Anything with ``encode``; used by :meth:`add_texts` / :meth:`search_texts`.
 
     Attributes
     ----------

@@ -77,9 +77,10 @@ def load_whitening(whitening: Any) -> Any:
 
     Parameters
     ----------
-    whitening : fitted Whitening (anything with ``transform``), path-like, or None
-        A directory written by :meth:`sentvec.Whitening.save`,
-        :meth:`sentvec.AllButTheTop.save` or ``CommonComponentRemoval.save`` (see
+    whitening : Whitening, path-like or None
+        A fitted post-processor (anything with ``transform``), or a directory written by
+        :meth:`sentvec.Whitening.save`, :meth:`sentvec.AllButTheTop.save` or
+        ``CommonComponentRemoval.save`` (see
         :func:`sentvec.whitening.load_postprocessor`), or by :meth:`Pipeline.save` (its
         post-processor is used).
 

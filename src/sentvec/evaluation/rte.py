@@ -477,7 +477,8 @@ def evaluate_rte(
 
     Parameters
     ----------
-    encoder : object with ``encode(sentences, **kw) -> ndarray (n, d)``
+    encoder : Encoder
+        Anything with ``encode(sentences, **kw) -> ndarray (n, d)``.
     data : RTEData or path-like, optional
         Default: the GLUE development set of ``data_dir`` (:func:`load_rte`).
     whitening : {"task", "none"}, fitted whitening, list of str or array-like

@@ -694,7 +694,8 @@ def evaluate_sts(
 
     Parameters
     ----------
-    encoder : object with ``encode(sentences, **kw) -> ndarray (n, d)``
+    encoder : Encoder
+        Anything with ``encode(sentences, **kw) -> ndarray (n, d)``.
     tasks : iterable of STSTask or of task names, optional
         Default: all seven tasks, read with the encoder's preferred text variant
         (``sentvec.encoders.base.text_variant_of``). Names are read the same way.

@@ -628,8 +628,9 @@ def evaluate_transfer(
 
     Parameters
     ----------
-    encoder : object with ``encode(sentences, *, batch_size, show_progress_bar)``
-        Returns ndarray (n, d). Each distinct sentence of the task is encoded once.
+    encoder : Encoder
+        Anything with ``encode(sentences, *, batch_size, show_progress_bar)`` returning
+        ndarray (n, d). Each distinct sentence of the task is encoded once.
     task : task name or TransferData
         A name from :data:`TRANSFER_TASKS`, or already-loaded (e.g. subsampled) data.
     protocol : {"sentvec", "senteval"}
@@ -656,9 +657,9 @@ def evaluate_transfer(
     lowercase : bool
         Lower-case sentences before encoding (for models trained on lower-cased text that do not
         apply their own preprocessing).
-    preprocess : callable str -> str, or an object with ``prepare_batch``, optional
-        Applied to each sentence before encoding (and before ``lowercase``). An object with a
-        ``prepare_batch(list of str) -> list of str`` method (e.g.
+    preprocess : callable or Preprocessing, optional
+        A callable ``str -> str``, applied to each sentence before encoding (and before
+        ``lowercase``). An object with a ``prepare_batch(list of str) -> list of str`` method (e.g.
         :class:`sentvec.sent2vec.Preprocessing` with the compiled Moses tokenizer) gets all
         sentences of a split in one call instead.
     tol, max_iter : float, int, optional

@@ -65,7 +65,8 @@ def mteb_model_meta(
 
     Parameters
     ----------
-    encoder : object with ``encode``
+    encoder : Encoder
+        Anything with ``encode``.
     name : str, optional
         ``"organization/model_name"`` as MTEB requires; default ``"sentvec/<model>-<pooling>-
         <layers>[-whiten<k>]"``. Results are stored under this name.
@@ -121,8 +122,9 @@ class MTEBEncoder:
 
     Parameters
     ----------
-    encoder : object with ``encode(sentences, *, batch_size=..., show_progress_bar=...)``
-        A :class:`sentvec.TransformerEncoder`, :class:`sentvec.Sent2Vec`,
+    encoder : Encoder
+        Anything with ``encode(sentences, *, batch_size=..., show_progress_bar=...)``: a
+        :class:`sentvec.TransformerEncoder`, :class:`sentvec.Sent2Vec`,
         :class:`sentvec.Pipeline` or any sentvec-style encoder.
     name, revision : str, optional
         For :attr:`mteb_model_meta` (see :func:`mteb_model_meta`).

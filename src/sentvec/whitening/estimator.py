@@ -554,7 +554,8 @@ def whiten_keeping_zero_rows(whitening: Any, X: np.ndarray) -> tuple[np.ndarray,
 
     Parameters
     ----------
-    whitening : fitted Whitening (anything with ``transform``)
+    whitening : Whitening
+        Fitted (anything with ``transform``).
     X : ndarray of shape (n, d)
 
     Returns
