@@ -63,7 +63,7 @@ def test_official_flags_write_a_bin_equal_to_snake_case_directory(corpus, tmp_pa
     assert main(official) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["written"] == [str(tmp_path / "m.bin")]
-    # issue 18: "epochs" said 3 and "loss" was the short third pass's
+    # "epochs" said 3 and "loss" was the short third pass's
     assert summary["epochs"] == 2
     assert summary["passes"] == 3  # 2 official epochs = 2.3 passes (</s> and OOV tokens count)
     snake = [
@@ -251,7 +251,7 @@ def test_unwritable_output_directory_fails_before_training(corpus, tmp_path, cap
     err = capsys.readouterr().err
     assert f"{str(tmp_path)!r} is not writable (Read-only file system)" in err
     assert not list(tmp_path.iterdir())  # nothing created by the check
-    # a missing parent folder is refused, not created (issue 18)
+    # a missing parent folder is refused, not created
     assert (
         main(
             [

@@ -227,7 +227,7 @@ def test_search_cli_rebuilds_a_damaged_index(tmp_path, capsys, corpus):
     args, good = _first_search(capsys, path, index, lines[5], 3)
     emb = index / "embeddings.npy"
     emb.write_bytes(emb.read_bytes()[:40])  # truncated by a crash or a full disk
-    # the stored checksum (issue 18) catches damaged vectors before they are read
+    # the stored checksum catches damaged vectors before they are read
     with pytest.warns(UserWarning, match="do not match the checksums"):
         assert main(args) == 0
     out = capsys.readouterr()

@@ -329,7 +329,7 @@ def test_input_directory_and_probe_mismatch_messages(tmp_path, corpus):
 
 @pytest.mark.parametrize("dtype", ["S4", "float64", "int32"])
 def test_shard_of_another_dtype_is_refused_by_load(tmp_path, corpus, dtype):
-    # found by the long fuzzing run (issue 18): a shard of bytes ('S4') of the recorded shape
+    # found by the long fuzzing run: a shard of bytes ('S4') of the recorded shape
     # reached the NaN check, and numpy's isfinite raised a TypeError
     out = tmp_path / "out"
     encode_file(ToyEncoder(), corpus, out, shard_size=300)

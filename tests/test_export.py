@@ -696,7 +696,7 @@ def test_cli_export(tiny_minilm_dir, tmp_path, capsys):
 
 
 def test_card_front_matter_and_tokenizer_config_issue27(tiny_minilm, minilm_path, tmp_path):
-    """Issue 27, export fine print: the card's front matter carries the source model's license
+    """Export fine print: the card's front matter carries the source model's license
     and language (read from its own card), library_name, tags and a model-index with the STS
     results; a non-serving export says it is not for TEI; tokenizer_config.json has no loader
     key the source's lacks (local_files_only, is_local, max_length)."""

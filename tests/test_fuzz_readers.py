@@ -1,4 +1,4 @@
-"""Fuzzing (hypothesis) of every reader of untrusted files (issue 18).
+"""Fuzzing (hypothesis) of every reader of untrusted files.
 
 Each reader gets mutated copies of a real file it reads (the official binary's reference
 models, files our writers produced) and must either load or raise one of its documented

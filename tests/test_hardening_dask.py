@@ -1,4 +1,4 @@
-"""Issue 27 rows 6 and 7: `encode --dask-scheduler` at a server that accepts and stays silent,
+"""`encode --dask-scheduler` at a server that accepts and stays silent,
 or at one that is not Dask (docs/RELIABILITY.md lists the rows). Servers bind 127.0.0.1 only
 and every wait is bounded."""
 

@@ -1,4 +1,4 @@
-"""Issue 27 rows 1-3, 8 and 12: outputs that are inputs, FIFOs and devices given as models or
+"""Outputs that are inputs, FIFOs and devices given as models or
 inputs, and temporary files left by killed writers (docs/RELIABILITY.md lists the rows)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 27 rows 4, 5, 9, 10 and 11: runs that could not be stopped, unbounded sizes, bool
+"""Runs that could not be stopped, unbounded sizes, bool
 arrays, a full disk, and checks that came after the work (docs/RELIABILITY.md lists the rows)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The oracle is the torch backend itself, run in the test on the same sentences: the vectors of
 every pooling with layers (1, -1), and the pooled vectors of every hidden state, must agree to
-1e-5 (issue 21). The sentences give batches of other shapes than the export's example batch (a
+1e-5. The sentences give batches of other shapes than the export's example batch (a
 graph traced with the shape baked in gives errors of order 1, not 1e-6).
 """
 

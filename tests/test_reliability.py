@@ -1,6 +1,6 @@
-"""Issue 18 (hardening): bad inputs, broken pipes, interruption and concurrent use.
+"""Bad inputs, broken pipes, interruption and concurrent use.
 
-Each test reproduces a failure of the break-it pass (docs/RELIABILITY.md lists them).
+Each test reproduces a failure once seen (docs/RELIABILITY.md lists them).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_embed_npz_is_an_array_and_binary_suffixes_refused(tmp_path, capsys):
 
 
 def test_edited_index_vectors_are_rebuilt_not_reused(tmp_path, capsys):
-    """Issue 18 point 3: reversing the rows of embeddings.npy gave 'reusing index'."""
+    """Reversing the rows of embeddings.npy gave 'reusing index'."""
     corpus = tmp_path / "corpus.txt"
     lines = (REF / "sentences.txt").read_text(encoding="utf-8").splitlines()[:60]
     lines = [x for x in lines if x.strip()]
@@ -160,7 +160,7 @@ def _no_model(*args, **kwargs):
 
 @pytest.mark.parametrize("where", ["missing", "file"])
 def test_eval_sts_json_path_checked_before_any_work(tmp_path, capsys, monkeypatch, where):
-    """Issue 18 point 5: --json failed only after the evaluation ([Errno 17] File exists) and
+    """--json failed only after the evaluation ([Errno 17] File exists) and
     missing parent folders were created silently."""
     import sentvec.encoders
 
@@ -233,7 +233,7 @@ def _holder(directory):
 
 
 def test_second_encode_writer_is_refused_naming_the_holder(tmp_path, capsys):
-    """Issue 18 point 2: two encode runs into one folder both exited 0 with mixed shards."""
+    """Two encode runs into one folder both exited 0 with mixed shards."""
     import socket
 
     from sentvec.encode_files import load_embeddings
@@ -277,7 +277,7 @@ def test_lock_is_exclusive_in_one_process_too(tmp_path):
 
 @pytest.mark.parametrize("command", ["encode", "embed", "train-sent2vec"])
 def test_progress_records_off_a_terminal(tmp_path, capsys, monkeypatch, command):
-    """Issue 18 point 6: with stderr redirected, long commands printed nothing for minutes."""
+    """With stderr redirected, long commands printed nothing for minutes."""
     text = str(REF / "sentences.txt")
     argv = {
         "encode": [
@@ -323,7 +323,7 @@ def test_progress_records_off_a_terminal(tmp_path, capsys, monkeypatch, command)
 
 
 def test_sigterm_cleans_the_trainer_temp_folder(tmp_path):
-    """Issue 18 point 4: kill -TERM of train-sent2vec left sentvec-s2v-*/tokens.int32 behind."""
+    """kill -TERM of train-sent2vec left sentvec-s2v-*/tokens.int32 behind."""
     import signal
     import time
 
@@ -393,7 +393,7 @@ def test_stale_temp_folders_of_dead_runs_are_removed(tmp_path):
 def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(
     tmp_path, capsys, monkeypatch
 ):
-    """Issue 18 point 1: -dim 700 -bucket 2e9 read the corpus, then died with numpy's
+    """-dim 700 -bucket 2e9 read the corpus, then died with numpy's
     '_ArrayMemoryError: Unable to allocate 5.09 TiB' and a traceback."""
     from sentvec.sent2vec.dictionary import Dictionary
 
@@ -404,7 +404,7 @@ def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(
     import shutil
     from collections import namedtuple
 
-    # a disk large enough for the model (issue 27 checks free space before training too)
+    # a disk large enough for the model (free space is checked before training too)
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(2**60, 0, 2**60))
     with monkeypatch.context() as m:

@@ -1,6 +1,6 @@
 """thread=1 training trains the same bits whether its kernels were just compiled in this process,
 compiled by the child process a first run starts for the training loop, or loaded from numba's
-on-disk cache (issue 21: with ``fastmath`` kernels a compiling and a loading process differed).
+on-disk cache (with ``fastmath`` kernels a compiling and a loading process differed).
 """
 
 from __future__ import annotations

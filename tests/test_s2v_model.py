@@ -237,7 +237,7 @@ def test_directory_config_without_its_fields_is_a_model_format_error(tmp_path):
     ],
 )
 def test_directory_header_value_out_of_the_bin_range_is_refused_at_load(tmp_path, field, value):
-    # found by the long fuzzing run (issue 18): word_ngrams past int64 loaded, and the first
+    # found by the long fuzzing run: word_ngrams past int64 loaded, and the first
     # encode then died in the kernel call with "OverflowError: int too big to convert"
     m = Sent2Vec.load(REF / "tiny-maxvocab.bin")
     m.save(tmp_path / "m")

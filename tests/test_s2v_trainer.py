@@ -168,7 +168,7 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
     assert np.array_equal(res.input_matrix, full.input_matrix)
     assert np.array_equal(res.output_matrix, full.output_matrix)
     assert 0 < len(rep.epochs) <= 2
-    # issue 18: words/s after a resume counted the tokens trained before the checkpoint
+    # words/s after a resume counted the tokens trained before the checkpoint
     import json
 
     from sentvec.sent2vec import kernels
@@ -191,7 +191,7 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(corpus, tmp_path):
 
 
 def test_progress_bar_reports_speed_lr_and_loss(corpus, capsys, monkeypatch):
-    # stderr is not a terminal here: forced progress prints one-line records (issue 18)
+    # stderr is not a terminal here: forced progress prints one-line records
     monkeypatch.setenv("SENTVEC_PROGRESS_INTERVAL", "0")
     fit(corpus, thread=1, show_progress_bar=True)
     err = capsys.readouterr().err
@@ -343,7 +343,7 @@ def test_input_matrix_init_is_one_uniform_stream_whatever_the_chunks():
 
 
 def test_compile_child_is_waited_for_then_stopped_when_a_run_fails(corpus, tmp_path, monkeypatch):
-    # a first run hands the training loop to a child process (issue 21); a run must wait for
+    # a first run hands the training loop to a child process; a run must wait for
     # it before training, and one that fails before training must not leave it running
     import subprocess
     import sys

@@ -172,7 +172,7 @@ def test_bad_inputs():
         index.search(np.ones((1, 3)), 0)
     with pytest.raises(ValueError, match="no encoder attached"):
         index.add_texts(["a"])
-    # issue 18: an empty index answered with padding only (id -1, score -inf)
+    # an empty index answered with padding only (id -1, score -inf)
     empty = SemanticSearch(dim=3)
     with pytest.raises(ValueError, match="holds no vectors"):
         empty.search(np.ones((2, 3)), 4)

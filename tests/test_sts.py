@@ -192,7 +192,7 @@ def test_dataclasses_are_frozen_and_checked():
 
 
 def test_short_task_names_accepted_everywhere():
-    """Issue 18: ``load_sts("STSB")`` failed although the CLI and the tables say STSB."""
+    """``load_sts("STSB")`` once failed although the CLI and the tables say STSB."""
     from sentvec.cli._args import sts_task_list
     from sentvec.evaluation import STS_TASK_ALIASES, canonical_sts_task
 

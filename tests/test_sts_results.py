@@ -626,7 +626,7 @@ def test_year_whitening_without_a_clear_null_space_keeps_the_eigen_path():
 def test_year_whitening_null_space_decision_does_not_depend_on_the_scale(scale):
     # a null space without a clear gap: the pivoted path's guarantee fails and the eigen path
     # decides, at every scale; the checks are relative, so a tiny scale must not underflow
-    # them into a wrong shortcut (found by a break-it pass: one direction too many dropped at
+    # them into a wrong shortcut (found by a test of bad inputs: one direction too many dropped at
     # 1e-100) nor a huge one overflow them (a RuntimeWarning from numpy)
     rng = np.random.default_rng(7)
     task = _random_task(rng, "T", n_subsets=2, n_pairs=250, vocab=500)
@@ -657,7 +657,7 @@ def test_year_whitening_null_space_decision_does_not_depend_on_the_scale(scale):
 @pytest.mark.parametrize("scale", [1e-140, 1e-160])
 def test_year_whitening_of_values_too_small_for_float64_is_refused(scale):
     # variances of 1e-280 .. 1e-320 sit in float64's subnormal range: results were silently off
-    # by up to 2.7 points (break-it pass); now the same clear error as for smaller values
+    # by up to 2.7 points; now the same clear error as for smaller values
     rng = np.random.default_rng(8)
     task = _random_task(rng, "T", n_subsets=2, n_pairs=40, vocab=60)
     sentences = unique_sentences([task])

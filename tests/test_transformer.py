@@ -524,7 +524,7 @@ def test_cli_keeps_transformers_bars_out_of_a_log(tiny_minilm_dir, tmp_path):
 
 
 def test_pickled_weights_are_never_offered_to_torch_load(minilm_path, tmp_path, monkeypatch):
-    """Issue 27: weights sentvec did not write are read with use_safetensors=True. A directory
+    """Weights sentvec did not write are read with use_safetensors=True. A directory
     with only a pickled pytorch_model.bin is refused with a message saying why, and torch.load
     is never called (before, transformers called it and the pickle decided what ran)."""
     import shutil

@@ -444,7 +444,7 @@ def test_cholesky_solver_needs_all_components_and_round_trips(tmp_path):
 
 
 def test_nan_message_is_ours():
-    """Issue 18: the NaN error carried scikit-learn's HistGradientBoosting advice."""
+    """The NaN error once carried scikit-learn's HistGradientBoosting advice."""
     X = np.random.default_rng(0).normal(size=(20, 4))
     X[3, 1] = np.nan
     X[7, 0] = np.inf
