@@ -542,3 +542,25 @@ def test_pickled_weights_are_never_offered_to_torch_load(minilm_path, tmp_path, 
     with pytest.raises(ModelFormatError, match="holds pickled weights only"):
         load_encoder(str(tmp_path))
     assert calls == []
+
+
+def test_hidden_states_of_token_ids_are_the_forward_pass_of_encode(tiny_minilm):
+    from sentvec.encoders import pool_layers
+
+    texts = ["a cat sat on the mat", "the dog"]
+    batch = tiny_minilm.tokenizer(texts, padding=True, return_tensors="np")
+    ids = batch["input_ids"].astype(np.int64)
+    mask = batch["attention_mask"].astype(np.int64)
+    hs, mask_t = tiny_minilm.hidden_states(ids, mask)
+    assert len(hs) == tiny_minilm.num_layers + 1 and hs[0].shape == (2, ids.shape[1], 384)
+    assert all(h.dtype == torch.float32 for h in hs)
+    got = pool_layers(hs, mask_t, "mean", tiny_minilm.layer_indices).numpy()
+    np.testing.assert_allclose(got, tiny_minilm.encode(texts), atol=1e-6)
+
+
+def test_with_options_changes_the_precision_and_shares_the_model(tiny_minilm):
+    bf = tiny_minilm.with_options(precision="bfloat16")
+    assert bf.precision == "bfloat16" and tiny_minilm.precision == "float32"
+    assert bf.model is tiny_minilm.model
+    with pytest.raises(ValueError, match="precision"):
+        tiny_minilm.with_options(precision="float16")

@@ -65,6 +65,8 @@ _LAZY: dict[str, str] = {
     "average_layers": "sentvec.encoders.pooling",
     "pool_layers": "sentvec.encoders.pooling",
     "pool_all_layers": "sentvec.encoders.pooling",
+    "pool_layers_mean_cls": "sentvec.encoders.pooling",
+    "MEAN_CLS_POOLINGS": "sentvec.encoders.pooling",
     "MODEL_ALIASES": "sentvec.encoders.models",
     "resolve_model": "sentvec.encoders.models",
 }
@@ -101,6 +103,7 @@ if TYPE_CHECKING:  # pragma: no cover
         load_whitening,
     )  # noqa: F401
     from sentvec.encoders.pooling import (
+        MEAN_CLS_POOLINGS,
         MEAN_MODES,
         PAPER_MEAN_EPSILON,
         POOLING_MODES,
@@ -112,6 +115,7 @@ if TYPE_CHECKING:  # pragma: no cover
         pool,
         pool_all_layers,
         pool_layers,
+        pool_layers_mean_cls,
     )  # noqa: F401
     from sentvec.encoders.sif import SIFEncoder, USIFEncoder  # noqa: F401
     from sentvec.encoders.static import StaticEncoder  # noqa: F401

@@ -36,6 +36,11 @@ MEAN_MODES: tuple[str, ...] = get_args(MeanMode)
 #: The constant the WhiteningBERT code adds to the token count in its average pooling.
 PAPER_MEAN_EPSILON = 0.01
 
+#: Poolings that combine the ``mean`` and ``cls`` poolings of one forward pass
+#: (:func:`pool_layers_mean_cls`): ``"mean_cls_unit"`` averages the two after scaling each to
+#: unit norm, ``"mean_cls"`` averages them as they are.
+MEAN_CLS_POOLINGS: tuple[str, ...] = ("mean_cls_unit", "mean_cls")
+
 
 def _float_mask(attention_mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """(B, T) 0/1 mask -> (B, T, 1) mask of ``like``'s dtype and device."""
@@ -281,3 +286,48 @@ def pool_all_layers(
     return torch.stack(
         [pool(h, attention_mask, pooling, mean_mode=mean_mode) for h in states], dim=1
     )
+
+
+def pool_layers_mean_cls(
+    hidden_states: Sequence[torch.Tensor],
+    attention_mask: torch.Tensor,
+    layers: Sequence[int],
+    *,
+    unit: bool = True,
+    mean_mode: MeanMode = "exact",
+) -> torch.Tensor:
+    """The average of the ``mean`` and ``cls`` poolings (:func:`pool_layers`) of the same hidden
+    states: ``(mean + cls) / 2``, or with ``unit`` ``(mean / ||mean|| + cls / ||cls||) / 2``, so
+    that both contribute equally to each vector's direction.
+
+    ``sentvec distill``'s token rows (``pooling="mean_cls_unit"`` / ``"mean_cls"``, see
+    :data:`MEAN_CLS_POOLINGS`).
+
+    Parameters
+    ----------
+    hidden_states : sequence of L + 1 Tensors of shape (B, T, d)
+    attention_mask : Tensor of shape (B, T)
+    layers : sequence of int
+        Hidden states pooled and averaged, as :func:`pool_layers` takes them.
+    unit : bool, default True
+        Scale each pooling to unit norm first (norms in float64; a zero vector stays zero).
+    mean_mode : {"exact", "paper"}, default "exact"
+
+    Returns
+    -------
+    Tensor of shape (B, d)
+        float64 with ``unit``, else the dtype of ``hidden_states``.
+    """
+    mean = pool_layers(hidden_states, attention_mask, "mean", layers, mean_mode=mean_mode)
+    cls = pool_layers(hidden_states, attention_mask, "cls", layers, mean_mode=mean_mode)
+    if unit:
+        return (_unit_rows(mean) + _unit_rows(cls)) / 2
+    return (mean + cls) / 2
+
+
+def _unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Each row of a torch tensor divided by its Euclidean norm, in float64 (zero rows stay
+    zero)."""
+    x = x.double()
+    n = x.norm(dim=-1, keepdim=True)
+    return x / n.clamp_min(float(np.finfo(np.float64).tiny))

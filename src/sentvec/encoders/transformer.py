@@ -471,10 +471,10 @@ class TransformerEncoder:
     def with_options(self, **changes: Any) -> TransformerEncoder:
         """A new encoder sharing this one's model and tokenizer, with some options changed.
 
-        Accepts ``pooling``, ``layers``, ``max_length``, ``mean_mode``; no weights are copied
-        (and an ONNX Runtime session is shared).
+        Accepts ``pooling``, ``layers``, ``max_length``, ``mean_mode``, ``precision``; no
+        weights are copied (and an ONNX Runtime session is shared).
         """
-        allowed = {"pooling", "layers", "max_length", "mean_mode"}
+        allowed = {"pooling", "layers", "max_length", "mean_mode", "precision"}
         unknown = set(changes) - allowed
         if unknown:
             raise TypeError(
@@ -485,6 +485,7 @@ class TransformerEncoder:
             "layers": self._layers_arg,
             "max_length": self._max_length,
             "mean_mode": self._mean_mode,
+            "precision": self.precision,
         }
         opts.update(changes)
         return type(self)(
@@ -493,7 +494,6 @@ class TransformerEncoder:
             device=self.device,
             name_or_path=self.name_or_path,
             backend=self.backend,
-            precision=self.precision,
             _onnx=self._onnx,
             _model_dir=self._model_dir,
             _source_model=self._source_model,
@@ -698,6 +698,34 @@ class TransformerEncoder:
         if not as_dict:
             return arr[..., 0, :, :]
         return {m: np.ascontiguousarray(arr[..., i, :, :]) for i, m in enumerate(modes)}
+
+    def hidden_states(
+        self, input_ids: np.ndarray, attention_mask: np.ndarray
+    ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor]:
+        """Every hidden state of one padded batch of token ids, from this encoder's backend
+        (torch in :attr:`precision`, or ONNX Runtime) on its device: the forward pass of
+        :meth:`encode` for ids tokenized elsewhere (``sentvec distill``'s token rows).
+
+        Parameters
+        ----------
+        input_ids, attention_mask : ndarray of shape (B, T), int64
+            Ids as the model takes them (special tokens included, padding anywhere the mask
+            is 0).
+
+        Returns
+        -------
+        hidden_states : tuple of L + 1 Tensors of shape (B, T, d), float32
+        attention_mask : Tensor of shape (B, T), int64, on :attr:`device`
+            For :mod:`sentvec.encoders.pooling`.
+        """
+        mask_t = torch.from_numpy(attention_mask).to(self.device)
+        with torch.inference_mode():
+            if self._onnx is not None:
+                res = self._onnx(input_ids, attention_mask, True)
+            else:
+                res = self._forward(input_ids, mask_t, True)
+            states = tuple(h.float() for h in res.hidden_states)
+        return states, mask_t
 
     # ------------------------------------------------------------------ internals
     def count_tokens(self, sentences: Sequence[str]) -> np.ndarray:
