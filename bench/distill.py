@@ -48,7 +48,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
 
-from sentvec.distill_corpus import DEFAULT_WHITENING_SENTENCES  # noqa: E402
+from sentvec.distill.corpus import DEFAULT_WHITENING_SENTENCES  # noqa: E402
 
 M2V_SCRIPT = """
 import os, sys
@@ -169,18 +169,18 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     on the 7 test sets."""
 
     from sentvec import TransformerEncoder
-    from sentvec.distill_corpus import count_corpus_tokens, teacher_vocabulary
-    from sentvec.distill_vocabulary import parse_vocabulary, plan_rows
-    from sentvec.distillation import (
+    from sentvec.distill import (
         DEFAULT_BIGRAM_WEIGHT,
         DEFAULT_LAYERS,
-        DEFAULT_POOLING,
+        DEFAULT_ROW_POOLING,
         DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
         DistilledModel,
         fit_rows,
         token_rows,
     )
+    from sentvec.distill.corpus import count_corpus_tokens, teacher_vocabulary
+    from sentvec.distill.vocabulary import parse_vocabulary, plan_rows
 
     enc = TransformerEncoder.from_pretrained("minilm", layers=(-1,), device="cpu")
     tok = enc.tokenizer
@@ -215,7 +215,7 @@ def ablation(args: argparse.Namespace, out: Path) -> list[dict]:
     default_words = parse_vocabulary(DEFAULT_VOCABULARY)
     for name, layers, weighting, a, whiten, n_words, n_bigrams, *pool in ABLATION:
         layers = tuple(DEFAULT_LAYERS) if layers is None else layers
-        pooling = pool[0] if pool else DEFAULT_POOLING
+        pooling = pool[0] if pool else DEFAULT_ROW_POOLING
         n_words = default_words if n_words is None else n_words
         plan = plan_rows(
             tok_json, tokens, keep, stats.sample, stats.lines,

@@ -2,11 +2,11 @@
 the 1M corpus: alternating runs, medians, load average beside each (docs/distill.md).
 
 * ``count``: tokenizing the lines one encoding per line (``encode_batch_fast``) against
-  :class:`sentvec.distill_corpus.WordTokenCache` (each distinct whitespace word once);
+  :class:`sentvec.distill.corpus.WordTokenCache` (each distinct whitespace word once);
 * ``words``: picking the 2,000 corpus words with a loop over sentences (the former
   ``corpus_words``, transcribed here) against the numpy ``corpus_words``;
 * ``retokenize``: tokenizing the lines again with the extended vocabulary against
-  :func:`sentvec.distill_vocabulary.retokenize`.
+  :func:`sentvec.distill.vocabulary.retokenize`.
 
 Each pair is checked equal. Run it under ``flock -x /work/notes/bench.lock``::
 
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from tokenizers import Tokenizer
 
-    from sentvec.distill_corpus import WordTokenCache
-    from sentvec.distill_vocabulary import corpus_words, extend_wordpiece, retokenize
+    from sentvec.distill.corpus import WordTokenCache
+    from sentvec.distill.vocabulary import corpus_words, extend_wordpiece, retokenize
     from sentvec.encoders.models import resolve_model
     from sentvec.sent2vec.dictionary import open_binary
 

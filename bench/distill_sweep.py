@@ -89,13 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     from sentvec import TransformerEncoder
-    from sentvec.distill_corpus import count_corpus_tokens, teacher_vocabulary
-    from sentvec.distill_vocabulary import plan_rows, retokenize
-    from sentvec.distillation import (
+    from sentvec.distill import (
         DistilledModel,
         fit_rows,
         token_rows,
     )
+    from sentvec.distill.corpus import count_corpus_tokens, teacher_vocabulary
+    from sentvec.distill.vocabulary import plan_rows, retokenize
 
     enc = TransformerEncoder.from_pretrained("minilm", layers=(-1,), device="cpu")
     tok = enc.tokenizer
@@ -203,7 +203,8 @@ def pooled_rows(encoder, token_ids, *, batch_size=512):
     ``[CLS] ids [SEP]``, ``token_rows``'s), "inner" (over the ids' own positions), "cls"."""
     import torch
 
-    from sentvec.distillation import _special_frame, resolve_precision
+    from sentvec.distill.rows import _special_frame
+    from sentvec.encoders import resolve_precision
     from sentvec.encoders.pooling import mean_pool
 
     use_bf16 = resolve_precision("auto", encoder.device) == "bfloat16"
@@ -262,7 +263,8 @@ def contextual_sums(encoder, teacher_ids, model_ids, pieces, V, n_rows, *, budge
     lines whose model ids do not cover their teacher ids piece for piece are skipped."""
     import torch
 
-    from sentvec.distillation import _special_frame, resolve_precision
+    from sentvec.distill.rows import _special_frame
+    from sentvec.encoders import resolve_precision
 
     use_bf16 = resolve_precision("auto", encoder.device) == "bfloat16"
     head, tail = _special_frame(encoder.tokenizer)
@@ -320,22 +322,22 @@ def contextual_sums(encoder, teacher_ids, model_ids, pieces, V, n_rows, *, budge
 
 def ideas(args) -> int:
     from sentvec import TransformerEncoder
-    from sentvec.distill_corpus import (
-        DEFAULT_WHITENING_SENTENCES,
-        count_corpus_tokens,
-        teacher_vocabulary,
-    )
-    from sentvec.distill_vocabulary import plan_rows
-    from sentvec.distillation import (
+    from sentvec.distill import (
         DEFAULT_LAYERS,
         DEFAULT_SIF_A,
         DistilledModel,
         fit_rows,
         token_rows,
         token_weights,
-        whiten_rows,
+        whiten_token_rows,
         zipf_weights,
     )
+    from sentvec.distill.corpus import (
+        DEFAULT_WHITENING_SENTENCES,
+        count_corpus_tokens,
+        teacher_vocabulary,
+    )
+    from sentvec.distill.vocabulary import plan_rows
     from sentvec.encoders.sif import sif_weights
 
     n_lines = DEFAULT_WHITENING_SENTENCES
@@ -433,7 +435,7 @@ def ideas(args) -> int:
             )  # fmt: skip
             w, _ = token_weights(cfg["fit"][0], counts, keep, sif_a=cfg["fit"][1])
         elif cfg.get("whitening", "sentence") == "sentence":
-            white, _ = whiten_rows(R, plan.sample, args.dim)
+            white, _ = whiten_token_rows(R, plan.sample, args.dim)
         else:
             white = zipfian_whiten(np.where(keep[:, None], R, 0.0), p_count, args.dim)
         if "fit" not in cfg:
@@ -512,9 +514,9 @@ def spread_lines(corpus: str, out: Path, *, step: int = 5, n: int = 200_000) -> 
 
 
 def whiten5(R, sample, k, *, beta=0.5, shrink=0.0):
-    """``whiten_rows`` with ``W = U_k (D_k + shrink mean(D_k))^-beta`` (beta 0.5, shrink 0:
+    """``whiten_token_rows`` with ``W = U_k (D_k + shrink mean(D_k))^-beta`` (beta 0.5, shrink 0:
     Eq. 1)."""
-    from sentvec.distillation import _sentence_matrix
+    from sentvec.distill.reduction import _sentence_matrix
     from sentvec.whitening import Whitening
 
     S = _sentence_matrix(sample, R.shape[0])
@@ -527,20 +529,20 @@ def whiten5(R, sample, k, *, beta=0.5, shrink=0.0):
 
 def ideas5(args) -> int:
     from sentvec import TransformerEncoder
-    from sentvec.distill_corpus import (
-        DEFAULT_WHITENING_SENTENCES,
-        count_corpus_tokens,
-        teacher_vocabulary,
-    )
-    from sentvec.distill_vocabulary import plan_rows
-    from sentvec.distillation import (
+    from sentvec.distill import (
         DEFAULT_LAYERS,
         DistilledModel,
         fit_rows,
         token_rows,
         token_weights,
-        whiten_rows,
+        whiten_token_rows,
     )
+    from sentvec.distill.corpus import (
+        DEFAULT_WHITENING_SENTENCES,
+        count_corpus_tokens,
+        teacher_vocabulary,
+    )
+    from sentvec.distill.vocabulary import plan_rows
 
     n_lines = DEFAULT_WHITENING_SENTENCES
     enc = TransformerEncoder.from_pretrained("minilm", layers=DEFAULT_LAYERS, device="cpu")
@@ -625,7 +627,7 @@ def ideas5(args) -> int:
                 white = whiten5(R, smp, args.dim, beta=cfg.get("beta", 0.5),
                                 shrink=cfg.get("shrink", 0.0))  # fmt: skip
             else:
-                white, _ = whiten_rows(R, smp, args.dim)
+                white, _ = whiten_token_rows(R, smp, args.dim)
             emb = (white * w[:, None]).astype(np.float32)
         emb[~keep] = 0.0
         if not cfg:  # the defaults: the library's own fit, and whiten5 at beta 0.5
@@ -635,7 +637,9 @@ def ideas5(args) -> int:
             alt = (whiten5(R, smp, args.dim) * w[:, None]).astype(np.float32)
             alt[~keep] = 0.0
             rel = float(np.abs(alt - emb).max() / np.abs(emb).max())
-            print(f"whiten5(beta=0.5) against whiten_rows: max rel diff {rel:.1e}", flush=True)
+            print(
+                f"whiten5(beta=0.5) against whiten_token_rows: max rel diff {rel:.1e}", flush=True
+            )
             assert rel < 1e-4, rel
         model = DistilledModel(emb, json.dumps(tok_json), {}).to_encoder(dtype="float16")
         dev, dev_tasks = sts_of(model, "dev")

@@ -1,4 +1,4 @@
-"""sentvec.distillation: token rows, weights, whitening folded into rows, the Model2Vec directory.
+"""sentvec.distill: token rows, weights, whitening folded into rows, the Model2Vec directory.
 
 Oracles: a plain transformers transcription of Model2Vec's token-row step, numpy
 transcriptions of SIF / uSIF / Zipf / WhiteningBERT Eq. 1, and Model2Vec's own loader.
@@ -18,19 +18,18 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sentvec._io import _umask  # noqa: E402
-from sentvec.distill_corpus import count_corpus_tokens  # noqa: E402
-from sentvec.distillation import (  # noqa: E402
+from sentvec.distill import (  # noqa: E402
     DISTILL_RECORD,
     distill,
     fit_rows,
     pca_rows,
-    resolve_precision,
     token_rows,
     token_weights,
-    whiten_rows,
+    whiten_token_rows,
     zipf_weights,
 )
-from sentvec.encoders import bfloat16_is_fast  # noqa: E402
+from sentvec.distill.corpus import count_corpus_tokens  # noqa: E402
+from sentvec.encoders import bfloat16_is_fast, resolve_precision  # noqa: E402
 
 N_VOCAB = 3000  # [PAD], [unused*], specials, characters, then the most frequent words
 
@@ -152,9 +151,9 @@ def test_token_rows_mean_cls_unit_averages_the_unit_mean_and_cls_outputs(small_t
 
 def test_distill_default_pooling_is_mean_cls_unit():
     from sentvec.cli import build_parser
-    from sentvec.distillation import DEFAULT_POOLING, ROW_POOLINGS
+    from sentvec.distill import DEFAULT_ROW_POOLING, ROW_POOLINGS
 
-    assert DEFAULT_POOLING == "mean_cls_unit" and "mean_cls" in ROW_POOLINGS
+    assert DEFAULT_ROW_POOLING == "mean_cls_unit" and "mean_cls" in ROW_POOLINGS
     assert build_parser().parse_args(["distill", "--output", "o"]).weighting == "sif"
     assert build_parser().parse_args(["distill", "--output", "o"]).pooling == "mean_cls_unit"
     assert (
@@ -227,7 +226,7 @@ def test_whitening_folded_into_rows_is_eq1_of_the_sentence_vectors():
     rng = np.random.default_rng(0)
     R = rng.normal(size=(40, 6))
     sample = [rng.integers(0, 40, size=rng.integers(1, 9)) for _ in range(300)]
-    rows, w = whiten_rows(R, sample, 4)
+    rows, w = whiten_token_rows(R, sample, 4)
     X = np.stack([R[s].mean(0) for s in sample])
     mu = X.mean(0)
     vals, vecs = np.linalg.eigh((X - mu).T @ (X - mu) / len(X))
@@ -265,7 +264,7 @@ def test_fit_rows_usif_scales_rows_to_unit_norm_whitens_then_weights():
     expected[~keep] = 0
     np.testing.assert_allclose(np.abs(emb), np.abs(expected), rtol=1e-3, atol=1e-4)  # signs
     # the unit-norm step matters: the same steps on the raw rows give other rows
-    raw, _ = whiten_rows(R, sample, 4)
+    raw, _ = whiten_token_rows(R, sample, 4)
     assert not np.allclose(np.abs(emb), np.abs(raw * w[:, None]), rtol=1e-2, atol=1e-2)
 
 
@@ -420,7 +419,7 @@ def _word_pieces(tok, word):
 
 
 def test_corpus_words_are_the_most_frequent_split_words(small_teacher):
-    from sentvec.distill_vocabulary import corpus_words
+    from sentvec.distill.vocabulary import corpus_words
 
     tok = small_teacher.tokenizer
     vocab = tok.get_vocab()
@@ -455,7 +454,7 @@ def test_retokenize_equals_tokenizing_the_lines_again(minilm_path):
     from tokenizers import Tokenizer
 
     from sentvec._data import corpus_sample_path
-    from sentvec.distill_vocabulary import corpus_words, extend_wordpiece, retokenize
+    from sentvec.distill.vocabulary import corpus_words, extend_wordpiece, retokenize
 
     tok = Tokenizer.from_file(str(Path(minilm_path) / "tokenizer.json"))
     tok.no_padding()
@@ -504,7 +503,7 @@ def test_word_token_cache_equals_tokenizing_each_line(minilm_path):
     from tokenizers import Tokenizer, pre_tokenizers
 
     from sentvec._data import corpus_sample_path
-    from sentvec.distill_corpus import WordTokenCache
+    from sentvec.distill.corpus import WordTokenCache
 
     tok = Tokenizer.from_file(str(Path(minilm_path) / "tokenizer.json"))
     tok.no_padding()
@@ -534,7 +533,7 @@ def test_word_token_cache_equals_tokenizing_each_line(minilm_path):
 def test_extended_wordpiece_gives_each_added_word_one_token(small_teacher):
     from tokenizers import Tokenizer
 
-    from sentvec.distill_vocabulary import extend_wordpiece, parse_vocabulary
+    from sentvec.distill.vocabulary import extend_wordpiece, parse_vocabulary
 
     tok = small_teacher.tokenizer
     js = json.loads(tok.backend_tokenizer.to_str())
@@ -555,7 +554,7 @@ def test_extended_wordpiece_gives_each_added_word_one_token(small_teacher):
 def test_corpus_bigrams_and_rows_are_a_plain_count():
     from collections import Counter
 
-    from sentvec.distill_vocabulary import corpus_bigrams, with_bigram_rows
+    from sentvec.distill.vocabulary import corpus_bigrams, with_bigram_rows
 
     rng = np.random.default_rng(3)
     sample = [rng.integers(0, 6, size=rng.integers(0, 9)) for _ in range(200)]
@@ -729,7 +728,7 @@ def teacher_dir(small_teacher, tmp_path_factory):
 
 
 def test_corpus_pass_in_a_child_equals_the_pass_in_process(teacher_dir, corpus_file):
-    from sentvec.distill_corpus import CorpusPassProcess, corpus_pass, teacher_vocabulary
+    from sentvec.distill.corpus import CorpusPassProcess, corpus_pass, teacher_vocabulary
     from sentvec.encoders import TransformerEncoder
 
     teacher = TransformerEncoder.from_pretrained(str(teacher_dir), layers=(-1,), device="cpu")
@@ -814,15 +813,15 @@ def test_a_corpus_that_is_not_utf8_or_a_broken_xz_is_refused_with_its_name(small
 def test_a_corpus_too_small_to_whiten_is_refused_before_the_teacher_works(
     teacher_dir, small_teacher, tmp_path, monkeypatch
 ):
-    import sentvec.distillation as distillation
+    import sentvec.distill.run as distill_run
     from sentvec.encoders import TransformerEncoder
 
     def never(*args, **kwargs):
         raise AssertionError("the teacher was loaded or run before the corpus was checked")
 
     monkeypatch.setattr(TransformerEncoder, "from_pretrained", never)
-    monkeypatch.setattr(distillation, "token_rows", never)
-    monkeypatch.setattr(distillation, "rows_beside", never)
+    monkeypatch.setattr(distill_run, "token_rows", never)
+    monkeypatch.setattr(distill_run, "rows_beside", never)
     one = tmp_path / "one.txt"
     one.write_text("\n  \nthe cat sat on the mat .\n\n", encoding="utf-8")
     kw = {"weighting": "sif", "vocabulary": "teacher", "show_progress_bar": False}
@@ -851,7 +850,7 @@ def test_a_corpus_too_small_to_whiten_is_refused_before_the_teacher_works(
 
 
 def test_corpus_lines_stop_reading_at_the_first_lines_needed(tmp_path):
-    from sentvec.distill_corpus import check_whitening_corpus, corpus_lines
+    from sentvec.distill.corpus import check_whitening_corpus, corpus_lines
 
     path = tmp_path / "c.txt"
     path.write_bytes(b"a b\n\n  \nc\n" + b"\xff\n")  # line 5 is not UTF-8
@@ -860,3 +859,154 @@ def test_corpus_lines_stop_reading_at_the_first_lines_needed(tmp_path):
     with pytest.raises(ValueError, match="line 5 is not valid UTF-8"):
         next(lines)
     check_whitening_corpus(path, 1, whitening_sentences=2)  # 2 lines suffice: line 5 unread
+
+
+def test_distill_config_checks_every_option_when_made():
+    import dataclasses
+
+    from sentvec.distill import DistillConfig
+
+    bad = [
+        ({"weighting": "tfidf"}, "weighting"),
+        ({"whiten": "pca"}, "whiten"),
+        ({"dtype": "int8"}, "dtype"),
+        ({"precision": "float16"}, "precision"),
+        ({"backend": "tensorflow"}, "backend"),
+        ({"pooling": "first"}, "pooling"),
+        ({"vocabulary": "corpus:0"}, "vocabulary"),
+        ({"bigrams": -1}, "bigrams"),
+        ({"dim": 0}, "dim=0"),
+        ({"max_sentences": 0}, "max_sentences=0"),
+        ({"whitening_sentences": 0}, "whitening_sentences=0"),
+        ({"batch_size": 0}, "batch_size=0"),
+        ({"bigram_weight": float("nan")}, "bigram_weight"),
+        ({"bigram_weight": -1.0}, "bigram_weight"),
+        ({"sif_a": 0.0}, "sif_a"),
+        ({"backend": "onnx", "precision": "bfloat16"}, "ONNX backend runs float32"),
+    ]
+    for options, message in bad:
+        with pytest.raises(ValueError, match=message):
+            DistillConfig(**options)
+    config = DistillConfig(dim=None, vocabulary="corpus:7", bigrams=3, weighting="zipf")
+    assert config.n_words == 7 and config.needs_corpus
+    assert config.plan_options() == {"n_words": 7, "n_bigrams": 3}
+    assert config.count_options()["max_sentences"] == config.whitening_sentences  # zipf
+    assert not DistillConfig(weighting="none", whiten="none").needs_corpus
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.dim = 8  # type: ignore[misc]
+
+
+def test_distill_takes_a_config_or_its_fields_as_keywords(small_teacher, corpus_file):
+    from sentvec.distill import DistillConfig
+
+    kw = {
+        "corpus": corpus_file,
+        "dim": 8,
+        "vocabulary": "teacher",
+        "precision": "float32",
+        "show_progress_bar": False,
+    }
+    by_keywords = distill(small_teacher, None, **kw)
+    by_config = distill(DistillConfig(model=small_teacher, **kw))
+    np.testing.assert_array_equal(by_keywords.embeddings, by_config.embeddings)
+    assert by_keywords.record["settings"] == by_config.record["settings"]
+    with pytest.raises(TypeError, match="DistillConfig"):
+        distill(DistillConfig(model=small_teacher), dim=8)
+    with pytest.raises(TypeError, match="dimension"):
+        distill(small_teacher, None, dimension=8)
+
+
+def test_distill_runs_the_teacher_through_its_onnx_backend(
+    teacher_dir, small_teacher, corpus_file, tmp_path, monkeypatch
+):
+    pytest.importorskip("onnxruntime")
+    from sentvec.encoders import TransformerEncoder
+    from sentvec.encoders.onnx_backend import OnnxForward
+
+    monkeypatch.setenv("SENTVEC_CACHE", str(tmp_path / "cache"))
+    batches = []
+    forward = OnnxForward.__call__
+
+    def counted(self, input_ids, attention_mask, hidden_states):
+        batches.append(input_ids.shape)
+        return forward(self, input_ids, attention_mask, hidden_states)
+
+    monkeypatch.setattr(OnnxForward, "__call__", counted)
+    kw = {"corpus": corpus_file, "dim": 8, "vocabulary": "teacher", "show_progress_bar": False}
+    onnx = distill(str(teacher_dir), None, backend="onnx", **kw)
+    n_onnx = len(batches)
+    ref = distill(str(teacher_dir), None, precision="float32", **kw)
+    # every token of the onnx run went through ONNX Runtime, none of the torch run's
+    assert sum(n for n, _ in batches) >= onnx.record["rows"] - onnx.record["n_rows_dropped"]
+    assert len(batches) == n_onnx
+    assert onnx.record["teacher"]["backend"] == "onnx" and "backend" not in ref.record["teacher"]
+    assert onnx.record["settings"]["precision"] == "float32"  # auto: the ONNX graph's float32
+    # token rows: within 1e-5 of torch's float32 rows (the hidden states agree to the export
+    # check's 1e-4; the mean_cls_unit rows divide them by their norms, about 10 here)
+    teacher = TransformerEncoder.from_pretrained(
+        teacher_dir, backend="onnx", layers=(-1,), pooling="mean"
+    )
+    ids = [[1996], [1012], [2003, 1037, 4937]]
+    got = token_rows(teacher, ids, pooling="mean_cls_unit")
+    want = token_rows(small_teacher, ids, precision="float32", pooling="mean_cls_unit")
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    # the distilled rows: the same to float16 storage and the whitening's rounding
+    keep = np.abs(ref.embeddings).sum(1) > 0
+    a, b = onnx.embeddings[keep].astype(np.float64), ref.embeddings[keep].astype(np.float64)
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert cos.min() > 0.999, cos.min()
+    with pytest.raises(ValueError, match="ONNX backend runs float32"):
+        distill(str(teacher_dir), None, backend="onnx", precision="bfloat16", **kw)
+
+
+def test_sentvec_distill_is_one_callable_object_whichever_is_imported_first():
+    import subprocess
+    import sys
+
+    check = (
+        "import sentvec\n"
+        "from sentvec import distill\n"
+        "import sentvec.distill.run as run\n"
+        "assert distill is sentvec.distill and callable(distill)\n"
+        "assert run.distill is sentvec.distill.distill\n"
+    )
+    for first in ("import sentvec.distill.config", "import sentvec; sentvec.distill", ""):
+        done = subprocess.run(
+            [sys.executable, "-c", first + "\n" + check], capture_output=True, text=True
+        )
+        assert done.returncode == 0, (first, done.stderr[-2000:])
+
+
+def test_the_old_distill_modules_keep_their_public_names():
+    import sentvec.distill as package
+    import sentvec.distill_corpus as old_corpus
+    import sentvec.distill_vocabulary as old_vocabulary
+    import sentvec.distillation as old
+    from sentvec.whitening import whiten_rows
+
+    for module in (old, old_corpus, old_vocabulary):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, (module.__name__, name)
+    assert old.distill is package.distill and old.DistilledModel is package.DistilledModel
+    assert old.DEFAULT_POOLING == package.DEFAULT_ROW_POOLING == "mean_cls_unit"
+    assert old.whiten_rows is package.whiten_token_rows is not whiten_rows
+    assert old_corpus.CorpusPassProcess is package.CorpusPassProcess
+    assert old_vocabulary.plan_rows is package.plan_rows
+
+
+def test_distill_modules_and_functions_fit_their_size_limits():
+    import ast
+
+    import sentvec.distill
+
+    root = Path(sentvec.distill.__file__).parent
+    for path in sorted(root.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert text.count("\n") <= 800, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                assert lines <= 100, f"{path.name}: {node.name} has {lines} lines"
+                if node.name == "distill":  # its code, below the docstring, reads in one screen
+                    code = node.end_lineno - node.body[1].lineno + 1
+                    assert code <= 60, f"{path.name}: distill has {code} lines of code"

@@ -111,7 +111,7 @@ def test_make_run_dir_names_its_owner_and_sweeps_first(tmp_path):
 
 _KILLED_DISTILL = """
 import sys, time
-from sentvec.distill_corpus import CorpusPassProcess
+from sentvec.distill.corpus import CorpusPassProcess
 child = CorpusPassProcess.start(sys.argv[1], sys.argv[2],
     {"max_sentences": None, "sample_sentences": 10, "keep_lines": False},
     {"n_words": 0, "n_bigrams": 0})
@@ -158,7 +158,7 @@ def test_a_killed_distills_corpus_folder_is_removed_by_the_next_run(
 def test_the_corpus_pass_result_is_never_unpickled(tmp_path):
     """The parent reads the child's result with formats that cannot run code: a result file
     holding a pickle (of an object that would run code on loading) is refused, not run."""
-    from sentvec.distill_corpus import CorpusPassProcess
+    from sentvec.distill.corpus import CorpusPassProcess
 
     marker = tmp_path / "ran"
 

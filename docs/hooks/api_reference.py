@@ -25,7 +25,7 @@ AREAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "evaluation": ("Evaluation", ("sentvec.evaluation", "sentvec.integrations.mteb")),
     "static": (
         "Static models and distillation",
-        ("sentvec.encoders.static", "sentvec.encoders.static_bigrams", "sentvec.distillation"),
+        ("sentvec.encoders.static", "sentvec.encoders.static_bigrams", "sentvec.distill"),
     ),
     "serving": ("Serving", ("sentvec.serve",)),
     "files": (

@@ -7,7 +7,7 @@ lives: ``docs/ARCHITECTURE.md``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sentvec._lazy import attach
 
@@ -47,18 +47,29 @@ _LAZY: dict[str, str] = {
     "SemanticSearch": "sentvec.search",
     "encode_file": "sentvec.encode_files",
     "encode_file_distributed": "sentvec.cluster",
-    "distill": "sentvec.distillation",
+    "distill": "sentvec.distill.run",
     # integrations (optional extras; imported only on access)
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
     "MTEBEncoder": "sentvec.integrations.mteb",
 }
 
-__all__, __getattr__, __dir__ = attach(__name__, _LAZY)
+__all__, _lazy_getattr, __dir__ = attach(__name__, _LAZY)
 __all__ += ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported on first access (:func:`sentvec._lazy.attach`)."""
+    if name == "distill":
+        # the name of the function and of its subpackage: always the subpackage, which calls
+        # as the function, so that it is one object whichever was imported first
+        import sentvec.distill as distill_package
+
+        return distill_package
+    return _lazy_getattr(name)
 
 if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checkers
     from sentvec.cluster import encode_file_distributed  # noqa: F401
-    from sentvec.distillation import distill  # noqa: F401
+    from sentvec.distill.run import distill  # noqa: F401
     from sentvec.encode_files import encode_file  # noqa: F401
     from sentvec.encoders.base import Encoder  # noqa: F401
     from sentvec.encoders.loading import load_encoder  # noqa: F401

@@ -36,18 +36,21 @@ nonnegative_int = int_at_least(0)
 
 def register(subparsers: Any) -> None:
     """Add the ``distill`` sub-command."""
-    from sentvec.distill_corpus import DEFAULT_MAX_SENTENCES, DEFAULT_WHITENING_SENTENCES
-    from sentvec.distillation import (
+    from sentvec.distill import (
         DEFAULT_BIGRAM_WEIGHT,
         DEFAULT_BIGRAMS,
         DEFAULT_DIM,
-        DEFAULT_POOLING,
+        DEFAULT_MAX_SENTENCES,
+        DEFAULT_ROW_POOLING,
         DEFAULT_VOCABULARY,
         DEFAULT_WEIGHTING,
+        DEFAULT_WHITENING_SENTENCES,
         ROW_POOLINGS,
+        STORED_DTYPES,
         WEIGHTINGS,
         WHITEN_MODES,
     )
+    from sentvec.encoders.base import PRECISIONS, TRANSFORMER_BACKENDS
 
     p = subparsers.add_parser(
         "distill",
@@ -114,8 +117,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--pooling",
         choices=ROW_POOLINGS,
-        default=DEFAULT_POOLING,
-        help=f"token-row pooling (default {DEFAULT_POOLING}: the average of the mean over "
+        default=DEFAULT_ROW_POOLING,
+        help=f"token-row pooling (default {DEFAULT_ROW_POOLING}: the average of the mean over "
         "[CLS] t [SEP], Model2Vec's rows, and the [CLS] output, each scaled to unit norm; "
         "mean_cls: the same without the scaling; chosen on dev)",
     )
@@ -146,16 +149,23 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--dtype",
-        choices=("float16", "float32"),
+        choices=STORED_DTYPES,
         default="float16",
         help="stored rows (default float16, as Model2Vec stores them)",
     )
     p.add_argument(
         "--precision",
-        choices=("auto", "float32", "bfloat16"),
+        choices=PRECISIONS,
         default="auto",
         help="teacher forward pass: auto is bfloat16 where the device has it in hardware "
-        "(AMX / AVX512-BF16 CPUs, most GPUs), float32 elsewhere",
+        "(AMX / AVX512-BF16 CPUs, most GPUs), float32 elsewhere and with --backend onnx",
+    )
+    p.add_argument(
+        "--backend",
+        choices=TRANSFORMER_BACKENDS,
+        default="torch",
+        help="teacher forward pass: torch, or onnx (ONNX Runtime on the CPU, float32; the "
+        "onnx extra) (default torch)",
     )
     p.add_argument(
         "--batch-size",
@@ -174,11 +184,11 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentvec.distillation import distill
+    from sentvec.distill import DistillConfig, distill
 
-    result = distill(
-        args.model,
-        args.output,
+    config = DistillConfig(
+        model=args.model,
+        output=args.output,
         corpus=args.corpus,
         dim=args.dim,
         weighting=args.weighting,
@@ -193,10 +203,12 @@ def run(args: argparse.Namespace) -> int:
         sif_a=args.sif_a,
         batch_size=args.batch_size,
         device=args.device,
+        backend=args.backend,
         precision=args.precision,
         dtype=args.dtype,
         show_progress_bar=progress(args),
     )
+    result = distill(config)
     rec = result.record
     t = rec["wall_time_s"]
     print(

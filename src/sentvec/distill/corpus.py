@@ -4,11 +4,11 @@ tokenizer alone.
 * :func:`count_corpus_tokens`: token counts of the corpus lines (the SIF weights) and the ids of
   the first ones (the whitening sample), each distinct whitespace word tokenized once
   (:class:`WordTokenCache`);
-* :func:`teacher_vocabulary`: the teacher's tokens as :func:`sentvec.distill_vocabulary.plan_rows`
+* :func:`teacher_vocabulary`: the teacher's tokens as :func:`sentvec.distill.vocabulary.plan_rows`
   takes them, and :func:`corpus_pass`: the counts, then the rows' plan (corpus words, bigrams);
 * :class:`CorpusPassProcess`: :func:`corpus_pass` in a child process (``python -c``, entry
   :func:`corpus_pass_worker`), which reads the teacher's ``tokenizer.json`` with the
-  ``tokenizers`` library while :func:`sentvec.distillation.distill` imports torch and loads the
+  ``tokenizers`` library while :func:`sentvec.distill.run.distill` imports torch and loads the
   teacher, in a run folder (:mod:`sentvec._tempdirs`: removed by the next run if this one is
   killed), its result as ``.npz`` + JSON. Measurements: ``docs/distill.md``, "Wall time";
 * :func:`corpus_lines`: the corpus's non-empty lines, as every step reads them, and
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from sentvec._readers import read_json_object
-from sentvec.distill_vocabulary import RowPlan, flatten_sample, plan_rows, split_sample
+from sentvec.distill.vocabulary import RowPlan, flatten_sample, plan_rows, split_sample
 
 __all__ = [
     "CorpusCounts",
@@ -378,7 +378,7 @@ def count_corpus_tokens(
 def teacher_vocabulary(
     tokenizer: Any,
 ) -> tuple[list[str], np.ndarray, dict[str, Any], int | None]:
-    """A teacher's vocabulary as :func:`sentvec.distill_vocabulary.plan_rows` takes it.
+    """A teacher's vocabulary as :func:`sentvec.distill.vocabulary.plan_rows` takes it.
 
     Parameters
     ----------
@@ -427,7 +427,7 @@ def corpus_pass(
 ) -> tuple[CorpusCounts | None, Any, dict[str, float]]:
     """The corpus steps of :func:`distill` that need only the tokenizer: the counts and sample
     (:func:`count_corpus_tokens`, skipped without ``corpus``), then the rows' plan
-    (:func:`sentvec.distill_vocabulary.plan_rows`).
+    (:func:`sentvec.distill.vocabulary.plan_rows`).
 
     Parameters
     ----------
@@ -446,7 +446,7 @@ def corpus_pass(
     Returns
     -------
     stats : CorpusCounts or None
-    plan : sentvec.distill_vocabulary.RowPlan
+    plan : sentvec.distill.vocabulary.RowPlan
     times : dict of str to float
         ``corpus_count_s``, ``plan_rows_s``.
     """
@@ -483,7 +483,7 @@ _CHILD = (
     "    os._exit(4)\n"
     "threading.Thread(target=_orphaned, daemon=True).start()\n"
     "try:\n"
-    "    from sentvec.distill_corpus import corpus_pass_worker\n"
+    "    from sentvec.distill.corpus import corpus_pass_worker\n"
     "except BaseException:\n"
     "    sys.exit(3)  # this interpreter cannot import sentvec: the parent does the pass\n"
     "sys.exit(corpus_pass_worker(sys.argv[1]))"
