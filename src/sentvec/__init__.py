@@ -48,6 +48,7 @@ _LAZY: dict[str, str] = {
     "encode_file": "sentvec.encode_files",
     "encode_file_distributed": "sentvec.cluster",
     "distill": "sentvec.distill.run",
+    "DistillConfig": "sentvec.distill.config",
     # integrations (optional extras; imported only on access)
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
     "MTEBEncoder": "sentvec.integrations.mteb",
@@ -67,8 +68,10 @@ def __getattr__(name: str) -> Any:
         return distill_package
     return _lazy_getattr(name)
 
+
 if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checkers
     from sentvec.cluster import encode_file_distributed  # noqa: F401
+    from sentvec.distill.config import DistillConfig  # noqa: F401
     from sentvec.distill.run import distill  # noqa: F401
     from sentvec.encode_files import encode_file  # noqa: F401
     from sentvec.encoders.base import Encoder  # noqa: F401

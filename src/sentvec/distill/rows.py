@@ -147,7 +147,7 @@ def rows_beside(
 
     Parameters
     ----------
-    child : sentvec.distill_corpus.CorpusPassProcess
+    child : sentvec.distill.corpus.CorpusPassProcess
     encoder : sentvec.TransformerEncoder
     token_ids : ndarray of int
         Teacher token ids, one row each.

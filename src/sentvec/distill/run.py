@@ -51,7 +51,8 @@ def distill(
     Raises
     ------
     TypeError
-        ``output`` or options given beside a :class:`DistillConfig`, or an unknown option.
+        ``output`` or options given beside a :class:`DistillConfig`, an unknown option, or a
+        teacher object that is not a :class:`sentvec.TransformerEncoder`.
     ValueError
         Bad options (:class:`DistillConfig`), an output that is an input, ``dim`` above the
         width, a teacher that is not a transformer (a Sent2Vec, static model or pipeline), or,
