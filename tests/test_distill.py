@@ -1010,3 +1010,22 @@ def test_distill_modules_and_functions_fit_their_size_limits():
                 if node.name == "distill":  # its code, below the docstring, reads in one screen
                     code = node.end_lineno - node.body[1].lineno + 1
                     assert code <= 60, f"{path.name}: distill has {code} lines of code"
+
+
+def test_cli_distill_builds_its_config_from_the_options(teacher_dir, corpus_file, tmp_path, capsys):
+    from sentvec.cli import main
+
+    out = tmp_path / "cli-model"
+    argv = ["distill", "--model", str(teacher_dir), "--corpus", str(corpus_file), "--dim", "8"]
+    argv += ["--weighting", "zipf", "--sif-a", "1e-4", "--pooling", "mean_cls"]
+    argv += ["--backend", "torch", "--precision", "float32", "--dtype", "float32"]
+    argv += ["--batch-size", "64", "--output", str(out), "--no-progress"]
+    assert main(argv) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    record = json.loads((out / DISTILL_RECORD).read_text("utf-8"))
+    settings = record["settings"]
+    assert (settings["dim"], settings["weighting"], settings["pooling"]) == (8, "zipf", "mean_cls")
+    assert (settings["precision"], settings["dtype"]) == ("float32", "float32")
+    assert record["weights"] == {"a": 1e-4} and "backend" not in record["teacher"]
+    with pytest.raises(SystemExit):
+        main(["distill", "--output", str(tmp_path / "x"), "--backend", "tensorflow"])
