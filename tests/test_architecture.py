@@ -225,3 +225,82 @@ def test_module_size(name):
     lines = _logical_lines(MODULES[name])
     limit = 750 if name == "sentvec.sent2vec.kernels" else 450
     assert lines <= limit, f"{name} has {lines} logical lines (limit {limit}): split it by concept"
+
+
+#: Longest function, in physical lines from its ``def`` (decorators aside) to its last line,
+#: docstring included.
+FUNCTION_LINES = 100
+#: Exempt: the Sent2Vec training kernels and the libstdc++ sort they emulate (numba), any other
+#: ``@njit`` kernel, and the argparse registration of a sub-command (``sentvec.cli.*.register``).
+KERNEL_MODULES = {"sentvec.sent2vec.kernels", "sentvec.sent2vec._stdsort"}
+#: Still longer than FUNCTION_LINES, each waiting to be split where a reader would split it.
+LONG_FUNCTIONS = {
+    "sentvec.cli.serve.run",
+    "sentvec.cli.whiten_sweep.run_whiten_sweep",
+    "sentvec.cluster.encode_file_distributed",
+    "sentvec.distillation.distill",
+    "sentvec.distillation.token_rows",
+    "sentvec.encoders.static.StaticEncoder.encode",
+    "sentvec.encoders.transformer.TransformerEncoder.from_pretrained",
+    "sentvec.evaluation.layers.analyze_layers",
+    "sentvec.evaluation.rte.score_rte",
+    "sentvec.evaluation.sts.evaluate_sts",
+    "sentvec.evaluation.table1.render_report",
+    "sentvec.evaluation.transfer.evaluate_transfer",
+    "sentvec.search.open_corpus_index",
+}
+
+
+def _is_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("njit" in ast.unparse(d) for d in node.decorator_list)
+
+
+def _long_functions(name: str, source: str) -> list[str]:
+    """``module.qualname (lines)`` of each function of module ``name`` (its ``source``) over
+    FUNCTION_LINES lines."""
+    out: list[str] = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}.{child.name}")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qualname = f"{prefix}.{child.name}"
+                lines = child.end_lineno - child.lineno + 1
+                registration = name.startswith("sentvec.cli.") and child.name == "register"
+                if lines > FUNCTION_LINES and not (_is_kernel(child) or registration):
+                    out.append(f"{qualname} ({lines} lines)")
+                visit(child, f"{qualname}.<locals>")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), name)
+    return out
+
+
+def test_long_function_finder_names_methods_and_closures_and_exempts_kernels():
+    def body(indent: int) -> str:
+        return "".join(f"{' ' * indent}x{i} = {i}\n" for i in range(FUNCTION_LINES))
+
+    source = (
+        f"class C:\n    def long(self):\n{body(8)}    def short(self):\n        pass\n"
+        f"def outer():\n    def inner():\n{body(8)}"
+        f"@njit(cache=True)\ndef kernel():\n{body(4)}"
+    )
+    assert _long_functions("sentvec.m", source) == [
+        f"sentvec.m.C.long ({FUNCTION_LINES + 1} lines)",
+        f"sentvec.m.outer ({FUNCTION_LINES + 2} lines)",
+        f"sentvec.m.outer.<locals>.inner ({FUNCTION_LINES + 1} lines)",
+    ]
+    registration = f"def register(parser):\n{body(4)}"
+    assert _long_functions("sentvec.cli.x", registration) == []
+    assert _long_functions("sentvec.x", registration) == [
+        f"sentvec.x.register ({FUNCTION_LINES + 1} lines)"
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - KERNEL_MODULES))
+def test_function_size(name):
+    source = MODULES[name].read_text(encoding="utf-8")
+    long = [f for f in _long_functions(name, source) if f.split(" (")[0] not in LONG_FUNCTIONS]
+    assert long == [], f"over {FUNCTION_LINES} lines: {long}; split them where a reader would"

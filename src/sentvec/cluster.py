@@ -48,48 +48,45 @@ client (a shared file system).
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
-import sys
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
-
-import numpy as np
+from typing import Any
 
 from sentvec._extras import require_extra
-from sentvec._io import atomic_write_json, load_npy
 from sentvec._validation import check_float_range, check_positive_int
 from sentvec.encode_files import (
     MANIFEST_NAME,
-    PROBE_SENTENCES,
     EncodeManifest,
-    RunRecord,
+    ManifestWriter,
     ShardRecord,
     check_encode_arguments,
-    count_nonfinite,
     describe_whitening,
-    encode_lines,
-    encode_shard,
-    jsonable,
     plan_shards,
     read_manifest,
     remove_shards,
     reusable_shards,
     warn_zero_vectors,
 )
-from sentvec.line_ranges import read_line_range, scan_lines
+from sentvec.line_ranges import scan_lines
 
 require_extra("dask", "sentvec.cluster (Dask distributed)")
 
 import dask  # noqa: E402 - after the check that names the extra to install
 import distributed  # noqa: E402
-from distributed import WorkerPlugin  # noqa: E402
+
+from sentvec.cluster_worker import (  # noqa: E402
+    EncoderPlugin,
+    _encode_partition,
+    _PartitionOutput,
+    _probe_task,
+    _statistics_task,
+)
 
 __all__ = [
     "DistributedEncodeResult",
@@ -158,225 +155,6 @@ class DistributedEncodeResult:
     statistics: Any
     partitions: tuple[PartitionRecord, ...]
     dashboard_link: str | None
-
-
-# --------------------------------------------------------------------------- worker side
-
-
-@dataclass(frozen=True)
-class _PartitionOutput:
-    """What a partition task sends back to the client (small: no vectors)."""
-
-    records: list[ShardRecord]
-    statistics: Any  # WhiteningStatistics of the partition's vectors, or None
-    n_reused: int
-    warnings: list[tuple[type, str]]
-    worker: str
-    pid: int
-    seconds: float
-
-
-class _ThreadLimited:
-    """An encoder whose ``encode`` defaults to ``num_threads=n`` (Sent2Vec's kernel threads)."""
-
-    def __init__(self, encoder: Any, n: int) -> None:
-        self._encoder, self._n = encoder, n
-
-    def encode(self, sentences: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("num_threads", self._n)
-        return self._encoder.encode(sentences, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._encoder, name)
-
-
-class EncoderPlugin(WorkerPlugin):
-    """Holds one encoder (and optional fitted whitening) per worker process.
-
-    Parameters
-    ----------
-    name : str
-        Plugin name; tasks find the plugin as ``get_worker().plugins[name]``.
-    encoder : str, path-like or encoder object
-        A path or alias is loaded on the worker with :func:`sentvec.load_encoder` (with
-        ``encoder_options``); an object is used as it arrives (pickled once with the plugin).
-    whitening : fitted Whitening or None
-    threads_per_task : int
-        Threads one task may use: ``torch.set_num_threads`` when torch is loaded, and
-        ``num_threads`` of encoders whose ``encode`` accepts it.
-    encoder_options : dict, optional
-    statistics : bool
-        Import the statistics code at set-up (the tasks will compute WhiteningStatistics).
-    """
-
-    def __init__(
-        self,
-        name: str,
-        encoder: Any,
-        whitening: Any = None,
-        *,
-        threads_per_task: int = 1,
-        encoder_options: dict[str, Any] | None = None,
-        statistics: bool = False,
-    ) -> None:
-        self.name = name
-        self.statistics = statistics
-        self.spec = encoder
-        self.whitening = whitening
-        self.threads_per_task = threads_per_task
-        self.encoder_options = dict(encoder_options or {})
-        self.base: Any = None  # the encoder as loaded
-        self.encoder: Any = None  # the same, thread-limited
-
-    def setup(self, worker: Any) -> None:
-        if isinstance(self.spec, (str, os.PathLike)):
-            import sentvec
-
-            if (
-                self.encoder_options.get("backend") == "onnx"
-            ):  # its session fixes its threads at load
-                import torch
-
-                torch.set_num_threads(self.threads_per_task)
-            self.base = sentvec.load_encoder(self.spec, **self.encoder_options)
-        else:
-            self.base = self.spec
-        if "torch" in sys.modules:
-            sys.modules["torch"].set_num_threads(self.threads_per_task)
-        enc = self.base
-        try:
-            takes_threads = "num_threads" in inspect.signature(enc.encode).parameters
-        except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-            takes_threads = False
-        self.encoder = _ThreadLimited(enc, self.threads_per_task) if takes_threads else enc
-        # first calls compile / load kernels (numba, torch) and import the statistics code:
-        # done here, once per worker, so that partition times measure encoding only
-        self.encoder.encode(list(PROBE_SENTENCES), show_progress_bar=False)
-        if self.statistics:
-            import sentvec.whitening  # noqa: F401  (scikit-learn: seconds on a cold worker)
-
-    def teardown(self, worker: Any) -> None:
-        self.base = self.encoder = None
-
-    def __getstate__(self) -> dict[str, Any]:  # what travels: the spec, never a loaded model
-        state = dict(self.__dict__)
-        if isinstance(self.spec, (str, os.PathLike)):
-            state["base"] = state["encoder"] = None
-        return state
-
-
-def _plugin(name: str) -> EncoderPlugin:
-    # registered under this name by the client (register_plugin)
-    return cast(EncoderPlugin, distributed.get_worker().plugins[name])
-
-
-def _probe_task(name: str, batch_size: int | None) -> tuple[dict[str, Any], np.ndarray]:
-    """The encoder's description and its (whitened) vectors of PROBE_SENTENCES, on a worker."""
-    p = _plugin(name)
-    if p.whitening is not None:  # a whitening of another width would fail only after a shard
-        from sentvec.encoders.base import check_whitening_fits
-
-        check_whitening_fits(p.base, p.whitening)
-    from sentvec.encoders.base import describe_encoder
-
-    probe = encode_lines(p.encoder, p.whitening, list(PROBE_SENTENCES), batch_size)
-    return jsonable(describe_encoder(p.base)), probe
-
-
-def _written_shard(
-    out: Path, path: Path, i: int, a: int, b: int, ba: int, bb: int, dim: int, encoding: str
-) -> ShardRecord | None:
-    """The record of shard ``i`` if an earlier attempt of this run already wrote it, else None."""
-    from sentvec.encode_files import _shard_name
-
-    f = out / _shard_name(a, b)
-    if not f.is_file():
-        return None
-    try:
-        arr = load_npy(f, mmap=True)
-    except ValueError:
-        return None
-    if arr.dtype != np.float32 or arr.shape != (b - a, dim) or count_nonfinite(arr):
-        return None
-    lines, digest = read_line_range(path, ba, bb, a, encoding=encoding)
-    return ShardRecord(
-        index=i,
-        file=f.name,
-        start_line=a,
-        end_line=b,
-        start_byte=ba,
-        end_byte=bb,
-        sha256=digest,
-        n_empty=sum(not s.strip() for s in lines),
-        n_zero=int((~np.asarray(arr).any(axis=1)).sum()),
-        seconds=0.0,
-    )
-
-
-def _shard_statistics(out: Path, name: str) -> Any:
-    from sentvec.whitening import WhiteningStatistics
-
-    return WhiteningStatistics.from_array(load_npy(out / name, mmap=True))
-
-
-def _encode_partition(
-    name: str,
-    path: Path,
-    out: Path,
-    shards: list[tuple[int, int, int, int, int]],
-    batch_size: int | None,
-    encoding: str,
-    dim: int,
-    statistics: bool,
-) -> _PartitionOutput:
-    """Encode (or find already written) the shards ``(i, a, b, ba, bb)`` of one partition."""
-    t = time.perf_counter()
-    p = _plugin(name)
-    caught: list[warnings.WarningMessage] = []
-    records, stats, n_reused = [], None, 0
-    for i, a, b, ba, bb in shards:
-        rec = _written_shard(out, path, i, a, b, ba, bb, dim, encoding)
-        if rec is None:
-            rec = encode_shard(
-                p.encoder,
-                p.whitening,
-                path,
-                out,
-                i,
-                a,
-                b,
-                ba,
-                bb,
-                batch_size,
-                encoding,
-                dim,
-                None,
-                caught,
-            )
-        else:
-            n_reused += 1
-        records.append(rec)
-        if statistics:
-            s = _shard_statistics(out, rec.file)
-            stats = s if stats is None else stats.merge(s)
-    return _PartitionOutput(
-        records,
-        stats,
-        n_reused,
-        [(w.category, str(w.message)) for w in caught],
-        distributed.get_worker().address,
-        os.getpid(),
-        round(time.perf_counter() - t, 3),
-    )
-
-
-def _statistics_task(out: Path, names: list[str]) -> Any:
-    """Merged statistics of already written shard files (in the given order)."""
-    stats = None
-    for n in names:
-        s = _shard_statistics(out, n)
-        stats = s if stats is None else stats.merge(s)
-    return stats
 
 
 # --------------------------------------------------------------------------- client side
@@ -627,60 +405,113 @@ def encode_file_distributed(
         statistics=statistics,
     )
     client.register_plugin(plugin, name=name)  # loads the model on every worker; raises there
+    job = _Job(
+        client=client,
+        name=name,
+        path=path,
+        out=out,
+        started=started,
+        t0=t0,
+        shard_size=shard_size,
+        partition_lines=partition_lines,
+        batch_size=batch_size,
+        white=white,
+        resume=resume,
+        overwrite=overwrite,
+        start_line=start_line,
+        end_line=end_line,
+        encoding=encoding,
+        statistics=statistics,
+        retries=retries,
+        show_progress_bar=show_progress_bar,
+        on_partition_done=on_partition_done,
+    )
     try:
-        return _run(
-            client,
-            name,
-            path,
-            out,
-            started,
-            t0,
-            shard_size,
-            partition_lines,
-            batch_size,
-            white,
-            resume,
-            overwrite,
-            start_line,
-            end_line,
-            encoding,
-            statistics,
-            retries,
-            show_progress_bar,
-            on_partition_done,
-        )
+        return _run(job)
     finally:
         with contextlib.suppress(Exception):  # a closed client must not hide the real error
             client.unregister_worker_plugin(name)
 
 
-def _run(
-    client,
-    name,
-    path,
-    out,
-    started,
-    t0,
-    shard_size,
-    partition_lines,
-    batch_size,
-    white,
-    resume,
-    overwrite,
-    start_line,
-    end_line,
-    encoding,
-    statistics,
-    retries,
-    show_progress_bar,
-    on_partition_done,
-) -> DistributedEncodeResult:
-    stat = path.stat()
+@dataclass(frozen=True)
+class _Job:
+    """One call of :func:`encode_file_distributed`, its arguments checked, on the client."""
+
+    client: Any
+    name: str  # of the EncoderPlugin registered for this call
+    path: Path
+    out: Path
+    started: str  # ISO time, for the manifest's run record
+    t0: float  # perf_counter at the call
+    shard_size: int
+    partition_lines: int
+    batch_size: int | None
+    white: Any  # fitted post-processor or None
+    resume: bool
+    overwrite: bool
+    start_line: int
+    end_line: int | None
+    encoding: str
+    statistics: bool
+    retries: int
+    show_progress_bar: bool | None
+    on_partition_done: Callable[[PartitionRecord], None] | None
+
+
+def _run(job: _Job) -> DistributedEncodeResult:
+    client, path, out = job.client, job.path, job.out
     old = read_manifest(out) if (out / MANIFEST_NAME).is_file() else None
-    probe_future = client.submit(
-        _probe_task, name, batch_size, pure=False, key=f"sentvec-probe-{name}"
+    new = _plan(job)
+    done = reusable_shards(old, new, out, job.overwrite, job.resume)
+    runs = old.runs if old is not None and old.config_key() == new.config_key() else ()
+    state = ManifestWriter(out, new, done, runs, started=job.started, t0=job.t0)
+    new = state.write()  # the directory now describes this configuration
+    if old is not None:
+        remove_shards(out, old, keep={r.file for r in done.values()})
+    recorded = {r.file for r in done.values()}
+    for f in out.glob("shard-*.npy"):  # unrecorded files: a task reuses only this run's files
+        if f.name not in recorded:
+            f.unlink(missing_ok=True)
+    futures = _submit(job, new, done)
+    records, failed, caught, stat_parts = _collect(job, futures, state, done)
+    new = state.write()
+    _summarise(caught, path)
+    if failed:
+        failed.sort(key=lambda x: x[0])
+        lines = "; ".join(f"lines [{a}, {b}): {type(e).__name__}: {e}" for a, b, e in failed)
+        raise PartitionError(
+            f"{len(failed)} partition(s) of {str(path)!r} failed after {job.retries} retries: "
+            f"{lines}. The {len(state.completed)} finished shards of {new.n_shards} are "
+            f"recorded in {str(out)!r}; run again to resume",
+            [(a, b) for a, b, _ in failed],
+        ) from failed[0][2]
+    warn_zero_vectors(new, path, stacklevel=3)
+    merged = None
+    if job.statistics:
+        from sentvec.whitening import WhiteningStatistics
+
+        assert new.dim is not None  # set from the probe above
+        merged = WhiteningStatistics.empty(new.dim)
+        # a partition's statistics cover its reused shards (key 1) and its new shards (key 0);
+        # merging in line-start order gives one reproducible float64 result
+        for key in sorted(stat_parts):
+            merged = merged.merge(stat_parts[key])
+    return DistributedEncodeResult(
+        manifest=new,
+        statistics=merged,
+        partitions=tuple(sorted(records, key=lambda r: r.start_line)),
+        dashboard_link=getattr(client, "dashboard_link", None),
     )
-    n_seen, offsets = scan_lines(path, start=start_line, step=shard_size, stop_line=end_line)
+
+
+def _plan(job: _Job) -> EncodeManifest:
+    """Count the lines, plan the shards and encode the resume probe on a worker (meanwhile)."""
+    path, start_line, end_line = job.path, job.start_line, job.end_line
+    stat = path.stat()
+    probe_future = job.client.submit(
+        _probe_task, job.name, job.batch_size, pure=False, key=f"sentvec-probe-{job.name}"
+    )
+    n_seen, offsets = scan_lines(path, start=start_line, step=job.shard_size, stop_line=end_line)
     end = n_seen if end_line is None else end_line
     if start_line not in offsets or end not in offsets:
         raise ValueError(
@@ -688,45 +519,32 @@ def _run(
             f"which has {n_seen} lines"
         )
     description, probe = probe_future.result()
-    new = EncodeManifest(
+    return EncodeManifest(
         input_path=str(path),
         input_size=stat.st_size,
         input_mtime_ns=stat.st_mtime_ns,
         start_line=start_line,
         end_line=end,
-        shard_size=shard_size,
+        shard_size=job.shard_size,
         encoder=description,
-        whitening=describe_whitening(white),
+        whitening=describe_whitening(job.white),
         dim=int(probe.shape[1]),
-        boundaries=plan_shards(start_line, end, shard_size, offsets),
+        boundaries=plan_shards(start_line, end, job.shard_size, offsets),
         requested_end_line=end_line,
         probe=tuple(tuple(map(float, v)) for v in probe),
     )
-    done = reusable_shards(old, new, out, overwrite, resume)
-    runs = old.runs if old is not None and old.config_key() == new.config_key() else ()
-    completed: dict[int, ShardRecord] = dict(done)
-    n_enc = 0
 
-    def write() -> EncodeManifest:
-        run = RunRecord(started, n_enc, len(done), round(time.perf_counter() - t0, 3))
-        m = replace(new, shards=tuple(completed[k] for k in sorted(completed)), runs=runs + (run,))
-        atomic_write_json(out / MANIFEST_NAME, m.to_dict())
-        return m
 
-    new = write()  # the directory now describes this configuration
-    if old is not None:
-        remove_shards(out, old, keep={r.file for r in done.values()})
-    recorded = {r.file for r in done.values()}
-    for f in out.glob("shard-*.npy"):  # unrecorded files: a task reuses only this run's files
-        if f.name not in recorded:
-            f.unlink(missing_ok=True)
-
-    per_part = partition_lines // shard_size
+def _submit(
+    job: _Job, new: EncodeManifest, done: dict[int, ShardRecord]
+) -> dict[Any, tuple[int, int]]:
+    """Submit one task per partition with shards to encode, and one per partition with reused
+    shards whose statistics are wanted; return each future's line range."""
+    client, name = job.client, job.name
+    per_part = job.partition_lines // job.shard_size
     groups = [range(k, min(k + per_part, new.n_shards)) for k in range(0, new.n_shards, per_part)]
     bounds = new.boundaries
     futures: dict[Any, tuple[int, int]] = {}
-    # (partition's first line, 1: its reused shards / 0: its new shards) -> statistics
-    stat_parts: dict[tuple[int, int], Any] = {}
     for g in groups:
         a, b = bounds[g.start][0], bounds[g.stop][0]
         todo = [
@@ -738,43 +556,63 @@ def _run(
             f = client.submit(
                 _encode_partition,
                 name,
-                path,
-                out,
+                job.path,
+                job.out,
                 todo,
-                batch_size,
-                encoding,
+                job.batch_size,
+                job.encoding,
                 new.dim,
-                statistics,
-                retries=retries,
+                job.statistics,
+                retries=job.retries,
                 pure=False,
                 key=f"sentvec-encode-{a}-{b}-{name[-12:]}",
             )
             futures[f] = (a, b)
-        if statistics and len(todo) < len(g):
+        if job.statistics and len(todo) < len(g):
             reused = [done[i].file for i in g if i in done]
             sf = client.submit(
                 _statistics_task,
-                out,
+                job.out,
                 reused,
-                retries=retries,
+                retries=job.retries,
                 pure=False,
                 key=f"sentvec-statistics-{a}-{b}-{name[-12:]}",
             )
             futures[sf] = (a, b)
+    return futures
 
+
+def _collect(
+    job: _Job,
+    futures: dict[Any, tuple[int, int]],
+    state: ManifestWriter,
+    done: dict[int, ShardRecord],
+) -> tuple[
+    list[PartitionRecord],
+    list[tuple[int, int, BaseException]],
+    list[tuple[type, str]],
+    dict[tuple[int, int], Any],
+]:
+    """Gather the partitions as they finish, rewriting the manifest now and then.
+
+    Returns the partition records, the failed partitions (line range, error), the warnings the
+    encoder gave on the workers, and the statistics by (partition's first line, 1: its reused
+    shards / 0: its new shards).
+    """
     from sentvec._progress import progress_bar
 
     records: list[PartitionRecord] = []
     failed: list[tuple[int, int, BaseException]] = []
     caught: list[tuple[type, str]] = []
+    stat_parts: dict[tuple[int, int], Any] = {}
     last_write, wait = time.monotonic(), _MANIFEST_EVERY_S
     with progress_bar(
-        total=new.n_lines,
+        total=state.manifest.n_lines,
         initial=sum(r.end_line - r.start_line for r in done.values()),
         unit="line",
         unit_scale=True,
-        show=show_progress_bar,
-        desc=f"encode {path.name} on {len(client.scheduler_info()['workers'])} workers",
+        show=job.show_progress_bar,
+        desc=f"encode {job.path.name} on {len(job.client.scheduler_info()['workers'])} workers",
     ) as bar:
         for f in distributed.as_completed(list(futures)):
             a, b = futures[f]
@@ -791,8 +629,8 @@ def _run(
                 stat_parts[(a, 1)] = res
                 continue
             for rec in res.records:
-                completed[rec.index] = rec
-            n_enc += len(res.records)
+                state.completed[rec.index] = rec
+            state.n_encoded += len(res.records)
             if res.statistics is not None:
                 stat_parts[(a, 0)] = res.statistics
             caught.extend(res.warnings)
@@ -809,38 +647,12 @@ def _run(
             bar.update(sum(r.end_line - r.start_line for r in res.records))
             if time.monotonic() - last_write >= wait:
                 t_w = time.monotonic()
-                new, last_write = write(), time.monotonic()
+                state.write()
+                last_write = time.monotonic()
                 wait = max(_MANIFEST_EVERY_S, _MANIFEST_IO_FACTOR * (last_write - t_w))
-            if on_partition_done is not None:
-                on_partition_done(prec)
-    new = write()
-    _summarise(caught, path)
-    if failed:
-        failed.sort(key=lambda x: x[0])
-        lines = "; ".join(f"lines [{a}, {b}): {type(e).__name__}: {e}" for a, b, e in failed)
-        raise PartitionError(
-            f"{len(failed)} partition(s) of {str(path)!r} failed after {retries} retries: "
-            f"{lines}. The {len(completed)} finished shards of {new.n_shards} are recorded in "
-            f"{str(out)!r}; run again to resume",
-            [(a, b) for a, b, _ in failed],
-        ) from failed[0][2]
-    warn_zero_vectors(new, path, stacklevel=3)
-    merged = None
-    if statistics:
-        from sentvec.whitening import WhiteningStatistics
-
-        assert new.dim is not None  # set from the probe above
-        merged = WhiteningStatistics.empty(new.dim)
-        # a partition's statistics cover its reused shards (key 1) and its new shards (key 0);
-        # merging in line-start order gives one reproducible float64 result
-        for key in sorted(stat_parts):
-            merged = merged.merge(stat_parts[key])
-    return DistributedEncodeResult(
-        manifest=new,
-        statistics=merged,
-        partitions=tuple(sorted(records, key=lambda r: r.start_line)),
-        dashboard_link=getattr(client, "dashboard_link", None),
-    )
+            if job.on_partition_done is not None:
+                job.on_partition_done(prec)
+    return records, failed, caught, stat_parts
 
 
 def _summarise(caught: list[tuple[type, str]], path: Path) -> None:

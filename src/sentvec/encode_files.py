@@ -34,12 +34,9 @@ loading the model once per worker and surviving worker loss.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 import warnings
-from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
@@ -50,244 +47,30 @@ import numpy as np
 from sentvec._io import (
     DirectoryLock,
     atomic_save_npy,
-    atomic_write_json,
     check_free_space,
     check_input_file,
     check_output_path,
     load_npy,
-    read_json_object,
 )
 from sentvec._validation import check_positive_int
+from sentvec.encode_manifest import MANIFEST_NAME as MANIFEST_NAME
+from sentvec.encode_manifest import EncodeManifest as EncodeManifest
+from sentvec.encode_manifest import ManifestWriter as ManifestWriter
+from sentvec.encode_manifest import RunRecord as RunRecord
+from sentvec.encode_manifest import ShardRecord as ShardRecord
+from sentvec.encode_manifest import describe_whitening as describe_whitening
+from sentvec.encode_manifest import jsonable as jsonable
+from sentvec.encode_manifest import read_manifest as read_manifest
 from sentvec.encoders.base import Encoder, describe_encoder
 from sentvec.line_ranges import read_line_range, scan_lines
 
-MANIFEST_NAME = "manifest.json"
 #: Encoded (and whitened) at every run; their vectors must match the recorded ones to resume.
 PROBE_SENTENCES: tuple[str, ...] = (
     "the city is in the north of the country .",
     "A man is playing a guitar on the stage.",
 )
-_FORMAT = "sentvec-encoded-file"
-_VERSION = 1
 _CHUNK_LINES = 8192  # lines per encoder call inside a shard (progress-bar granularity)
 _CHECK_ROWS = 65536  # shard rows checked for non-finite values at a time
-
-
-@dataclass(frozen=True)
-class ShardRecord:
-    """One completed shard: lines ``[start_line, end_line)`` of the input (0-based).
-
-    ``sha256`` is the digest of the shard's raw bytes ``[start_byte, end_byte)``; ``n_empty``
-    counts whitespace-only lines, ``n_zero`` all-zero output vectors.
-    """
-
-    index: int
-    file: str
-    start_line: int
-    end_line: int
-    start_byte: int
-    end_byte: int
-    sha256: str
-    n_empty: int
-    n_zero: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    """One invocation of :func:`encode_file` on this output directory."""
-
-    started: str
-    n_shards_encoded: int
-    n_shards_reused: int
-    wall_seconds: float
-
-
-@dataclass(frozen=True)
-class EncodeManifest:
-    """Contents of ``manifest.json`` (see the module docstring).
-
-    ``boundaries`` holds the planned shard edges as ``(line, byte)`` pairs (``n_shards + 1`` of
-    them); ``requested_end_line`` the ``end_line`` argument (None: to the end of the file);
-    ``probe`` the (whitened) vectors of :data:`PROBE_SENTENCES`, re-encoded on resume to detect
-    an encoder whose weights changed under an unchanged description; ``shards`` the completed
-    shards in order; ``runs`` the history of invocations.
-    """
-
-    input_path: str
-    input_size: int
-    input_mtime_ns: int
-    start_line: int
-    end_line: int
-    shard_size: int
-    encoder: dict[str, Any]
-    whitening: dict[str, Any] | None
-    dim: int | None
-    boundaries: tuple[tuple[int, int], ...]
-    requested_end_line: int | None = None
-    probe: tuple[tuple[float, ...], ...] = ()
-    shards: tuple[ShardRecord, ...] = ()
-    runs: tuple[RunRecord, ...] = ()
-    format: str = _FORMAT
-    version: int = _VERSION
-
-    @property
-    def n_shards(self) -> int:
-        """Number of planned shards."""
-        return len(self.boundaries) - 1
-
-    @property
-    def complete(self) -> bool:
-        """True when every planned shard is recorded."""
-        return len(self.shards) == self.n_shards
-
-    @property
-    def n_lines(self) -> int:
-        """Lines (= vectors) in the planned range."""
-        return self.end_line - self.start_line
-
-    @property
-    def n_empty(self) -> int:
-        return sum(s.n_empty for s in self.shards)
-
-    @property
-    def n_zero(self) -> int:
-        return sum(s.n_zero for s in self.shards)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["boundaries"] = [list(b) for b in self.boundaries]
-        d.update(
-            n_shards=self.n_shards,
-            complete=self.complete,
-            n_lines=self.n_lines,
-            n_empty=self.n_empty,
-            n_zero=self.n_zero,
-        )
-        return d
-
-    def to_json(self, **kwargs: Any) -> str:
-        return json.dumps(self.to_dict(), **kwargs)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> EncodeManifest:
-        kw = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        kw["boundaries"] = tuple((int(a), int(b)) for a, b in kw["boundaries"])
-        kw["probe"] = tuple(tuple(map(float, v)) for v in kw.get("probe", ()))
-        kw["shards"] = tuple(ShardRecord(**s) for s in kw.get("shards", ()))
-        kw["runs"] = tuple(RunRecord(**r) for r in kw.get("runs", ()))
-        return cls(**kw)
-
-    def config_key(self) -> dict[str, Any]:
-        """The fields two runs must share to write into one directory."""
-        return {
-            "input_path": self.input_path,
-            "start_line": self.start_line,
-            "end_line": self.requested_end_line,
-            "shard_size": self.shard_size,
-            "encoder": self.encoder,
-            "whitening": self.whitening,
-        }
-
-
-def read_manifest(output_dir: str | os.PathLike[str]) -> EncodeManifest:
-    """Read ``<output_dir>/manifest.json``; FileNotFoundError / ValueError on missing or foreign files."""
-    p = Path(output_dir) / MANIFEST_NAME
-    if not p.is_file():
-        raise FileNotFoundError(f"no encode manifest at {str(p)!r}")
-    d = read_json_object(p)
-    if d.get("format") != _FORMAT or d.get("version") != _VERSION:
-        raise ValueError(
-            f"{str(p)!r}: not a sentvec encode manifest (format {d.get('format')!r}, "
-            f"version {d.get('version')!r})"
-        )
-    try:
-        m = EncodeManifest.from_dict(d)
-        _check_manifest(m)
-    except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
-        raise ValueError(
-            f"{str(p)!r}: corrupt encode manifest ({type(exc).__name__}: {exc}); "
-            "re-encode with --overwrite"
-        ) from None
-    return m
-
-
-def _check_manifest(m: EncodeManifest) -> None:
-    """Types and consistency of a manifest read from disk (it is untrusted input)."""
-
-    def is_int(v: Any) -> bool:
-        return isinstance(v, int) and not isinstance(v, bool)
-
-    for name in ("input_size", "input_mtime_ns", "start_line", "end_line", "shard_size"):
-        if not is_int(v := getattr(m, name)) or v < 0:
-            raise ValueError(f"{name}={v!r} is not an integer >= 0")
-    if (
-        not isinstance(m.input_path, str)
-        or not isinstance(m.encoder, dict)
-        or not (m.whitening is None or isinstance(m.whitening, dict))
-    ):
-        raise ValueError("input_path, encoder or whitening has the wrong type")
-    if m.dim is not None and (not is_int(m.dim) or m.dim < 1):
-        raise ValueError(f"dim={m.dim!r} is not an integer >= 1")
-    lines = [a for a, _ in m.boundaries]
-    nbytes = [b for _, b in m.boundaries]
-    if (
-        not lines
-        or lines[0] != m.start_line
-        or lines[-1] != m.end_line
-        or any(b <= a for a, b in pairwise(lines))
-        or any(b < a for a, b in pairwise(nbytes))
-        or min(nbytes) < 0
-    ):
-        raise ValueError("shard boundaries are not increasing from start_line to end_line")
-    for r in m.shards:
-        if (
-            not (is_int(r.index) and 0 <= r.index < m.n_shards)
-            or not isinstance(r.file, str)
-            or Path(r.file).name != r.file
-            or r.file in ("", ".", "..")
-        ):
-            raise ValueError(f"shard record {r.index!r} has a bad index or file name")
-        if (r.start_line, r.end_line) != (lines[r.index], lines[r.index + 1]) or (
-            r.start_byte,
-            r.end_byte,
-        ) != (nbytes[r.index], nbytes[r.index + 1]):
-            raise ValueError(f"shard {r.index} does not match the planned boundaries")
-        if not all(is_int(v) and v >= 0 for v in (r.n_empty, r.n_zero)) or len(
-            {x.index for x in m.shards}
-        ) != len(m.shards):
-            raise ValueError(f"shard {r.index}: bad n_empty / n_zero, or recorded twice")
-
-
-# --------------------------------------------------------------------------- line scanning
-
-
-def describe_whitening(w: Any) -> dict[str, Any] | None:
-    """What the manifest records of a post-processor: class, config and a SHA-256 of its fitted
-    ``*_`` arrays (a refitted whitening gives another digest, so its shards are not reused).
-
-    Returns
-    -------
-    dict or None
-        ``{"class", "config", "fitted_sha256"}``; None for ``w=None``.
-    """
-    if w is None:
-        return None
-    h = hashlib.sha256()
-    for name in sorted(vars(w)):
-        v = getattr(w, name)
-        if name.endswith("_") and not name.startswith("_") and isinstance(v, np.ndarray):
-            h.update(name.encode())
-            h.update(np.ascontiguousarray(v).tobytes())
-    getter = getattr(w, "config_dict", None) or getattr(w, "get_params", None)
-    cfg = jsonable(getter()) if callable(getter) else {}
-    return {"class": type(w).__name__, "config": cfg, "fitted_sha256": h.hexdigest()}
-
-
-def jsonable(obj: Any) -> Any:
-    """``obj`` round-tripped through JSON (values JSON cannot hold become their ``str``), as the
-    manifest stores it, so a stored and a new description compare equal."""
-    return json.loads(json.dumps(obj, default=str))
 
 
 # --------------------------------------------------------------------------- encoding
@@ -462,6 +245,29 @@ def encode_file(
     path, shard_size, batch_size, start_line, end_line = check_encode_arguments(
         input_path, shard_size, batch_size, start_line, end_line
     )
+    white = _fitting_whitening(encoder, whitening)
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    old = read_manifest(out) if (out / MANIFEST_NAME).is_file() else None
+    new = _plan(encoder, white, path, start_line, end_line, shard_size, batch_size)
+    done = reusable_shards(old, new, out, overwrite, resume)
+    todo = new.n_lines - sum(r.end_line - r.start_line for r in done.values())
+    check_free_space(out, 4 * int(new.dim or 0) * todo, what="output directory (its new shards)")
+    runs = old.runs if old is not None and old.config_key() == new.config_key() else ()
+    writer = ManifestWriter(out, new, done, runs, started=started, t0=t0)
+    new = writer.write()  # the directory now describes this configuration
+    if old is not None:
+        remove_shards(out, old, keep={r.file for r in done.values()})
+    caught = _encode_shards(encoder, white, path, writer, batch_size, encoding, show_progress_bar)
+    new = writer.write()
+    _summarise_warnings(caught, path)
+    warn_zero_vectors(new, path, stacklevel=3)  # past _locked_output's wrapper
+    return new
+
+
+def _fitting_whitening(encoder: Encoder, whitening: Any) -> Any:
+    """``whitening`` loaded (:func:`sentvec.encoders.load_whitening`), checked against the
+    encoder's width before any shard is encoded."""
     from sentvec.encoders import load_whitening
 
     white = load_whitening(whitening)
@@ -469,11 +275,21 @@ def encode_file(
         from sentvec.encoders.base import check_whitening_fits
 
         check_whitening_fits(encoder, white)
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stat = path.stat()
+    return white
 
-    old = read_manifest(out) if (out / MANIFEST_NAME).is_file() else None
+
+def _plan(
+    encoder: Encoder,
+    white: Any,
+    path: Path,
+    start_line: int,
+    end_line: int | None,
+    shard_size: int,
+    batch_size: int | None,
+) -> EncodeManifest:
+    """The manifest of this configuration, no shard recorded: the line range's shards and the
+    resume probe's vectors."""
+    stat = path.stat()
     n_seen, offsets = scan_lines(path, start=start_line, step=shard_size, stop_line=end_line)
     end = n_seen if end_line is None else end_line
     if start_line not in offsets or end not in offsets:
@@ -482,7 +298,7 @@ def encode_file(
             f"which has {n_seen} lines"
         )
     probe = encode_lines(encoder, white, list(PROBE_SENTENCES), batch_size)
-    new = EncodeManifest(
+    return EncodeManifest(
         input_path=str(path),
         input_size=stat.st_size,
         input_mtime_ns=stat.st_mtime_ns,
@@ -496,26 +312,22 @@ def encode_file(
         requested_end_line=end_line,
         probe=tuple(tuple(map(float, v)) for v in probe),
     )
-    done = reusable_shards(old, new, out, overwrite, resume)
-    todo = new.n_lines - sum(r.end_line - r.start_line for r in done.values())
-    check_free_space(out, 4 * int(new.dim or 0) * todo, what="output directory (its new shards)")
-    same_config = old is not None and old.config_key() == new.config_key()
-    runs = old.runs if old is not None and same_config else ()
 
-    def write(completed: dict[int, ShardRecord], n_enc: int, n_reused: int) -> EncodeManifest:
-        run = RunRecord(started, n_enc, n_reused, round(time.perf_counter() - t0, 3))
-        m = replace(new, shards=tuple(completed[k] for k in sorted(completed)), runs=runs + (run,))
-        atomic_write_json(out / MANIFEST_NAME, m.to_dict())
-        return m
 
-    completed = dict(done)
-    new = write(completed, 0, len(done))  # the directory now describes this configuration
-    if old is not None:
-        remove_shards(out, old, keep={r.file for r in done.values()})
-
+def _encode_shards(
+    encoder: Encoder,
+    white: Any,
+    path: Path,
+    writer: ManifestWriter,
+    batch_size: int | None,
+    encoding: str,
+    show_progress_bar: bool | None,
+) -> list[warnings.WarningMessage]:
+    """Encode the shards the writer's manifest does not record yet, one after the other,
+    recording each as it is written; return the warnings the encoder gave."""
     from sentvec._progress import progress_bar
 
-    n_enc = 0
+    new, done = writer.manifest, set(writer.completed)
     caught: list[warnings.WarningMessage] = []
     with progress_bar(
         total=new.n_lines, unit="line", show=show_progress_bar, desc=f"encode {path.name}"
@@ -525,11 +337,11 @@ def encode_file(
             if i in done:
                 bar.update(b - a)
                 continue
-            completed[i] = encode_shard(
+            writer.completed[i] = encode_shard(
                 encoder,
                 white,
                 path,
-                out,
+                writer.out,
                 i,
                 a,
                 b,
@@ -541,12 +353,9 @@ def encode_file(
                 bar,
                 caught,
             )
-            n_enc += 1
-            new = write(completed, n_enc, len(done))
-    new = write(completed, n_enc, len(done))
-    _summarise_warnings(caught, path)
-    warn_zero_vectors(new, path, stacklevel=3)  # past _locked_output's wrapper
-    return new
+            writer.n_encoded += 1
+            writer.write()
+    return caught
 
 
 def warn_zero_vectors(manifest: EncodeManifest, path: Path | str, *, stacklevel: int = 2) -> None:

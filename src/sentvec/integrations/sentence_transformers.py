@@ -45,15 +45,21 @@ layer or max pooling is refused.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from sentvec._readers import read_json_object
+from sentvec.integrations.sentence_transformers_card import (
+    hub_name,
+    model_card,
+    package_versions,
+    source_card,
+    sts_markdown,
+)
 
 __all__ = [
     "ExportError",
@@ -80,11 +86,6 @@ ST_MODULE_TYPES: dict[str, str] = {
     "dense": "sentence_transformers.models.Dense",
 }
 _IDENTITY = "torch.nn.modules.linear.Identity"
-#: hub names of sentvec's model aliases, for the model card's ``base_model``
-_ALIAS_HUB_NAMES = {
-    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
-    "mpnet": "sentence-transformers/all-mpnet-base-v2",
-}
 
 
 #: Hugging Face ``model_type`` -> name (``{last}`` = index of the last layer) of the bias of the
@@ -418,237 +419,9 @@ def _drop_loader_keys(path: Path, source: Path | None) -> None:
         _write_json(path, {k: v for k, v in cfg.items() if k not in dropped})
 
 
-def _source_card(source: Path | None) -> dict[str, Any]:
-    """``license`` and ``language`` of the source model's card (its README front matter)."""
-    if source is None or not (source / "README.md").is_file():
-        return {}
-    import yaml
-
-    text = (source / "README.md").read_text(encoding="utf-8", errors="replace")
-    if not text.startswith("---"):
-        return {}
-    try:
-        meta = yaml.safe_load(text.split("---", 2)[1])
-    except (yaml.YAMLError, IndexError):
-        return {}
-    if not isinstance(meta, dict):
-        return {}
-    return {k: meta[k] for k in ("license", "language") if isinstance(meta.get(k), (str, list))}
-
-
-def _model_index(title: str, sts: Any) -> list[str]:
-    """``model-index`` front-matter lines (the Hub's and MTEB's evaluation results) for the STS
-    results ``sts`` computed; none for a Markdown string or no results."""
-    from sentvec.evaluation.results import STSResult
-
-    res = sts if isinstance(sts, STSResult) else None
-    if isinstance(sts, Mapping) and len(sts) == 1:
-        res = next(iter(sts.values()))
-    if not isinstance(res, STSResult):
-        return []
-    lines = ["model-index:", f"- name: {json.dumps(title)}", "  results:"]
-    for task, score in res.task_scores.items():
-        lines += [
-            "  - task:",
-            "      type: STS",
-            "    dataset:",
-            f"      name: {task}",
-            f"      type: {task.lower()}",
-            "      split: test",
-            "    metrics:",
-            "    - type: cos_sim_spearman",
-            f"      value: {float(score):.2f}",
-            f"      name: Spearman (cosine) x 100, {res.aggregation} over subsets (sentvec)",
-        ]
-    return lines
-
-
-def _versions() -> dict[str, str]:
-    import torch
-    import transformers
-
-    import sentvec
-
-    return {
-        "transformers": transformers.__version__,
-        "pytorch": torch.__version__,
-        "sentvec": sentvec.__version__,
-    }
-
-
 def _source_model(encoder: Any) -> str:
     desc = encoder.config_dict()
     return str(desc.get("source_model") or desc.get("model") or encoder.name_or_path)
-
-
-def _hub_name(source: str) -> str | None:
-    from sentvec.encoders.models import canonical_alias, looks_like_path
-
-    alias = canonical_alias(source)
-    if alias is not None:
-        return _ALIAS_HUB_NAMES.get(alias)
-    return None if looks_like_path(source) else source
-
-
-def _sts_markdown(sts: Any) -> str | None:
-    if sts is None:
-        return None
-    if isinstance(sts, str):
-        return sts.rstrip() + "\n"
-    from sentvec.evaluation.results import STSResult, results_table_markdown
-
-    rows = {"this model": sts} if isinstance(sts, STSResult) else dict(sts)
-    for label, res in rows.items():
-        if not isinstance(res, STSResult):
-            raise TypeError(f"sts[{label!r}] must be an STSResult, got {type(res).__name__}")
-    first = next(iter(rows.values()))
-    text = results_table_markdown(rows)
-    variant = first.metadata.get("text_variant")
-    agg = first.aggregation
-    return (
-        text + f"\nSpearman correlation x 100 of cosine similarity; aggregation over "
-        f"subsets: {agg}" + (f"; STS text: {variant}" if variant else "") + ".\n"
-    )
-
-
-def _model_card(info: dict[str, Any], sts_md: str | None, sts: Any = None) -> str:
-    hub = info["base_model"]
-    front = [
-        "---",
-        "library_name: sentence-transformers",
-        "pipeline_tag: sentence-similarity",
-        "tags:",
-        "- sentence-transformers",
-        "- feature-extraction",
-        "- sentence-similarity",
-        "- sentvec",
-    ]
-    if info["post_processing"]:
-        front.append("- " + info["post_processing"]["type"])
-    if hub:
-        front.append(f"base_model: {hub}")
-    for key in ("license", "language"):
-        value = info.get(key)
-        if isinstance(value, str):
-            front.append(f"{key}: {value}")
-        elif isinstance(value, list) and value:
-            front += [f"{key}:"] + [f"- {v}" for v in value]
-    front += _model_index(info["title"], sts)
-    front.append("---")
-    layers = info["layers"]
-    lines = [
-        *front,
-        "",
-        f"# {info['title']}",
-        "",
-        "Sentence embeddings exported from a [sentvec](https://pypi.org/project/sentvec/) "
-        "pipeline (unsupervised: no fine-tuning; WhiteningBERT, Huang et al., 2021).",
-        "",
-        "| | |",
-        "|---|---|",
-        f"| source model | `{info['source_model']}`"
-        + (f" (`{hub}`)" if hub and hub != info["source_model"] else "")
-        + " |",
-        f"| architecture | {info['num_layers']} layers x {info['hidden_size']} |",
-        f"| pooling | {info['pooling']}"
-        + (
-            " (mean over all real tokens, [CLS] and [SEP] included)"
-            if info["pooling"] == "mean"
-            else ""
-        )
-        + " |",
-        f"| layers | hidden states {layers['indices']} (0 = embedding output), "
-        + ("averaged" if len(layers["indices"]) > 1 else "one layer")
-        + f"; given as {layers['given']} |",
-        f"| max sequence length | {info['max_seq_length']} tokens (longer inputs are truncated) |",
-    ]
-    pp = info["post_processing"]
-    if pp:
-        what = {
-            "whitening": f"whitening, k = {pp['n_components']} of {pp['n_features']} components",
-            "all-but-the-top": f"all-but-the-top, the top D = {pp['n_components']} "
-            "principal directions removed",
-            "common-component-removal": f"common-component removal of "
-            f"{pp['n_components']} component(s)",
-        }[pp["type"]]
-        lines += [
-            f"| post-processing | {what}, fitted on {pp['corpus']} ({pp['n_samples']} sentences) |",
-            f"| output dimension | {pp['output_dimension']} |",
-        ]
-    else:
-        lines += ["| post-processing | none |", f"| output dimension | {info['hidden_size']} |"]
-    lines += ["", "## Modules", ""]
-    for m in info["modules"]:
-        lines.append(f"- `{m['path'] or '.'}`: `{m['type']}`")
-    lines += [
-        "",
-        "Vectors are not L2-normalised (no `Normalize` module); compare them with "
-        "cosine similarity.",
-    ]
-    if pp:
-        formula = {
-            "whitening": "`x -> (x - mu) W_k` (`W_k = U_k D_k^-1/2`, components largest "
-            "variance first)",
-            "all-but-the-top": "`x -> (x - mu) (I - U^T U)` (`U`: the removed "
-            "principal directions, rows)",
-            "common-component-removal": "`x -> x (I - U^T diag(lambda) U)`",
-        }[pp["type"]]
-        layout = {
-            "two": "two Dense layers: the centring (weight `I`, bias `-mu`), then weight "
-            "`A^T` without bias",
-            "folded-norm": "the mean subtracted in the bias of the final LayerNorm "
-            f"(`{pp['mean_folded_into']}`; token embeddings are therefore "
-            "the source model's minus `mu`), then one Dense layer, weight "
-            "`A^T` without bias",
-            "one": "one Dense layer, weight `A^T`, bias `-mu A` (float32 cancellation: "
-            "expect about 1e-4 from the sentvec pipeline)",
-            "map": "one Dense layer, weight `A^T` without bias",
-        }[pp["layout"]]
-        lines += [
-            "",
-            f"The post-processing {formula} is the affine map `(x - mu) A`, written "
-            f"as {layout}; identity activations.",
-        ]
-        if pp["type"] == "whitening" and pp["solver"] == "eigh":
-            lines += [
-                "Because the components are sorted, truncating the output "
-                "(`SentenceTransformer(path, truncate_dim=k')`) equals the whitening "
-                "with `k'` components fitted on the same corpus."
-            ]
-    lines += [
-        "",
-        "## Usage",
-        "",
-        "```python",
-        "from sentence_transformers import SentenceTransformer",
-        "",
-        'model = SentenceTransformer("PATH")',
-        'embeddings = model.encode(["A sentence.", "Another one."])',
-        "```",
-    ]
-    if info["serving_compatible"]:
-        lines += [
-            "",
-            "This directory uses only what text-embeddings-inference reads "
-            "(`1_Pooling/config.json`, at most one `2_Dense` with identity activation, last "
-            "layer): "
-            "`text-embeddings-inference --model-id PATH`. That server L2-normalises by "
-            "default (cosines unchanged) and may run in float16 on a GPU. TEI 1.8.1-1.8.2 "
-            "ignore a Dense module of a local directory: use 1.8.3 or later.",
-        ]
-    else:
-        lines += [
-            "",
-            "**Not for text-embeddings-inference (TEI).** TEI does not run this layout: it "
-            "skips the layer-combination module (with a log warning), finds no `1_Pooling`, "
-            "pools with CLS and applies no Dense, so it serves other vectors without an "
-            "error. Export with `--serving-compatible` for TEI. sentence-transformers "
-            "(3.x, safetensors) and infinity-emb (torch engine) load this directory "
-            "correctly; see docs/guides/export.md of sentvec.",
-        ]
-    if sts_md:
-        lines += ["", "## STS evaluation (computed with sentvec)", "", sts_md.rstrip()]
-    return "\n".join(lines) + "\n"
 
 
 def export_sentence_transformers(
@@ -725,12 +498,79 @@ def export_sentence_transformers(
     compute. The result agrees with ``model.encode`` up to float32 rounding: about 1e-6 before
     whitening; whitening multiplies rounding by up to 1/sqrt(smallest kept eigenvalue).
     """
-    from sentvec._io import atomic_directory
+    from sentvec._io import atomic_directory, atomic_write_text
 
     encoder, whitening = _split(model, whitening)
     needs_layers = _check_mapping(encoder, bool(serving_compatible))
-    d, L = int(encoder.hidden_size), int(encoder.num_layers)
-    idx = tuple(int(i) for i in encoder.layer_indices)
+    post = _dense_layers(encoder, whitening, bool(serving_compatible))
+    modules = _module_entries(needs_layers, len(post.dense))
+    info = _export_info(encoder, whitening, modules, post, whitening_corpus, title)
+    sts_md = sts_markdown(sts)
+    info.update(source_card(_source_dir(encoder)))
+
+    with atomic_directory(
+        path,
+        marker=EXPORT_MARKER,
+        marker_format=EXPORT_FORMAT,
+        kind="a sentvec sentence-transformers export",
+    ) as tmp:
+        _save_transformer(encoder, tmp, hidden_states=needs_layers, fold_mean=post.fold)
+        _write_modules(tmp, encoder, info, post.dense)
+        atomic_write_text(tmp / "README.md", model_card(info, sts_md, sts))
+        _write_json(tmp / EXPORT_MARKER, info)
+    return Path(path)
+
+
+#: A Dense layer of the export: weight (out, in), bias (out,) or None.
+_Dense = tuple[np.ndarray, np.ndarray | None]
+
+
+class _DenseLayers(NamedTuple):
+    """The post-processing ``(x - mu) A`` as Dense layers (see the module docstring)."""
+
+    #: the layers, in order (none without post-processing)
+    dense: list[_Dense]
+    #: ``"map"``, ``"two"``, ``"folded-norm"``, ``"one"``; None without post-processing
+    layout: str | None
+    #: for ``"folded-norm"``: the LayerNorm bias the mean is folded into, and the mean
+    fold: tuple[str, np.ndarray] | None
+    #: restricted to what text-embeddings-inference reads
+    serving_compatible: bool
+
+
+def _dense_layers(encoder: Any, whitening: Any, serving_compatible: bool) -> _DenseLayers:
+    """The post-processing ``whitening`` of ``encoder``'s vectors as Dense layers."""
+    if whitening is None:
+        return _DenseLayers([], None, None, serving_compatible)
+    mu, A = affine_parameters(whitening)
+    mapping = (np.ascontiguousarray(A.T, dtype=np.float32), None)
+    if mu is None:
+        return _DenseLayers([mapping], "map", None, serving_compatible)
+    if not serving_compatible:
+        d = int(encoder.hidden_size)
+        centring = (np.eye(d, dtype=np.float32), (-mu).astype(np.float32))
+        return _DenseLayers([centring, mapping], "two", None, serving_compatible)
+    name = _final_norm_bias(encoder)
+    if name is not None:
+        return _DenseLayers([mapping], "folded-norm", (name, mu), serving_compatible)
+    import warnings
+
+    warnings.warn(
+        f"serving_compatible: the final LayerNorm of model_type "
+        f"{encoder.model.config.model_type!r} is not known to sentvec, so the "
+        "centring cannot be folded into it; writing ONE Dense layer (weight A^T, "
+        "bias -mu A), whose float32 cancellation puts the vectors up to ~1e-4 from "
+        "the pipeline's (MiniLM, k = d). Without serving_compatible the export "
+        "writes the centring as its own Dense layer",
+        UserWarning,
+        stacklevel=3,
+    )
+    return _DenseLayers([dense_whitening_parameters(whitening)], "one", None, serving_compatible)
+
+
+def _module_entries(needs_layers: bool, n_dense: int) -> list[dict[str, Any]]:
+    """``modules.json``: Transformer, WeightedLayerPooling (only when layers are combined),
+    Pooling, then ``n_dense`` Dense modules."""
     modules: list[dict[str, Any]] = [
         {"idx": 0, "name": "0", "path": "", "type": ST_MODULE_TYPES["transformer"]}
     ]
@@ -747,40 +587,26 @@ def export_sentence_transformers(
     modules.append(
         {"idx": n, "name": str(n), "path": f"{n}_Pooling", "type": ST_MODULE_TYPES["pooling"]}
     )
-    # the post-processing (x - mu) A as Dense layers: [(weight (out, in), bias or None)]
-    dense: list[tuple[np.ndarray, np.ndarray | None]] = []
-    layout, fold = None, None
-    if whitening is not None:
-        mu, A = affine_parameters(whitening)
-        mapping = (np.ascontiguousarray(A.T, dtype=np.float32), None)
-        if mu is None:
-            layout, dense = "map", [mapping]
-        elif not serving_compatible:
-            layout = "two"
-            dense = [(np.eye(d, dtype=np.float32), (-mu).astype(np.float32)), mapping]
-        else:
-            name = _final_norm_bias(encoder)
-            if name is not None:
-                layout, fold, dense = "folded-norm", (name, mu), [mapping]
-            else:
-                import warnings
-
-                warnings.warn(
-                    f"serving_compatible: the final LayerNorm of model_type "
-                    f"{encoder.model.config.model_type!r} is not known to sentvec, so the "
-                    "centring cannot be folded into it; writing ONE Dense layer (weight A^T, "
-                    "bias -mu A), whose float32 cancellation puts the vectors up to ~1e-4 from "
-                    "the pipeline's (MiniLM, k = d). Without serving_compatible the export "
-                    "writes the centring as its own Dense layer",
-                    UserWarning,
-                    stacklevel=2,
-                )
-                layout, dense = "one", [dense_whitening_parameters(whitening)]
-    for _ in dense:
+    for _ in range(n_dense):
         n += 1
         modules.append(
             {"idx": n, "name": str(n), "path": f"{n}_Dense", "type": ST_MODULE_TYPES["dense"]}
         )
+    return modules
+
+
+def _export_info(
+    encoder: Any,
+    whitening: Any,
+    modules: list[dict[str, Any]],
+    post: _DenseLayers,
+    whitening_corpus: str | None,
+    title: str | None,
+) -> dict[str, Any]:
+    """The content of ``sentvec_export.json`` (also what the model card is written from)."""
+    dense, layout, fold = post.dense, post.layout, post.fold
+    d, L = int(encoder.hidden_size), int(encoder.num_layers)
+    idx = tuple(int(i) for i in encoder.layer_indices)
     source = _source_model(encoder)
     pp_info = None
     if whitening is not None:
@@ -802,7 +628,7 @@ def export_sentence_transformers(
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "source_model": source,
-        "base_model": _hub_name(source),
+        "base_model": hub_name(source),
         "pooling": encoder.pooling,
         "mean_mode": encoder.mean_mode,
         "layers": {"given": list(encoder.layers), "indices": list(idx)},
@@ -811,9 +637,9 @@ def export_sentence_transformers(
         "max_seq_length": int(encoder.max_length),
         "whitening": w_info,
         "post_processing": pp_info,
-        "serving_compatible": bool(serving_compatible),
+        "serving_compatible": post.serving_compatible,
         "modules": modules,
-        "versions": _versions(),
+        "versions": package_versions(),
     }
     pool_name = {"mean": "AVG", "cls": "CLS", "max": "MAX"}[encoder.pooling]
     pp_title = ""
@@ -824,64 +650,58 @@ def export_sentence_transformers(
             "common-component-removal": f" + common-component removal ({pp_info['n_components']})",
         }[str(pp_info["type"])]
     info["title"] = title or (f"{source}: {pool_name} " + "+".join(f"L{i}" for i in idx) + pp_title)
-    sts_md = _sts_markdown(sts)
-    info.update(_source_card(_source_dir(encoder)))
+    return info
 
-    with atomic_directory(
-        path,
-        marker=EXPORT_MARKER,
-        marker_format=EXPORT_FORMAT,
-        kind="a sentvec sentence-transformers export",
-    ) as tmp:
-        _save_transformer(encoder, tmp, hidden_states=needs_layers, fold_mean=fold)
-        if needs_layers:
-            start = min(idx)
-            weights = np.zeros(L + 1 - start, dtype=np.float32)
-            weights[[i - start for i in idx]] = 1.0
-            sub = tmp / modules[1]["path"]
-            _write_json(
-                sub / "config.json",
-                {"word_embedding_dimension": d, "layer_start": start, "num_hidden_layers": L},
-            )
-            _save_safetensors(sub / "model.safetensors", {"layer_weights": weights})
-        pool = next(m for m in modules if m["type"] == ST_MODULE_TYPES["pooling"])
+
+def _write_modules(tmp: Path, encoder: Any, info: dict[str, Any], dense: list[_Dense]) -> None:
+    """Write the WeightedLayerPooling, Pooling and Dense modules' folders under ``tmp``,
+    ``modules.json`` and ``config_sentence_transformers.json``."""
+    modules = info["modules"]
+    d, L = int(encoder.hidden_size), int(encoder.num_layers)
+    idx = tuple(int(i) for i in encoder.layer_indices)
+    if modules[1]["type"] == ST_MODULE_TYPES["layers"]:
+        start = min(idx)
+        weights = np.zeros(L + 1 - start, dtype=np.float32)
+        weights[[i - start for i in idx]] = 1.0
+        sub = tmp / modules[1]["path"]
         _write_json(
-            tmp / pool["path"] / "config.json",
+            sub / "config.json",
+            {"word_embedding_dimension": d, "layer_start": start, "num_hidden_layers": L},
+        )
+        _save_safetensors(sub / "model.safetensors", {"layer_weights": weights})
+    pool = next(m for m in modules if m["type"] == ST_MODULE_TYPES["pooling"])
+    _write_json(
+        tmp / pool["path"] / "config.json",
+        {
+            "word_embedding_dimension": d,
+            "pooling_mode_cls_token": encoder.pooling == "cls",
+            "pooling_mode_mean_tokens": encoder.pooling == "mean",
+            "pooling_mode_max_tokens": encoder.pooling == "max",
+            "pooling_mode_mean_sqrt_len_tokens": False,
+        },
+    )
+    for (weight, bias), module in zip(dense, modules[len(modules) - len(dense) :], strict=True):
+        sub = tmp / module["path"]
+        _write_json(
+            sub / "config.json",
             {
-                "word_embedding_dimension": d,
-                "pooling_mode_cls_token": encoder.pooling == "cls",
-                "pooling_mode_mean_tokens": encoder.pooling == "mean",
-                "pooling_mode_max_tokens": encoder.pooling == "max",
-                "pooling_mode_mean_sqrt_len_tokens": False,
+                "in_features": int(weight.shape[1]),
+                "out_features": int(weight.shape[0]),
+                "bias": bias is not None,
+                "activation_function": _IDENTITY,
             },
         )
-        for (weight, bias), module in zip(dense, modules[len(modules) - len(dense) :], strict=True):
-            sub = tmp / module["path"]
-            _write_json(
-                sub / "config.json",
-                {
-                    "in_features": int(weight.shape[1]),
-                    "out_features": int(weight.shape[0]),
-                    "bias": bias is not None,
-                    "activation_function": _IDENTITY,
-                },
-            )
-            tensors = {"linear.weight": weight}
-            if bias is not None:
-                tensors["linear.bias"] = np.ascontiguousarray(bias, dtype=np.float32)
-            _save_safetensors(sub / "model.safetensors", tensors)
-        _write_json(tmp / "modules.json", modules)
-        _write_json(
-            tmp / "config_sentence_transformers.json",
-            {
-                "__version__": {k: v for k, v in info["versions"].items() if k != "sentvec"},
-                "prompts": {},
-                "default_prompt_name": None,
-                "similarity_fn_name": "cosine",
-            },
-        )
-        from sentvec._io import atomic_write_text
-
-        atomic_write_text(tmp / "README.md", _model_card(info, sts_md, sts))
-        _write_json(tmp / EXPORT_MARKER, info)
-    return Path(path)
+        tensors = {"linear.weight": weight}
+        if bias is not None:
+            tensors["linear.bias"] = np.ascontiguousarray(bias, dtype=np.float32)
+        _save_safetensors(sub / "model.safetensors", tensors)
+    _write_json(tmp / "modules.json", modules)
+    _write_json(
+        tmp / "config_sentence_transformers.json",
+        {
+            "__version__": {k: v for k, v in info["versions"].items() if k != "sentvec"},
+            "prompts": {},
+            "default_prompt_name": None,
+            "similarity_fn_name": "cosine",
+        },
+    )

@@ -2,7 +2,8 @@
 
 * ``model``: :class:`Sent2Vec` (encode, load / save, directory format), :class:`PreparedSentences`;
 * ``trainer``: :func:`train_sent2vec`, :class:`Sent2VecTrainer` (negative sampling, subsampling,
-  dropoutK, Hogwild threads) over ``kernels`` (numba);
+  dropoutK); ``hogwild``: one run on lock-free threads over ``kernels`` (numba),
+  :class:`TrainingDivergedError`;
 * ``dictionary``: vocabulary and hashed n-gram buckets in the official order;
 * ``binfile``: the official ``.bin`` format, read and written bit for bit;
 * ``corpus``, ``preprocessing``: corpus conversion and text preparation;
@@ -21,7 +22,7 @@ _LAZY: dict[str, str] = {
     "EncodeStats": "sentvec.sent2vec.model",
     "PreparedSentences": "sentvec.sent2vec.model",
     "Sent2VecTrainer": "sentvec.sent2vec.trainer",
-    "TrainingDivergedError": "sentvec.sent2vec.trainer",
+    "TrainingDivergedError": "sentvec.sent2vec.hogwild",
     "TrainingReport": "sentvec.sent2vec.reports",
     "EpochReport": "sentvec.sent2vec.reports",
     "train_sent2vec": "sentvec.sent2vec.trainer",
@@ -48,8 +49,9 @@ if TYPE_CHECKING:  # pragma: no cover
         write_bin,
     )  # noqa: F401
     from sentvec.sent2vec.dictionary import Dictionary  # noqa: F401
+    from sentvec.sent2vec.hogwild import TrainingDivergedError  # noqa: F401
     from sentvec.sent2vec.model import EncodeStats, PreparedSentences, Sent2Vec  # noqa: F401
     from sentvec.sent2vec.moses import MosesTokenizer  # noqa: F401
     from sentvec.sent2vec.preprocessing import Preprocessing  # noqa: F401
     from sentvec.sent2vec.reports import EpochReport, TrainingReport  # noqa: F401
-    from sentvec.sent2vec.trainer import Sent2VecTrainer, TrainingDivergedError, train_sent2vec  # noqa: F401
+    from sentvec.sent2vec.trainer import Sent2VecTrainer, train_sent2vec  # noqa: F401

@@ -9,11 +9,10 @@ word gets a zero vector (counted and warned about here).
 from __future__ import annotations
 
 import json
-import mmap as mmap_module
 import os
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,28 @@ from sentvec._io import (
     atomic_save_npy,
     atomic_write_text,
     check_model_path,
-    has_marker,
     load_npy,
     read_json_object,
 )
 from sentvec._validation import check_positive_int, check_sentences
 from sentvec.sent2vec.binfile import ModelFormatError, check_mmap_mode, read_bin, write_bin
-from sentvec.sent2vec.dictionary import EOS, Dictionary
+from sentvec.sent2vec.dictionary import Dictionary
+from sentvec.sent2vec.encode_stats import EncodeStats, warn_encode_stats
+from sentvec.sent2vec.model_dir import (
+    _ARRAYS,
+    _CONFIG,
+    _VOCAB,
+    DIR_FORMAT,
+    DIR_FORMAT_VERSION,
+    _check_load_memory,
+    _json_default,
+    _mapped_files,
+    _not_a_model_dir_message,
+    check_save_target,
+    is_model_dir,
+)
 from sentvec.sent2vec.preprocessing import Preprocessing
 
-#: ``format`` field of a sentvec Sent2Vec model directory's ``config.json``.
-DIR_FORMAT = "sentvec-sent2vec"
-DIR_FORMAT_VERSION = 1
-_CONFIG, _VOCAB = "config.json", "vocab.json"
-_ARRAYS = ("counts", "label_counts", "prune_pairs", "input", "output")
 _DEFAULT_BATCH = 16384
 _PARALLEL_MIN = 2048  # below this many sentences a batch is embedded on one thread
 
@@ -45,38 +52,6 @@ _PARALLEL_MIN = 2048  # below this many sentences a batch is embedded on one thr
 class InferenceOnlyError(ValueError):
     """The model holds no output matrix (loaded with ``inference_only=True``), and the operation
     needs it (writing a ``.bin``)."""
-
-
-@dataclass(frozen=True)
-class EncodeStats:
-    """What happened to the sentences of one ``encode`` call.
-
-    Attributes
-    ----------
-    n_sentences : int
-    n_zero : int
-        Sentences with no in-vocabulary word (zero vectors), ``n_empty`` included.
-    n_empty : int
-        Empty or whitespace-only sentences.
-    n_eos_tokens : int
-        Literal ``</s>`` tokens ignored (the official wrapper would end the sentence there).
-    n_nonfinite : int
-        Vectors holding NaN or infinity (only a model with non-finite weights gives these).
-    tokens : ndarray of shape (n_sentences,), int64, or None
-        Tokens of each sentence as the model splits it (known or not, literal ``</s>``
-        included): what it read. Not part of :meth:`to_dict`.
-    """
-
-    n_sentences: int
-    n_zero: int
-    n_empty: int
-    n_eos_tokens: int
-    n_nonfinite: int = 0
-    tokens: np.ndarray | None = field(default=None, repr=False, compare=False)
-
-    def to_dict(self) -> dict[str, int]:
-        """The counts (not ``tokens``) as a dict."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "tokens"}
 
 
 @dataclass(frozen=True)
@@ -768,45 +743,6 @@ class Sent2Vec:
         return emb
 
 
-def warn_encode_stats(stats: EncodeStats, *, stacklevel: int = 2) -> None:
-    """Issue the UserWarnings ``encode`` gives for zero vectors and ignored ``</s>`` tokens."""
-    if stats.n_zero:
-        warnings.warn(
-            f"{stats.n_zero} of {stats.n_sentences} sentences have no in-vocabulary "
-            f"word ({stats.n_empty} empty or whitespace-only); their vectors are zero",
-            UserWarning,
-            stacklevel=stacklevel,
-        )
-    if stats.n_nonfinite:
-        warnings.warn(
-            f"{stats.n_nonfinite} of {stats.n_sentences} vectors hold NaN or infinite "
-            "values: the model's weights are not finite (a diverged training run?)",
-            UserWarning,
-            stacklevel=stacklevel,
-        )
-    if stats.n_eos_tokens:
-        warnings.warn(
-            f"ignored {stats.n_eos_tokens} literal {EOS!r} tokens (the official "
-            "wrapper would end the sentence at each)",
-            UserWarning,
-            stacklevel=stacklevel,
-        )
-
-
-def _mapped_files(arrays: Any) -> list[tuple[mmap_module.mmap, int, str]]:
-    """(mmap, bytes of the file the array needs, file name) of each memory-mapped array."""
-    found: list[tuple[mmap_module.mmap, int, str]] = []
-    for arr in arrays:
-        if not isinstance(arr, np.memmap):
-            continue
-        base = arr.base
-        while base is not None and not isinstance(base, mmap_module.mmap):
-            base = getattr(base, "base", None) or getattr(base, "obj", None)
-        if base is not None:
-            found.append((base, int(arr.offset) + int(arr.nbytes), str(arr.filename)))
-    return found
-
-
 def _from(source: str | None) -> str:
     return f" from {source!r}" if source else ""
 
@@ -818,73 +754,6 @@ def _encode_utf8(s: str) -> bytes:
         return s.encode("utf-8", "surrogatepass")
 
 
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, os.PathLike):
-        return os.fspath(obj)
-    raise TypeError(f"args value {obj!r} of type {type(obj).__name__} is not JSON-serialisable")
-
-
-def _not_a_model_dir_message(d: Path) -> str:
-    """Why directory ``d`` (without ``config.json``) is not a model, naming what it looks like."""
-    from sentvec.encoders.base import PIPELINE_FILE
-
-    if (d / PIPELINE_FILE).is_file():
-        return (
-            f"{str(d)!r} is a saved sentvec pipeline ({PIPELINE_FILE}), not a Sent2Vec "
-            "model directory: pass it as --model to `sentvec encode`, `eval-sts`, "
-            "`eval-transfer` or `search` (or load it with sentvec.load_encoder); "
-            "`sentvec embed` takes Sent2Vec models only"
-        )
-    if (d / "encoder").is_dir():
-        return (
-            f"{str(d)!r} looks like a saved sentvec pipeline (it has an encoder/ folder) "
-            f"but has no {PIPELINE_FILE} (nor a Sent2Vec {_CONFIG}); restore that file or "
-            "save the pipeline again"
-        )
-    return f"{str(d)!r} is not a sentvec Sent2Vec model directory (no {_CONFIG})"
-
-
-def check_save_target(directory: str | os.PathLike[str]) -> Path:
-    """Check, before any work, that :meth:`Sent2Vec.save` would accept ``directory``.
-
-    ``save`` writes a new directory or replaces an empty directory or a sentvec Sent2Vec model
-    directory (the rule of :func:`sentvec._io.check_replaceable_directory` with this format's
-    ``config.json``); call this before a long training run so that a bad output path fails at
-    once. Nothing is written, and whether the parent directory is writable is not checked.
-
-    Parameters
-    ----------
-    directory : path-like
-
-    Returns
-    -------
-    pathlib.Path
-        ``directory`` as a path.
-
-    Raises
-    ------
-    FileExistsError
-        If ``directory`` is a file, or a non-empty directory that is not a Sent2Vec model
-        directory.
-    ValueError
-        If ``directory`` cannot be replaced by a rename (a filesystem root, a mount point, the
-        working directory or one of its parents).
-    """
-    from sentvec._io import check_replaceable_directory
-
-    check_replaceable_directory(
-        directory, marker=_CONFIG, marker_format=DIR_FORMAT, kind="a Sent2Vec model"
-    )
-    return Path(directory)
-
-
-def is_model_dir(d: Path) -> bool:
-    """True if ``d`` holds a ``config.json`` of the sentvec Sent2Vec directory format."""
-    return has_marker(d, _CONFIG, DIR_FORMAT)
-
-
 __all__ = [
     "Sent2Vec",
     "EncodeStats",
@@ -894,18 +763,3 @@ __all__ = [
     "is_model_dir",
     "warn_encode_stats",
 ]
-
-
-def _check_load_memory(p: Path) -> None:
-    """Refuse an in-memory load whose files (matrices, about their size) cannot fit."""
-    from sentvec._memory import check_memory
-
-    files = [f for f in p.iterdir() if f.is_file()] if p.is_dir() else [p]
-    need = sum(f.stat().st_size for f in files)
-    check_memory(
-        need,
-        what=f"loading {str(p)!r} into memory (mmap=None)",
-        drivers=f"the model files hold {need:,} bytes",
-        hint="load it memory-mapped (mmap='r', the default; on the command line, "
-        "leave out --no-mmap)",
-    )

@@ -42,7 +42,7 @@ import functools
 import logging
 import re
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sentvec.serve.errors import ApiError, error_payload
 from sentvec.serve.settings import ServeSettings
@@ -66,237 +66,248 @@ _NOT_NEWLINE = re.compile(rb"[^\r\n]")
 _CHUNKED_CUTS = 64
 
 
+if TYPE_CHECKING:  # the limits are checked against the protocol they extend
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _ProtocolBase
+else:  # imported only by _make_protocol_class: it needs httptools
+    _ProtocolBase = object
+
+
+class _HttpLimits(_ProtocolBase):
+    """The limits of the module docstring, placed before uvicorn's httptools protocol in the
+    method resolution order of :func:`_make_protocol_class`'s class (``super()`` is that
+    protocol)."""
+
+    def __init__(
+        self,
+        config: Any,
+        server_state: Any,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        settings: ServeSettings,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.max_header_bytes = int(settings.max_header_bytes)
+        self.max_header_fields = int(settings.max_header_fields)
+        self.header_timeout = float(settings.header_timeout)
+        self.body_timeout = float(settings.body_timeout)
+        self.url = b""
+        self._phase = _HEAD
+        self._head_bytes = 0  # bytes fed since the previous message ended
+        self._body_left: int | None = None  # of a Content-Length body; None: chunked
+        self._tail = b""  # the last two bytes fed (an empty line may span two reads)
+        self._segment = 0  # length of the segment being fed
+        self._segment_is_body = False  # whether it was fed as a body
+        self._begun = False  # whether the parser has begun the current message
+        self._deadline: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+
+    # --- deadlines: one timer per connection, re-armed only when it fires ---------------
+
+    def _set_deadline(self, deadline: float | None) -> None:
+        self._deadline = deadline
+        if deadline is None:
+            return
+        if self._timer is not None:
+            if self._timer_at <= deadline:
+                return  # fires first, then re-arms for this deadline
+            self._timer.cancel()
+        self._timer = self.loop.call_at(deadline, self._on_timer)
+        self._timer_at = deadline
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None or self.transport.is_closing():
+            return
+        now = self.loop.time()
+        if now < deadline:
+            self._timer = self.loop.call_at(deadline, self._on_timer)
+            self._timer_at = deadline
+            return
+        if self.flow.read_paused:
+            # the server holds the bytes back (a pipelined request waiting for its turn, a
+            # body the application has not read yet): not the client's delay
+            timeout = self.header_timeout if self._phase == _HEAD else self.body_timeout
+            self._set_deadline(now + timeout)
+            return
+        if self._phase == _HEAD:
+            if self._head_bytes == 0 and self.cycle is None:  # nothing sent: no answer
+                self.transport.close()
+                return
+            self._refuse(
+                408,
+                f"the request head did not arrive within {self.header_timeout:g} s "
+                "(--header-timeout)",
+            )
+        elif self._phase == _BODY:
+            self._refuse(
+                408,
+                f"the request body did not arrive within {self.body_timeout:g} s (--body-timeout)",
+            )
+
+    def _refuse(self, status: int, message: str) -> None:
+        """Answer ``status`` (if no other answer is under way) and close the connection."""
+        cycle = self.cycle
+        log.warning("%s: %s; connection closed (%d)", self._peer(), message, status)
+        if cycle is not None and not cycle.response_complete:
+            if cycle.response_started or self._phase != _BODY or self.pipeline:
+                self.transport.close()  # an answer is being written: cut it off
+                return
+            # the application waits for this body: it sees a disconnect, and counts status
+            cast(dict[str, Any], cycle.scope)[REFUSAL_SCOPE_KEY] = status
+            cycle.disconnected = True
+            cycle.message_event.set()
+        path = self.url.split(b"?", 1)[0].decode("latin-1")
+        body, _ = error_payload(ApiError(status, message), path)
+        self.transport.write(
+            b"".join(
+                (
+                    b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),
+                    b"content-type: application/json\r\n",
+                    b"content-length: %d\r\n" % len(body),
+                    b"connection: close\r\n\r\n",
+                    body,
+                )
+            )
+        )
+        self._phase = _IDLE
+        self._deadline = None
+        self.transport.close()
+
+    # --- protocol and parser callbacks ---------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._set_deadline(self.loop.time() + self.header_timeout)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._deadline = None
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        size = len(data)
+        pos = 0
+        crlf = lf = -2  # where the next b"\n\r\n" and b"\n\n" are (-1: none; -2: not sought)
+        chunked_cuts = _CHUNKED_CUTS
+        while pos < size and not self.transport.is_closing():
+            phase = self._phase
+            body_left = self._body_left
+            if phase == _BODY and body_left is not None:  # a Content-Length body
+                end = min(size, pos + body_left)
+                self._body_left = body_left - (end - pos)
+            elif phase == _BODY and not chunked_cuts:
+                end = size  # the rest, whole (see the module docstring)
+            else:  # a head or a chunked body: both end at an empty line
+                first = pos  # of the request line
+                if phase != _BODY and not self._begun:
+                    found = _NOT_NEWLINE.search(data, pos)
+                    first = size if found is None else found.start()
+                if first > pos:
+                    # line ends before a request line, which the parser skips: not a head's end
+                    end = first
+                else:
+                    if crlf == -2 or 0 <= crlf < pos:
+                        crlf = data.find(b"\n\r\n", pos)
+                    if lf == -2 or 0 <= lf < pos:
+                        lf = data.find(b"\n\n", pos)
+                    end = _empty_line_end(self._tail, data, pos, crlf, lf)
+                if phase == _BODY:
+                    chunked_cuts -= 1
+            if phase == _IDLE:  # the first bytes of the next request
+                self._phase = _HEAD
+                self.url = b""
+                self._set_deadline(self.loop.time() + self.header_timeout)
+            if phase != _BODY:
+                self._head_bytes += end - pos
+            self._segment = end - pos
+            self._segment_is_body = phase == _BODY
+            self._tail = (self._tail + data[max(pos, end - 2) : end])[-2:]
+            super().data_received(data[pos:end] if pos or end < size else data)
+            pos = end
+            if self._phase == _HEAD and not self.transport.is_closing():
+                # the head has not ended: every byte fed for it so far belongs to it
+                if self._head_bytes > self.max_header_bytes:
+                    self._refuse(431, self._too_many_bytes())
+                elif len(self.headers or ()) > self.max_header_fields:
+                    self._refuse(431, self._too_many_fields())
+
+    def on_message_begin(self) -> None:
+        self._begun = True
+        if self._segment_is_body:
+            # begins inside a segment fed as a body: count the whole segment (an upper bound)
+            self._head_bytes = self._segment
+        if self._phase == _IDLE:
+            self._phase = _HEAD
+            self._set_deadline(self.loop.time() + self.header_timeout)
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._phase = _BODY
+        self._body_left = _content_length(self.headers)
+        self._set_deadline(self.loop.time() + self.body_timeout)
+        refusal = None
+        if len(self.headers) > self.max_header_fields:
+            refusal = self._too_many_fields()
+        elif self._head_bytes > self.max_header_bytes:
+            refusal = self._too_many_bytes()
+        if refusal is None:
+            super().on_headers_complete()
+            return
+        log.warning("%s: %s; connection closed (431)", self._peer(), refusal)
+        app = self.app
+        self.app = _refusal_app(431, refusal)  # answered through uvicorn's own cycle
+        try:
+            super().on_headers_complete()
+        finally:
+            self.app = app
+
+    def on_message_complete(self) -> None:
+        self._phase = _IDLE
+        self._begun = False
+        self._head_bytes = 0
+        self._deadline = None
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        if (
+            self._phase == _BODY
+            and self.cycle.response_complete  # the answer to the request being received
+            and not self.transport.is_closing()
+        ):
+            # answered before its body arrived (a refusal): do not read the rest of it
+            self._phase = _IDLE
+            self._deadline = None
+            self.transport.close()
+        super().on_response_complete()
+
+    def _peer(self) -> str:
+        return f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+
+    def _too_many_bytes(self) -> str:
+        return (
+            "the request head (request line and header fields) exceeds this server's "
+            f"limit of {self.max_header_bytes} bytes (--max-header-bytes)"
+        )
+
+    def _too_many_fields(self) -> str:
+        return (
+            f"the request has more than {self.max_header_fields} header fields, this "
+            "server's limit (--max-header-fields)"
+        )
+
+
 def _make_protocol_class() -> Callable[..., asyncio.Protocol]:
     """The protocol class, built on uvicorn's httptools protocol (imported only here: it needs
     httptools)."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    class LimitedHttpToolsProtocol(_HttpLimits, HttpToolsProtocol):
         """uvicorn's httptools protocol with the limits of the module docstring."""
-
-        def __init__(
-            self,
-            config: Any,
-            server_state: Any,
-            app_state: dict[str, Any],
-            _loop: asyncio.AbstractEventLoop | None = None,
-            *,
-            settings: ServeSettings,
-        ) -> None:
-            super().__init__(config, server_state, app_state, _loop)
-            self.max_header_bytes = int(settings.max_header_bytes)
-            self.max_header_fields = int(settings.max_header_fields)
-            self.header_timeout = float(settings.header_timeout)
-            self.body_timeout = float(settings.body_timeout)
-            self.url = b""
-            self._phase = _HEAD
-            self._head_bytes = 0  # bytes fed since the previous message ended
-            self._body_left: int | None = None  # of a Content-Length body; None: chunked
-            self._tail = b""  # the last two bytes fed (an empty line may span two reads)
-            self._segment = 0  # length of the segment being fed
-            self._segment_is_body = False  # whether it was fed as a body
-            self._begun = False  # whether the parser has begun the current message
-            self._deadline: float | None = None
-            self._timer: asyncio.TimerHandle | None = None
-            self._timer_at = 0.0
-
-        # --- deadlines: one timer per connection, re-armed only when it fires ---------------
-
-        def _set_deadline(self, deadline: float | None) -> None:
-            self._deadline = deadline
-            if deadline is None:
-                return
-            if self._timer is not None:
-                if self._timer_at <= deadline:
-                    return  # fires first, then re-arms for this deadline
-                self._timer.cancel()
-            self._timer = self.loop.call_at(deadline, self._on_timer)
-            self._timer_at = deadline
-
-        def _on_timer(self) -> None:
-            self._timer = None
-            deadline = self._deadline
-            if deadline is None or self.transport.is_closing():
-                return
-            now = self.loop.time()
-            if now < deadline:
-                self._timer = self.loop.call_at(deadline, self._on_timer)
-                self._timer_at = deadline
-                return
-            if self.flow.read_paused:
-                # the server holds the bytes back (a pipelined request waiting for its turn, a
-                # body the application has not read yet): not the client's delay
-                timeout = self.header_timeout if self._phase == _HEAD else self.body_timeout
-                self._set_deadline(now + timeout)
-                return
-            if self._phase == _HEAD:
-                if self._head_bytes == 0 and self.cycle is None:  # nothing sent: no answer
-                    self.transport.close()
-                    return
-                self._refuse(
-                    408,
-                    f"the request head did not arrive within {self.header_timeout:g} s "
-                    "(--header-timeout)",
-                )
-            elif self._phase == _BODY:
-                self._refuse(
-                    408,
-                    f"the request body did not arrive within {self.body_timeout:g} s "
-                    "(--body-timeout)",
-                )
-
-        def _refuse(self, status: int, message: str) -> None:
-            """Answer ``status`` (if no other answer is under way) and close the connection."""
-            cycle = self.cycle
-            log.warning("%s: %s; connection closed (%d)", self._peer(), message, status)
-            if cycle is not None and not cycle.response_complete:
-                if cycle.response_started or self._phase != _BODY or self.pipeline:
-                    self.transport.close()  # an answer is being written: cut it off
-                    return
-                # the application waits for this body: it sees a disconnect, and counts status
-                cast(dict[str, Any], cycle.scope)[REFUSAL_SCOPE_KEY] = status
-                cycle.disconnected = True
-                cycle.message_event.set()
-            path = self.url.split(b"?", 1)[0].decode("latin-1")
-            body, _ = error_payload(ApiError(status, message), path)
-            self.transport.write(
-                b"".join(
-                    (
-                        b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),
-                        b"content-type: application/json\r\n",
-                        b"content-length: %d\r\n" % len(body),
-                        b"connection: close\r\n\r\n",
-                        body,
-                    )
-                )
-            )
-            self._phase = _IDLE
-            self._deadline = None
-            self.transport.close()
-
-        # --- protocol and parser callbacks ---------------------------------------------------
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            self._set_deadline(self.loop.time() + self.header_timeout)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            self._deadline = None
-            super().connection_lost(exc)
-
-        def data_received(self, data: bytes) -> None:
-            size = len(data)
-            pos = 0
-            crlf = lf = -2  # where the next b"\n\r\n" and b"\n\n" are (-1: none; -2: not sought)
-            chunked_cuts = _CHUNKED_CUTS
-            while pos < size and not self.transport.is_closing():
-                phase = self._phase
-                body_left = self._body_left
-                if phase == _BODY and body_left is not None:  # a Content-Length body
-                    end = min(size, pos + body_left)
-                    self._body_left = body_left - (end - pos)
-                elif phase == _BODY and not chunked_cuts:
-                    end = size  # the rest, whole (see the module docstring)
-                else:  # a head or a chunked body: both end at an empty line
-                    first = pos  # of the request line
-                    if phase != _BODY and not self._begun:
-                        found = _NOT_NEWLINE.search(data, pos)
-                        first = size if found is None else found.start()
-                    if first > pos:
-                        # line ends before a request line, which the parser skips: not a head's end
-                        end = first
-                    else:
-                        if crlf == -2 or 0 <= crlf < pos:
-                            crlf = data.find(b"\n\r\n", pos)
-                        if lf == -2 or 0 <= lf < pos:
-                            lf = data.find(b"\n\n", pos)
-                        end = _empty_line_end(self._tail, data, pos, crlf, lf)
-                    if phase == _BODY:
-                        chunked_cuts -= 1
-                if phase == _IDLE:  # the first bytes of the next request
-                    self._phase = _HEAD
-                    self.url = b""
-                    self._set_deadline(self.loop.time() + self.header_timeout)
-                if phase != _BODY:
-                    self._head_bytes += end - pos
-                self._segment = end - pos
-                self._segment_is_body = phase == _BODY
-                self._tail = (self._tail + data[max(pos, end - 2) : end])[-2:]
-                super().data_received(data[pos:end] if pos or end < size else data)
-                pos = end
-                if self._phase == _HEAD and not self.transport.is_closing():
-                    # the head has not ended: every byte fed for it so far belongs to it
-                    if self._head_bytes > self.max_header_bytes:
-                        self._refuse(431, self._too_many_bytes())
-                    elif len(self.headers or ()) > self.max_header_fields:
-                        self._refuse(431, self._too_many_fields())
-
-        def on_message_begin(self) -> None:
-            self._begun = True
-            if self._segment_is_body:
-                # begins inside a segment fed as a body: count the whole segment (an upper bound)
-                self._head_bytes = self._segment
-            if self._phase == _IDLE:
-                self._phase = _HEAD
-                self._set_deadline(self.loop.time() + self.header_timeout)
-            super().on_message_begin()
-
-        def on_headers_complete(self) -> None:
-            self._phase = _BODY
-            self._body_left = _content_length(self.headers)
-            self._set_deadline(self.loop.time() + self.body_timeout)
-            refusal = None
-            if len(self.headers) > self.max_header_fields:
-                refusal = self._too_many_fields()
-            elif self._head_bytes > self.max_header_bytes:
-                refusal = self._too_many_bytes()
-            if refusal is None:
-                super().on_headers_complete()
-                return
-            log.warning("%s: %s; connection closed (431)", self._peer(), refusal)
-            app = self.app
-            self.app = _refusal_app(431, refusal)  # answered through uvicorn's own cycle
-            try:
-                super().on_headers_complete()
-            finally:
-                self.app = app
-
-        def on_message_complete(self) -> None:
-            self._phase = _IDLE
-            self._begun = False
-            self._head_bytes = 0
-            self._deadline = None
-            super().on_message_complete()
-
-        def on_response_complete(self) -> None:
-            if (
-                self._phase == _BODY
-                and self.cycle.response_complete  # the answer to the request being received
-                and not self.transport.is_closing()
-            ):
-                # answered before its body arrived (a refusal): do not read the rest of it
-                self._phase = _IDLE
-                self._deadline = None
-                self.transport.close()
-            super().on_response_complete()
-
-        def _peer(self) -> str:
-            return f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
-
-        def _too_many_bytes(self) -> str:
-            return (
-                "the request head (request line and header fields) exceeds this server's "
-                f"limit of {self.max_header_bytes} bytes (--max-header-bytes)"
-            )
-
-        def _too_many_fields(self) -> str:
-            return (
-                f"the request has more than {self.max_header_fields} header fields, this "
-                "server's limit (--max-header-fields)"
-            )
 
     return LimitedHttpToolsProtocol
 
