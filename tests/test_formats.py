@@ -1,6 +1,6 @@
 """The format table (``sentvec.encoders.formats``): every entry is detected from its own files,
 loads as the class it names, and that class's ``encoder_type`` is the entry's; a ``Pipeline``
-over every encoder type saves and loads back to the same vectors.
+over every encoder type saves and loads back to the same vectors; the docs list the table.
 
 The models are small: a 60-token WordLevel tokenizer with random rows, the reference Sent2Vec
 models of ``tests/data``, the 2-layer MiniLM of ``conftest.py``.
@@ -39,6 +39,7 @@ from sentvec.encoders.formats import (
 )
 
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "models.md"
 DIM = 8
 
 
@@ -341,3 +342,27 @@ def test_pipeline_over_every_encoder_type_round_trips(kind, s2v, tiny_minilm, tm
     assert isinstance(back, Pipeline) and type(back.encoder) is type(encoder)
     assert got.shape == (len(texts), 4) and np.abs(got).max() > 0
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------------ the docs
+
+
+def _docs_format_rows() -> list[list[str]]:
+    text = DOCS.read_text(encoding="utf-8")
+    section = text.split("## Formats sentvec reads", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def test_docs_list_the_formats_of_the_table():
+    want = [
+        [
+            f"`{f.name}`",
+            f.human_name,
+            f.detected_by,
+            f"`{f.encoder_class.rpartition('.')[2]}`",
+            "—" if f.encoder_type is None else f"`{f.encoder_type}`",
+        ]
+        for f in FORMATS
+    ]
+    assert _docs_format_rows() == want
