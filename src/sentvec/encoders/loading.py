@@ -144,7 +144,8 @@ def describe_without_loading(
         overrides["device"] = None if device is None else str(device)
     text = os.fspath(name_or_path)
     try:
-        if model_kind(text) != "transformer":
+        fmt = detect_format(text)
+        if fmt is None or fmt.name != "transformer":
             return None
         return describe_pretrained(text, **overrides)
     except (OSError, ValueError, TypeError):
