@@ -256,7 +256,7 @@ FORMATS: tuple[ModelFormat, ...] = (
     ),
     ModelFormat(
         name="sent2vec-bin",
-        human_name="official Sent2Vec .bin model",
+        human_name="Sent2Vec .bin model",
         detected_by="a file starting with fastText's magic number",
         encoder_class="sentvec.sent2vec.model.Sent2Vec",
         encoder_type="sent2vec",
@@ -276,7 +276,7 @@ FORMATS: tuple[ModelFormat, ...] = (
     ),
     ModelFormat(
         name="model2vec",
-        human_name="Model2Vec directory",
+        human_name="Model2Vec model directory",
         detected_by="`config.json` naming a Model2Vec model, or `model.safetensors` "
         "holding `embeddings`",
         encoder_class="sentvec.encoders.static.StaticEncoder",
@@ -296,7 +296,7 @@ FORMATS: tuple[ModelFormat, ...] = (
     ),
     ModelFormat(
         name="wordllama",
-        human_name="WordLlama weights shipped in the wordllama package",
+        human_name="WordLlama model shipped in the wordllama package",
         detected_by="the name `wordllama`, `wordllama-256`, `wordllama-128` or "
         "`wordllama-64` (not a path)",
         encoder_class="sentvec.encoders.static.StaticEncoder",
