@@ -1,5 +1,6 @@
-"""``model_kind`` is the one dispatch of ``load_encoder``: the kind it names for each model on
-disk is the class ``load_encoder`` returns, and only a transformer gets a description."""
+"""``model_kind`` (the name of ``detect_format``'s entry, which ``load_encoder`` dispatches on):
+the kind it names for each model on disk is the class ``load_encoder`` returns, and only a
+transformer gets a description."""
 
 from __future__ import annotations
 

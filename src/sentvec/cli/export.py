@@ -179,12 +179,11 @@ def _run_model2vec(args: argparse.Namespace) -> int:
 
 
 def _is_static(name: str) -> bool:
-    from sentvec.encoders.static_loaders import static_model_format, wordllama_alias
+    """A format whose encoder is a ``StaticEncoder`` (Model2Vec, StaticEmbedding, WordLlama)."""
+    from sentvec.encoders.formats import detect_format
 
-    path = Path(name).expanduser()
-    return static_model_format(path) is not None or (
-        not path.exists() and wordllama_alias(name) is not False
-    )
+    fmt = detect_format(name)
+    return fmt is not None and fmt.encoder_type == "static"
 
 
 def run(args: argparse.Namespace) -> int:

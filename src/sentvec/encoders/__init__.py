@@ -5,6 +5,8 @@
   its token pooling and layer averaging, and the model aliases (local weights only);
 * ``onnx_backend``: :class:`OnnxForward`, the ONNX Runtime forward passes of
   ``TransformerEncoder(backend="onnx")`` (export, graph cache);
+* ``formats``: :data:`FORMATS`, the one table of the on-disk formats sentvec reads (detection,
+  loading, encoder class, ``encoder_type``);
 * ``loading``: :func:`load_encoder`, the one place a ``--model`` argument becomes an encoder;
 * ``pipeline``: :class:`Pipeline` (encoder + whitening) and :func:`load_whitening`;
 * ``sif``: :class:`SIFEncoder` and :class:`USIFEncoder`, frequency-weighted averages of word
@@ -33,6 +35,12 @@ _LAZY: dict[str, str] = {
     "OnnxForward": "sentvec.encoders.onnx_backend",
     "export_onnx": "sentvec.encoders.onnx_backend",
     "onnx_cache_key": "sentvec.encoders.onnx_backend",
+    "ModelFormat": "sentvec.encoders.formats",
+    "FORMATS": "sentvec.encoders.formats",
+    "detect_format": "sentvec.encoders.formats",
+    "format_named": "sentvec.encoders.formats",
+    "by_encoder_type": "sentvec.encoders.formats",
+    "component_format": "sentvec.encoders.formats",
     "load_encoder": "sentvec.encoders.loading",
     "describe_without_loading": "sentvec.encoders.loading",
     "model_kind": "sentvec.encoders.loading",
@@ -86,6 +94,14 @@ if TYPE_CHECKING:  # pragma: no cover
         output_dimension,
         text_variant_of,
     )  # noqa: F401
+    from sentvec.encoders.formats import (  # noqa: F401
+        FORMATS,
+        ModelFormat,
+        by_encoder_type,
+        component_format,
+        detect_format,
+        format_named,
+    )
     from sentvec.encoders.loading import (  # noqa: F401
         EncoderOptionsError,
         ModelKind,

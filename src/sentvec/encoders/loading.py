@@ -1,23 +1,19 @@
 """Getting an encoder: ``load_encoder`` turns a ``--model`` argument into an encoder.
 
-* a directory holding ``pipeline.json``            -> :class:`sentvec.Pipeline`
-* an official sent2vec ``.bin`` file (by magic)    -> :class:`sentvec.Sent2Vec`
-* a directory saved by ``Sent2Vec.save``           -> :class:`sentvec.Sent2Vec`
-* a Model2Vec directory, a sentence-transformers directory whose first module is
-  ``StaticEmbedding``, or ``"wordllama"`` (``-128``, ``-64``)  -> :class:`sentvec.StaticEncoder`
-* anything else (alias such as ``"minilm"``, a Hugging Face model directory or hub name)
-                                                   -> :class:`sentvec.TransformerEncoder`
-
-torch is imported only in the last case.
+It dispatches on :func:`sentvec.encoders.formats.detect_format`, the one table of the formats
+sentvec reads (:data:`sentvec.encoders.formats.FORMATS`: a pipeline, an official Sent2Vec
+``.bin``, a Sent2Vec directory, the static models, SIF / uSIF, a transformer directory, alias
+or hub name). torch is imported only to load a transformer.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from sentvec.encoders.base import PIPELINE_FILE, Encoder
+from sentvec.encoders.base import Encoder
+from sentvec.encoders.formats import detect_format
 
 __all__ = [
     "load_encoder",
@@ -28,10 +24,6 @@ __all__ = [
 ]
 
 
-def _is_transformer_dir(path: Path) -> bool:
-    return (path / "config.json").is_file() or (path / "sentvec_encoder.json").is_file()
-
-
 def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Encoder:
     """Return the encoder named by ``name_or_path``.
 
@@ -40,13 +32,14 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     name_or_path : str or path-like
         A saved pipeline directory, an official sent2vec ``.bin`` file, a directory written by
         ``Sent2Vec.save``, a Model2Vec directory, a sentence-transformers ``StaticEmbedding``
-        directory, ``"wordllama"`` (``"wordllama-128"``, ``"wordllama-64"``), a Hugging Face
-        model directory, a model alias (``"minilm"``) or a hub
-        name (loaded only from the local Hugging Face cache when offline).
+        directory, ``"wordllama"`` (``"wordllama-128"``, ``"wordllama-64"``), a static model
+        with bigram rows, a saved SIF / uSIF encoder, a Hugging Face model directory, a model
+        alias (``"minilm"``) or a hub name (loaded only from the local Hugging Face cache when
+        offline): the formats of :data:`sentvec.encoders.formats.FORMATS`.
     **overrides
         Keyword arguments for ``TransformerEncoder.from_pretrained`` (``pooling``, ``layers``,
         ``max_length``, ``device``, ``precision``); ignored keys set to ``None`` are dropped.
-        Passing transformer options for a Sent2Vec model or a pipeline raises ``ValueError``,
+        Passing transformer options for any other format raises ``ValueError``,
         except ``precision="auto"``, which every model accepts (float32 for all but a
         transformer).
 
@@ -63,7 +56,7 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     ValueError
         If a file exists but is not a model sentvec can read, or ``name_or_path`` is a FIFO, a
         device or a socket (the message says which); :class:`EncoderOptionsError`
-        (a ValueError) if transformer options are given for a Sent2Vec model or a pipeline.
+        (a ValueError) if transformer options are given for a model that is no transformer.
     """
     overrides = {k: v for k, v in overrides.items() if v is not None}
     text = os.fspath(name_or_path)
@@ -73,31 +66,18 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     check_model_path(path)  # a FIFO or device: say so (not "not found", and never block on it)
     if path.suffix.lower() == ".bin" and not path.exists():
         raise FileNotFoundError(f"model file not found: {text!r}")
-    kind = model_kind(text)
-    if kind != "transformer" and overrides.get("precision") == "auto":
-        del overrides["precision"]  # "auto": the best precision of any model, float32 for these
-    if kind == "pipeline":
-        from sentvec.encoders.pipeline import Pipeline
-
-        _reject_overrides(overrides, "a saved pipeline")
-        return Pipeline.load(path)
-    if kind in ("sent2vec-bin", "sent2vec-dir"):
-        from sentvec.sent2vec.model import Sent2Vec
-
-        _reject_overrides(overrides, "a Sent2Vec model")
-        return Sent2Vec.load(path)
-    if kind == "other-file":
+    fmt = detect_format(text)
+    if fmt is None:
         what = "an empty file" if path.stat().st_size == 0 else "wrong magic number"
         raise ValueError(
             f"{text!r} is a file but not an official sent2vec .bin model ({what}); "
             "give a sent2vec .bin, a model directory or a model name"
         )
-    if kind == "transformer":
-        from sentvec.encoders.transformer import TransformerEncoder
-
-        return TransformerEncoder.from_pretrained(text, **overrides)
-    _reject_overrides(overrides, "a static embedding model")
-    return _static_encoder(kind, text, path)
+    if not fmt.takes_options:
+        if overrides.get("precision") == "auto":
+            del overrides["precision"]  # "auto": the best precision of any model, float32 here
+        _reject_overrides(overrides, fmt.human_name)
+    return fmt.load(text, **overrides)
 
 
 ModelKind = Literal[
@@ -108,20 +88,19 @@ ModelKind = Literal[
     "model2vec",
     "sentence-transformers-static",
     "wordllama",
+    "sif",
+    "usif",
     "sent2vec-dir",
     "transformer",
 ]
 
 
 def model_kind(name_or_path: str | os.PathLike[str]) -> ModelKind:
-    """Which loader :func:`load_encoder` uses for ``name_or_path``, read from file names and
-    magic numbers only (no model is loaded, torch is not imported).
+    """The name of the format :func:`load_encoder` reads ``name_or_path`` as, or
+    ``"other-file"`` for a file that is no model (no model is loaded, torch is not imported).
 
-    The order of the checks is the dispatch order of :func:`load_encoder`: a pipeline
-    directory, a file (an official ``.bin`` by magic number, else ``"other-file"``), a static
-    model directory (sentvec bigram, Model2Vec, sentence-transformers ``StaticEmbedding``), a
-    WordLlama alias that is not a path, a Sent2Vec directory (or a directory that is no
-    transformer), and finally a transformer (directory, alias or hub name).
+    Deprecated: use :func:`sentvec.encoders.formats.detect_format`, whose entry's ``name``
+    this is.
 
     Parameters
     ----------
@@ -132,38 +111,9 @@ def model_kind(name_or_path: str | os.PathLike[str]) -> ModelKind:
     -------
     str
         One of the :data:`ModelKind` values.
-
-    Raises
-    ------
-    OSError
-        If reading a file's magic number fails.
     """
-    from sentvec.encoders.static_bigrams import is_bigram_model_dir
-    from sentvec.encoders.static_loaders import static_model_format, wordllama_alias
-
-    text = os.fspath(name_or_path)
-    path = Path(text).expanduser()
-    if path.is_dir() and os.path.lexists(path / PIPELINE_FILE):  # a FIFO there: load says so
-        return "pipeline"
-    if path.is_file():
-        from sentvec.sent2vec.binfile import is_bin_file
-
-        return "sent2vec-bin" if is_bin_file(path) else "other-file"
-    if is_bigram_model_dir(path):
-        return "bigram-static"
-    static = static_model_format(path)
-    if static == "model2vec":
-        return "model2vec"
-    if static == "sentence-transformers":
-        return "sentence-transformers-static"
-    if not path.exists() and wordllama_alias(text) is not False:
-        return "wordllama"
-    if path.is_dir():
-        from sentvec.sent2vec.model import is_model_dir
-
-        if is_model_dir(path) or not _is_transformer_dir(path):
-            return "sent2vec-dir"
-    return "transformer"
+    fmt = detect_format(name_or_path)
+    return "other-file" if fmt is None else cast("ModelKind", fmt.name)
 
 
 def describe_without_loading(
@@ -194,33 +144,12 @@ def describe_without_loading(
         overrides["device"] = None if device is None else str(device)
     text = os.fspath(name_or_path)
     try:
-        if model_kind(text) != "transformer":
+        fmt = detect_format(text)
+        if fmt is None or fmt.name != "transformer":
             return None
         return describe_pretrained(text, **overrides)
     except (OSError, ValueError, TypeError):
         return None
-
-
-def _static_encoder(kind: ModelKind, text: str, path: Path) -> Encoder:
-    """The static encoder of a ``kind`` that :func:`model_kind` gave for a static model."""
-    from sentvec.encoders.static_bigrams import BigramStaticEncoder
-    from sentvec.encoders.static_loaders import (
-        load_static_sentence_transformers,
-        load_wordllama,
-        wordllama_alias,
-    )
-
-    if kind == "bigram-static":
-        return BigramStaticEncoder.load(path)
-    if kind == "model2vec":
-        from sentvec.encoders.static import StaticEncoder
-
-        return StaticEncoder.from_model2vec(path)
-    if kind == "sentence-transformers-static":
-        return load_static_sentence_transformers(path)
-    assert kind == "wordllama", kind
-    dim = wordllama_alias(text)
-    return load_wordllama(None if dim is None else int(dim))
 
 
 class EncoderOptionsError(ValueError):
@@ -229,4 +158,4 @@ class EncoderOptionsError(ValueError):
 
 def _reject_overrides(overrides: dict[str, Any], what: str) -> None:
     if overrides:
-        raise EncoderOptionsError(f"options {sorted(overrides)} do not apply to {what}")
+        raise EncoderOptionsError(f"options {sorted(overrides)} do not apply to a {what}")

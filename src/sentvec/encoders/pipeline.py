@@ -3,7 +3,8 @@ all-but-the-top, common-component removal), saved as one directory.
 
 :class:`Pipeline` saves each component through its own ``save()`` and names it by its
 ``encoder_type`` (``pipeline.json``), and loads it back through the loader of that type, so a
-Sent2Vec pipeline never imports torch. :func:`load_whitening` gets a fitted whitening from a
+Sent2Vec pipeline never imports torch. Both go through the format table
+(:mod:`sentvec.encoders.formats`). :func:`load_whitening` gets a fitted whitening from a
 saved Whitening or pipeline directory. Turning a ``--model`` argument into an encoder is
 :func:`sentvec.encoders.loading.load_encoder`.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,13 @@ import numpy as np
 from sentvec._io import read_json_object
 from sentvec._validation import check_sentences
 from sentvec.encoders.base import PIPELINE_FILE, Encoder, check_whitening_fits, describe_encoder
+from sentvec.encoders.formats import (
+    FORMATS,
+    by_encoder_type,
+    component_format,
+    detect_format,
+    format_named,
+)
 
 __all__ = ["Pipeline", "load_whitening", "PIPELINE_FORMAT", "PIPELINE_VERSION", "ENCODER_LOADERS"]
 
@@ -27,37 +36,11 @@ PIPELINE_FORMAT = "sentvec-pipeline"
 PIPELINE_VERSION = 1
 
 
-def _load_transformer(path: Path) -> Encoder:
-    from sentvec.encoders.transformer import TransformerEncoder
-
-    return TransformerEncoder.from_pretrained(str(path))
-
-
-def _load_sent2vec(path: Path) -> Encoder:
-    from sentvec.sent2vec.model import Sent2Vec
-
-    return Sent2Vec.load(path)
-
-
-def _load_sif(path: Path) -> Encoder:
-    from sentvec.encoders.sif import load_sif_encoder
-
-    return load_sif_encoder(path)
-
-
-def _load_static(path: Path) -> Encoder:
-    from sentvec.encoders.static import StaticEncoder
-
-    return StaticEncoder.load(path)
-
-
 #: ``encoder_type`` of a saved component -> its loader (a directory written by its ``save()``).
-ENCODER_LOADERS = {
-    "transformer": _load_transformer,
-    "sent2vec": _load_sent2vec,
-    "sif": _load_sif,
-    "usif": _load_sif,
-    "static": _load_static,
+#: Deprecated: a view of :data:`sentvec.encoders.formats.FORMATS`; use
+#: :func:`sentvec.encoders.formats.by_encoder_type`.
+ENCODER_LOADERS: dict[str, Callable[..., Encoder]] = {
+    str(f.encoder_type): f.load for f in FORMATS if f.saved_by_encoder
 }
 
 
@@ -102,7 +85,7 @@ def load_whitening(whitening: Any) -> Any:
     if isinstance(whitening, (str, os.PathLike)):
         from sentvec.whitening import load_postprocessor
 
-        if (Path(whitening) / PIPELINE_FILE).is_file():  # a saved pipeline: use its whitening
+        if format_named("pipeline").matches(whitening):  # a saved pipeline: use its whitening
             w = Pipeline.load(whitening).whitening
             if w is None:
                 raise ValueError(f"the pipeline at {str(whitening)!r} has no whitening")
@@ -130,8 +113,9 @@ class Pipeline:
     ----------
     encoder : Encoder
         Anything with ``encode`` works in memory; saving needs an encoder with ``save(path)``
-        and an ``encoder_type`` listed in :data:`ENCODER_LOADERS` (``TransformerEncoder``,
-        ``Sent2Vec``).
+        and an ``encoder_type`` of :func:`sentvec.encoders.formats.by_encoder_type`
+        (``TransformerEncoder``, ``Sent2Vec``, ``StaticEncoder``, ``BigramStaticEncoder``,
+        ``SIFEncoder``, ``USIFEncoder``).
     whitening : fitted post-processor, optional
         A fitted transform (Whitening, AllButTheTop, CommonComponentRemoval, or anything with
         ``transform`` in memory) whose ``n_features_in_`` equals the encoder's dimension. Its
@@ -258,8 +242,10 @@ class Pipeline:
             If ``path`` cannot be replaced by a rename (the working directory or one of its
             parents, a filesystem root, a mount point); nothing is written.
         TypeError
-            If the encoder has no ``save`` method or no known ``encoder_type``, or the
-            post-processor is not one of :data:`sentvec.whitening.POSTPROCESSOR_TYPES`.
+            If the encoder has no ``save`` method or no known ``encoder_type``, its ``save``
+            writes files that are not the format its ``encoder_type`` names (they could not be
+            loaded back), or the post-processor is not one of
+            :data:`sentvec.whitening.POSTPROCESSOR_TYPES`.
         """
         from sentvec._io import atomic_directory, atomic_write_json
 
@@ -284,13 +270,27 @@ class Pipeline:
     def _save_encoder(self, directory: Path) -> str:
         enc_type = getattr(self.encoder, "encoder_type", None)
         save = getattr(self.encoder, "save", None)
-        if enc_type not in ENCODER_LOADERS or not callable(save):
+        try:
+            fmt = by_encoder_type(enc_type) if isinstance(enc_type, str) else None
+        except KeyError:
+            fmt = None
+        if fmt is None or not callable(save):
+            saved = [f for f in FORMATS if f.saved_by_encoder]
+            classes = ", ".join(sorted({f.encoder_class.rpartition(".")[2] for f in saved}))
             raise TypeError(
                 f"cannot save an encoder of type {type(self.encoder).__name__}; a saved pipeline "
                 f"needs an encoder with save(path) and an encoder_type in "
-                f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec, SIFEncoder, USIFEncoder)"
+                f"{sorted(str(f.encoder_type) for f in saved)} ({classes})"
             )
         save(directory)
+        # the files must read back as the format the type names, or the pipeline cannot load
+        found = detect_format(directory)
+        if found is not fmt:
+            raise TypeError(
+                f"{type(self.encoder).__name__} has encoder_type {enc_type!r} ({fmt.human_name}) "
+                f"but its save() wrote "
+                + ("no format sentvec reads" if found is None else f"a {found.human_name}")
+            )
         return str(enc_type)
 
     @classmethod
@@ -308,9 +308,9 @@ class Pipeline:
         """
         root = Path(path)
         cfg_path = root / PIPELINE_FILE
-        if not cfg_path.is_file():
+        if not os.path.lexists(cfg_path):
             raise FileNotFoundError(f"no {PIPELINE_FILE} in {str(root)!r}: not a saved pipeline")
-        cfg = read_json_object(cfg_path)
+        cfg = read_json_object(cfg_path)  # a FIFO or a device there: named, never opened
         if cfg.get("format") != PIPELINE_FORMAT:
             raise ValueError(f"{str(cfg_path)!r} is not a sentvec pipeline file")
         version = cfg.get("version")
@@ -324,10 +324,13 @@ class Pipeline:
             raise ValueError(f"{str(cfg_path)!r}: 'encoder' must be an object, got {enc!r:.60}")
         enc_dir = _component_dir(root, enc.get("path", "encoder"), cfg_path)
         etype = enc.get("type")
-        loader = ENCODER_LOADERS.get(etype) if isinstance(etype, str) else None
-        if loader is None:
+        try:
+            fmt = component_format(etype, enc_dir) if isinstance(etype, str) else None
+        except KeyError:
+            fmt = None
+        if fmt is None:
             raise ValueError(f"unknown encoder type {enc.get('type')!r} in {str(cfg_path)!r}")
-        encoder = loader(enc_dir)
+        encoder = fmt.load(enc_dir)
         whitening = None
         if cfg.get("whitening"):
             from sentvec.whitening import load_postprocessor

@@ -75,7 +75,7 @@ class BigramStaticEncoder:
         pair, NaN rows.
     """
 
-    encoder_type = "static"
+    encoder_type = "bigram-static"
     preferred_text_variant = "raw"
 
     def __init__(

@@ -4,8 +4,8 @@
   module is ``StaticEmbedding`` (optionally followed by ``Normalize``);
 * :func:`load_wordllama`: the weights shipped inside the ``wordllama`` package (never
   downloaded), aliases :data:`WORDLLAMA_ALIASES` for ``--model``;
-* :func:`static_model_format`: which of these (or a Model2Vec directory) a path holds, for
-  :func:`sentvec.encoders.loading.load_encoder`.
+* :func:`is_static_embedding_dir`: whether a path holds such a sentence-transformers directory
+  (its entry of :data:`sentvec.encoders.formats.FORMATS`).
 
 Each loader reproduces its library's own ``encode``: sentence-transformers averages every token
 (the unknown one included) with the tokenizer's recorded truncation; WordLlama averages every
@@ -32,6 +32,7 @@ __all__ = [
     "load_static_sentence_transformers",
     "load_wordllama",
     "static_model_format",
+    "is_static_embedding_dir",
     "wordllama_alias",
     "WORDLLAMA_ALIASES",
     "WORDLLAMA_DIMS",
@@ -70,15 +71,30 @@ def _st_modules(path: Path, *, strict: bool = False) -> list[dict[str, Any]] | N
     return sorted(mods, key=lambda m: m.get("idx", 0))
 
 
+def is_static_embedding_dir(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` is a sentence-transformers directory whose first module is
+    ``StaticEmbedding`` (its ``modules.json`` read strictly; a damaged one does not count)."""
+    p = Path(path)
+    if not p.is_dir():
+        return False
+    mods = _st_modules(p)
+    if not mods:
+        return False
+    return str(mods[0].get("type", "")).rsplit(".", 1)[-1] == _STATIC_MODULE
+
+
 def static_model_format(path: str | os.PathLike[str]) -> str | None:
-    """``"model2vec"``, ``"sentence-transformers"`` (first module ``StaticEmbedding``) or None."""
+    """``"model2vec"``, ``"sentence-transformers"`` (first module ``StaticEmbedding``) or None.
+
+    Deprecated: ask :func:`sentvec.encoders.formats.detect_format`, whose entries
+    ``model2vec`` and ``sentence-transformers-static`` use the same two checks in this order.
+    """
     p = Path(path)
     if not p.is_dir():
         return None
     if is_model2vec_dir(p):
         return "model2vec"
-    mods = _st_modules(p)
-    if mods and str(mods[0].get("type", "")).rsplit(".", 1)[-1] == _STATIC_MODULE:
+    if is_static_embedding_dir(p):
         return "sentence-transformers"
     return None
 

@@ -323,7 +323,8 @@ def load_served_model(
 ) -> ServedModel:
     """Load ``source`` with :func:`sentvec.load_encoder` and serve it as ``name``.
 
-    ``encoder_options`` (``device``, ``backend``) apply to transformers; a model without them
+    ``encoder_options`` (``device``, ``backend``) apply to the formats that take options
+    (:attr:`sentvec.encoders.formats.ModelFormat.takes_options`: a transformer); a model without them
     (Sent2Vec, a saved pipeline) is loaded without them, as every command does.
 
     Raises
@@ -331,10 +332,9 @@ def load_served_model(
     FileNotFoundError, ValueError
         As :func:`sentvec.load_encoder`.
     """
-    from sentvec.encoders import EncoderOptionsError, load_encoder
+    from sentvec.encoders import detect_format, load_encoder
 
-    try:
-        encoder = load_encoder(source, **(encoder_options or {}))
-    except EncoderOptionsError:
-        encoder = load_encoder(source)
+    fmt = detect_format(source)  # the options apply to the formats that take them
+    options = encoder_options if fmt is not None and fmt.takes_options else None
+    encoder = load_encoder(source, **(options or {}))
     return ServedModel(name, encoder, source=os.fspath(source))
