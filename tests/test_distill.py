@@ -708,7 +708,7 @@ def test_a_teacher_that_is_not_a_transformer_is_named_as_such(tmp_path):
 
     tok = Tokenizer.from_file(str(Path(resolve_model("minilm")) / "tokenizer.json"))
     StaticEncoder(np.ones((tok.get_vocab_size(), 4), dtype=np.float32), tok).save(tmp_path / "m2v")
-    with pytest.raises(ValueError, match="Model2Vec model, not a transformer"):
+    with pytest.raises(ValueError, match="Model2Vec model directory, not a transformer"):
         distill(tmp_path / "m2v", None, whiten="none", weighting="none", vocabulary="teacher")
     empty = tmp_path / "empty.bin"
     empty.write_bytes(b"")

@@ -14,25 +14,22 @@ __all__ = ["check_teacher", "load_teacher", "teacher_format_name"]
 
 
 def teacher_format_name(kind: str) -> str:
-    """A model format, as :func:`sentvec.encoders.model_kind` names it, in words.
+    """A model format's name (an entry of :data:`sentvec.encoders.formats.FORMATS`) in words.
 
-    The one list of format names ``sentvec distill`` keeps (for its error on a teacher that is
-    not a transformer).
+    Deprecated: read ``human_name`` from :func:`sentvec.encoders.formats.format_named`.
     """
-    names = {
-        "pipeline": "saved pipeline",
-        "sent2vec-bin": "Sent2Vec .bin model",
-        "sent2vec-dir": "Sent2Vec model directory",
-        "bigram-static": "static model with bigram rows",
-        "model2vec": "Model2Vec model",
-        "sentence-transformers-static": "sentence-transformers StaticEmbedding model",
-        "wordllama": "WordLlama model",
-    }
-    return names.get(kind, kind)
+    from sentvec.encoders.formats import format_named
+
+    try:
+        return format_named(kind).human_name
+    except KeyError:
+        return kind
 
 
 def check_teacher(model: str | os.PathLike[str]) -> None:
     """Refuse a teacher that is not a transformer, before anything is loaded.
+
+    The format comes from the one format table (:func:`sentvec.encoders.formats.detect_format`).
 
     Raises
     ------
@@ -42,17 +39,20 @@ def check_teacher(model: str | os.PathLike[str]) -> None:
     FileNotFoundError
         ``model`` does not exist.
     """
-    from sentvec.encoders import load_encoder, model_kind
+    from sentvec.encoders import load_encoder
+    from sentvec.encoders.formats import detect_format
 
-    kind = model_kind(model)
-    if kind != "transformer":
-        if kind in ("other-file", "sent2vec-dir"):
-            load_encoder(model)  # a file or directory that is no model: its own error
-        raise ValueError(
-            f"the teacher {os.fspath(model)!r} is a {teacher_format_name(kind)}, not "
-            "a transformer: distill needs a transformer (an alias such as 'minilm' or "
-            "a Hugging Face model directory) to pass its vocabulary through"
-        )
+    fmt = detect_format(model)
+    if fmt is not None and fmt.name == "transformer":
+        return
+    if fmt is None or fmt.name == "sent2vec-dir":
+        load_encoder(model)  # a file or directory that is no model: its own error
+    what = "file that is no model" if fmt is None else fmt.human_name
+    raise ValueError(
+        f"the teacher {os.fspath(model)!r} is a {what}, not a transformer: distill needs a "
+        "transformer (an alias such as 'minilm' or a Hugging Face model directory) to pass its "
+        "vocabulary through"
+    )
 
 
 def load_teacher(config: DistillConfig) -> tuple[Any, str]:
