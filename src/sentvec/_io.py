@@ -18,6 +18,7 @@ from typing import IO, Any, Literal, cast
 import numpy as np
 
 from sentvec._readers import check_regular_file, read_json_object, special_file_kind
+from sentvec.exceptions import DirectoryLockedError, DiskFullError
 
 
 def _umask() -> int:
@@ -176,10 +177,6 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
                 "another location (nothing was written there)",
             ) from exc
         raise
-
-
-class DiskFullError(OSError):
-    """A write failed for lack of space (or quota); the message names the file and the folder."""
 
 
 def is_disk_full(exc: BaseException) -> bool:
@@ -846,10 +843,6 @@ def check_output_path(
 # ------------------------------------------------------------------ output-directory locks
 #: Name of the lock file :class:`DirectoryLock` keeps in a directory being written.
 LOCK_NAME = ".sentvec.lock"
-
-
-class DirectoryLockedError(OSError):
-    """Another process is writing the directory (its lock file names the holder)."""
 
 
 class DirectoryLock:

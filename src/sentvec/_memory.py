@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sentvec.exceptions import InsufficientMemoryError
+
 __all__ = [
     "InsufficientMemoryError",
     "available_memory",
@@ -43,13 +45,6 @@ _UNITS = {
     "tb": 1 << 40,
     "tib": 1 << 40,
 }
-
-
-class InsufficientMemoryError(ValueError, MemoryError):
-    """The estimated memory of an operation exceeds what is available (or the limit).
-
-    A ``ValueError`` (the command line prints it as one error line) and a ``MemoryError``.
-    """
 
 
 def format_bytes(n: float) -> str:

@@ -73,6 +73,7 @@ from sentvec.cache_keys import (
     sentences_sha256,
 )
 from sentvec.encoders.base import Encoder
+from sentvec.exceptions import CacheWarning
 
 #: The public names; those of the keys (:mod:`sentvec.cache_keys`) stay importable from here.
 __all__ = [
@@ -123,10 +124,6 @@ _ROW_ID_BYTES = 16
 CHECKSUM_FIELD = "content_sha256"
 #: Field of a per-layer entry's key file holding the SHA-256 of its ``.rows`` file.
 ROWS_CHECKSUM_FIELD = "rows_sha256"
-
-
-class CacheWarning(UserWarning):
-    """A cache entry was unusable (corrupt or mismatched) and is being recomputed."""
 
 
 class _LayerOutOfRange(ValueError):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sentvec.encoders.base import PIPELINE_FILE, Encoder
+from sentvec.exceptions import EncoderOptionsError
 
 __all__ = [
     "load_encoder",
@@ -221,10 +222,6 @@ def _static_encoder(kind: ModelKind, text: str, path: Path) -> Encoder:
     assert kind == "wordllama", kind
     dim = wordllama_alias(text)
     return load_wordllama(None if dim is None else int(dim))
-
-
-class EncoderOptionsError(ValueError):
-    """Transformer options (pooling, layers, ...) were given for a model that has none."""
 
 
 def _reject_overrides(overrides: dict[str, Any], what: str) -> None:

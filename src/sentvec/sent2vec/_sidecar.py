@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from sentvec._io import atomic_open
+from sentvec.exceptions import SidecarWarning
 from sentvec.sent2vec.dictionary import Dictionary, decode_words
 
 MAGIC = b"SVS2VIDX"
@@ -54,10 +55,6 @@ _ARRAYS = {
     "table": "<i4",
 }
 _MAX_HEADER = 1 << 20
-
-
-class SidecarWarning(UserWarning):
-    """A dictionary index beside a ``.bin`` was stale or damaged; the ``.bin`` is read instead."""
 
 
 def candidates(bin_path: Path) -> list[Path]:

@@ -29,6 +29,7 @@ from sentvec._io import (
     read_json_object,
 )
 from sentvec._validation import check_positive_int, check_sentences
+from sentvec.exceptions import InferenceOnlyError
 from sentvec.sent2vec.binfile import ModelFormatError, check_mmap_mode, read_bin, write_bin
 from sentvec.sent2vec.dictionary import EOS, Dictionary
 from sentvec.sent2vec.preprocessing import Preprocessing
@@ -40,11 +41,6 @@ _CONFIG, _VOCAB = "config.json", "vocab.json"
 _ARRAYS = ("counts", "label_counts", "prune_pairs", "input", "output")
 _DEFAULT_BATCH = 16384
 _PARALLEL_MIN = 2048  # below this many sentences a batch is embedded on one thread
-
-
-class InferenceOnlyError(ValueError):
-    """The model holds no output matrix (loaded with ``inference_only=True``), and the operation
-    needs it (writing a ``.bin``)."""
 
 
 @dataclass(frozen=True)

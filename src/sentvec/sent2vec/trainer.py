@@ -36,6 +36,7 @@ import numpy as np
 from sentvec import _jit
 from sentvec._io import atomic_write_json, atomic_write_text, read_json_object
 from sentvec._validation import check_choice, check_float_range, check_positive_int
+from sentvec.exceptions import TrainingDivergedError
 from sentvec.sent2vec.reports import EpochReport, TrainingReport
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -908,10 +909,6 @@ class _Run:
                 )
             )
         return out
-
-
-class TrainingDivergedError(ValueError):
-    """SGD diverged: the trained matrices hold NaN or infinite values."""
 
 
 def _check_finite(wi: np.ndarray, wo: np.ndarray, lr: float) -> None:
