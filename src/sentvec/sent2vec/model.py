@@ -12,7 +12,6 @@ import json
 import mmap as mmap_module
 import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from sentvec._io import (
     load_npy,
     read_json_object,
 )
+from sentvec._parallel import available_cpus, fan_out, kernel_executor, piece_bounds
 from sentvec._validation import check_positive_int, check_sentences
 from sentvec.exceptions import InferenceOnlyError
 from sentvec.sent2vec.binfile import ModelFormatError, check_mmap_mode, read_bin, write_bin
@@ -40,7 +40,6 @@ DIR_FORMAT_VERSION = 1
 _CONFIG, _VOCAB = "config.json", "vocab.json"
 _ARRAYS = ("counts", "label_counts", "prune_pairs", "input", "output")
 _DEFAULT_BATCH = 16384
-_PARALLEL_MIN = 2048  # below this many sentences a batch is embedded on one thread
 
 
 @dataclass(frozen=True)
@@ -121,13 +120,6 @@ class PreparedSentences:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class Sent2Vec:
@@ -656,7 +648,7 @@ class Sent2Vec:
             _DEFAULT_BATCH if batch_size is None else check_positive_int("batch_size", batch_size)
         )
         threads = (
-            _default_threads()
+            available_cpus()
             if num_threads is None
             else check_positive_int("num_threads", num_threads)
         )
@@ -672,7 +664,7 @@ class Sent2Vec:
             from sentvec._progress import progress_bar
 
             starts = progress_bar(starts, show=True, desc="Sent2Vec encode", unit="batch")
-        pool = ThreadPoolExecutor(threads) if threads > 1 and n >= _PARALLEL_MIN else None
+        pool = kernel_executor(threads, n)
         try:
             for lo in starts:
                 hi = min(n, lo + batch)
@@ -689,13 +681,7 @@ class Sent2Vec:
                 ) -> None:
                     self._embed_range(prepared, a, b, *views, tables)
 
-                m = hi - lo
-                if pool is None or m < _PARALLEL_MIN:
-                    run(0, m)
-                else:
-                    parts = min(threads * 4, m)
-                    bounds = [m * i // parts for i in range(parts + 1)]
-                    list(pool.map(run, bounds[:-1], bounds[1:]))
+                fan_out(run, piece_bounds(hi - lo, threads), pool)
         finally:
             if pool is not None:
                 pool.shutdown()

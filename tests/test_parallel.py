@@ -1,0 +1,95 @@
+"""``sentvec._parallel``: the CPU count and the threaded fan-out of GIL-free kernels, written
+once for Sent2Vec inference, the static encoders and the Moses tokenizer."""
+
+from __future__ import annotations
+
+import ast
+import threading
+from pathlib import Path
+
+import pytest
+
+import sentvec
+from sentvec import _parallel
+from sentvec._parallel import (
+    MIN_ITEMS_PER_THREAD,
+    PIECES_PER_THREAD,
+    available_cpus,
+    fan_out,
+    kernel_executor,
+    piece_bounds,
+)
+
+ROOT = Path(sentvec.__file__).resolve().parent
+
+
+def test_available_cpus_follows_the_affinity_mask(monkeypatch):
+    monkeypatch.setattr(_parallel.os, "sched_getaffinity", lambda pid: {0, 2, 5}, raising=False)
+    assert available_cpus() == 3
+
+
+def test_available_cpus_without_affinity_uses_cpu_count(monkeypatch):
+    monkeypatch.delattr(_parallel.os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(_parallel.os, "cpu_count", lambda: None)
+    assert available_cpus() == 1
+
+
+@pytest.mark.parametrize("n", [0, 1, MIN_ITEMS_PER_THREAD, 2 * MIN_ITEMS_PER_THREAD - 1])
+def test_too_few_items_for_two_threads_make_one_piece(n):
+    assert piece_bounds(n, threads=16) == [0, n]
+    assert kernel_executor(16, n) is None
+
+
+def test_each_thread_gets_enough_items_and_several_pieces():
+    n = 5 * MIN_ITEMS_PER_THREAD + 7
+    bounds = piece_bounds(n, threads=16)  # 5 threads' worth of items, not 16
+    assert len(bounds) - 1 == 5 * PIECES_PER_THREAD
+    assert bounds[0] == 0 and bounds[-1] == n
+    sizes = [b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    assert max(sizes) - min(sizes) <= 1
+    assert piece_bounds(n, threads=1) == [0, n]
+
+
+def test_fan_out_covers_the_range_in_order_on_several_threads():
+    n = 4 * MIN_ITEMS_PER_THREAD
+    names: set[str] = set()
+    barrier = threading.Barrier(2, timeout=30)
+
+    def kernel(a: int, b: int) -> tuple[int, int]:
+        names.add(threading.current_thread().name)
+        if a == 0 or a == n // 2:  # the first piece of each of the two threads meet here
+            barrier.wait()
+        return a, b
+
+    bounds = piece_bounds(n, threads=2)
+    out = fan_out(kernel, bounds)
+    assert out == list(zip(bounds[:-1], bounds[1:], strict=True))
+    assert len(names) == 2
+
+
+def test_fan_out_on_a_given_executor_and_errors_reach_the_caller():
+    n = 2 * MIN_ITEMS_PER_THREAD
+    pool = kernel_executor(4, n)
+    assert pool is not None
+    try:
+        assert fan_out(lambda a, b: b - a, piece_bounds(n, 4), pool) == [n // 8] * 8
+
+        def fail(a: int, b: int) -> None:
+            raise ValueError(f"piece {a}")
+
+        with pytest.raises(ValueError, match="piece 0"):
+            fan_out(fail, piece_bounds(n, 4), pool)
+    finally:
+        pool.shutdown()
+
+
+def test_cpu_count_and_thread_pools_of_kernels_have_one_home():
+    """``os.cpu_count`` / ``os.sched_getaffinity`` are read only by ``available_cpus``."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.name == "_parallel.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("cpu_count", "sched_getaffinity"):
+                found.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {node.attr}")
+    assert found == [], "use sentvec._parallel.available_cpus"
