@@ -59,7 +59,7 @@ _MAX_HEADER = 1 << 20
 
 def candidates(bin_path: Path) -> list[Path]:
     """Where the index of ``bin_path`` may be: beside it, then in the sentvec cache."""
-    from sentvec.cache import default_cache_dir
+    from sentvec._environment import default_cache_dir
 
     real = os.path.realpath(bin_path)
     key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]

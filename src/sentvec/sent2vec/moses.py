@@ -152,7 +152,7 @@ def _digest(flags: np.ndarray, lower: np.ndarray) -> str:
 
 
 def _tables_path(version: str) -> Path:
-    from sentvec.cache import default_cache_dir
+    from sentvec._environment import default_cache_dir
 
     tag = f"en-v{_TABLES_FORMAT}-sacremoses{version}-unicode{unicodedata.unidata_version}"
     return default_cache_dir() / "moses" / tag
