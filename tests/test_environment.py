@@ -3,8 +3,6 @@ only through that declaration, and listed in the docs' table (``docs/configurati
 
 from __future__ import annotations
 
-import ast
-import importlib
 import re
 from pathlib import Path
 
@@ -38,59 +36,6 @@ def test_every_declared_variable_is_listed_and_named_sentvec():
     assert sorted(v.name for v in module_vars) == sorted(v.name for v in VARIABLES)
     assert len({v.name for v in VARIABLES}) == len(VARIABLES)
     assert all(_NAME.match(v.name) for v in VARIABLES)
-
-
-def _environ_reads(tree: ast.AST) -> list[tuple[int, ast.expr]]:
-    """(line, key) of every ``os.environ.get(key)``, ``os.environ[key]`` (read) and
-    ``os.getenv(key)`` of a module."""
-
-    def is_environ(node: ast.AST) -> bool:
-        return isinstance(node, ast.Attribute) and node.attr == "environ"
-
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute):
-            f = node.func
-            if (f.attr in ("get", "pop") and is_environ(f.value)) or f.attr == "getenv":
-                out.append((node.lineno, node.args[0]))
-        elif isinstance(node, ast.Subscript) and is_environ(node.value):
-            if isinstance(node.ctx, ast.Load):
-                out.append((node.lineno, node.slice))
-    return out
-
-
-def _key_text(module: str, key: ast.expr) -> str | None:
-    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-        return key.value
-    if isinstance(key, ast.Name):  # a module constant: its value
-        value = getattr(importlib.import_module(module), key.id, None)
-        return value if isinstance(value, str) else None
-    return None
-
-
-def test_no_module_reads_a_sentvec_variable_past_its_declaration():
-    found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        if path.name == "_environment.py":
-            continue
-        rel = path.relative_to(ROOT.parent).with_suffix("")
-        module = ".".join(p for p in rel.parts if p != "__init__")
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):  # the name itself, spelled out
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                if _NAME.match(node.value):
-                    found.append(f"{rel}:{node.lineno}: {node.value!r}")
-        for line, key in _environ_reads(tree):
-            text = _key_text(module, key)
-            if text is None or text.startswith("SENTVEC_"):
-                found.append(f"{rel}:{line}: reads os.environ[{ast.unparse(key)}]")
-    assert found == [], "read SENTVEC_* variables through sentvec._environment"
-
-
-def test_the_checker_sees_a_direct_read():
-    tree = ast.parse('import os\nx = os.environ.get("SENTVEC_X")\ny = os.environ["SENTVEC_Y"]\n')
-    keys = [_key_text("os", k) for _, k in _environ_reads(tree)]
-    assert keys == ["SENTVEC_X", "SENTVEC_Y"]
 
 
 def test_cache_root_follows_the_variable(monkeypatch, tmp_path):

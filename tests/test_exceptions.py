@@ -3,7 +3,6 @@ modules that raise them re-export the same class objects under their earlier imp
 
 from __future__ import annotations
 
-import ast
 import importlib
 from pathlib import Path
 
@@ -65,34 +64,3 @@ def test_model_format_error_is_caught_by_its_earlier_path(tmp_path):
     (tmp_path / "config.json").write_text("{}", encoding="utf-8")
     with pytest.raises(ModelFormatError):
         StaticEncoder.from_model2vec(tmp_path)
-
-
-def _exception_bases() -> set[str]:
-    """Names of BaseException subclasses (builtins) a class statement may derive from."""
-    import builtins
-
-    return {
-        n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
-    } | set(exceptions.__all__)
-
-
-# raised and caught inside one module, never seen by a caller
-INTERNAL = {"sentvec.sent2vec._scan.TooManyTokens"}
-
-
-def test_no_public_exception_class_is_defined_outside_the_exceptions_module():
-    bases = _exception_bases()
-    found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        if path == ROOT / "exceptions.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
-                continue
-            names = {
-                b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
-            }
-            dotted = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
-            if names & bases and f"{dotted}.{node.name}" not in INTERNAL:
-                found.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {node.name}")
-    assert found == [], "define public exception classes in sentvec/exceptions.py"

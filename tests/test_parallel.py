@@ -3,7 +3,6 @@ once for Sent2Vec inference, the static encoders and the Moses tokenizer."""
 
 from __future__ import annotations
 
-import ast
 import threading
 from pathlib import Path
 
@@ -81,15 +80,3 @@ def test_fan_out_on_a_given_executor_and_errors_reach_the_caller():
             fan_out(fail, piece_bounds(n, 4), pool)
     finally:
         pool.shutdown()
-
-
-def test_cpu_count_and_thread_pools_of_kernels_have_one_home():
-    """``os.cpu_count`` / ``os.sched_getaffinity`` are read only by ``available_cpus``."""
-    found = []
-    for path in sorted(ROOT.rglob("*.py")):
-        if path.name == "_parallel.py":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Attribute) and node.attr in ("cpu_count", "sched_getaffinity"):
-                found.append(f"{path.relative_to(ROOT.parent)}:{node.lineno}: {node.attr}")
-    assert found == [], "use sentvec._parallel.available_cpus"

@@ -2,8 +2,9 @@
 
 Each variable is an :class:`EnvironmentVariable` (name, default, meaning) listed in
 :data:`VARIABLES`; the modules that use one read it through :meth:`EnvironmentVariable.value`,
-never through ``os.environ`` (``tests/test_environment.py`` checks both, and that the table of
-``docs/configuration.md`` lists exactly these). :func:`default_cache_dir` is the cache root that
+never through ``os.environ`` (``tests/test_architecture.py`` checks it;
+``tests/test_environment.py`` checks that the table of ``docs/configuration.md`` lists exactly
+these). :func:`default_cache_dir` is the cache root that
 the vector cache, the model weights, the ONNX graphs, the Moses tables and the Sent2Vec
 dictionary indexes live under.
 """
