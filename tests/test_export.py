@@ -36,7 +36,7 @@ from sentvec.integrations.sentence_transformers import (  # noqa: E402
 REF = Path(__file__).parent / "data" / "sent2vec-reference"
 CONFIGS = [(layers, pooling) for layers in ((1, -1), (-1,)) for pooling in ("mean", "cls")]
 #: Small-model checks (a handful of sentences, few components): 1e-5 relative to the largest
-#: entry; the MiniLM checks use the issue's absolute 1e-5.
+#: entry; the MiniLM checks use an absolute 1e-5.
 RTOL_MAX = 1e-5
 ATOL = 1e-5
 
@@ -695,7 +695,7 @@ def test_cli_export(tiny_minilm_dir, tmp_path, capsys):
     assert "refusing to replace" in capsys.readouterr().err
 
 
-def test_card_front_matter_and_tokenizer_config_issue27(tiny_minilm, minilm_path, tmp_path):
+def test_card_front_matter_and_tokenizer_config(tiny_minilm, minilm_path, tmp_path):
     """Export fine print: the card's front matter carries the source model's license
     and language (read from its own card), library_name, tags and a model-index with the STS
     results; a non-serving export says it is not for TEI; tokenizer_config.json has no loader

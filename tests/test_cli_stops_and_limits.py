@@ -1,5 +1,5 @@
-"""Runs that could not be stopped, unbounded sizes, bool
-arrays, a full disk, and checks that came after the work (docs/RELIABILITY.md lists the rows)."""
+"""Stopping a training run, bounds on sizes the user gives (negatives, search -k), checks that
+run before the work, bool and int arrays, and a full disk (docs/RELIABILITY.md lists each)."""
 
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-# ---------------------------------------------------------------- row 4: stopping a training run
+# ---------------------------------------------------------------- stopping a training run
 def test_negatives_beyond_the_vocabulary_are_refused_before_training(tmp_path, capsys, monkeypatch):
-    """Row 4: `-neg 100000000` trained silently for 10+ minutes. More negatives per target than
+    """`-neg 100000000` trained silently for 10+ minutes. More negatives per target than
     the vocabulary has words is refused after the vocabulary pass, before any training: no
     training job runs (an order, not a duration: a bound of 60 s failed on a busy machine)."""
     from sentvec.sent2vec import kernels
@@ -52,7 +52,7 @@ def test_negatives_beyond_the_vocabulary_are_refused_before_training(tmp_path, c
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_ends_a_training_run_within_two_seconds(tmp_path, sig):
-    """Row 4: SIGINT and SIGTERM were ignored until the running compiled job ended (one job of
+    """SIGINT and SIGTERM were ignored until the running compiled job ended (one job of
     10,000 tokens at -neg 5000 -dim 300 takes 8-20 s here; minutes with a larger -neg). Jobs now
     read a stop flag before each sentence: the run ends within 2 s of the signal (measured
     through the CLI: 1.0-1.2 s at load 12 on 2 cores, 18.4 s before the fix).
@@ -110,7 +110,7 @@ def test_a_signal_ends_a_training_run_within_two_seconds(tmp_path, sig):
 
 
 def test_a_job_returns_at_the_next_sentence_once_the_stop_flag_is_set():
-    """Row 4, the kernel: a job whose stop flag is set trains no sentence (an oracle-free check
+    """The kernel: a job whose stop flag is set trains no sentence (an oracle-free check
     of the flag: the matrices stay unchanged and no token is counted)."""
     from sentvec.sent2vec import kernels
 
@@ -139,9 +139,9 @@ def test_a_job_returns_at_the_next_sentence_once_the_stop_flag_is_set():
     assert not np.array_equal(a, wi) and stats[kernels.STAT_TOKENS] == 200
 
 
-# ---------------------------------------------------------------- row 5: search -k
+# ---------------------------------------------------------------- search -k
 def test_search_k_beyond_the_index_returns_every_line(tmp_path, capsys):
-    """Row 5: `search -k 1000000000000` failed with numpy unable to allocate 3.64 TiB of
+    """`search -k 1000000000000` failed with numpy unable to allocate 3.64 TiB of
     padding. The command caps k at the index size and says so."""
     corpus = tmp_path / "c.txt"
     corpus.write_text("the city of london\nthe river\na small town\n", encoding="utf-8")
@@ -156,7 +156,7 @@ def test_search_k_beyond_the_index_returns_every_line(tmp_path, capsys):
 
 
 def test_search_api_refuses_giant_padding_but_pads_small_k():
-    """Row 5, the library: k > ntotal still pads as faiss does, unless the padding alone would
+    """The library: k > ntotal still pads as faiss does, unless the padding alone would
     be huge (then a ValueError naming k and ntotal, before any allocation)."""
     from sentvec.search import SemanticSearch
 
@@ -168,11 +168,11 @@ def test_search_api_refuses_giant_padding_but_pads_small_k():
         index.search(np.ones((1, 4), np.float32), k=10**12)
 
 
-# ---------------------------------------------------------------- row 11: checks before encoding
+# ---------------------------------------------------------------- checks before encoding
 def test_n_components_past_a_pipelines_width_is_refused_before_encoding(
     tmp_path, capsys, monkeypatch
 ):
-    """Row 11: `eval-sts --n-components 17` on a 16-dim model was refused only after 13.6 s of
+    """`eval-sts --n-components 17` on a 16-dim model was refused only after 13.6 s of
     encoding (a saved pipeline did not state its width). Pipelines now state it, so the check
     runs before any sentence is encoded."""
     from sentvec import Pipeline, Whitening
@@ -194,9 +194,9 @@ def test_n_components_past_a_pipelines_width_is_refused_before_encoding(
     assert Pipeline.load(tmp_path / "pipe").get_sentence_embedding_dimension() == 16
 
 
-# ---------------------------------------------------------------- row 9: bool / int arrays
+# ---------------------------------------------------------------- bool / int arrays
 def test_whitening_fits_bool_and_int_arrays_as_their_float_values():
-    """Row 9: `Whitening().fit(X > 0.5)` raised numpy's TypeError from isfinite. Bool and int
+    """`Whitening().fit(X > 0.5)` raised numpy's TypeError from isfinite. Bool and int
     embeddings are converted to float64 (oracle: the fit on the explicit float64 copy), and a
     boolean sample_weight is a row mask (oracle: the fit on the selected rows; it was refused
     as 'not non-negative integers')."""
@@ -219,7 +219,7 @@ def test_whitening_fits_bool_and_int_arrays_as_their_float_values():
     assert stats.n_samples == int(mask.sum())
 
 
-# ---------------------------------------------------------------- row 10: a full disk
+# ---------------------------------------------------------------- a full disk
 def _small_disk(monkeypatch, free: int = 10_000) -> None:
     import shutil
     from collections import namedtuple
@@ -229,7 +229,7 @@ def _small_disk(monkeypatch, free: int = 10_000) -> None:
 
 
 def test_training_checks_free_space_before_reading_the_corpus(tmp_path, capsys, monkeypatch):
-    """Row 10: training learned of a full disk only when saving, after all the training. The
+    """Training learned of a full disk only when saving, after all the training. The
     model's bucket rows (bucket x dim x 4 B, a lower bound of its size) are checked first."""
     import sentvec.sent2vec.trainer as trainer_mod
 
@@ -260,7 +260,7 @@ def test_encode_checks_free_space_for_its_shards_before_encoding(tmp_path, capsy
 
 @pytest.mark.parametrize("how", ["numpy-short-write", "fsync-enospc"])
 def test_a_full_disk_names_the_file_being_written(tmp_path, capsys, monkeypatch, how):
-    """Row 10: a full disk during embed / encode read '320000 requested and 19424 written'
+    """A full disk during embed / encode read '320000 requested and 19424 written'
     (numpy) or '[Errno 28] No space left on device' without the file. Every atomic write now
     names it (and leaves no temporary file)."""
     import errno

@@ -1,5 +1,5 @@
 """`encode --dask-scheduler` at a server that accepts and stays silent,
-or at one that is not Dask (docs/RELIABILITY.md lists the rows). Servers bind 127.0.0.1 only
+or at one that is not Dask (docs/RELIABILITY.md lists both). Servers bind 127.0.0.1 only
 and every wait is bounded."""
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ class _Server:
 def test_encode_at_a_silent_or_non_dask_server_is_a_connection_error(
     tmp_path, capsys, mode, expected
 ):
-    """Row 6: a silent server (or an HTTP one) held `encode --dask-scheduler` for 300 s+ with no
-    message. Row 7: a peer that is not Dask gave distributed's 'Unable to allocate 3.07 EiB'
+    """A silent server (or an HTTP one) held `encode --dask-scheduler` for 300 s+ with no
+    message; a peer that is not Dask gave distributed's 'Unable to allocate 3.07 EiB'
     traceback. Both are now a one-line connection error, within --dask-timeout."""
     server = _Server(mode)
     try:

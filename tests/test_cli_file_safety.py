@@ -1,5 +1,5 @@
-"""Outputs that are inputs, FIFOs and devices given as models or
-inputs, and temporary files left by killed writers (docs/RELIABILITY.md lists the rows)."""
+"""Outputs that are inputs, FIFOs and devices given as models or inputs, and temporary files
+left by killed writers, through the command line (docs/RELIABILITY.md lists each)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ SAME_FILE_CASES = [
 def test_an_output_that_is_an_input_is_refused_before_any_work(
     files, capsys, monkeypatch, argv, named
 ):
-    """Rows 1-3: `train-sent2vec -input x -output x`, `embed -i f -o f` and `tokenize -i f -o f`
+    """`train-sent2vec -input x -output x`, `embed -i f -o f` and `tokenize -i f -o f`
     replaced the input with the results (rc 0). Every command that reads and writes files now
     refuses, before loading anything, an output that is an input (also through a symbolic or
     hard link, or a directory replaced whole that holds the input)."""
@@ -132,7 +132,7 @@ def test_distinct_outputs_and_stdio_still_pass(files, capsys):
     ids=lambda a: " ".join(a[:3]).replace("{", "").replace("}", ""),
 )
 def test_a_fifo_or_device_is_named_for_what_it_is(files, capsys, argv):
-    """Row 12: a FIFO or a device as a model said "not found" / "missing" (and `convert` of a
+    """A FIFO or a device as a model said "not found" / "missing" (and `convert` of a
     FIFO blocked reading it). Now the message says what it is."""
     fifo = files / "fifo"
     os.mkfifo(fifo)
@@ -155,8 +155,8 @@ def _kill9_writer(target: Path) -> None:
 
 
 def test_temp_files_of_killed_writers_are_removed_by_the_next_write(tmp_path, capsys):
-    """Row 8: `kill -9` during `convert` left hidden `.NAME.<rand>.tmp` files that no later run
-    removed. Temporary names now carry the writer's pid (and host); the next write in the folder
+    """`kill -9` during `convert` left hidden `.NAME.<rand>.tmp` files that no later run
+    removed. Temporary names carry the writer's pid, start time and host; the next write in the folder
     removes those of dead processes, never a live one's or names it did not make."""
     from sentvec._io import host_tag
 
@@ -185,7 +185,7 @@ def test_temp_files_of_killed_writers_are_removed_by_the_next_write(tmp_path, ca
 
 
 def test_kill9_during_convert_leaves_nothing_after_the_next_convert(tmp_path, capsys):
-    """Row 8 through the CLI: a `convert` killed with SIGKILL while writing, then a second
+    """Through the CLI: a `convert` killed with SIGKILL while writing, then a second
     `convert` into the same folder: only the model directory remains."""
     import signal
     import time
