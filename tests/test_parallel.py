@@ -11,7 +11,7 @@ import pytest
 import sentvec
 from sentvec import _parallel
 from sentvec._parallel import (
-    MIN_ITEMS_PER_THREAD,
+    MIN_PARALLEL_ITEMS,
     PIECES_PER_THREAD,
     available_cpus,
     fan_out,
@@ -33,24 +33,26 @@ def test_available_cpus_without_affinity_uses_cpu_count(monkeypatch):
     assert available_cpus() == 1
 
 
-@pytest.mark.parametrize("n", [0, 1, MIN_ITEMS_PER_THREAD, 2 * MIN_ITEMS_PER_THREAD - 1])
-def test_too_few_items_for_two_threads_make_one_piece(n):
+@pytest.mark.parametrize("n", [0, 1, MIN_PARALLEL_ITEMS - 1])
+def test_too_few_items_make_one_piece(n):
     assert piece_bounds(n, threads=16) == [0, n]
     assert kernel_executor(16, n) is None
 
 
-def test_each_thread_gets_enough_items_and_several_pieces():
-    n = 5 * MIN_ITEMS_PER_THREAD + 7
-    bounds = piece_bounds(n, threads=16)  # 5 threads' worth of items, not 16
-    assert len(bounds) - 1 == 5 * PIECES_PER_THREAD
+def test_every_thread_gets_several_even_pieces():
+    n = MIN_PARALLEL_ITEMS + 7
+    bounds = piece_bounds(n, threads=16)
+    assert len(bounds) - 1 == 16 * PIECES_PER_THREAD
     assert bounds[0] == 0 and bounds[-1] == n
     sizes = [b - a for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     assert max(sizes) - min(sizes) <= 1
     assert piece_bounds(n, threads=1) == [0, n]
+    assert kernel_executor(1, n) is None
+    assert len(piece_bounds(MIN_PARALLEL_ITEMS, threads=1024)) - 1 == MIN_PARALLEL_ITEMS
 
 
 def test_fan_out_covers_the_range_in_order_on_several_threads():
-    n = 4 * MIN_ITEMS_PER_THREAD
+    n = 4 * MIN_PARALLEL_ITEMS
     names: set[str] = set()
     barrier = threading.Barrier(2, timeout=30)
 
@@ -67,11 +69,11 @@ def test_fan_out_covers_the_range_in_order_on_several_threads():
 
 
 def test_fan_out_on_a_given_executor_and_errors_reach_the_caller():
-    n = 2 * MIN_ITEMS_PER_THREAD
+    n = 2 * MIN_PARALLEL_ITEMS
     pool = kernel_executor(4, n)
     assert pool is not None
     try:
-        assert fan_out(lambda a, b: b - a, piece_bounds(n, 4), pool) == [n // 8] * 8
+        assert fan_out(lambda a, b: b - a, piece_bounds(n, 4), pool) == [n // 16] * 16
 
         def fail(a: int, b: int) -> None:
             raise ValueError(f"piece {a}")

@@ -2,8 +2,8 @@
 
 Sent2Vec inference, the static encoders' mean of rows and the Moses tokenizer run numba kernels
 compiled with ``nogil=True`` over a range of items ``[start, stop)``. :func:`fan_out` splits the
-range into pieces and runs them on threads; the rules (how many items make a thread worth
-starting, how many pieces per thread) are written here once.
+range into pieces and runs them on threads; the rules (how many items are worth splitting, how
+many pieces per thread) are written here once.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 __all__ = [
-    "MIN_ITEMS_PER_THREAD",
+    "MIN_PARALLEL_ITEMS",
     "PIECES_PER_THREAD",
     "available_cpus",
     "fan_out",
@@ -24,9 +24,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: Fewest items a thread is given: below twice this, a range runs on the calling thread (a
-#: thread's start and join cost more than the kernel saves on fewer items).
-MIN_ITEMS_PER_THREAD = 2048
+#: Fewest items worth splitting over threads: a shorter range runs on the calling thread (the
+#: threads' start and join would cost about what the kernel saves).
+MIN_PARALLEL_ITEMS = 2048
 #: Pieces per thread: uneven items (long sentences, long lines) even out over several pieces.
 PIECES_PER_THREAD = 4
 
@@ -50,9 +50,9 @@ def available_cpus() -> int:
 def piece_bounds(n: int, threads: int) -> list[int]:
     """Where :func:`fan_out` cuts ``[0, n)``: ``[0, ..., n]``, one piece per consecutive pair.
 
-    ``min(threads, n // MIN_ITEMS_PER_THREAD)`` threads work, each on
-    :data:`PIECES_PER_THREAD` pieces of (nearly) equal size; a single piece ``[0, n]`` when that
-    is one thread or fewer.
+    ``threads`` threads work, each on :data:`PIECES_PER_THREAD` pieces of (nearly) equal size
+    (at most ``n`` pieces); a single piece ``[0, n]`` for one thread or fewer than
+    :data:`MIN_PARALLEL_ITEMS` items.
 
     Parameters
     ----------
@@ -66,10 +66,9 @@ def piece_bounds(n: int, threads: int) -> list[int]:
     list of int
         Non-decreasing bounds, first 0, last ``n``.
     """
-    use = min(threads, n // MIN_ITEMS_PER_THREAD)
-    if use <= 1:
+    if threads <= 1 or n < MIN_PARALLEL_ITEMS:
         return [0, n]
-    parts = use * PIECES_PER_THREAD
+    parts = min(threads * PIECES_PER_THREAD, n)
     return [n * i // parts for i in range(parts + 1)]
 
 
@@ -90,8 +89,7 @@ def kernel_executor(threads: int, n: int) -> ThreadPoolExecutor | None:
     -------
     concurrent.futures.ThreadPoolExecutor or None
     """
-    use = min(threads, n // MIN_ITEMS_PER_THREAD)
-    return ThreadPoolExecutor(use) if use > 1 else None
+    return ThreadPoolExecutor(threads) if threads > 1 and n >= MIN_PARALLEL_ITEMS else None
 
 
 def fan_out(
