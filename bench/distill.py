@@ -136,7 +136,7 @@ ABLATION = [
     ("Zipf a=3e-4 instead of SIF (an earlier default)", None, "zipf", 3e-4, "corpus", None, 0),
     ("uSIF instead of SIF a=5e-3", None, "usif", None, "corpus", None, 0),
     (
-        "the third session's defaults: mean_cls rows, uSIF",
+        "tuning round 3's defaults: mean_cls rows, uSIF",
         None,
         "usif",
         None,

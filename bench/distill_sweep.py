@@ -7,7 +7,7 @@ then runs the library's own steps (``plan_rows``, ``fit_rows``) and is scored as
 Counts "N lines" are the model's own token counts (teacher vocabulary + corpus words) of the
 first N lines, the lines mapped to the corpus words with ``retokenize`` as ``distill`` does.
 
-``--ideas``: the defaults of issue 30's second session (mean pooling, 200,000 lines counted and
+``--ideas``: tuning round 2's defaults (mean pooling, 200,000 lines counted and
 whitened, SIF a = 5e-3, 2,000 corpus words) against changes to the rows and weights that the first sweeps did not try (``IDEAS``):
 token-row pooling over the token's own positions or ``[CLS]`` only, rows divided by a power of
 their norm before the whitening, SIF's ``p`` backed off to Model2Vec's Zipf prior, SIF's ``a``
@@ -15,7 +15,7 @@ per row type, Zipfian whitening (Yokoi et al. 2024) instead of the sentence-leve
 The teacher rows of each pooling come from one forward pass (the library's ``token_rows``
 batching and precision), cached in ``--row-cache``.
 
-``--ideas5``: issue 30's fourth session, ``IDEAS5`` at the third session's defaults (``mean_cls``
+``--ideas5``: tuning round 4, ``IDEAS5`` at tuning round 3's defaults (``mean_cls``
 rows, uSIF, teacher vocabulary, the first 200,000 lines): spread lines, mean/``[CLS]`` mixing
 weights, over-whitening, weighted whitening, All-but-the-top, uSIF's n, unit-norm poolings,
 row norms, shrunk whitening (plan: ``docs/results/distill-sweep5-plan.md``). Only dev is
@@ -341,7 +341,7 @@ def ideas(args) -> int:
     from sentvec.encoders.sif import sif_weights
 
     n_lines = DEFAULT_WHITENING_SENTENCES
-    n_words = 2000  # the defaults the sweep ran at (issue 30, second session)
+    n_words = 2000  # the defaults the sweep ran at (tuning round 2)
     a = DEFAULT_SIF_A
     enc = TransformerEncoder.from_pretrained("minilm", layers=DEFAULT_LAYERS, device="cpu")
     assert enc.pooling == "mean" and enc.layer_indices == (6,), enc.layer_indices
@@ -463,7 +463,7 @@ def ideas(args) -> int:
     return 0
 
 
-# Issue 30, fourth session (docs/results/distill-sweep5-plan.md, fixed before the runs): changes
+# Tuning round 4 (docs/results/distill-sweep5-plan.md, fixed before the runs): changes
 # from the current defaults (mean_cls rows of the last layer, uSIF n = 11, teacher vocabulary,
 # the first 200,000 lines counted and whitened). Keys: "lines" ("spread": every 5th non-empty
 # line of the first 1,000,000), "mix" (weight of the mean rows; the [CLS] rows get 1 - mix),

@@ -10,7 +10,7 @@ so OUR vectors are L2-normalised (``normalize=True``) before comparing (max abs 
 By default a deterministic sample (every k-th distinct sentence, in first-seen order, so every
 task is represented) keeps the run to a couple of minutes on 2 cores; ``--all`` uses all ~26k.
 
-ONNX peers (issue 21):
+ONNX peers:
 
 * ``--st-onnx-python PY``: sentence-transformers with its ONNX backend
   (``SentenceTransformer(path, backend="onnx")``) on the same sentences and batch size, timed in a

@@ -1,20 +1,29 @@
-"""The package's import rules (docs/ARCHITECTURE.md), checked by walking the source with ``ast``.
+"""The rules of docs/ARCHITECTURE.md, each checked here by walking the source with ``ast``.
 
 * no import cycle between modules of ``sentvec`` (imports inside functions count too: a cycle
   that only closes at run time still ties the two modules together);
 * no ``_private`` name (module, function, class or constant) imported from another subpackage
   (``sentvec.encoders``, ``sentvec.evaluation``, ...). Private modules at the package root
   (``sentvec._io``, ``sentvec._validation``, ...) are the package's shared utilities: their public
-  names may be used everywhere, their private names nowhere outside them.
+  names may be used everywhere, their private names nowhere outside them;
+* every subpackage re-exports its public names; nothing outside ``cli/`` imports ``cli/``;
+* only the modules of :data:`TORCH_MODULES` import torch, and Sent2Vec work never loads it;
+* module and function sizes (:data:`MAX_MODULE_LINES`, :data:`MAX_FUNCTION_LINES`);
+* no capability of an encoder found by ``getattr`` / ``hasattr`` on it;
+* one home each: exception classes (``exceptions.py``), ``SENTVEC_*`` variables
+  (``_environment.py``), the CPU count (``_parallel.py``).
+
+A ``KNOWN_*`` set lists what breaks a rule today, by name; a test fails when a listed entry no
+longer breaks it, so the sets can only shrink.
 """
 
 from __future__ import annotations
 
 import ast
-import tokenize
+import builtins
+import importlib
+import re
 from pathlib import Path
-
-import pytest
 
 import sentvec
 
@@ -213,94 +222,321 @@ def test_top_level_type_checking_block_mirrors_lazy_names():
     assert declared == sentvec._LAZY
 
 
-def _logical_lines(path: Path) -> int:
-    """Statements in a module (tokenize's NEWLINE tokens): independent of how the formatter wraps
-    a long call or signature over several physical lines."""
-    with path.open("rb") as f:
-        return sum(1 for tok in tokenize.tokenize(f.readline) if tok.type == tokenize.NEWLINE)
+def _rel(name: str) -> str:
+    return str(MODULES[name].relative_to(ROOT.parent))
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_module_size(name):
-    lines = _logical_lines(MODULES[name])
-    limit = 750 if name == "sentvec.sent2vec.kernels" else 450
-    assert lines <= limit, f"{name} has {lines} logical lines (limit {limit}): split it by concept"
+def _tree(name: str) -> ast.Module:
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
 
 
-#: Longest function, in physical lines from its ``def`` (decorators aside) to its last line,
-#: docstring included.
-FUNCTION_LINES = 100
-#: Exempt: the Sent2Vec training kernels and the libstdc++ sort they emulate (numba), any other
-#: ``@njit`` kernel, and the argparse registration of a sub-command (``sentvec.cli.*.register``).
-KERNEL_MODULES = {"sentvec.sent2vec.kernels", "sentvec.sent2vec._stdsort"}
-#: Still longer than FUNCTION_LINES, each waiting to be split where a reader would split it.
-LONG_FUNCTIONS = {
-    "sentvec.cli.serve.run",
-    "sentvec.cli.whiten_sweep.run_whiten_sweep",
-    "sentvec.cluster.encode_file_distributed",
-    "sentvec.distillation.distill",
-    "sentvec.distillation.token_rows",
-    "sentvec.encoders.static.StaticEncoder.encode",
-    "sentvec.encoders.transformer.TransformerEncoder.from_pretrained",
-    "sentvec.evaluation.layers.analyze_layers",
-    "sentvec.evaluation.rte.score_rte",
-    "sentvec.evaluation.sts.evaluate_sts",
-    "sentvec.evaluation.table1.render_report",
-    "sentvec.evaluation.transfer.evaluate_transfer",
-    "sentvec.search.open_corpus_index",
+def test_nothing_outside_cli_imports_cli():
+    """``cli/`` is argparse wiring over the public API; ``python -m sentvec`` is its entry."""
+    bad = [
+        f"{_rel(name)}:{line}: imports {mod}"
+        for name in MODULES
+        if _owner(name) != "sentvec.cli" and name != "sentvec.__main__"  # the entry point
+        for mod, _, line in _imports(name)
+        if mod == "sentvec.cli" or mod.startswith("sentvec.cli.")
+    ]
+    assert bad == []
+
+
+# ---------------------------------------------------------------------------------- torch
+#: The only modules that import torch (at the top or inside a function), and why.
+TORCH_MODULES = {
+    "sentvec.encoders.transformer": "the transformer encoder's forward pass",
+    "sentvec.encoders.onnx_backend": "export to ONNX, tensors in and out of a session",
+    "sentvec.encoders.pooling": "masked pooling of hidden states (inside functions)",
+    "sentvec.distill.rows": "the teacher's thread count beside the corpus pass",
+    "sentvec.integrations.sentence_transformers": "the exported sentence-transformers modules",
+    "sentvec.cluster_worker": "torch's thread count on each Dask worker",
 }
 
 
-def _is_kernel(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any("njit" in ast.unparse(d) for d in node.decorator_list)
+def _imports_torch(name: str) -> bool:
+    for node in ast.walk(_tree(name)):
+        if isinstance(node, ast.Import) and any(
+            a.name.split(".")[0] == "torch" for a in node.names
+        ):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
+            if not node.level:
+                return True
+    return False
 
 
-def _long_functions(name: str, source: str) -> list[str]:
-    """``module.qualname (lines)`` of each function of module ``name`` (its ``source``) over
-    FUNCTION_LINES lines."""
-    out: list[str] = []
+def test_only_the_listed_modules_import_torch():
+    assert {name for name in MODULES if _imports_torch(name)} == set(TORCH_MODULES)
+
+
+def test_sent2vec_work_never_loads_torch(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import sentvec\n"
+        "from sentvec import Sent2Vec, load_encoder\n"
+        "m = load_encoder(sys.argv[1])\n"
+        "v = m.encode(['the cat sat on the mat .', 'hello world'])\n"
+        "assert isinstance(m, Sent2Vec) and v.shape[0] == 2\n"
+        "print(sorted(k for k in ('torch', 'transformers') if k in sys.modules))\n"
+    )
+    model = Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(model)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT.parent)},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------------------------- sizes
+MAX_MODULE_LINES = 800
+MAX_FUNCTION_LINES = 100
+#: numba kernel modules: exempt from both size limits (a kernel is one loop nest that splits
+#: badly, and numba compiles each function separately). Functions decorated with a numba
+#: ``jit`` are exempt wherever they are.
+KERNEL_MODULES = {"sentvec.sent2vec.kernels", "sentvec.sent2vec._stdsort"}
+#: Modules over the limit today (being split).
+KNOWN_OVERSIZE_MODULES = {
+    "sentvec.encoders.sif",
+    "sentvec.encoders.transformer",
+    "sentvec.evaluation.sts",
+    "sentvec.evaluation.transfer",
+}
+#: Functions over the limit today (being split), as ``module:qualified name``.
+KNOWN_OVERSIZE_FUNCTIONS = {
+    "sentvec.cli.serve:run",
+    "sentvec.cli.whiten_sweep:run_whiten_sweep",
+    "sentvec.cluster:encode_file_distributed",
+    "sentvec.encoders.static:StaticEncoder.encode",
+    "sentvec.encoders.transformer:TransformerEncoder.from_pretrained",
+    "sentvec.evaluation.layers:analyze_layers",
+    "sentvec.evaluation.rte:score_rte",
+    "sentvec.evaluation.sts:evaluate_sts",
+    "sentvec.evaluation.table1:render_report",
+    "sentvec.evaluation.transfer:evaluate_transfer",
+    "sentvec.search:open_corpus_index",
+}
+
+
+def _module_lines(name: str) -> int:
+    return len(MODULES[name].read_text(encoding="utf-8").splitlines())
+
+
+def _oversize_modules() -> set[str]:
+    return {
+        name
+        for name in MODULES
+        if name not in KERNEL_MODULES and _module_lines(name) > MAX_MODULE_LINES
+    }
+
+
+def _is_jitted(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("jit" in ast.unparse(d) for d in node.decorator_list)
+
+
+def _functions(name: str) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualified name, node) of every function of a module, methods and nested ones included."""
+    out = []
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ClassDef):
-                visit(child, f"{prefix}.{child.name}")
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                qualname = f"{prefix}.{child.name}"
-                lines = child.end_lineno - child.lineno + 1
-                registration = name.startswith("sentvec.cli.") and child.name == "register"
-                if lines > FUNCTION_LINES and not (_is_kernel(child) or registration):
-                    out.append(f"{qualname} ({lines} lines)")
-                visit(child, f"{qualname}.<locals>")
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                out.append((prefix + child.name, child))
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
             else:
                 visit(child, prefix)
 
-    visit(ast.parse(source), name)
+    visit(_tree(name), "")
     return out
 
 
-def test_long_function_finder_names_methods_and_closures_and_exempts_kernels():
-    def body(indent: int) -> str:
-        return "".join(f"{' ' * indent}x{i} = {i}\n" for i in range(FUNCTION_LINES))
+def _oversize_functions() -> set[str]:
+    found = set()
+    for name in MODULES:
+        if name in KERNEL_MODULES:
+            continue
+        for qualname, node in _functions(name):
+            if _is_jitted(node):
+                continue
+            if _owner(name) == "sentvec.cli" and qualname == "register":  # argparse wiring
+                continue
+            assert node.end_lineno is not None
+            if node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                found.add(f"{name}:{qualname}")
+    return found
 
-    source = (
-        f"class C:\n    def long(self):\n{body(8)}    def short(self):\n        pass\n"
-        f"def outer():\n    def inner():\n{body(8)}"
-        f"@njit(cache=True)\ndef kernel():\n{body(4)}"
-    )
-    assert _long_functions("sentvec.m", source) == [
-        f"sentvec.m.C.long ({FUNCTION_LINES + 1} lines)",
-        f"sentvec.m.outer ({FUNCTION_LINES + 2} lines)",
-        f"sentvec.m.outer.<locals>.inner ({FUNCTION_LINES + 1} lines)",
+
+def test_module_size():
+    oversize = _oversize_modules()
+    new = sorted(f"{n} ({_module_lines(n)} lines)" for n in oversize - KNOWN_OVERSIZE_MODULES)
+    assert new == [], f"modules over {MAX_MODULE_LINES} lines: split them by concept"
+    fixed = sorted(KNOWN_OVERSIZE_MODULES - oversize)
+    assert fixed == [], "no longer over the limit: remove them from KNOWN_OVERSIZE_MODULES"
+
+
+def test_function_size():
+    oversize = _oversize_functions()
+    new = sorted(oversize - KNOWN_OVERSIZE_FUNCTIONS)
+    assert new == [], f"functions over {MAX_FUNCTION_LINES} lines: split them"
+    fixed = sorted(KNOWN_OVERSIZE_FUNCTIONS - oversize)
+    assert fixed == [], "no longer over the limit: remove them from KNOWN_OVERSIZE_FUNCTIONS"
+
+
+def test_kernel_modules_exist():
+    assert KERNEL_MODULES <= set(MODULES)
+
+
+# ------------------------------------------------------------------------ capability probing
+#: Names an encoder is bound to in the source; ``getattr(encoder, ...)`` / ``hasattr`` on one
+#: discovers a capability by an attribute's name, which neither mypy nor a test sees renamed.
+ENCODER_NAMES = {"encoder", "enc", "_encoder", "inner", "teacher"}
+#: ``getattr`` / ``hasattr`` calls on an encoder per module today (being replaced by the
+#: declared capabilities of ``encoders/base.py``).
+KNOWN_CAPABILITY_PROBES = {
+    "sentvec.cache": 1,
+    "sentvec.cache_keys": 1,
+    "sentvec.cli._args": 1,
+    "sentvec.cli.eval_sts": 2,
+    "sentvec.cli.report": 2,
+    "sentvec.cluster_worker": 1,
+    "sentvec.encoders.base": 4,
+    "sentvec.encoders.pipeline": 4,
+    "sentvec.encoders.sif": 2,
+    "sentvec.evaluation.rte": 2,
+    "sentvec.evaluation.sts": 2,
+    "sentvec.evaluation.table1": 1,
+    "sentvec.integrations.mteb": 7,
+    "sentvec.integrations.sentence_transformers": 1,
+    "sentvec.serve.served_model": 12,
+}
+
+
+def _capability_probes(tree: ast.AST) -> int:
+    n = 0
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr")
+            and node.args
+        ):
+            first = node.args[0]
+            bound = first.id if isinstance(first, ast.Name) else getattr(first, "attr", None)
+            n += bound in ENCODER_NAMES
+    return n
+
+
+def test_no_capability_probing_on_encoders():
+    counts = {name: _capability_probes(_tree(name)) for name in MODULES}
+    counts = {name: n for name, n in counts.items() if n}
+    more = {n: c for n, c in counts.items() if c > KNOWN_CAPABILITY_PROBES.get(n, 0)}
+    assert more == {}, "declare the capability in encoders/base.py and test it with isinstance"
+    fewer = {n: c for n, c in KNOWN_CAPABILITY_PROBES.items() if counts.get(n, 0) < c}
+    assert fewer == {}, "fewer probes than listed: lower KNOWN_CAPABILITY_PROBES"
+
+
+def test_the_probe_finder_sees_getattr_on_an_encoder():
+    tree = ast.parse("getattr(encoder, 'count_tokens', None)\nhasattr(self.encoder, 'x')\n")
+    assert _capability_probes(tree) == 2
+    assert _capability_probes(ast.parse("getattr(config, 'x', None)")) == 0
+
+
+# ---------------------------------------------------------------------------------- one home
+_BUILTIN_EXCEPTIONS = {
+    n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+}
+#: Raised and caught inside one module, never seen by a caller.
+INTERNAL_EXCEPTIONS = {"sentvec.sent2vec._scan.TooManyTokens"}
+
+
+def test_public_exception_classes_live_in_the_exceptions_module():
+    from sentvec import exceptions
+
+    bases = _BUILTIN_EXCEPTIONS | set(exceptions.__all__)
+    found = []
+    for name in MODULES:
+        if name == "sentvec.exceptions":
+            continue
+        for node in ast.walk(_tree(name)):
+            if not isinstance(node, ast.ClassDef) or node.name.startswith("_"):
+                continue
+            names = {
+                b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases
+            }
+            if names & bases and f"{name}.{node.name}" not in INTERNAL_EXCEPTIONS:
+                found.append(f"{_rel(name)}:{node.lineno}: {node.name}")
+    assert found == [], "define public exception classes in sentvec/exceptions.py"
+
+
+_SENTVEC_VARIABLE = re.compile(r"^SENTVEC_[A-Z0-9_]+$")
+
+
+def _environ_reads(tree: ast.AST) -> list[tuple[int, ast.expr]]:
+    """(line, key) of every ``os.environ.get(key)``, ``os.environ[key]`` (read) and
+    ``os.getenv(key)`` of a module."""
+
+    def is_environ(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.func, ast.Attribute):
+            f = node.func
+            if (f.attr in ("get", "pop") and is_environ(f.value)) or f.attr == "getenv":
+                out.append((node.lineno, node.args[0]))
+        elif isinstance(node, ast.Subscript) and is_environ(node.value):
+            if isinstance(node.ctx, ast.Load):
+                out.append((node.lineno, node.slice))
+    return out
+
+
+def _key_text(module: str, key: ast.expr) -> str | None:
+    """The text of an environment key: a literal, or a module constant's value."""
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return key.value
+    if isinstance(key, ast.Name):
+        value = getattr(importlib.import_module(module), key.id, None)
+        return value if isinstance(value, str) else None
+    return None
+
+
+def test_sentvec_variables_are_read_only_through_their_declaration():
+    found = []
+    for name in MODULES:
+        if name == "sentvec._environment":
+            continue
+        tree = _tree(name)
+        for node in ast.walk(tree):  # the variable's name, spelled out
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if _SENTVEC_VARIABLE.match(node.value):
+                    found.append(f"{_rel(name)}:{node.lineno}: {node.value!r}")
+        for line, key in _environ_reads(tree):
+            text = _key_text(name, key)
+            if text is None or text.startswith("SENTVEC_"):
+                found.append(f"{_rel(name)}:{line}: reads os.environ[{ast.unparse(key)}]")
+    assert found == [], "declare and read SENTVEC_* variables in sentvec/_environment.py"
+
+
+def test_the_environment_checker_sees_a_direct_read():
+    tree = ast.parse('import os\nx = os.environ.get("SENTVEC_X")\ny = os.environ["SENTVEC_Y"]\n')
+    assert [_key_text("os", k) for _, k in _environ_reads(tree)] == ["SENTVEC_X", "SENTVEC_Y"]
+
+
+def test_the_cpu_count_is_read_only_by_available_cpus():
+    found = [
+        f"{_rel(name)}:{node.lineno}: {node.attr}"
+        for name in MODULES
+        if name != "sentvec._parallel"
+        for node in ast.walk(_tree(name))
+        if isinstance(node, ast.Attribute) and node.attr in ("cpu_count", "sched_getaffinity")
     ]
-    registration = f"def register(parser):\n{body(4)}"
-    assert _long_functions("sentvec.cli.x", registration) == []
-    assert _long_functions("sentvec.x", registration) == [
-        f"sentvec.x.register ({FUNCTION_LINES + 1} lines)"
-    ]
-
-
-@pytest.mark.parametrize("name", sorted(set(MODULES) - KERNEL_MODULES))
-def test_function_size(name):
-    source = MODULES[name].read_text(encoding="utf-8")
-    long = [f for f in _long_functions(name, source) if f.split(" (")[0] not in LONG_FUNCTIONS]
-    assert long == [], f"over {FUNCTION_LINES} lines: {long}; split them where a reader would"
+    assert found == [], "use sentvec._parallel.available_cpus"

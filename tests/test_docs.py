@@ -216,6 +216,35 @@ def test_pages_teach_without_the_history_of_their_making():
     assert not found, "say what the software does, not how it was made:\n" + "\n".join(found)
 
 
+#: The same in source and tests, where "session" is a technical word (an ONNX Runtime session,
+#: a pytest fixture's scope): issue numbers, numbered rows of a work list, the team's passes.
+CODE_PROCESS_WORDS = re.compile(
+    r"\bissues? ?#?\d+|\bissue_?\d+|\b(?:first|second|third|fourth|fifth) session\b"
+    r"|\bsittings?\b|\bbreak-it\b|\bhostile pass\b|\bthe team\b|\bthe brief\b|\bthis branch\b"
+    r"|\b[Rr]ows? \d+(?:-\d+)?(?::|, the)",
+    re.I,
+)
+#: Test files are named after what they cover.
+PROCESS_FILE_NAMES = re.compile(r"issue|hardening|session|break_?it|hostile", re.I)
+
+
+def test_code_and_tests_say_what_they_do_not_how_they_were_made():
+    files = [*sorted((REPO / "src").rglob("*.py")), *sorted((REPO / "tests").rglob("*.py"))]
+    found = [
+        f"{path.relative_to(REPO)}:{text.count(chr(10), 0, m.start()) + 1}: {m[0]!r}"
+        for path in files
+        if path != Path(__file__).resolve()  # the patterns themselves
+        for text in [path.read_text("utf-8")]
+        for m in CODE_PROCESS_WORDS.finditer(text)
+    ]
+    found += [
+        str(path.relative_to(REPO))
+        for path in files
+        if PROCESS_FILE_NAMES.search(path.name) or PROCESS_FILE_NAMES.search(path.parent.name)
+    ]
+    assert not found, "say what the code does and name tests after it:\n" + "\n".join(found)
+
+
 _CODE_SPAN_WITH_ESCAPED_PIPE = re.compile(r"`[^`\n]*\\\|[^`\n]*`")
 
 

@@ -176,3 +176,42 @@ def test_the_corpus_pass_result_is_never_unpickled(tmp_path):
     child = CorpusPassProcess(str(tmp_path), done)
     assert child.result(([], np.zeros(0, bool), {}, None)) is None
     assert not marker.exists()
+
+
+@linux_proc
+def test_atomic_writers_temporaries_are_judged_by_pid_and_start_time(tmp_path):
+    """The temporary files of ``make_temp`` follow the run folders' rule: a live process that
+    was given a dead writer's pid does not keep the writer's files."""
+    from sentvec._io import make_temp, remove_stale_temps
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        start = process_start_time(live.pid)
+        here = host_tag()
+        names = {
+            "reused": f".m.bin.sentvec-{live.pid}-{start + 1}-{here}-abcdefgh.tmp",
+            "dead": f".m.bin.sentvec-{dead.pid}-{start}-{here}-abcdefgh.old",
+            "dead_pid_only": f".m.bin.sentvec-{dead.pid}-{here}-abcdefgh.tmp",  # earlier names
+            "live": f".m.bin.sentvec-{live.pid}-{start}-{here}-abcdefgh.tmp",
+            "live_pid_only": f".m.bin.sentvec-{live.pid}-{here}-abcdefgh.tmp",
+            "unknown": ".m.bin.k3j4h5g6.tmp",
+        }
+        for name in names.values():
+            (tmp_path / name).write_bytes(b"y")
+        (tmp_path / names["dead"]).unlink()
+        (tmp_path / names["dead"]).mkdir()  # a temporary directory of a directory write
+        removed = remove_stale_temps(tmp_path)
+        gone = {"reused", "dead", "dead_pid_only"}
+        assert sorted(removed) == sorted(tmp_path / names[k] for k in gone)
+        for key, name in names.items():
+            assert (tmp_path / name).exists() == (key not in gone), key
+    finally:
+        live.kill()
+        live.wait()
+    fd, path = make_temp(tmp_path / "new.npy")
+    os.close(fd)
+    own = process_start_time(os.getpid())
+    assert Path(path).name.startswith(f".new.npy.sentvec-{os.getpid()}-{own}-{host_tag()}-")
+    assert remove_stale_temps(tmp_path) == []  # this process's own file stays

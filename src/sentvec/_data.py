@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from sentvec._environment import DATA
+
 #: Directory of the data copied into the package (see ``data/PROVENANCE.md``).
 PACKAGE_DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -19,9 +21,7 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
     FileNotFoundError
         If the chosen directory does not exist.
     """
-    chosen = (
-        override if override is not None else os.environ.get("SENTVEC_DATA") or PACKAGE_DATA_DIR
-    )
+    chosen = override if override is not None else DATA.value() or PACKAGE_DATA_DIR
     p = Path(chosen)
     if not p.is_dir():
         raise FileNotFoundError(f"data directory not found: {str(p)!r}")

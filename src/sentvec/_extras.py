@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from sentvec.exceptions import MissingExtraError
+
 __all__ = ["EXTRAS", "MissingExtraError", "require_extra", "missing_extra_error"]
 
 # extra (pyproject.toml [project.optional-dependencies]) -> the top-level modules sentvec
@@ -24,35 +26,6 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "static": ("wordllama",),
     "serve": ("fastapi", "uvicorn", "orjson", "prometheus_client"),
 }
-
-
-class MissingExtraError(ImportError):
-    """An optional dependency of sentvec is not installed.
-
-    Parameters
-    ----------
-    extra : str
-        The extra that installs it (a key of :data:`EXTRAS`).
-    module : str
-        The top-level module that was not found.
-    feature : str, optional
-        What needs it, for the message (``"sentvec serve"``).
-
-    Attributes
-    ----------
-    extra, module, feature : str
-        As given; ``name`` (``ImportError``'s) is ``module`` too.
-    """
-
-    def __init__(self, extra: str, module: str, feature: str | None = None) -> None:
-        self.extra = extra
-        self.module = module
-        self.feature = feature or f"the {extra!r} extra"
-        super().__init__(
-            f"{self.feature} needs the optional module {module!r}: pip install 'sentvec[{extra}]'"
-            f" (in a clone: pip install -e '.[{extra}]')",
-            name=module,
-        )
 
 
 def require_extra(extra: str, feature: str | None = None) -> None:

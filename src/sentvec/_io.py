@@ -27,10 +27,14 @@ from sentvec._path_checks import check_model_path as check_model_path
 from sentvec._path_checks import check_output_path as check_output_path
 from sentvec._path_checks import check_outputs_not_inputs as check_outputs_not_inputs
 from sentvec._readers import check_regular_file, read_json_object
+from sentvec._tempdirs import host_tag as host_tag  # re-exported: its earlier home
+from sentvec._tempdirs import owner_tag, remove_dead_entries
+from sentvec._tempdirs import pid_alive as pid_alive  # re-exported: its earlier home
 from sentvec._text_lines import CONVERT_HINT as CONVERT_HINT
 from sentvec._text_lines import UTF8_BOM as UTF8_BOM
 from sentvec._text_lines import TextLineReader as TextLineReader
 from sentvec._text_lines import read_text_lines as read_text_lines
+from sentvec.exceptions import DiskFullError
 
 
 def _umask() -> int:
@@ -42,51 +46,29 @@ def _umask() -> int:
 
 # ------------------------------------------------------------------ temporary files
 #: Marks the temporary files and directories of sentvec's atomic writers:
-#: ``.<target name>.sentvec-<pid>-<host tag>-<random><suffix>``.
+#: ``.<target name>.sentvec-<pid>-<start>-<host tag>-<random><suffix>`` (owner: ``owner_tag``).
 TEMP_MARK = "sentvec"
 _TEMP_RE = re.compile(
+    r"^\.(?P<name>.+)\.sentvec-(?P<pid>[0-9]+)-(?P<start>[0-9]+)-(?P<host>[0-9a-f]{8})"
+    r"-[a-z0-9_]+\.(tmp|old)$"
+)
+#: Names of earlier versions, without the start time: judged by the pid alone.
+_PID_ONLY_TEMP_RE = re.compile(
     r"^\.(?P<name>.+)\.sentvec-(?P<pid>[0-9]+)-(?P<host>[0-9a-f]{8})-[a-z0-9_]+\.(tmp|old)$"
 )
 _swept: set[str] = set()  # directories already swept by this process
 
 
-def pid_alive(pid: int) -> bool:
-    """True if a process ``pid`` exists on this host (``os.kill(pid, 0)``; no signal is sent).
-
-    A process of another user counts as alive. A pid reused by a new process also counts as
-    alive: a dead run's leftovers are then kept longer, never a live one's removed.
-    """
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, owned by another user
-        return True
-    except OverflowError:  # not a pid of this system
-        return False
-    return True
-
-
-def host_tag() -> str:
-    """Eight hex digits of this host's name: temporary names made elsewhere (a network file
-    system shared by several hosts) are never judged by the pids of this one."""
-    import hashlib
-    import socket
-
-    return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
-
-
 def remove_stale_temps(directory: str | os.PathLike[str]) -> list[Path]:
     """Remove the temporary files and directories that dead sentvec writers left in ``directory``.
 
-    A name made by :func:`make_temp` records the writer's pid and host. An entry is removed
-    when its host is this host, its pid is not this process and no process with that pid is
-    alive (the writer was killed with ``kill -9``, crashed, or the machine lost power: cases
-    no signal handler covers). Entries of live processes, of other hosts, and names not made
-    by :func:`make_temp` (older versions' ``.NAME.<random>.tmp`` included: their writer is
-    unknown) are left alone.
+    A name made by :func:`make_temp` records the writer's pid, start time and host. An entry
+    is removed when its host is this host, its pid is not this process and its writer no longer
+    runs (killed with ``kill -9``, crashed, or the machine lost power: cases no signal handler
+    covers); a new process that was given the pid is not the writer. Entries of live
+    processes, of other hosts, and names not made by :func:`make_temp` (older versions'
+    ``.NAME.<random>.tmp`` included: their writer is unknown) are left alone. The rule is
+    :func:`sentvec._tempdirs.remove_dead_entries`, shared with the run folders.
 
     Parameters
     ----------
@@ -97,32 +79,12 @@ def remove_stale_temps(directory: str | os.PathLike[str]) -> list[Path]:
     list of pathlib.Path
         What was removed (nothing when ``directory`` cannot be listed).
     """
-    import shutil
-
-    removed: list[Path] = []
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return removed
-    here, me = host_tag(), os.getpid()
-    for name in names:
-        m = _TEMP_RE.match(name)
-        if m is None or m["host"] != here or int(m["pid"]) == me or pid_alive(int(m["pid"])):
-            continue
-        entry = Path(directory) / name
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                entry.unlink()
-        if not os.path.lexists(entry):
-            removed.append(entry)
-    return removed
+    return remove_dead_entries(directory, (_TEMP_RE, _PID_ONLY_TEMP_RE))
 
 
 def temp_prefix(target: str | os.PathLike[str]) -> str:
     """The name prefix of this process's temporary files for ``target`` (see :data:`TEMP_MARK`)."""
-    return f".{Path(target).name}.{TEMP_MARK}-{os.getpid()}-{host_tag()}-"
+    return f".{Path(target).name}.{TEMP_MARK}-{owner_tag()}-"
 
 
 def make_temp(
@@ -189,10 +151,6 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb", **kwargs: Any) -
                 "another location (nothing was written there)",
             ) from exc
         raise
-
-
-class DiskFullError(OSError):
-    """A write failed for lack of space (or quota); the message names the file and the folder."""
 
 
 def is_disk_full(exc: BaseException) -> bool:

@@ -25,6 +25,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from sentvec._environment import COMPILE_CHILD
+from sentvec._parallel import available_cpus
+
 __all__ = [
     "COMPILING_NOTICE",
     "compile_in_child",
@@ -165,13 +168,10 @@ def spare_core() -> bool:
 
     ``SENTVEC_COMPILE_CHILD=1`` or ``0`` overrides the guess (``auto``, the default, keeps it).
     """
-    forced = os.environ.get("SENTVEC_COMPILE_CHILD", "auto").strip().lower()
+    forced = (COMPILE_CHILD.value() or "auto").strip().lower()
     if forced in ("0", "1"):
         return forced == "1"
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        n = os.cpu_count() or 1
+    n = available_cpus()
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - Windows

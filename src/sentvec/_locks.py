@@ -9,12 +9,10 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+from sentvec.exceptions import DirectoryLockedError
+
 #: Name of the lock file :class:`DirectoryLock` keeps in a directory being written.
 LOCK_NAME = ".sentvec.lock"
-
-
-class DirectoryLockedError(OSError):
-    """Another process is writing the directory (its lock file names the holder)."""
 
 
 class DirectoryLock:

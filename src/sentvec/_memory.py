@@ -15,6 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sentvec._environment import MAX_MEMORY
+from sentvec.exceptions import InsufficientMemoryError
+
 __all__ = [
     "InsufficientMemoryError",
     "available_memory",
@@ -25,7 +28,7 @@ __all__ = [
 ]
 
 #: Environment variable: a memory limit for every guarded operation ("16G", "500M", bytes).
-MAX_MEMORY_ENV = "SENTVEC_MAX_MEMORY"
+MAX_MEMORY_ENV = MAX_MEMORY.name
 
 _UNITS = {
     "": 1,
@@ -43,13 +46,6 @@ _UNITS = {
     "tb": 1 << 40,
     "tib": 1 << 40,
 }
-
-
-class InsufficientMemoryError(ValueError, MemoryError):
-    """The estimated memory of an operation exceeds what is available (or the limit).
-
-    A ``ValueError`` (the command line prints it as one error line) and a ``MemoryError``.
-    """
 
 
 def format_bytes(n: float) -> str:
@@ -141,8 +137,8 @@ def check_memory(
         How to reduce the need, appended to the message.
     """
     source = "--max-memory"
-    if max_memory is None and os.environ.get(MAX_MEMORY_ENV):
-        max_memory, source = os.environ[MAX_MEMORY_ENV], f"${MAX_MEMORY_ENV}"
+    if max_memory is None and MAX_MEMORY.value():
+        max_memory, source = MAX_MEMORY.value(), f"${MAX_MEMORY_ENV}"
     if max_memory is not None:
         limit = parse_memory_size(max_memory)
         where = f"the limit {format_bytes(limit)} ({source})"

@@ -13,15 +13,16 @@ A run shorter than one interval prints no record at all, so quick commands stay 
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import IO, Any
 
+from sentvec._environment import PROGRESS_INTERVAL
+
 __all__ = ["progress_bar", "record_interval", "PROGRESS_INTERVAL_ENV"]
 
 #: Environment variable: seconds between progress records off a terminal (default 30).
-PROGRESS_INTERVAL_ENV = "SENTVEC_PROGRESS_INTERVAL"
+PROGRESS_INTERVAL_ENV = PROGRESS_INTERVAL.name
 
 
 #: One record: what, how far, elapsed < remaining (ETA), rate, the caller's postfix.
@@ -36,7 +37,7 @@ def record_interval() -> float:
     """Seconds between progress records when stderr is not a terminal (``$SENTVEC_PROGRESS_INTERVAL``,
     default 30; a value that is not a non-negative number means the default)."""
     try:
-        value = float(os.environ.get(PROGRESS_INTERVAL_ENV, "30"))
+        value = float(PROGRESS_INTERVAL.value() or "30")
     except ValueError:
         return 30.0
     return value if value >= 0 else 30.0

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._environment import CACHE, CACHE_MAX_GB, default_cache_dir
 from sentvec._io import atomic_save_npy, atomic_write_bytes, atomic_write_json, load_npy
 from sentvec.cache_keys import (
     CACHE_FORMAT_VERSION,
@@ -73,6 +74,7 @@ from sentvec.cache_keys import (
     sentences_sha256,
 )
 from sentvec.encoders.base import Encoder
+from sentvec.exceptions import CacheWarning
 
 #: The public names; those of the keys (:mod:`sentvec.cache_keys`) stay importable from here.
 __all__ = [
@@ -106,9 +108,9 @@ __all__ = [
 ]
 
 #: Environment variable naming the cache directory.
-CACHE_ENV = "SENTVEC_CACHE"
+CACHE_ENV = CACHE.name
 #: Environment variable: the most GiB the vector entries may take (see :class:`VectorCache`).
-CACHE_MAX_ENV = "SENTVEC_CACHE_MAX_GB"
+CACHE_MAX_ENV = CACHE_MAX_GB.name
 #: The default of :data:`CACHE_MAX_ENV`, in bytes.
 DEFAULT_CACHE_MAX_BYTES = 10 * 2**30
 #: Sub-directory of the cache root holding sentence-vector entries.
@@ -123,10 +125,6 @@ _ROW_ID_BYTES = 16
 CHECKSUM_FIELD = "content_sha256"
 #: Field of a per-layer entry's key file holding the SHA-256 of its ``.rows`` file.
 ROWS_CHECKSUM_FIELD = "rows_sha256"
-
-
-class CacheWarning(UserWarning):
-    """A cache entry was unusable (corrupt or mismatched) and is being recomputed."""
 
 
 class _LayerOutOfRange(ValueError):
@@ -160,7 +158,7 @@ def _entry_checksums(stored: np.ndarray, *, per_state: bool) -> list[str]:
 
 
 def _max_bytes_from_env() -> int:
-    text = os.environ.get(CACHE_MAX_ENV, "").strip()
+    text = (CACHE_MAX_GB.value() or "").strip()
     if not text:
         return DEFAULT_CACHE_MAX_BYTES
     try:
@@ -170,14 +168,6 @@ def _max_bytes_from_env() -> int:
     if not gib >= 0 or gib == float("inf"):
         raise ValueError(f"${CACHE_MAX_ENV} must be a number of GiB >= 0, got {text!r}")
     return int(gib * 2**30)
-
-
-def default_cache_dir() -> Path:
-    """Return the cache root: ``$SENTVEC_CACHE`` if set and non-empty, else ``~/.cache/sentvec``."""
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "sentvec"
 
 
 def sentence_row_ids(sentences: Iterable[str]) -> np.ndarray:

@@ -73,6 +73,7 @@ from sentvec.encode_files import (
     reusable_shards,
     warn_zero_vectors,
 )
+from sentvec.exceptions import PartitionError
 from sentvec.line_ranges import scan_lines
 
 require_extra("dask", "sentvec.cluster (Dask distributed)")
@@ -102,20 +103,6 @@ _MANIFEST_EVERY_S = 1.0
 _MANIFEST_IO_FACTOR = 50.0
 # Dask's default worker environment entry that local_client unsets (see its Notes)
 _TRIM_KEY = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
-
-
-class PartitionError(RuntimeError):
-    """One or more partitions failed on the cluster after Dask's retries.
-
-    Attributes
-    ----------
-    ranges : list of (start_line, end_line)
-        0-based line ranges (end exclusive) of the failed partitions, in line order.
-    """
-
-    def __init__(self, message: str, ranges: list[tuple[int, int]]) -> None:
-        super().__init__(message)
-        self.ranges = ranges
 
 
 @dataclass(frozen=True)

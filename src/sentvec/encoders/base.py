@@ -10,6 +10,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from sentvec.exceptions import TruncationWarning
+
 __all__ = [
     "Encoder",
     "PIPELINE_FILE",
@@ -32,10 +34,6 @@ TRANSFORMER_BACKENDS = ("torch", "onnx")
 #: Forward-pass precisions of :class:`sentvec.TransformerEncoder` (``--precision`` of every
 #: command that loads a transformer): see :func:`sentvec.encoders.resolve_precision`.
 PRECISIONS = ("auto", "float32", "bfloat16")
-
-
-class TruncationWarning(UserWarning):
-    """Some inputs were longer than the encoder's ``max_length`` and were truncated."""
 
 
 @runtime_checkable

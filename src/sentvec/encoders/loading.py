@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 
 from sentvec.encoders.base import Encoder
 from sentvec.encoders.formats import detect_format
+from sentvec.exceptions import EncoderOptionsError
 
 __all__ = [
     "load_encoder",
@@ -150,10 +151,6 @@ def describe_without_loading(
         return describe_pretrained(text, **overrides)
     except (OSError, ValueError, TypeError):
         return None
-
-
-class EncoderOptionsError(ValueError):
-    """Transformer options (pooling, layers, ...) were given for a model that has none."""
 
 
 def _reject_overrides(overrides: dict[str, Any], what: str) -> None:

@@ -25,6 +25,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from sentvec._environment import default_cache_dir
 from sentvec._io import make_temp
 
 #: Alias -> canonical key.
@@ -49,9 +50,7 @@ def cache_dir() -> Path:
 
     ``$SENTVEC_CACHE/models`` if that variable is set, else ``~/.cache/sentvec/models``.
     """
-    root = os.environ.get("SENTVEC_CACHE")
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "sentvec"
-    return base / "models"
+    return default_cache_dir() / "models"
 
 
 def canonical_alias(name: str) -> str | None:

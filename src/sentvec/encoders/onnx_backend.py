@@ -198,7 +198,7 @@ class OnnxForward:
     pad_id : int
         Padding token id (for the export's example batch and check).
     cache_dir : path-like, optional
-        Cache root (default :func:`sentvec.cache.default_cache_dir`); graphs go to
+        Cache root (default :func:`sentvec._environment.default_cache_dir`); graphs go to
         ``<root>/onnx/<key>/model.onnx``.
     threads : int, optional
         ONNX Runtime intra-op threads (default ``torch.get_num_threads()``, so the two backends
@@ -231,7 +231,7 @@ class OnnxForward:
         threads: int | None = None,
     ) -> None:
         ort = _require_onnxruntime()
-        from sentvec.cache import default_cache_dir
+        from sentvec._environment import default_cache_dir
 
         self.num_outputs = int(model.config.num_hidden_layers) + 1
         self.key = onnx_cache_key(model)

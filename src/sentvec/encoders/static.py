@@ -26,12 +26,12 @@ import os
 import threading
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sentvec._parallel import available_cpus, fan_out, kernel_executor, piece_bounds
 from sentvec._readers import check_regular_file, json_int, read_json_object
 from sentvec._validation import check_positive_int, check_sentences
 from sentvec.encoders.base import TruncationWarning
@@ -52,7 +52,6 @@ MODEL2VEC_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 #: Model2Vec's default ``max_length`` (tokens kept per text).
 DEFAULT_MAX_LENGTH = 512
 _BATCH = 16384
-_PARALLEL_MIN = 2048
 _CACHE_LIMIT = 1 << 20  # distinct chunks remembered before the cache starts over
 _JOIN = 512  # new chunks tokenized together as one text
 _COMPILED: set[str] = set()  # table dtypes whose kernel this process has loaded
@@ -488,7 +487,9 @@ class StaticEncoder:
                 self._warm_up(K)
         batch = _BATCH if batch_size is None else check_positive_int("batch_size", batch_size)
         threads = (
-            _threads() if num_threads is None else check_positive_int("num_threads", num_threads)
+            available_cpus()
+            if num_threads is None
+            else check_positive_int("num_threads", num_threads)
         )
         norm = self.normalize if normalize is None else bool(normalize)
         n = len(items)
@@ -508,7 +509,7 @@ class StaticEncoder:
             from sentvec._progress import progress_bar
 
             starts = progress_bar(starts, show=True, desc="static encode", unit="batch")
-        pool = ThreadPoolExecutor(threads) if threads > 1 and n >= _PARALLEL_MIN else None
+        pool = kernel_executor(threads, n)
         try:
             for lo in starts:
                 hi = min(n, lo + batch)
@@ -525,12 +526,7 @@ class StaticEncoder:
                 def run(a: int, b: int, args: tuple = args, tail: tuple = tail) -> None:
                     K.mean_rows(a, b, *args, *tail)
 
-                m = hi - lo
-                if pool is None or m < _PARALLEL_MIN:
-                    run(0, m)
-                else:
-                    bounds = [m * i // (threads * 4) for i in range(threads * 4 + 1)]
-                    list(pool.map(run, bounds[:-1], bounds[1:]))
+                fan_out(run, piece_bounds(hi - lo, threads), pool)
         finally:
             if pool is not None:
                 pool.shutdown()
@@ -689,10 +685,3 @@ class StaticEncoder:
             raise ModelFormatError(f"{str(where)!r}: {exc}") from exc
 
     load = from_model2vec
-
-
-def _threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)

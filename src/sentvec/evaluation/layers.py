@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from sentvec._parallel import available_cpus
 from sentvec._validation import check_choice, check_positive_int
 from sentvec.encoders.base import Encoder
 from sentvec.encoders.pooling import normalize_layers
@@ -236,11 +236,7 @@ class CombinationScorer:
         self.n_scored = 0
         self.seconds = 0.0
         if n_jobs is None:
-            n_jobs = (
-                len(os.sched_getaffinity(0))
-                if hasattr(os, "sched_getaffinity")
-                else (os.cpu_count() or 1)
-            )
+            n_jobs = available_cpus()
         self.n_jobs = check_positive_int("n_jobs", n_jobs)
 
     @property

@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sentvec._readers import read_json_object
+from sentvec.exceptions import ExportError
 from sentvec.integrations.sentence_transformers_card import (
     hub_name,
     model_card,
@@ -98,10 +99,6 @@ FINAL_NORM_BIAS: dict[str, str] = {
     },
     "distilbert": "transformer.layer.{last}.output_layer_norm.bias",
 }
-
-
-class ExportError(ValueError):
-    """The pipeline cannot be expressed in the requested sentence-transformers layout."""
 
 
 def affine_parameters(postprocessor: Any) -> tuple[np.ndarray | None, np.ndarray]:

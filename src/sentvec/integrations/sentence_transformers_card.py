@@ -62,14 +62,15 @@ def _model_index(title: str, sts: Any) -> list[str]:
 
 
 def package_versions() -> dict[str, str]:
-    import torch
-    import transformers
+    """The versions of the packages an exported directory was written with (installed
+    distributions' metadata: no torch import)."""
+    from importlib.metadata import version
 
     import sentvec
 
     return {
-        "transformers": transformers.__version__,
-        "pytorch": torch.__version__,
+        "transformers": version("transformers"),
+        "pytorch": version("torch"),
         "sentvec": sentvec.__version__,
     }
 

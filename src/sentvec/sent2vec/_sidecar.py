@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from sentvec._io import atomic_open
+from sentvec.exceptions import SidecarWarning
 from sentvec.sent2vec.dictionary import Dictionary, decode_words
 
 MAGIC = b"SVS2VIDX"
@@ -56,13 +57,9 @@ _ARRAYS = {
 _MAX_HEADER = 1 << 20
 
 
-class SidecarWarning(UserWarning):
-    """A dictionary index beside a ``.bin`` was stale or damaged; the ``.bin`` is read instead."""
-
-
 def candidates(bin_path: Path) -> list[Path]:
     """Where the index of ``bin_path`` may be: beside it, then in the sentvec cache."""
-    from sentvec.cache import default_cache_dir
+    from sentvec._environment import default_cache_dir
 
     real = os.path.realpath(bin_path)
     key = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]

@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sentvec._io import atomic_open
+from sentvec.exceptions import ModelFormatError, QuantizedModelError
 from sentvec.sent2vec import _sidecar
 from sentvec.sent2vec.dictionary import Dictionary, decode_words
 
@@ -90,14 +91,6 @@ _MATRIX_HEADER = struct.Struct("<qq")
 MAX_DIM = 1 << 20
 #: The args header stores every integer as int32.
 INT32_MAX = 2**31 - 1
-
-
-class ModelFormatError(ValueError):
-    """The file is not a readable sent2vec model (corrupt, truncated or another format)."""
-
-
-class QuantizedModelError(ModelFormatError, NotImplementedError):
-    """The model's input matrix is product-quantized (``.ftz``); not supported."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from sentvec.exceptions import TrainingDivergedError
 from sentvec.sent2vec.reports import EpochReport
 
 #: version of the training state a checkpoint records (``trainer_state.json``)
@@ -371,10 +372,6 @@ class _Run:
                 )
             )
         return out
-
-
-class TrainingDivergedError(ValueError):
-    """SGD diverged: the trained matrices hold NaN or infinite values."""
 
 
 def _check_finite(wi: np.ndarray, wo: np.ndarray, lr: float) -> None:

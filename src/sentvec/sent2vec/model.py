@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,9 @@ from sentvec._io import (
     load_npy,
     read_json_object,
 )
+from sentvec._parallel import available_cpus, fan_out, kernel_executor, piece_bounds
 from sentvec._validation import check_positive_int, check_sentences
+from sentvec.exceptions import InferenceOnlyError
 from sentvec.sent2vec.binfile import ModelFormatError, check_mmap_mode, read_bin, write_bin
 from sentvec.sent2vec.dictionary import Dictionary
 from sentvec.sent2vec.encode_stats import EncodeStats, warn_encode_stats
@@ -46,12 +47,6 @@ from sentvec.sent2vec.model_dir import (
 from sentvec.sent2vec.preprocessing import Preprocessing
 
 _DEFAULT_BATCH = 16384
-_PARALLEL_MIN = 2048  # below this many sentences a batch is embedded on one thread
-
-
-class InferenceOnlyError(ValueError):
-    """The model holds no output matrix (loaded with ``inference_only=True``), and the operation
-    needs it (writing a ``.bin``)."""
 
 
 @dataclass(frozen=True)
@@ -100,13 +95,6 @@ class PreparedSentences:
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
-
-
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class Sent2Vec:
@@ -635,7 +623,7 @@ class Sent2Vec:
             _DEFAULT_BATCH if batch_size is None else check_positive_int("batch_size", batch_size)
         )
         threads = (
-            _default_threads()
+            available_cpus()
             if num_threads is None
             else check_positive_int("num_threads", num_threads)
         )
@@ -651,7 +639,7 @@ class Sent2Vec:
             from sentvec._progress import progress_bar
 
             starts = progress_bar(starts, show=True, desc="Sent2Vec encode", unit="batch")
-        pool = ThreadPoolExecutor(threads) if threads > 1 and n >= _PARALLEL_MIN else None
+        pool = kernel_executor(threads, n)
         try:
             for lo in starts:
                 hi = min(n, lo + batch)
@@ -668,13 +656,7 @@ class Sent2Vec:
                 ) -> None:
                     self._embed_range(prepared, a, b, *views, tables)
 
-                m = hi - lo
-                if pool is None or m < _PARALLEL_MIN:
-                    run(0, m)
-                else:
-                    parts = min(threads * 4, m)
-                    bounds = [m * i // parts for i in range(parts + 1)]
-                    list(pool.map(run, bounds[:-1], bounds[1:]))
+                fan_out(run, piece_bounds(hi - lo, threads), pool)
         finally:
             if pool is not None:
                 pool.shutdown()

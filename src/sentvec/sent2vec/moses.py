@@ -27,7 +27,6 @@ Unicode versions; later processes load them in milliseconds without importing sa
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import threading
 import unicodedata
@@ -40,12 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._parallel import available_cpus, fan_out, piece_bounds
+
 #: sacremoses versions whose English rules the kernels implement (identity-checked).
 VERIFIED_SACREMOSES: tuple[str, ...] = ("0.2.0",)
 #: Bumped when the cached table layout changes.
 _TABLES_FORMAT = 3
-#: Lines of at least this many per thread are worth a second thread.
-_PARALLEL_MIN = 2048
 #: Whether this process has called the kernels once (:meth:`MosesTokenizer.load`).
 _kernels_loaded = False
 
@@ -153,7 +152,7 @@ def _digest(flags: np.ndarray, lower: np.ndarray) -> str:
 
 
 def _tables_path(version: str) -> Path:
-    from sentvec.cache import default_cache_dir
+    from sentvec._environment import default_cache_dir
 
     tag = f"en-v{_TABLES_FORMAT}-sacremoses{version}-unicode{unicodedata.unidata_version}"
     return default_cache_dir() / "moses" / tag
@@ -233,13 +232,6 @@ def _encode_utf8(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def _default_threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 class MosesTokenizer:
     """sacremoses' English Moses tokenizer (``escape=False``), compiled, with exact fallback.
 
@@ -271,7 +263,7 @@ class MosesTokenizer:
 
         self.lowercase = bool(lowercase)
         self.num_threads = (
-            _default_threads()
+            available_cpus()
             if num_threads is None
             else check_positive_int("num_threads", num_threads)
         )
@@ -331,22 +323,10 @@ class MosesTokenizer:
         out = np.empty(2 * int(offsets[-1]) + n, dtype=np.uint32)
         out_len = np.empty(n, dtype=np.int64)
         args = (tables.flags, tables.prefixes, tables.prefix_offsets, tables.prefix_kind)
-        threads = min(self.num_threads, max(1, n // _PARALLEL_MIN))
-        if threads == 1:
-            k.tokenize_range(data, offsets, 0, n, *args, out, out_len)
-        else:
-            from concurrent.futures import ThreadPoolExecutor
-
-            parts = threads * 4
-            bounds = [n * i // parts for i in range(parts + 1)]
-            with ThreadPoolExecutor(threads) as pool:
-                list(
-                    pool.map(
-                        lambda a, b: k.tokenize_range(data, offsets, a, b, *args, out, out_len),
-                        bounds[:-1],
-                        bounds[1:],
-                    )
-                )
+        fan_out(
+            lambda a, b: k.tokenize_range(data, offsets, a, b, *args, out, out_len),
+            piece_bounds(n, self.num_threads),
+        )
         joined = np.empty(int(np.maximum(out_len, 0).sum()) + n, dtype=np.uint32)
         m = k.gather(offsets, out, out_len, 10, joined)
         text = joined[:m].tobytes().decode("utf-32-le", "surrogatepass")
@@ -455,22 +435,10 @@ class MosesTokenizer:
             t = _tables()
             args = (t.flags, t.prefixes, t.prefix_offsets, t.prefix_kind, t.lower)
             rest = (bool(self.lowercase), out, out_start, status)
-            threads = min(self.num_threads, max(1, n // _PARALLEL_MIN))
-            if threads == 1:
-                ends = [k.tokenize_utf8_range(buf, starts, 0, n, *args, *rest)]
-            else:
-                from concurrent.futures import ThreadPoolExecutor
-
-                parts = threads * 4
-                bounds = [n * i // parts for i in range(parts + 1)]
-                with ThreadPoolExecutor(threads) as pool:
-                    ends = list(
-                        pool.map(
-                            lambda a, b: k.tokenize_utf8_range(buf, starts, a, b, *args, *rest),
-                            bounds[:-1],
-                            bounds[1:],
-                        )
-                    )
+            bounds = piece_bounds(n, self.num_threads)
+            ends = fan_out(
+                lambda a, b: k.tokenize_utf8_range(buf, starts, a, b, *args, *rest), bounds
+            )
         view = out.data
         left = np.flatnonzero(status).tolist()
         done: list[str] = []

@@ -32,6 +32,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from sentvec._environment import SERVE_SETTINGS
 from sentvec.serve.batching import BatcherClosedError, DynamicBatcher, QueueFullError
 from sentvec.serve.errors import ApiError, error_payload
 from sentvec.serve.http_limits import REFUSAL_SCOPE_KEY
@@ -605,7 +606,7 @@ def app_from_environment() -> FastAPI:
     RuntimeError
         The variable is not set (this is not a worker started by ``sentvec serve``).
     """
-    text = os.environ.get(SETTINGS_ENV)
+    text = SERVE_SETTINGS.value()
     if not text:
         raise RuntimeError(
             f"${SETTINGS_ENV} is not set; start workers with `sentvec serve --workers N`"

@@ -21,24 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from sentvec.exceptions import BatcherClosedError, QueueFullError
+
 __all__ = ["DynamicBatcher", "QueueFullError", "BatcherClosedError"]
 
 log = logging.getLogger("sentvec.serve")
-
-
-class QueueFullError(Exception):
-    """The model's queue holds ``limit`` items already; the request was not queued."""
-
-    def __init__(self, queued: int, requested: int, limit: int) -> None:
-        super().__init__(
-            f"the model's queue holds {queued} inputs; {requested} more would exceed its "
-            f"limit of {limit} (--max-queue-items)"
-        )
-        self.queued, self.requested, self.limit = queued, requested, limit
-
-
-class BatcherClosedError(Exception):
-    """The batcher was closed (the server is shutting down) before the request was encoded."""
 
 
 @dataclass(eq=False)

@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from sentvec.exceptions import ApiError
+
 __all__ = ["ApiError", "openai_error_body", "tei_error_body", "error_payload"]
 
 #: OpenAI's ``error.type`` by HTTP status (its API reference's error codes).
@@ -29,41 +31,6 @@ _OPENAI_TYPES = {
 
 #: text-embeddings-inference's ``error_type`` by HTTP status (its OpenAPI document).
 _TEI_TYPES = {429: "overloaded", 503: "unhealthy", 500: "backend", 424: "backend"}
-
-
-class ApiError(Exception):
-    """A request the server refuses or could not serve, with what the client is told.
-
-    Parameters
-    ----------
-    status : int
-        HTTP status (400 malformed request, 401 missing or wrong key, 404 unknown model,
-        413 a limit exceeded, 422 well-formed but invalid, 429 queue full, 503 not ready).
-    message : str
-        A sentence saying what was wrong and, where it helps, what to do instead.
-    param : str, optional
-        The request field at fault (OpenAI's ``error.param``).
-    code : str, optional
-        A machine-readable code (OpenAI's ``error.code``, e.g. ``"model_not_found"``).
-    headers : dict, optional
-        Extra response headers (``Retry-After`` on a 429).
-    """
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        param: str | None = None,
-        code: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = int(status)
-        self.message = message
-        self.param = param
-        self.code = code
-        self.headers = dict(headers or {})
 
 
 def openai_error_body(err: ApiError) -> bytes:

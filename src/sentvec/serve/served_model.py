@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec._parallel import available_cpus
 from sentvec.encoders.base import Encoder, describe_encoder
 from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
 
@@ -189,10 +190,7 @@ class ServedModel:
         texts), else 1 (a transformer's forward pass uses every core already)."""
         if self._stats_encode is None:
             return 1
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except AttributeError:  # pragma: no cover - not Linux
-            return max(1, os.cpu_count() or 1)
+        return available_cpus()
 
     @property
     def batch_limits(self) -> tuple[int, int]:

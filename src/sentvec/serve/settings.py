@@ -14,6 +14,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from sentvec._environment import API_KEY, SERVE_SETTINGS
+
 __all__ = [
     "ServeSettings",
     "SETTINGS_ENV",
@@ -24,9 +26,9 @@ __all__ = [
 ]
 
 #: Environment variable holding the JSON settings of a worker process.
-SETTINGS_ENV = "SENTVEC_SERVE_SETTINGS"
+SETTINGS_ENV = SERVE_SETTINGS.name
 #: Environment variable holding the API key (when no key file is given).
-API_KEY_ENV = "SENTVEC_API_KEY"
+API_KEY_ENV = API_KEY.name
 #: Default ``(max_batch_tokens, max_batch_size)`` of a model that counts tokens beforehand.
 DEFAULT_BATCH_LIMITS = (16384, 256)
 #: Default ``(max_batch_tokens, max_batch_size)`` of a Sent2Vec model: characters, items
@@ -147,7 +149,7 @@ def read_api_key(api_key_file: str | os.PathLike[str] | None) -> str | None:
         if not key:
             raise ValueError(f"the API key file {os.fspath(api_key_file)!r} is empty")
         return key
-    env = os.environ.get(API_KEY_ENV)
+    env = API_KEY.value()
     if env is None:
         return None
     if not env.strip():
