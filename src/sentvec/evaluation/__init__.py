@@ -3,6 +3,8 @@
 * ``sts_data``: the STS readers (:func:`load_sts`) and :func:`unique_sentences`;
 * ``sts``: the WhiteningBERT STS protocol (:func:`score_sts`, :class:`STSScorer`,
   :func:`evaluate_sts`); ``results``: correlations, aggregations, :class:`STSResult`;
+* ``sts_model``: a model named by alias or path on STS, loaded only when the vector cache cannot
+  serve it (:func:`evaluate_sts_model`, :func:`evaluate_table1`);
 * ``table1``: Table 1's configurations, rows and the Markdown report;
 * ``layers`` / ``layer_results``: the layer-combination search (Figures 1 and 2);
 * ``sweep``: STS against the whitening dimension k; ``plots``: the figures;
@@ -51,6 +53,10 @@ _LAZY: dict[str, str] = {
     "results_table_text": "sentvec.evaluation.results",
     "postprocessing_label": "sentvec.evaluation.results",
     "describe_postprocessor": "sentvec.evaluation.results",
+    "STSModelEvaluation": "sentvec.evaluation.sts_model",
+    "Table1Evaluation": "sentvec.evaluation.sts_model",
+    "evaluate_sts_model": "sentvec.evaluation.sts_model",
+    "evaluate_table1": "sentvec.evaluation.sts_model",
     "TABLE1_CONFIGS": "sentvec.evaluation.table1",
     "Table1Row": "sentvec.evaluation.table1",
     "table1_block": "sentvec.evaluation.table1",
@@ -198,6 +204,12 @@ if TYPE_CHECKING:  # pragma: no cover
         canonical_sts_task,
         load_sts,
         unique_sentences,
+    )  # noqa: F401
+    from sentvec.evaluation.sts_model import (
+        STSModelEvaluation,
+        Table1Evaluation,
+        evaluate_sts_model,
+        evaluate_table1,
     )  # noqa: F401
     from sentvec.evaluation.sweep import (
         CORPUS_PREPROCESSING,
