@@ -91,6 +91,7 @@ _LAZY: dict[str, str] = {
     "SweepPoint": "sentvec.evaluation.sweep",
     "WhiteningSweep": "sentvec.evaluation.sweep",
     "whitening_sweep": "sentvec.evaluation.sweep",
+    "evaluate_whitening_sweep": "sentvec.evaluation.sweep",
     "plot_pair_heatmap": "sentvec.evaluation.plots",
     "plot_size_curve": "sentvec.evaluation.plots",
     "plot_whitening_sweep": "sentvec.evaluation.plots",
@@ -215,6 +216,7 @@ if TYPE_CHECKING:  # pragma: no cover
         CORPUS_PREPROCESSING,
         SweepPoint,
         WhiteningSweep,
+        evaluate_whitening_sweep,
         prepare_corpus,
         whitening_sweep,
     )  # noqa: F401

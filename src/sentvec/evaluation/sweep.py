@@ -3,12 +3,15 @@
 BERT-whitening (Su et al., 2021) keeps the first k columns of ``U D^{-1/2}``; this module scores
 the STS tasks for each k with whitening fitted per STS year (WhiteningBERT's protocol) and
 fitted once on an outside corpus whose sentences never include a test sentence
-(:func:`prepare_corpus`). ``sentvec whiten-sweep`` writes the result.
+(:func:`prepare_corpus`). :func:`evaluate_whitening_sweep` runs it for a transformer (its
+vectors from the vector cache or one forward pass); ``sentvec whiten-sweep`` writes the result.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -25,6 +28,7 @@ __all__ = [
     "SweepPoint",
     "WhiteningSweep",
     "whitening_sweep",
+    "evaluate_whitening_sweep",
 ]
 
 
@@ -288,3 +292,148 @@ def whitening_sweep(
                     )
                 )
     return tuple(out)
+
+
+def evaluate_whitening_sweep(
+    encoder: Any,
+    ks: Sequence[int | None],
+    tasks: Sequence[str] | None = None,
+    *,
+    corpus: str | os.PathLike[str] | None = None,
+    corpus_size: int = 10_000,
+    corpus_preprocessing: str = "auto",
+    corpus_label: str | None = None,
+    aggregation: str = "mean",
+    cache: Any = None,
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+    data_dir: Any = None,
+    variant: str | None = None,
+    model: str | None = None,
+) -> WhiteningSweep:
+    """STS against the whitening dimension k for a transformer, fitted per year and on a corpus.
+
+    Parameters
+    ----------
+    encoder : TransformerEncoder
+        Its ``pooling`` and ``layer_indices`` are the configuration swept; its pooled per-layer
+        vectors come from ``cache`` or one forward pass (and are cached).
+    ks : sequence of int or None
+        Dimensions to keep (``None``: all d); each at most d (see :func:`whitening_sweep`).
+    tasks : sequence of str, optional
+        STS task names (default: all seven).
+    corpus : path, optional
+        Outside corpus, one sentence per line (UTF-8); None: the per-year fit only.
+    corpus_size : int
+        Its first lines read.
+    corpus_preprocessing : {"auto", "none", "lower", "moses-lower"}
+        "auto": "moses-lower" for the senteval STS text, "none" for raw (see
+        :func:`prepare_corpus`; corpus sentences equal to a test sentence are dropped).
+    corpus_label : str, optional
+        How the corpus is named in the result (default: its path).
+    aggregation : {"mean", "wmean", "all"}
+    cache : sentvec.cache.VectorCache, optional
+    batch_size : int, optional
+        Sentences per forward pass (default: the encoder's).
+    show_progress_bar : bool, optional
+    data_dir : path, optional
+        Evaluation data root (default ``$SENTVEC_DATA`` or the packaged copy).
+    variant : {"senteval", "raw"}, optional
+        STS text fed to the model (default: the encoder's preference).
+    model : str, optional
+        The model's name in the result (default: the encoder's description).
+
+    Returns
+    -------
+    WhiteningSweep
+        Its timings: ``sts_vectors_s``, ``corpus_vectors_s``, ``scoring_s`` and ``total_s``
+        (this call).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``corpus`` is missing.
+    ValueError
+        A k above d or not positive, fewer than 2 usable corpus sentences, a corpus line that is
+        not UTF-8.
+    """
+    from sentvec._validation import check_path_exists
+    from sentvec.cache import pooled_layer_vectors
+    from sentvec.encoders.base import describe_encoder, text_variant_of
+    from sentvec.evaluation.layers import combine_layers
+    from sentvec.evaluation.sts_data import load_sts, unique_sentences
+
+    t0 = time.perf_counter()
+    path = None if corpus is None else check_path_exists(corpus, what="corpus file")
+    size = check_positive_int("corpus_size", corpus_size)
+    task_list = load_sts(tasks, data_dir=data_dir, variant=variant or text_variant_of(encoder))
+    text_variant = task_list[0].variant
+    sentences = unique_sentences(task_list)
+    pooling, layers = encoder.pooling, tuple(encoder.layer_indices)
+
+    def vectors(items: list[str], variant: str) -> tuple[np.ndarray, float]:
+        per, _, seconds = pooled_layer_vectors(
+            encoder,
+            items,
+            pooling=pooling,
+            text_variant=variant,
+            cache=cache,
+            batch_size=batch_size,
+            show_progress_bar=show_progress_bar,
+        )
+        return combine_layers(per[pooling], layers), seconds
+
+    sts_vectors, sts_s = vectors(sentences, text_variant)
+    corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
+    if path is not None:
+        prep = corpus_preprocessing
+        if prep == "auto":
+            prep = "moses-lower" if text_variant == "senteval" else "none"
+        lines, kept, n_excluded = _read_corpus(path, size, prep, sentences)
+        corpus_vectors, corpus_s = vectors(kept, f"corpus:{prep}")
+        corpus_info = {
+            "path": corpus_label or str(path),
+            "preprocessing": prep,
+            "n_read": lines,
+            "n_used": len(kept),
+            "n_excluded": n_excluded,
+        }
+    t1 = time.perf_counter()
+    points = whitening_sweep(
+        sts_vectors,
+        task_list,
+        sentences,
+        ks=ks,
+        corpus_vectors=corpus_vectors,
+        aggregation=aggregation,
+    )
+    return WhiteningSweep(
+        model=model or str(describe_encoder(encoder).get("model")),
+        layers=layers,
+        pooling=pooling,
+        text_variant=text_variant,
+        aggregation=aggregation,
+        dim=int(sts_vectors.shape[1]),
+        corpus=corpus_info,
+        points=points,
+        timings={
+            "sts_vectors_s": sts_s,
+            "corpus_vectors_s": corpus_s,
+            "scoring_s": time.perf_counter() - t1,
+            "total_s": time.perf_counter() - t0,
+        },
+    )
+
+
+def _read_corpus(
+    path: os.PathLike[str], size: int, preprocessing: str, exclude: Sequence[str]
+) -> tuple[int, list[str], int]:
+    """(lines read, the prepared sentences kept, how many equal an excluded one) of the first
+    ``size`` lines of a corpus file."""
+    from sentvec._io import read_text_lines
+
+    lines = read_text_lines(path, what="corpus", max_lines=size)
+    corpus, n_excluded = prepare_corpus(lines, preprocessing, exclude=exclude)
+    if len(corpus) < 2:
+        raise ValueError(f"the corpus {str(path)!r} has fewer than 2 usable sentences")
+    return len(lines), corpus, n_excluded
