@@ -323,23 +323,17 @@ def evaluate_whitening_sweep(
     tasks : sequence of str, optional
         STS task names (default: all seven).
     corpus : path, optional
-        Outside corpus, one sentence per line (UTF-8); None: the per-year fit only.
+        Outside corpus, one sentence per line (UTF-8), its first ``corpus_size`` lines read;
+        None: the per-year fit only.
     corpus_size : int
-        Its first lines read.
     corpus_preprocessing : {"auto", "none", "lower", "moses-lower"}
         "auto": "moses-lower" for the senteval STS text, "none" for raw (see
         :func:`prepare_corpus`; corpus sentences equal to a test sentence are dropped).
     corpus_label : str, optional
         How the corpus is named in the result (default: its path).
     aggregation : {"mean", "wmean", "all"}
-    cache : sentvec.cache.VectorCache, optional
-    batch_size : int, optional
-        Sentences per forward pass (default: the encoder's).
-    show_progress_bar : bool, optional
-    data_dir : path, optional
-        Evaluation data root (default ``$SENTVEC_DATA`` or the packaged copy).
-    variant : {"senteval", "raw"}, optional
-        STS text fed to the model (default: the encoder's preference).
+    cache, batch_size, show_progress_bar, data_dir, variant
+        As :func:`sentvec.evaluation.evaluate_table1` (``batch_size`` None: the encoder's).
     model : str, optional
         The model's name in the result (default: the encoder's description).
 
@@ -358,9 +352,7 @@ def evaluate_whitening_sweep(
         not UTF-8.
     """
     from sentvec._validation import check_path_exists
-    from sentvec.cache import pooled_layer_vectors
     from sentvec.encoders.base import describe_encoder, text_variant_of
-    from sentvec.evaluation.layers import combine_layers
     from sentvec.evaluation.sts_data import load_sts, unique_sentences
 
     t0 = time.perf_counter()
@@ -370,43 +362,23 @@ def evaluate_whitening_sweep(
     text_variant = task_list[0].variant
     sentences = unique_sentences(task_list)
     pooling, layers = encoder.pooling, tuple(encoder.layer_indices)
-
-    def vectors(items: list[str], variant: str) -> tuple[np.ndarray, float]:
-        per, _, seconds = pooled_layer_vectors(
-            encoder,
-            items,
-            pooling=pooling,
-            text_variant=variant,
-            cache=cache,
-            batch_size=batch_size,
-            show_progress_bar=show_progress_bar,
-        )
-        return combine_layers(per[pooling], layers), seconds
-
-    sts_vectors, sts_s = vectors(sentences, text_variant)
+    run = (encoder, cache, batch_size, show_progress_bar)
+    sts_vectors, sts_s = _configuration_vectors(*run, sentences, text_variant)
     corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
     if path is not None:
         prep = corpus_preprocessing
         if prep == "auto":
             prep = "moses-lower" if text_variant == "senteval" else "none"
-        lines, kept, n_excluded = _read_corpus(path, size, prep, sentences)
-        corpus_vectors, corpus_s = vectors(kept, f"corpus:{prep}")
-        corpus_info = {
-            "path": corpus_label or str(path),
-            "preprocessing": prep,
-            "n_read": lines,
-            "n_used": len(kept),
-            "n_excluded": n_excluded,
-        }
+        corpus_info = _read_corpus(path, size, prep, sentences)
+        kept = corpus_info.pop("sentences")
+        corpus_vectors, corpus_s = _configuration_vectors(*run, kept, f"corpus:{prep}")
+        corpus_info["path"] = corpus_label or str(path)
     t1 = time.perf_counter()
+    how = aggregation
     points = whitening_sweep(
-        sts_vectors,
-        task_list,
-        sentences,
-        ks=ks,
-        corpus_vectors=corpus_vectors,
-        aggregation=aggregation,
+        sts_vectors, task_list, sentences, ks=ks, corpus_vectors=corpus_vectors, aggregation=how
     )
+    t2 = time.perf_counter()
     return WhiteningSweep(
         model=model or str(describe_encoder(encoder).get("model")),
         layers=layers,
@@ -416,24 +388,53 @@ def evaluate_whitening_sweep(
         dim=int(sts_vectors.shape[1]),
         corpus=corpus_info,
         points=points,
-        timings={
-            "sts_vectors_s": sts_s,
-            "corpus_vectors_s": corpus_s,
-            "scoring_s": time.perf_counter() - t1,
-            "total_s": time.perf_counter() - t0,
-        },
+        timings=dict(
+            sts_vectors_s=sts_s, corpus_vectors_s=corpus_s, scoring_s=t2 - t1, total_s=t2 - t0
+        ),
     )
+
+
+def _configuration_vectors(
+    encoder: Any,
+    cache: Any,
+    batch_size: int | None,
+    show_progress_bar: bool | None,
+    sentences: list[str],
+    text_variant: str,
+) -> tuple[np.ndarray, float]:
+    """The encoder's vectors of ``sentences`` (its pooling, its layers averaged) from the
+    per-layer cache or one forward pass, and the seconds that took."""
+    from sentvec.cache import pooled_layer_vectors
+    from sentvec.evaluation.layers import combine_layers
+
+    per, _, seconds = pooled_layer_vectors(
+        encoder,
+        sentences,
+        pooling=encoder.pooling,
+        text_variant=text_variant,
+        cache=cache,
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+    )
+    return combine_layers(per[encoder.pooling], encoder.layer_indices), seconds
 
 
 def _read_corpus(
     path: os.PathLike[str], size: int, preprocessing: str, exclude: Sequence[str]
-) -> tuple[int, list[str], int]:
-    """(lines read, the prepared sentences kept, how many equal an excluded one) of the first
-    ``size`` lines of a corpus file."""
+) -> dict[str, Any]:
+    """The first ``size`` lines of a corpus file prepared: the sentences kept and the counts
+    of the sweep's record (``path`` first, filled in by the caller)."""
     from sentvec._io import read_text_lines
 
     lines = read_text_lines(path, what="corpus", max_lines=size)
     corpus, n_excluded = prepare_corpus(lines, preprocessing, exclude=exclude)
     if len(corpus) < 2:
         raise ValueError(f"the corpus {str(path)!r} has fewer than 2 usable sentences")
-    return len(lines), corpus, n_excluded
+    return {
+        "path": str(path),
+        "preprocessing": preprocessing,
+        "n_read": len(lines),
+        "n_used": len(corpus),
+        "n_excluded": n_excluded,
+        "sentences": corpus,
+    }
