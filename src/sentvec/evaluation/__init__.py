@@ -1,6 +1,7 @@
 """The evaluation wing: the papers' protocols, on any encoder.
 
 * ``sts_data``: the STS readers (:func:`load_sts`) and :func:`unique_sentences`;
+* ``cosine``: cosine similarity of row pairs (:func:`cosine_similarity_rows`);
 * ``sts``: the WhiteningBERT STS protocol (:func:`score_sts`, :class:`STSScorer`,
   :func:`evaluate_sts`); ``results``: correlations, aggregations, :class:`STSResult`;
 * ``sts_model``: a model named by alias or path on STS, loaded only when the vector cache cannot
@@ -38,7 +39,7 @@ _LAZY: dict[str, str] = {
     "score_sts": "sentvec.evaluation.sts",
     "STSScorer": "sentvec.evaluation.sts",
     "evaluate_sts": "sentvec.evaluation.sts",
-    "cosine_similarity_rows": "sentvec.evaluation.sts",
+    "cosine_similarity_rows": "sentvec.evaluation.cosine",
     "AGGREGATIONS": "sentvec.evaluation.results",
     "Aggregation": "sentvec.evaluation.results",
     "TABLE_COLUMNS": "sentvec.evaluation.results",
@@ -125,6 +126,7 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from sentvec.evaluation.cosine import cosine_similarity_rows  # noqa: F401
     from sentvec.evaluation.layer_results import (
         COMBINATION_NOTE,
         LAYER_WHITENING_MODES,
@@ -188,7 +190,6 @@ if TYPE_CHECKING:  # pragma: no cover
         WHITENING_MODES,
         ZERO_VECTOR_RULES,
         STSScorer,
-        cosine_similarity_rows,
         evaluate_sts,
         score_sts,
     )  # noqa: F401

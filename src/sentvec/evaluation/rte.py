@@ -39,8 +39,9 @@ import numpy as np
 from sentvec._data import data_dir as _data_dir
 from sentvec._validation import check_choice, check_embeddings, check_float_range
 from sentvec.encoders.base import Encoder
+from sentvec.evaluation.cosine import cosine_similarity_rows
 from sentvec.evaluation.results import JSONRecord, WhiteningInfo
-from sentvec.evaluation.sts import cosine_similarity_rows, encode_checked
+from sentvec.evaluation.sts import encode_checked
 from sentvec.evaluation.sts_data import TEXT_VARIANTS
 from sentvec.whitening import Whitening
 

@@ -351,8 +351,7 @@ def evaluate_sts_model(
     Parameters
     ----------
     model : str, path or Encoder
-        What :func:`sentvec.load_encoder` takes, or a loaded encoder (then ``pooling`` and
-        ``layers`` must be None).
+        What :func:`sentvec.load_encoder` takes, or a loaded encoder (no ``pooling``, ``layers``).
     cache : sentvec.cache.VectorCache, optional
         None: no cache (the model is always loaded and encodes).
     pooling, layers : optional
@@ -376,17 +375,18 @@ def evaluate_sts_model(
     Raises
     ------
     ValueError
-        As :func:`sentvec.evaluation.evaluate_sts`; ``pooling`` / ``layers`` with a loaded
-        encoder; both ``postprocessor`` and ``postprocessor_for``.
+        As :func:`sentvec.evaluation.evaluate_sts`; ``pooling`` / ``layers`` with an encoder;
+        ``postprocessor`` with ``postprocessor_for``.
     """
     from sentvec.encoders.base import check_whitening_fits, output_dimension
-    from sentvec.evaluation.sts import evaluate_sts
+    from sentvec.evaluation.sts import _whitening_kind, evaluate_sts
     from sentvec.whitening import check_n_components
 
     t_start = time.perf_counter()
     if postprocessor is not None and postprocessor_for is not None:
         raise ValueError("give postprocessor or postprocessor_for, not both")
     options = {**(load_options or {}), "pooling": pooling, "layers": layers}
+    kind, whitening = _whitening_kind(whitening)  # a tuple of sentences as a list
     encoder, task_list, embeddings, whitening = _open_model(
         model, tasks, cache, whitening, data_dir, variant, options
     )
@@ -394,7 +394,7 @@ def evaluate_sts_model(
     if postprocessor_for is not None:
         postprocessor = postprocessor_for(encoder)
     check_n_components(n_components, output_dimension(encoder))
-    if hasattr(whitening, "transform"):  # a fitted whitening: its width is known before encoding
+    if kind == "fitted":  # its width is known before encoding
         check_whitening_fits(encoder, whitening)
     if task_list is None:
         task_list = _read_tasks(tasks, data_dir, variant, encoder)
