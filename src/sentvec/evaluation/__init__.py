@@ -9,7 +9,8 @@
 * ``table1``: Table 1's configurations, rows and the Markdown report;
 * ``layers`` / ``layer_results``: the layer-combination search (Figures 1 and 2);
 * ``sweep``: STS against the whitening dimension k; ``plots``: the figures;
-* ``transfer``: SentEval-style transfer tasks;
+* ``transfer_data`` / ``transfer``: SentEval-style transfer tasks: the readers / the classifier
+  protocols;
 * ``rte``: RTE by a cosine threshold (WhiteningBERT Table 3): reader, protocol, result;
 * ``_kernels``: the compiled (numba) kernels of the evaluation.
 """
@@ -96,12 +97,12 @@ _LAZY: dict[str, str] = {
     "plot_pair_heatmap": "sentvec.evaluation.plots",
     "plot_size_curve": "sentvec.evaluation.plots",
     "plot_whitening_sweep": "sentvec.evaluation.plots",
-    "TRANSFER_TASKS": "sentvec.evaluation.transfer",
+    "TRANSFER_TASKS": "sentvec.evaluation.transfer_data",
     "AVERAGED_TASKS": "sentvec.evaluation.transfer",
     "DEFAULT_C_GRID": "sentvec.evaluation.transfer",
-    "TransferSplit": "sentvec.evaluation.transfer",
-    "TransferData": "sentvec.evaluation.transfer",
-    "load_transfer": "sentvec.evaluation.transfer",
+    "TransferSplit": "sentvec.evaluation.transfer_data",
+    "TransferData": "sentvec.evaluation.transfer_data",
+    "load_transfer": "sentvec.evaluation.transfer_data",
     "TransferResult": "sentvec.evaluation.transfer",
     "pair_features": "sentvec.evaluation.transfer",
     "evaluate_transfer": "sentvec.evaluation.transfer",
@@ -238,12 +239,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentvec.evaluation.transfer import (
         AVERAGED_TASKS,
         DEFAULT_C_GRID,
-        TRANSFER_TASKS,
-        TransferData,
         TransferResult,
-        TransferSplit,
         evaluate_transfer,
-        load_transfer,
         pair_features,
         transfer_table_markdown,
     )  # noqa: F401
+    from sentvec.evaluation.transfer_data import (  # noqa: F401
+        TRANSFER_TASKS,
+        TransferData,
+        TransferSplit,
+        load_transfer,
+    )
