@@ -6,7 +6,8 @@
   :func:`evaluate_sts`); ``results``: correlations, aggregations, :class:`STSResult`;
 * ``sts_model``: a model named by alias or path on STS, loaded only when the vector cache cannot
   serve it (:func:`evaluate_sts_model`, :func:`evaluate_table1`);
-* ``table1``: Table 1's configurations, rows and the Markdown report;
+* ``table1``: Table 1's configurations, rows and the Markdown report; ``report``: each
+  encoder's rows of that report;
 * ``layers`` / ``layer_results``: the layer-combination search (Figures 1 and 2);
 * ``sweep``: STS against the whitening dimension k; ``plots``: the figures;
 * ``transfer_data`` / ``transfer``: SentEval-style transfer tasks: the readers / the classifier
@@ -59,6 +60,9 @@ _LAZY: dict[str, str] = {
     "Table1Evaluation": "sentvec.evaluation.sts_model",
     "evaluate_sts_model": "sentvec.evaluation.sts_model",
     "evaluate_table1": "sentvec.evaluation.sts_model",
+    "ReportBlock": "sentvec.evaluation.report",
+    "transformer_report": "sentvec.evaluation.report",
+    "sentence_encoder_report": "sentvec.evaluation.report",
     "TABLE1_CONFIGS": "sentvec.evaluation.table1",
     "Table1Row": "sentvec.evaluation.table1",
     "table1_block": "sentvec.evaluation.table1",
@@ -154,6 +158,11 @@ if TYPE_CHECKING:  # pragma: no cover
         plot_rte_thresholds,
         plot_size_curve,
         plot_whitening_sweep,
+    )
+    from sentvec.evaluation.report import (  # noqa: F401
+        ReportBlock,
+        sentence_encoder_report,
+        transformer_report,
     )
     from sentvec.evaluation.results import (
         AGGREGATIONS,
