@@ -313,7 +313,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
         the --postprocess estimator sized to it."""
         check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
         postprocessor = year_postprocessor(args, encoder)
-        if hasattr(whitening, "transform"):
+        if not isinstance(whitening, (str, list)):  # a saved DIR's fitted post-processor
             check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
         return postprocessor
 
