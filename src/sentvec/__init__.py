@@ -31,6 +31,7 @@ _LAZY: dict[str, str] = {
     "STSTask": "sentvec.evaluation.sts_data",
     "unique_sentences": "sentvec.evaluation.sts_data",
     "evaluate_sts": "sentvec.evaluation.sts",
+    "evaluate_sts_model": "sentvec.evaluation.sts_model",
     "score_sts": "sentvec.evaluation.sts",
     "STSScorer": "sentvec.evaluation.sts",
     "STSResult": "sentvec.evaluation.results",
@@ -85,6 +86,7 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.evaluation.rte import RTEResult, evaluate_rte  # noqa: F401
     from sentvec.evaluation.sts import STSScorer, evaluate_sts, score_sts  # noqa: F401
     from sentvec.evaluation.sts_data import STSTask, load_sts, unique_sentences  # noqa: F401
+    from sentvec.evaluation.sts_model import evaluate_sts_model  # noqa: F401
     from sentvec.evaluation.transfer import TransferResult, evaluate_transfer, load_transfer  # noqa: F401
     from sentvec.integrations.mteb import MTEBEncoder  # noqa: F401
     from sentvec.integrations.sentence_transformers import export_sentence_transformers  # noqa: F401

@@ -682,7 +682,7 @@ def open_corpus_index(
     PermissionError
         An explicit ``index_dir`` cannot be written.
     """
-    from sentvec._io import atomic_write_json, check_output_path, check_replaceable_directory
+    from sentvec._io import atomic_write_json
     from sentvec.line_ranges import iter_line_chunks
 
     corpus = Path(corpus)
@@ -695,61 +695,10 @@ def open_corpus_index(
     fp = index_fingerprint(corpus, model_arg, encoder, metric, backend)
     fp_path = index_dir / FINGERPRINT_FILE
     if index_dir.exists() and not rebuild and fp_path.is_file():
-        try:
-            stored = read_json_object(fp_path)
-            checksums = stored.pop(_CHECKSUMS_KEY, None)
-            current = stored == fp
-            now = stored_checksums(index_dir) if current else None
-            if now is not None and checksums != now:
-                current = False
-                want = checksums if isinstance(checksums, dict) else {}
-                what = [
-                    f"{n} {'missing' if n not in now else 'changed'}"
-                    for n in sorted(set(want) | set(now))
-                    if want.get(n) != now.get(n)
-                ]
-                warnings.warn(
-                    f"index {str(index_dir)!r}: its stored files do not match the "
-                    f"checksums written with them ({', '.join(what)}: edited or "
-                    "damaged); rebuilding it",
-                    UserWarning,
-                    stacklevel=2,
-                )
-            if current:
-                return CorpusIndex(
-                    SemanticSearch.load(index_dir, encoder=encoder, mmap=True),
-                    False,
-                    0,
-                    index_dir,
-                    True,
-                )
-        except (ValueError, OSError) as exc:  # a damaged index is rebuilt, never trusted
-            warnings.warn(
-                f"index {str(index_dir)!r} is unreadable ({exc}); rebuilding it",
-                UserWarning,
-                stacklevel=2,
-            )
-    if index_dir.is_dir() and fp_path.is_file() and not (index_dir / _CONFIG).is_file():
-        names = {f.name for f in index_dir.iterdir()}
-        if names <= _INDEX_FILES:  # a damaged index written here: only our files, cleared
-            for name in names:
-                (index_dir / name).unlink()
-    # the rule SemanticSearch.save applies (a foreign directory is refused), before encoding
-    check_replaceable_directory(index_dir, marker=_CONFIG, kind="a sentvec search index")
-    save = True
-    try:
-        check_output_path(index_dir, what="index directory", kind="whole-dir")
-    except PermissionError as exc:
-        if explicit:  # asked for: fail before the corpus is encoded
-            raise
-        # the default place, next to a read-only corpus: search all the same
-        warnings.warn(
-            f"{exc}; searching without saving the index (pass --index DIR to keep "
-            "it for the next search)",
-            UserWarning,
-            stacklevel=2,
-        )
-        save = False
+        current = _current_index(index_dir, fp, encoder)
+        if current is not None:
+            return current
+    save = _prepare_index_dir(index_dir, fp_path, explicit)
     from sentvec._progress import progress_bar
 
     index = SemanticSearch(metric=metric, backend=backend, encoder=encoder)
@@ -766,6 +715,75 @@ def open_corpus_index(
         # written last, with the checksums of the stored files: an index without it is rebuilt
         atomic_write_json(fp_path, {**fp, _CHECKSUMS_KEY: stored_checksums(index_dir)})
     return CorpusIndex(index, True, n, index_dir, save)
+
+
+def _current_index(index_dir: Path, fp: dict[str, Any], encoder: Encoder) -> CorpusIndex | None:
+    """The stored index, loaded (memory-mapped), when its fingerprint equals ``fp`` and its
+    files their checksums; else None, with a warning for the caller of
+    :func:`open_corpus_index` when the files changed or cannot be read."""
+    try:
+        stored = read_json_object(index_dir / FINGERPRINT_FILE)
+        checksums = stored.pop(_CHECKSUMS_KEY, None)
+        current = stored == fp
+        now = stored_checksums(index_dir) if current else None
+        if now is not None and checksums != now:
+            current = False
+            want = checksums if isinstance(checksums, dict) else {}
+            what = [
+                f"{n} {'missing' if n not in now else 'changed'}"
+                for n in sorted(set(want) | set(now))
+                if want.get(n) != now.get(n)
+            ]
+            warnings.warn(
+                f"index {str(index_dir)!r}: its stored files do not match the "
+                f"checksums written with them ({', '.join(what)}: edited or "
+                "damaged); rebuilding it",
+                UserWarning,
+                stacklevel=3,
+            )
+        if current:
+            return CorpusIndex(
+                SemanticSearch.load(index_dir, encoder=encoder, mmap=True),
+                False,
+                0,
+                index_dir,
+                True,
+            )
+    except (ValueError, OSError) as exc:  # a damaged index is rebuilt, never trusted
+        warnings.warn(
+            f"index {str(index_dir)!r} is unreadable ({exc}); rebuilding it",
+            UserWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def _prepare_index_dir(index_dir: Path, fp_path: Path, explicit: bool) -> bool:
+    """Make ``index_dir`` ready for a new index, before anything is encoded; whether the index
+    will be saved there (False: the default place cannot be written, with a warning)."""
+    from sentvec._io import check_output_path, check_replaceable_directory
+
+    if index_dir.is_dir() and fp_path.is_file() and not (index_dir / _CONFIG).is_file():
+        names = {f.name for f in index_dir.iterdir()}
+        if names <= _INDEX_FILES:  # a damaged index written here: only our files, cleared
+            for name in names:
+                (index_dir / name).unlink()
+    # the rule SemanticSearch.save applies (a foreign directory is refused), before encoding
+    check_replaceable_directory(index_dir, marker=_CONFIG, kind="a sentvec search index")
+    try:
+        check_output_path(index_dir, what="index directory", kind="whole-dir")
+    except PermissionError as exc:
+        if explicit:  # asked for: fail before the corpus is encoded
+            raise
+        # the default place, next to a read-only corpus: search all the same
+        warnings.warn(
+            f"{exc}; searching without saving the index (pass --index DIR to keep "
+            "it for the next search)",
+            UserWarning,
+            stacklevel=3,
+        )
+        return False
+    return True
 
 
 def corpus_lines_at(corpus: str | os.PathLike[str], wanted: set[int]) -> dict[int, str]:

@@ -43,16 +43,16 @@ def small_data(tmp_path_factory):
 @pytest.fixture
 def use_tiny(monkeypatch, tiny_minilm):
     """Make --model resolve to the session's 2-layer MiniLM (no reload per test)."""
-    import sentvec.cli.eval_sts as mod
+    import sentvec.encoders.loading as mod
 
     calls = []
 
-    def fake_load(args, **overrides):
-        calls.append((args.model, {k: v for k, v in overrides.items() if v is not None}))
+    def fake_load(model, **overrides):
+        calls.append((model, {k: v for k, v in overrides.items() if v is not None}))
         opts = {k: v for k, v in overrides.items() if v is not None}
         return tiny_minilm.with_options(**opts) if opts else tiny_minilm
 
-    monkeypatch.setattr(mod, "_load_encoder", fake_load)
+    monkeypatch.setattr(mod, "load_encoder", fake_load)
     return calls
 
 
@@ -364,19 +364,19 @@ def test_a_cache_hit_never_loads_the_model_and_changed_weights_miss(
     import shutil
 
     import sentvec.cache_keys as cache_keys_mod
-    import sentvec.cli.eval_sts as mod
+    import sentvec.encoders.loading as mod
 
     monkeypatch.setattr(cache_keys_mod, "_RACY_NS", 0)  # the copied files' status is fresh
     model = tmp_path / "model"
     shutil.copytree(tiny_minilm_dir, model)
-    real_load = mod._load_encoder
+    real_load = mod.load_encoder
     loads = []
 
-    def counted(args, **overrides):
-        loads.append(args.model)
-        return real_load(args, **overrides)
+    def counted(name, **overrides):
+        loads.append(name)
+        return real_load(name, **overrides)
 
-    monkeypatch.setattr(mod, "_load_encoder", counted)
+    monkeypatch.setattr(mod, "load_encoder", counted)
     base = ["eval-sts", "--model", str(model), "--tasks", "STSB,SICK", "--data", str(small_data)]
     base += ["--cache-dir", str(tmp_path / "c")]
     runs = []

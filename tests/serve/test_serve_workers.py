@@ -201,3 +201,37 @@ def test_a_killed_supervisors_metrics_folder_is_removed_by_the_next_run(tmp_path
     nxt = make_run_dir("serve")  # the next run folder made there (serve, distill, training)
     assert not run_dir.exists()
     assert [p.name for p in tmp.iterdir()] == [nxt.name]
+
+
+#: ``run_server`` called from Python, as ``sentvec serve MODEL --workers 2 --port PORT`` does.
+RUN_SERVER = """
+import sys
+
+from sentvec.serve import ServeSettings, run_server
+
+settings = ServeSettings(models=[["tiny", sys.argv[2]]]).check()
+sys.exit(run_server(settings, port=int(sys.argv[1]), workers=2))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_run_server_supervises_workers_from_python(tmp_path):
+    from sentvec import Sent2Vec
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    argv = [sys.executable, "-c", RUN_SERVER, "{PORT}", str(BIN)]
+    env = {
+        "TMPDIR": str(tmp),
+        "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]),
+    }
+    with ServerProcess(argv, workers=2, env=env) as srv:
+        health = {httpx.get(srv.url + "/health").headers[WORKER_HEADER] for _ in range(40)}
+        assert len(health) == 2  # both workers answer behind the one port
+        r = httpx.post(srv.url + "/v1/embeddings", json={"input": "the cat sat", "model": "tiny"})
+        got = np.array(r.json()["data"][0]["embedding"])
+        assert np.abs(got - Sent2Vec.load(BIN).encode(["the cat sat"])[0]).max() <= 1e-6
+        assert [p.name.startswith("sentvec-serve-") for p in tmp.iterdir()] == [True]
+    assert srv.proc.returncode == 0  # SIGTERM: a graceful stop
+    assert list(tmp.iterdir()) == []  # the metrics run folder is removed

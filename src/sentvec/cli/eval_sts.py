@@ -42,7 +42,6 @@ from sentvec.cli._args import (
     read_corpus_file,
     report_warnings,
     sts_task_list,
-    sts_tasks_for,
     vector_cache,
     year_postprocessor,
 )
@@ -134,12 +133,6 @@ def register(subparsers: Any) -> None:
 
 
 # --------------------------------------------------------------------------- helpers
-def _load_encoder(args: argparse.Namespace, **overrides: Any) -> Any:
-    from sentvec.encoders import load_encoder
-
-    return load_encoder(args.model, **overrides, **device_options(args))
-
-
 def _header(
     encoder_desc: dict[str, Any], tasks: list[Any], n_sentences: int, aggregation: str
 ) -> list[str]:
@@ -162,25 +155,6 @@ def _header(
         f"{_AGGREGATION_HELP[aggregation]}; Avg = mean of the task scores",
         f"pairs: {counts} ({total} pairs, {n_sentences} distinct sentences)",
     ]
-
-
-def _layer_vectors(
-    args: argparse.Namespace, encoder: Any, sentences: list[str], variant: str, pooling: Any
-) -> tuple[dict[str, Any], bool, float]:
-    """Pooled per-layer vectors of ``sentences`` from the vector cache, or one forward pass
-    (the new entries are written in the background: :func:`_finish_cache` waits for them)."""
-    from sentvec.cache import pooled_layer_vectors
-
-    return pooled_layer_vectors(
-        encoder,
-        sentences,
-        pooling=pooling,
-        text_variant=variant,
-        cache=args.vector_cache,
-        batch_size=args.batch_size,
-        show_progress_bar=progress(args),
-        background_save=True,
-    )
 
 
 def _finish_cache(args: argparse.Namespace) -> None:
@@ -214,52 +188,13 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------- modes
-def _table1_from_cache(args: argparse.Namespace) -> tuple[Any, ...] | None:
-    """The Table 1 block's inputs from the vector cache, without loading the model: (description,
-    tasks, sentences, per-layer vectors or None on a miss, seconds reading them), or None (not a
-    local transformer, or the cache off): the caller loads the model unless the vectors came."""
-    from sentvec.cache import cached_layer_vectors
-    from sentvec.encoders import describe_without_loading
-    from sentvec.evaluation import TABLE1_CONFIGS, load_sts, normalize_combination, unique_sentences
-    from sentvec.whitening import check_n_components
-
-    if not args.vector_cache.enabled:
-        return None
-    desc = describe_without_loading(args.model, **device_options(args))
-    if desc is None or int(desc["num_layers"]) < 2:
-        return None
-    check_n_components(args.n_components, int(desc["hidden_size"]), name="--n-components")
-    tasks = load_sts(args.tasks, data_dir=args.data, variant=args.variant or desc["text_variant"])
-    sentences = unique_sentences(tasks)
-    n_states = int(desc["num_layers"]) + 1
-    used: dict[str, set[int]] = {}
-    for _, pooling, layers in TABLE1_CONFIGS:
-        used.setdefault(pooling, set()).update(normalize_combination(layers, n_states))
-    t0 = time.perf_counter()
-    per = cached_layer_vectors(
-        desc,
-        sentences,
-        pooling=("cls", "mean"),
-        text_variant=tasks[0].variant,
-        cache=args.vector_cache,
-        layers=used,
-    )
-    return desc, tasks, sentences, per, time.perf_counter() - t0
-
-
 def _table1(args: argparse.Namespace, t_start: float) -> int:
-    from sentvec.encoders import describe_encoder, output_dimension
-    from sentvec.evaluation import table1_block, unique_sentences
-    from sentvec.whitening import check_n_components
+    from sentvec.encoders.loading import describe_without_loading, load_encoder
+    from sentvec.evaluation import evaluate_table1
 
-    cached = _table1_from_cache(args)
-    if cached is not None and cached[3] is not None:  # a cache hit: the model is never loaded
-        desc, tasks, sentences, per, t_encode = cached
-        hit = True
-        t_load = time.perf_counter() - t_start - t_encode
-    else:
-        encoder = _load_encoder(args)
-        check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
+    model: Any = args.model
+    if describe_without_loading(model, **device_options(args)) is None:  # not a local transformer
+        encoder = load_encoder(model, **device_options(args))
         if not callable(getattr(encoder, "encode_layers", None)):
             print(
                 f"note: {type(encoder).__name__} has no layers or token pooling; evaluating "
@@ -267,29 +202,31 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
                 file=sys.stderr,
             )
             return _single(args, t_start, encoder=encoder)
-        desc = describe_encoder(encoder)
-        L = int(desc.get("num_layers") or encoder.num_layers)
-        if L < 2:
-            raise ValueError(
-                f"the Table 1 block needs a model with at least 2 layers; this one has {L}"
-            )
-        if cached is not None and cached[0] == desc:  # a miss: the STS data already read
-            tasks, sentences = cached[1], cached[2]
-        else:
-            tasks = sts_tasks_for(args, encoder)
-            sentences = unique_sentences(tasks)
-        t_load = time.perf_counter() - t_start
-        per, hit, t_encode = _layer_vectors(
-            args, encoder, sentences, tasks[0].variant, ("cls", "mean")
-        )
-
-    t0 = time.perf_counter()
-    k = args.n_components
-    rows = table1_block(
-        per, tasks, sentences, n_components=k, aggregation=args.aggregation, metadata=desc
+        model = encoder
+    block = evaluate_table1(
+        model,
+        args.tasks,
+        cache=args.vector_cache,
+        n_components=args.n_components,
+        aggregation=args.aggregation,
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+        data_dir=args.data,
+        variant=args.variant,
+        load_options=device_options(args),
+        background_save=True,
     )
-    t_score = time.perf_counter() - t0
+    desc, tasks, sentences, rows, hit = (
+        block.description,
+        block.tasks,
+        block.sentences,
+        block.rows,
+        block.cache_hit,
+    )
+    t_encode, t_score = block.timing_s["encode"], block.timing_s["score"]
     wall = time.perf_counter() - t_start
+    t_load = wall - t_encode - t_score
+    k = args.n_components
 
     print("WhiteningBERT Table 1 block")
     for line in _header(desc, tasks, len(sentences), args.aggregation):
@@ -364,96 +301,48 @@ def _resolve_whitening(args: argparse.Namespace) -> tuple[Any, dict[str, Any]]:
     )
 
 
-def _single_from_cache(args: argparse.Namespace, whitening: Any) -> tuple[Any, ...] | None:
-    """One configuration's inputs from the vector cache, without loading the model: (a
-    ``DescribedEncoder``, tasks, the tasks' vectors, the whitening: a corpus FILE's vectors in
-    place of its lines), or None (not a local transformer, the cache off, or a miss): the
-    caller then loads the model."""
-    from sentvec.cache import cached_layer_vectors
-    from sentvec.encoders import DescribedEncoder, describe_without_loading
-    from sentvec.evaluation import combine_layers, unique_sentences
-
-    if not args.vector_cache.enabled:
-        return None
-    desc = describe_without_loading(
-        args.model, pooling=args.pooling, layers=args.layers, **device_options(args)
-    )
-    if desc is None:
-        return None
-    described = DescribedEncoder(desc)
-    tasks = sts_tasks_for(args, described)
-    pooling, indices = desc["pooling"], desc["layer_indices"]
-    texts = [(unique_sentences(tasks), tasks[0].variant)]
-    if isinstance(whitening, list):  # a corpus FILE: its vectors are cached too
-        texts.append((whitening, "corpus:none"))
-    vectors = []
-    for sentences, variant in texts:
-        per = cached_layer_vectors(
-            desc,
-            sentences,
-            pooling=(pooling,),
-            text_variant=variant,
-            cache=args.vector_cache,
-            layers={pooling: indices},
-        )
-        if per is None:
-            return None
-        vectors.append(combine_layers(per[pooling], indices))
-    return described, tasks, vectors[0], vectors[1] if len(vectors) > 1 else whitening
-
-
 def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
     from sentvec.encoders import check_whitening_fits, output_dimension
-    from sentvec.evaluation import evaluate_sts, unique_sentences
+    from sentvec.evaluation import evaluate_sts_model, unique_sentences
     from sentvec.whitening import check_n_components
 
     whitening, wmeta = _resolve_whitening(args)
-    cached = None if encoder is not None else _single_from_cache(args, whitening)
-    hit = cached is not None
-    if cached is not None:  # a cache hit: the model is never loaded
-        encoder, tasks, embeddings, whitening = cached
-    else:
-        embeddings = None
-        if encoder is None:
-            encoder = _load_encoder(args, pooling=args.pooling, layers=args.layers)
-    check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
-    postprocessor = year_postprocessor(args, encoder)  # before encoding: D is checked
-    if hasattr(whitening, "transform"):  # a saved Whitening: its width is known before encoding
-        check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
-    if not hit:
-        tasks = sts_tasks_for(args, encoder)
-    t_load = time.perf_counter() - t_start
-    t0 = time.perf_counter()
-    if not hit and callable(getattr(encoder, "encode_layers", None)):  # the per-layer cache
-        from sentvec.evaluation import combine_layers
 
-        sentences = unique_sentences(tasks)
-        per, hit, _ = _layer_vectors(args, encoder, sentences, tasks[0].variant, encoder.pooling)
-        embeddings = combine_layers(per[encoder.pooling], encoder.layer_indices)
-        if isinstance(whitening, list):  # a corpus FILE: its vectors are cached too
-            per, corpus_hit, _ = _layer_vectors(
-                args, encoder, whitening, "corpus:none", encoder.pooling
-            )
-            whitening = combine_layers(per[encoder.pooling], encoder.layer_indices)
-            hit = hit and corpus_hit
-    result = evaluate_sts(
-        encoder,
-        tasks,
+    def checked_postprocessor(encoder: Any) -> Any:
+        """--n-components and a saved --whiten against the encoder's width, before encoding;
+        the --postprocess estimator sized to it."""
+        check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
+        postprocessor = year_postprocessor(args, encoder)
+        if not isinstance(whitening, (str, list)):  # a saved DIR's fitted post-processor
+            check_whitening_fits(encoder, whitening, what=f"--whiten {args.whiten!r}")
+        return postprocessor
+
+    evaluation = evaluate_sts_model(
+        args.model if encoder is None else encoder,
+        args.tasks,
+        cache=args.vector_cache,
+        pooling=None if encoder is not None else args.pooling,
+        layers=None if encoder is not None else args.layers,
         whitening=whitening,
         n_components=args.n_components,
         aggregation=args.aggregation,
-        batch_size=args.batch_size,
-        metadata=wmeta,
-        show_progress_bar=progress(args),
-        postprocessor=postprocessor,
+        postprocessor_for=checked_postprocessor,
         zero_vectors=args.zero_vectors or "senteval",
-        embeddings=embeddings,
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+        data_dir=args.data,
+        variant=args.variant,
+        metadata=wmeta,
+        load_options=device_options(args),
+        background_save=True,
     )
-    t_eval = time.perf_counter() - t0
+    tasks, hit = evaluation.tasks, evaluation.cache_hit
+    t_eval = evaluation.timing_s["encode_and_score"]
     wall = time.perf_counter() - t_start
-    result = result.replace(
+    t_load = wall - t_eval
+    result = evaluation.result.replace(
         metadata={
-            **result.metadata,
+            **evaluation.result.metadata,
             "timing_s": {"load": t_load, "encode_and_score": t_eval, "wall": wall},
             "cache_hit": hit,
         }

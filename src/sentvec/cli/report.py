@@ -1,15 +1,15 @@
 """``sentvec report``: one Markdown report of Table 1-style rows for every available encoder.
 
 CLS / AVG x last / L1 / L1+last, each without and with whitening, under the three STS
-aggregations (:mod:`sentvec.evaluation.table1` defines the rows and renders the page). With
-``--post-processing``: the table of none / whitening / whitening-k / ABTT / SIF / uSIF.
+aggregations (:mod:`sentvec.evaluation.report` computes each encoder's rows,
+:mod:`sentvec.evaluation.table1` renders the page). With ``--post-processing``: the table of
+none / whitening / whitening-k / ABTT / SIF / uSIF.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -32,83 +32,27 @@ def _post_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return {"whitening_k": args.whitening_k, "abtt_components": args.abtt_components}
 
 
-def _transformer_post(
-    name: str,
-    encoder: Any,
-    vecs: Any,
-    tasks: Any,
-    sentences: Any,
-    args: argparse.Namespace,
-    post: list,
-    notes: list,
-) -> None:
-    """Post-processing rows of AVG L1+Llast and AVG Llast, and SIF / uSIF on the input token
-    embeddings with token counts of ``--token-corpus``."""
-    from sentvec.encoders.sif import SIFEncoder, USIFEncoder
-    from sentvec.evaluation import postprocessing_rows, sif_rows
-    from sentvec.evaluation.layer_results import layer_label
-    from sentvec.evaluation.layers import combine_layers, normalize_combination
-
-    label = display_name(name)
-    P = vecs["mean"]
-    for layers in ((1, -1), (-1,)):
-        idx = normalize_combination(layers, P.shape[1])
-        post += postprocessing_rows(
-            label,
-            f"AVG {layer_label(idx)}",
-            combine_layers(P, idx),
-            tasks,
-            sentences,
-            **_post_kwargs(args),
-        )
-    if args.token_corpus is None:
-        notes.append(f"{label}: SIF / uSIF skipped (no --token-corpus for the token counts).")
-        return
-    t0 = time.perf_counter()
-    sif = SIFEncoder.from_transformer(
-        encoder, args.token_corpus, common_component="year", max_lines=args.token_corpus_lines
-    )
-    usif = USIFEncoder(
-        sif.vectors, sif.counts, tokenizer=sif.tokenizer, source=sif.source, common_component="year"
-    )
-    notes.append(
-        f"{label} SIF / uSIF: {sif.source}; counting took {time.perf_counter() - t0:.1f} s."
-    )
-    post += sif_rows(label, "input token embeddings", (sif, usif), tasks, sentences)
-
-
 def _report_transformer(
     name: str, args: argparse.Namespace, cache: Any, post: list, notes: list
 ) -> tuple[Any, dict]:
-    from sentvec.cache import pooled_layer_vectors
-    from sentvec.evaluation import table1_rows, unique_sentences
+    from sentvec.evaluation import transformer_report
 
     encoder = load_transformer(name, **device_options(args))
-    tasks = sts_tasks_for(args, encoder)
-    sentences = unique_sentences(tasks)
-    vecs, hit, secs = pooled_layer_vectors(
+    block = transformer_report(
         encoder,
-        sentences,
-        pooling=("cls", "mean"),
-        text_variant=tasks[0].variant,
+        display_name(name),
+        sts_tasks_for(args, encoder),
         cache=cache,
         batch_size=args.batch_size,
         show_progress_bar=progress(args),
+        post_processing=args.post_processing,
+        token_corpus=args.token_corpus,
+        token_corpus_lines=args.token_corpus_lines,
+        **_post_kwargs(args),
     )
-    t0 = time.perf_counter()
-    rows = table1_rows(display_name(name), vecs, tasks, sentences)
-    if args.post_processing:
-        _transformer_post(name, encoder, vecs, tasks, sentences, args, post, notes)
-    info = {
-        "model": display_name(name),
-        "description": encoder.config_dict(),
-        "n_sentences": len(sentences),
-        "text_variant": tasks[0].variant,
-        "vectors_s": secs,
-        "cache_hit": hit,
-        "scoring_s": time.perf_counter() - t0,
-    }
-    return rows, info
+    post += block.postprocessing
+    notes += block.notes
+    return block.rows, block.info
 
 
 def _report_sent2vec(
@@ -122,42 +66,18 @@ def _report_sent2vec(
 ) -> tuple[Any, dict]:
     """Rows of an encoder without pooling or layers: a Sent2Vec model, or (``kind``
     ``"Static"``) a static embedding model."""
-    from sentvec.evaluation import sent2vec_rows, unique_sentences
+    from sentvec.evaluation import sentence_encoder_report
 
-    tasks = sts_tasks_for(args, encoder)
-    sentences = unique_sentences(tasks)
-    t0 = time.perf_counter()
-    emb = encoder.encode(sentences)
-    secs = time.perf_counter() - t0
-    label = f"{kind} ({Path(path).name})"
-    rows = sent2vec_rows(label, emb, tasks, sentences)
-    if args.post_processing:
-        from sentvec.encoders.sif import SIFEncoder, USIFEncoder
-        from sentvec.evaluation import postprocessing_rows, sif_rows
-
-        post += postprocessing_rows(
-            label, "sentence vectors", emb, tasks, sentences, **_post_kwargs(args)
-        )
-        if hasattr(encoder, "dictionary"):
-            encs = [
-                cls.from_sent2vec(encoder, common_component="year")
-                for cls in (SIFEncoder, USIFEncoder)
-            ]
-            post += sif_rows(label, "unigram word vectors", encs, tasks, sentences)
-            notes.append(
-                f"{label} SIF / uSIF: the model's unigram input rows and dictionary "
-                f"counts ({encs[0].vocab_size} words)."
-            )
-    desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
-    return rows, {
-        "model": label,
-        "description": desc,
-        "n_sentences": len(sentences),
-        "text_variant": tasks[0].variant,
-        "vectors_s": secs,
-        "cache_hit": False,
-        "scoring_s": time.perf_counter() - t0 - secs,
-    }
+    block = sentence_encoder_report(
+        encoder,
+        f"{kind} ({Path(path).name})",
+        sts_tasks_for(args, encoder),
+        post_processing=args.post_processing,
+        **_post_kwargs(args),
+    )
+    post += block.postprocessing
+    notes += block.notes
+    return block.rows, block.info
 
 
 def _load_static(name: str) -> Any:

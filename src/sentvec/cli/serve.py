@@ -19,9 +19,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import logging
-import os
-import sys
 from typing import Any
 
 from sentvec.cli._args import (
@@ -229,145 +226,15 @@ def _settings(args: argparse.Namespace) -> Any:
     ).check()
 
 
-def _quiet_reported_warnings() -> None:
-    """The server reports truncation and zero vectors in each response; the encoders' own
-    per-call warnings would flood the log."""
-    import warnings
-
-    for pattern in (
-        r"\d+ of \d+ distinct sentences were longer than max_length",
-        r"\d+ of \d+ sentences have no in-vocabulary word",
-        r"\d+ of \d+ encoder vectors are all-zero",
-    ):
-        warnings.filterwarnings("ignore", message=pattern)
-
-
-def _bind(host: str, port: int) -> Any:
-    """A listening socket on ``host:port``, bound before anything loads (a port in use is
-    reported at once)."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    sock.listen(2048)
-    sock.set_inheritable(True)
-    return sock
-
-
 def run(args: argparse.Namespace) -> int:
     """Bind the port, then serve (answering 503 while the models load) until SIGTERM / Ctrl-C."""
-    import shutil
-    import signal
+    from sentvec.serve import run_server
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentvec.serve.settings import SETTINGS_ENV, read_api_key
-
-    settings = _settings(args)
-    api_key = read_api_key(settings.api_key_file)  # fail now on an unreadable key file
-    sock = _bind(args.host, args.port)
-    port = int(sock.getsockname()[1])  # --port 0: the port the system chose
-    logging.basicConfig(level=args.log_level.upper(), format="sentvec serve: %(message)s")
-    _quiet_reported_warnings()
-    logging.getLogger("sentvec.serve").info(
-        "listening on http://%s:%d; /health answers 503 until the models are loaded",
-        args.host,
-        port,
-    )
-    import uvicorn
-
-    from sentvec.serve.http_limits import uvicorn_options
-
-    common: dict[str, Any] = dict(
+    return run_server(
+        _settings(args),
         host=args.host,
-        port=port,
+        port=args.port,
+        workers=args.workers,
         log_level=args.log_level,
         access_log=args.access_log,
-        server_header=False,
-        **uvicorn_options(settings),
     )
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        key_state = "an API key" if api_key else "NO API key"
-        print(f"sentvec serve: listening on {args.host}, with {key_state}", file=sys.stderr)
-    # uvicorn handles SIGTERM and SIGINT (Ctrl-C) alike: stop accepting, finish the requests
-    # in flight; then it re-raises the signal, and a no-op handler lets the command end
-    # normally (exit 0) instead of as interrupted. With --workers, the supervisor stops its
-    # workers the same way
-    graceful = (signal.SIGTERM, signal.SIGINT)
-    previous = {sig: signal.signal(sig, lambda *_: None) for sig in graceful}
-    server: Any = None
-    failed: list[str] = []
-    run_dir = None
-    try:
-        if args.workers > 1:
-            from uvicorn.supervisors import Multiprocess
-
-            from sentvec.serve.app import LOAD_ERROR_FILE
-            from sentvec.serve.listeners import per_worker_listener, reuse_port_available
-            from sentvec.serve.metrics import MULTIPROC_ENV
-
-            if reuse_port_available():
-                # each worker binds a socket of its own and the kernel spreads the
-                # connections over them; the port is free: the probe above just held it
-                sock.close()
-                try:
-                    sock = per_worker_listener(args.host, port)
-                except OSError as exc:
-                    raise OSError(
-                        f"cannot listen on {args.host}:{port}: {exc.strerror or exc}"
-                    ) from None
-            from sentvec._tempdirs import make_run_dir
-
-            # named after this supervisor (pid, start time): if it is killed, the next run
-            # folder made in the temp directory removes this one
-            run_dir = str(make_run_dir("serve"))
-            os.mkdir(os.path.join(run_dir, "metrics"))
-            os.environ[MULTIPROC_ENV] = os.path.join(run_dir, "metrics")
-            settings.run_dir = run_dir
-            os.environ[SETTINGS_ENV] = settings.to_json()
-            config = uvicorn.Config(
-                "sentvec.serve.app:app_from_environment",
-                factory=True,
-                workers=args.workers,
-                **common,
-            )
-            Multiprocess(config, sockets=[sock]).run()  # what uvicorn.run does, on this socket
-            error_file = os.path.join(run_dir, LOAD_ERROR_FILE)
-            if os.path.exists(error_file):
-                with open(error_file, encoding="utf-8") as f:
-                    failed.append(f.read())
-        else:
-            from sentvec.serve import create_app
-
-            def stop(message: str) -> None:
-                failed.append(message)
-                server.should_exit = True
-
-            app = create_app(
-                dict(settings.models),
-                api_key=api_key,
-                settings=settings,
-                background=True,
-                on_load_error=stop,
-            )
-            server = uvicorn.Server(uvicorn.Config(app, **common))
-            server.run(sockets=[sock])
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        sock.close()
-        if run_dir is not None:
-            shutil.rmtree(run_dir, ignore_errors=True)
-    if failed:
-        print(f"sentvec serve: error: the models could not be loaded: {failed[0]}", file=sys.stderr)
-        return 1
-    if server is not None and server.force_exit:
-        # a second Ctrl-C: uvicorn stopped without waiting for the requests in flight
-        raise KeyboardInterrupt
-    return 0

@@ -24,7 +24,6 @@ from sentvec.cli._args import (
     positive_int_list,
     progress,
     slug,
-    sts_tasks_for,
     vector_cache,
 )
 
@@ -34,18 +33,13 @@ DEFAULT_CORPUS_SIZE = 10_000
 
 def run_whiten_sweep(args: argparse.Namespace) -> int:
     """``sentvec whiten-sweep``: STS average versus whitening dimension k."""
+    import dataclasses
+
     from sentvec._data import corpus_sample_path
-    from sentvec._io import atomic_write_json, atomic_write_text, read_text_lines
+    from sentvec._io import atomic_write_json, atomic_write_text
     from sentvec._validation import check_path_exists, check_positive_int
-    from sentvec.cache import pooled_layer_vectors
-    from sentvec.evaluation import (
-        WhiteningSweep,
-        combine_layers,
-        plot_whitening_sweep,
-        prepare_corpus,
-        unique_sentences,
-        whitening_sweep,
-    )
+    from sentvec.encoders import output_dimension
+    from sentvec.evaluation import evaluate_whitening_sweep, plot_whitening_sweep
 
     t0 = time.perf_counter()
     check_outputs_not_inputs({"--out": args.out}, {"--model": args.model, "--corpus": args.corpus})
@@ -53,7 +47,7 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
     path = None
     if not args.no_corpus:
         path = check_path_exists(args.corpus or corpus_sample_path(), what="corpus file")
-        size = check_positive_int("corpus_size", args.corpus_size)
+        check_positive_int("corpus_size", args.corpus_size)
     encoder = load_transformer(
         args.model,
         **device_options(args),
@@ -61,78 +55,32 @@ def run_whiten_sweep(args: argparse.Namespace) -> int:
         pooling=args.pooling,
         max_length=args.max_length,
     )
-    tasks = sts_tasks_for(args, encoder)
-    variant = tasks[0].variant
-    sentences = unique_sentences(tasks)
-    cache = vector_cache(args)
-    vecs, _, sts_s = pooled_layer_vectors(
-        encoder,
-        sentences,
-        pooling=args.pooling,
-        text_variant=variant,
-        cache=cache,
-        batch_size=args.batch_size,
-        show_progress_bar=progress(args),
-    )
-    layers = tuple(encoder.layer_indices)
-    sts_vectors = combine_layers(vecs[args.pooling], layers)
-    corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
-    if path is not None:
-        lines = read_text_lines(path, what="corpus", max_lines=size)
-        prep = args.corpus_preprocessing
-        if prep == "auto":
-            prep = "moses-lower" if variant == "senteval" else "none"
-        corpus, n_excluded = prepare_corpus(lines, prep, exclude=sentences)
-        if len(corpus) < 2:
-            raise ValueError(f"the corpus {str(path)!r} has fewer than 2 usable sentences")
-        cvecs, _, corpus_s = pooled_layer_vectors(
-            encoder,
-            corpus,
-            pooling=args.pooling,
-            text_variant=f"corpus:{prep}",
-            cache=cache,
-            batch_size=args.batch_size,
-            show_progress_bar=progress(args),
-        )
-        corpus_vectors = combine_layers(cvecs[args.pooling], layers)
-        label = str(path) if args.corpus else f"packaged: {Path(path).name}"
-        corpus_info = {
-            "path": label,
-            "preprocessing": prep,
-            "n_read": len(lines),
-            "n_used": len(corpus),
-            "n_excluded": n_excluded,
-        }
-    t1 = time.perf_counter()
-    d = sts_vectors.shape[1]
-    ks = sorted({k for k in args.k if k <= d} | {d})
-    skipped = sorted(k for k in args.k if k > d)
+    d = output_dimension(encoder)
+    ks: list[int | None] = [*args.k, None]  # None: d, always swept
+    skipped: list[int] = []
+    if d is not None:  # before encoding: a k above d is left out and said so
+        ks = sorted({k for k in args.k if k <= d} | {d})
+        skipped = sorted(k for k in args.k if k > d)
     if skipped:
         print(f"note: k={skipped} exceed the dimension d={d} and were skipped", file=sys.stderr)
-    points = whitening_sweep(
-        sts_vectors,
-        tasks,
-        sentences,
-        ks=ks,
-        corpus_vectors=corpus_vectors,
+    sweep = evaluate_whitening_sweep(
+        encoder,
+        ks,
+        args.tasks,
+        corpus=path,
+        corpus_size=args.corpus_size,
+        corpus_preprocessing=args.corpus_preprocessing,
+        corpus_label=None if args.corpus else f"packaged: {Path(str(path)).name}",
         aggregation=args.aggregation,
-    )
-    sweep = WhiteningSweep(
+        cache=vector_cache(args),
+        batch_size=args.batch_size,
+        show_progress_bar=progress(args),
+        data_dir=args.data,
+        variant=args.variant,
         model=args.model,
-        layers=layers,
-        pooling=args.pooling,
-        text_variant=variant,
-        aggregation=args.aggregation,
-        dim=d,
-        corpus=corpus_info,
-        points=points,
-        timings={
-            "sts_vectors_s": sts_s,
-            "corpus_vectors_s": corpus_s,
-            "scoring_s": time.perf_counter() - t1,
-            "total_s": time.perf_counter() - t0,
-        },
     )
+    timings = {**sweep.timings, "total_s": time.perf_counter() - t0}  # the load included
+    sweep = dataclasses.replace(sweep, timings=timings)
     stem = f"{slug(args.model)}-{args.pooling}"
     atomic_write_json(out / f"{stem}-whiten-sweep.json", sweep.to_dict())
     atomic_write_text(out / f"{stem}-whiten-sweep.md", sweep.to_markdown())

@@ -1,12 +1,17 @@
 """The evaluation wing: the papers' protocols, on any encoder.
 
 * ``sts_data``: the STS readers (:func:`load_sts`) and :func:`unique_sentences`;
+* ``cosine``: cosine similarity of row pairs (:func:`cosine_similarity_rows`);
 * ``sts``: the WhiteningBERT STS protocol (:func:`score_sts`, :class:`STSScorer`,
   :func:`evaluate_sts`); ``results``: correlations, aggregations, :class:`STSResult`;
-* ``table1``: Table 1's configurations, rows and the Markdown report;
+* ``sts_model``: a model named by alias or path on STS, loaded only when the vector cache cannot
+  serve it (:func:`evaluate_sts_model`, :func:`evaluate_table1`);
+* ``table1``: Table 1's configurations, rows and the Markdown report; ``report``: each
+  encoder's rows of that report;
 * ``layers`` / ``layer_results``: the layer-combination search (Figures 1 and 2);
 * ``sweep``: STS against the whitening dimension k; ``plots``: the figures;
-* ``transfer``: SentEval-style transfer tasks;
+* ``transfer_data`` / ``transfer``: SentEval-style transfer tasks: the readers / the classifier
+  protocols;
 * ``rte``: RTE by a cosine threshold (WhiteningBERT Table 3): reader, protocol, result;
 * ``_kernels``: the compiled (numba) kernels of the evaluation.
 """
@@ -36,7 +41,7 @@ _LAZY: dict[str, str] = {
     "score_sts": "sentvec.evaluation.sts",
     "STSScorer": "sentvec.evaluation.sts",
     "evaluate_sts": "sentvec.evaluation.sts",
-    "cosine_similarity_rows": "sentvec.evaluation.sts",
+    "cosine_similarity_rows": "sentvec.evaluation.cosine",
     "AGGREGATIONS": "sentvec.evaluation.results",
     "Aggregation": "sentvec.evaluation.results",
     "TABLE_COLUMNS": "sentvec.evaluation.results",
@@ -51,6 +56,13 @@ _LAZY: dict[str, str] = {
     "results_table_text": "sentvec.evaluation.results",
     "postprocessing_label": "sentvec.evaluation.results",
     "describe_postprocessor": "sentvec.evaluation.results",
+    "STSModelEvaluation": "sentvec.evaluation.sts_model",
+    "Table1Evaluation": "sentvec.evaluation.sts_model",
+    "evaluate_sts_model": "sentvec.evaluation.sts_model",
+    "evaluate_table1": "sentvec.evaluation.sts_model",
+    "ReportBlock": "sentvec.evaluation.report",
+    "transformer_report": "sentvec.evaluation.report",
+    "sentence_encoder_report": "sentvec.evaluation.report",
     "TABLE1_CONFIGS": "sentvec.evaluation.table1",
     "Table1Row": "sentvec.evaluation.table1",
     "table1_block": "sentvec.evaluation.table1",
@@ -85,15 +97,16 @@ _LAZY: dict[str, str] = {
     "SweepPoint": "sentvec.evaluation.sweep",
     "WhiteningSweep": "sentvec.evaluation.sweep",
     "whitening_sweep": "sentvec.evaluation.sweep",
+    "evaluate_whitening_sweep": "sentvec.evaluation.sweep",
     "plot_pair_heatmap": "sentvec.evaluation.plots",
     "plot_size_curve": "sentvec.evaluation.plots",
     "plot_whitening_sweep": "sentvec.evaluation.plots",
-    "TRANSFER_TASKS": "sentvec.evaluation.transfer",
+    "TRANSFER_TASKS": "sentvec.evaluation.transfer_data",
     "AVERAGED_TASKS": "sentvec.evaluation.transfer",
     "DEFAULT_C_GRID": "sentvec.evaluation.transfer",
-    "TransferSplit": "sentvec.evaluation.transfer",
-    "TransferData": "sentvec.evaluation.transfer",
-    "load_transfer": "sentvec.evaluation.transfer",
+    "TransferSplit": "sentvec.evaluation.transfer_data",
+    "TransferData": "sentvec.evaluation.transfer_data",
+    "load_transfer": "sentvec.evaluation.transfer_data",
     "TransferResult": "sentvec.evaluation.transfer",
     "pair_features": "sentvec.evaluation.transfer",
     "evaluate_transfer": "sentvec.evaluation.transfer",
@@ -118,6 +131,7 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from sentvec.evaluation.cosine import cosine_similarity_rows  # noqa: F401
     from sentvec.evaluation.layer_results import (
         COMBINATION_NOTE,
         LAYER_WHITENING_MODES,
@@ -144,6 +158,11 @@ if TYPE_CHECKING:  # pragma: no cover
         plot_rte_thresholds,
         plot_size_curve,
         plot_whitening_sweep,
+    )
+    from sentvec.evaluation.report import (  # noqa: F401
+        ReportBlock,
+        sentence_encoder_report,
+        transformer_report,
     )
     from sentvec.evaluation.results import (
         AGGREGATIONS,
@@ -181,7 +200,6 @@ if TYPE_CHECKING:  # pragma: no cover
         WHITENING_MODES,
         ZERO_VECTOR_RULES,
         STSScorer,
-        cosine_similarity_rows,
         evaluate_sts,
         score_sts,
     )  # noqa: F401
@@ -199,10 +217,17 @@ if TYPE_CHECKING:  # pragma: no cover
         load_sts,
         unique_sentences,
     )  # noqa: F401
+    from sentvec.evaluation.sts_model import (
+        STSModelEvaluation,
+        Table1Evaluation,
+        evaluate_sts_model,
+        evaluate_table1,
+    )  # noqa: F401
     from sentvec.evaluation.sweep import (
         CORPUS_PREPROCESSING,
         SweepPoint,
         WhiteningSweep,
+        evaluate_whitening_sweep,
         prepare_corpus,
         whitening_sweep,
     )  # noqa: F401
@@ -223,12 +248,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentvec.evaluation.transfer import (
         AVERAGED_TASKS,
         DEFAULT_C_GRID,
-        TRANSFER_TASKS,
-        TransferData,
         TransferResult,
-        TransferSplit,
         evaluate_transfer,
-        load_transfer,
         pair_features,
         transfer_table_markdown,
     )  # noqa: F401
+    from sentvec.evaluation.transfer_data import (  # noqa: F401
+        TRANSFER_TASKS,
+        TransferData,
+        TransferSplit,
+        load_transfer,
+    )

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -451,26 +451,24 @@ def analyze_layers(
         Default: all seven STS tasks in the encoder's preferred text variant.
     pooling : {"mean", "cls", "max"}
         Token pooling of every hidden state (see the module docstring for max).
-    whitening : sequence of {"none", "year"}
-    max_layers, include_embedding_layer, exhaustive_limit, beam_width
-        Size search (Figure 2), see :func:`search_combinations`.
+    whitening, max_layers, include_embedding_layer, exhaustive_limit, beam_width
+        Modes scored ({"none", "year"}) and the size search (Figure 2), as
+        :func:`search_combinations`.
     search : bool
         ``False`` scores the pairs only (Figure 1).
     aggregation : {"mean", "wmean", "all"}
     n_components : int, optional
         Whitening dimension k.
     postprocessor : unfitted scikit-learn transformer, optional
-        Fitted per STS year in the ``"year"`` mode instead of a Whitening (see
-        :class:`CombinationScorer`), e.g. ``AllButTheTop(n_components=D)``; recorded in
-        ``LayerAnalysis.postprocessing``. The cached per-layer vectors are the same.
+        Fitted per STS year in the ``"year"`` mode instead of a Whitening, e.g.
+        ``AllButTheTop(n_components=D)`` (:class:`CombinationScorer`); recorded in the result.
     cache : sentvec.cache.VectorCache, optional
-        Per-layer vectors are loaded from it, or computed and then written to it after the
-        scoring.
+        Per-layer vectors are read from it, or computed and written to it after the scoring.
     model_name : str, optional
         Label for the result (default: the encoder's ``model`` description).
     background_save : bool
-        Return while a new cache entry is still being written; the caller must call
-        ``cache.finish_writes()`` before exiting. Otherwise the write is finished first.
+        Return while a new cache entry is still being written (then call
+        ``cache.finish_writes()`` before exiting).
 
     Returns
     -------
@@ -479,66 +477,32 @@ def analyze_layers(
     Raises
     ------
     ValueError
-        Unknown whitening mode, pooling or aggregation, a non-positive limit,
-        ``n_components`` above the encoder's dimension, or a bad ``postprocessor`` (see
-        :class:`CombinationScorer`): all before the forward pass.
+        Before the forward pass: an unknown whitening mode, pooling or aggregation, a limit
+        below 1, ``n_components`` above the width, a bad ``postprocessor``.
     TypeError
         The encoder has no ``encode_layers`` (e.g. Sent2Vec).
     """
-    from sentvec.cache import load_or_encode_layer_vectors, save_layer_vectors
-    from sentvec.encoders.base import describe_encoder, output_dimension, text_variant_of
-    from sentvec.encoders.pooling import POOLING_MODES
-    from sentvec.evaluation.results import AGGREGATIONS
-    from sentvec.evaluation.sts_data import load_sts, unique_sentences
+    from sentvec.cache import save_layer_vectors
+    from sentvec.encoders.base import describe_encoder, output_dimension
 
     # every option is checked before the forward pass, which is most of the cost
-    whitening = _whitening_modes(whitening)
-    check_choice("pooling", pooling, POOLING_MODES)
-    check_choice("aggregation", aggregation, AGGREGATIONS)
-    exhaustive_limit = check_positive_int("exhaustive_limit", exhaustive_limit)
-    beam_width = check_positive_int("beam_width", beam_width)
-    if max_layers is not None:
-        max_layers = check_positive_int("max_layers", max_layers)
+    search_options = _search_options(
+        whitening, max_layers, include_embedding_layer, exhaustive_limit, beam_width
+    )
+    _check_scoring_options(pooling, aggregation)
     n_components = check_n_components(n_components, output_dimension(encoder))
     _check_postprocessor(postprocessor, n_components, output_dimension(encoder))
-    task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
-    variants = sorted({t.variant for t in task_list})
-    variant = variants[0] if len(variants) == 1 else "+".join(variants)
-    sentences = unique_sentences(task_list)
-    vectors, hit, unsaved, forward_s = load_or_encode_layer_vectors(
-        encoder,
-        sentences,
-        pooling=pooling,
-        text_variant=variant,
-        cache=cache,
-        batch_size=batch_size,
-        show_progress_bar=show_progress_bar,
+    task_list, variant, sentences, per_layer, hit, unsaved, forward_s = _layer_vectors(
+        encoder, tasks, pooling, cache, batch_size, show_progress_bar
     )
-    try:
-        scorer = CombinationScorer(
-            vectors[pooling],
-            task_list,
-            sentences,
-            aggregation=aggregation,
-            n_components=n_components,
-            postprocessor=postprocessor,
-        )
-        pairs = evaluate_pairs(scorer, whitening=whitening)
-        pairs_s = scorer.seconds
-        by_size: tuple[SizeBest, ...] = ()
-        if search:
-            by_size = search_combinations(
-                scorer,
-                whitening=whitening,
-                max_layers=max_layers,
-                include_embedding_layer=include_embedding_layer,
-                exhaustive_limit=exhaustive_limit,
-                beam_width=beam_width,
-            )
-    finally:
-        # a new cache entry is written after the scoring, which keeps both cores busy; with
-        # background_save the caller's single-threaded tail (files, plots) overlaps with it
+
+    def finish() -> None:  # the new cache entry, after the scoring (see background_save)
         save_layer_vectors(cache, unsaved, wait=not background_save)
+
+    scoring = (aggregation, n_components, postprocessor)
+    scorer, pairs, pairs_s, by_size = _scored(
+        per_layer, task_list, sentences, scoring, search_options, search, finish
+    )
     desc = describe_encoder(encoder)
     return LayerAnalysis(
         model=model_name or str(desc.get("model", type(encoder).__name__)),
@@ -553,8 +517,95 @@ def analyze_layers(
         pairs=pairs,
         by_size=by_size,
         include_embedding_layer=include_embedding_layer,
-        exhaustive_limit=exhaustive_limit,
-        beam_width=beam_width,
+        exhaustive_limit=search_options["exhaustive_limit"],
+        beam_width=search_options["beam_width"],
         timings=LayerTimings(forward_s, hit, pairs_s, scorer.seconds - pairs_s, scorer.n_scored),
         postprocessing=(None if postprocessor is None else describe_postprocessor(postprocessor)),
     )
+
+
+def _layer_vectors(
+    encoder: Encoder,
+    tasks: Sequence[Any] | None,
+    pooling: str,
+    cache: Any,
+    batch_size: int | None,
+    show_progress_bar: bool | None,
+) -> tuple[list[Any], str, list[str], np.ndarray, bool, Any, float]:
+    """The tasks (default: all seven, in the encoder's text variant), their text variant(s),
+    distinct sentences and pooled per-layer vectors, from the cache or one forward pass (not
+    saved yet: the new entry is returned with the hit and the seconds)."""
+    from sentvec.cache import load_or_encode_layer_vectors
+    from sentvec.encoders.base import text_variant_of
+    from sentvec.evaluation.sts_data import load_sts, unique_sentences
+
+    task_list = list(tasks) if tasks is not None else load_sts(variant=text_variant_of(encoder))
+    variants = sorted({t.variant for t in task_list})
+    variant = variants[0] if len(variants) == 1 else "+".join(variants)
+    sentences = unique_sentences(task_list)
+    vectors, hit, unsaved, forward_s = load_or_encode_layer_vectors(
+        encoder,
+        sentences,
+        pooling=pooling,
+        text_variant=variant,
+        cache=cache,
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+    )
+    return task_list, variant, sentences, vectors[pooling], hit, unsaved, forward_s
+
+
+def _check_scoring_options(pooling: str, aggregation: str) -> None:
+    """ValueError for an unknown token pooling or task-score aggregation."""
+    from sentvec.encoders.pooling import POOLING_MODES
+    from sentvec.evaluation.results import AGGREGATIONS
+
+    check_choice("pooling", pooling, POOLING_MODES)
+    check_choice("aggregation", aggregation, AGGREGATIONS)
+
+
+def _search_options(
+    whitening: str | Sequence[str],
+    max_layers: int | None,
+    include_embedding_layer: bool,
+    exhaustive_limit: int,
+    beam_width: int,
+) -> dict[str, Any]:
+    """:func:`search_combinations`' keyword arguments, the modes and limits checked."""
+    return dict(
+        whitening=_whitening_modes(whitening),
+        max_layers=None if max_layers is None else check_positive_int("max_layers", max_layers),
+        include_embedding_layer=include_embedding_layer,
+        exhaustive_limit=check_positive_int("exhaustive_limit", exhaustive_limit),
+        beam_width=check_positive_int("beam_width", beam_width),
+    )
+
+
+def _scored(
+    per_layer: np.ndarray,
+    tasks: list[Any],
+    sentences: list[str],
+    scoring: tuple[str, int | None, Any],
+    search_options: dict[str, Any],
+    search: bool,
+    finish: Callable[[], None],
+) -> tuple[CombinationScorer, tuple[CombinationScore, ...], float, tuple[SizeBest, ...]]:
+    """Every pair of hidden states scored in the search's whitening modes, then, with
+    ``search``, the size search; ``finish`` runs afterwards, whatever happens. Returns the
+    scorer, the pairs, the seconds they took and the best combination per size."""
+    aggregation, n_components, postprocessor = scoring
+    try:
+        scorer = CombinationScorer(
+            per_layer,
+            tasks,
+            sentences,
+            aggregation=aggregation,
+            n_components=n_components,
+            postprocessor=postprocessor,
+        )
+        pairs = evaluate_pairs(scorer, whitening=search_options["whitening"])
+        pairs_s = scorer.seconds
+        by_size = search_combinations(scorer, **search_options) if search else ()
+    finally:
+        finish()
+    return scorer, pairs, pairs_s, by_size

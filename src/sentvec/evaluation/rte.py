@@ -39,8 +39,9 @@ import numpy as np
 from sentvec._data import data_dir as _data_dir
 from sentvec._validation import check_choice, check_embeddings, check_float_range
 from sentvec.encoders.base import Encoder
+from sentvec.evaluation.cosine import cosine_similarity_rows
 from sentvec.evaluation.results import JSONRecord, WhiteningInfo
-from sentvec.evaluation.sts import cosine_similarity_rows, encode_checked
+from sentvec.evaluation.sts import encode_checked
 from sentvec.evaluation.sts_data import TEXT_VARIANTS
 from sentvec.whitening import Whitening
 
@@ -402,17 +403,7 @@ def score_rte(
     A zero encoder vector (e.g. an all-OOV Sent2Vec sentence) carries no information: it stays
     zero after whitening and its pair's cosine is 0 (counted in ``n_zero_cosine_pairs``).
     """
-    A = check_embeddings(vectors1, name="vectors1", min_rows=2)
-    B = check_embeddings(vectors2, name="vectors2", n_features=A.shape[1])
-    ent = np.asarray(entailment)
-    if B.shape != A.shape or ent.shape != (A.shape[0],):
-        raise ValueError(
-            f"vectors1 {A.shape}, vectors2 {B.shape} and entailment {ent.shape} disagree; "
-            "expected (n, d), (n, d) and (n,)"
-        )
-    if not np.isin(ent, (0, 1)).all():
-        raise ValueError("entailment must hold booleans or 0 / 1")
-    ent = ent.astype(bool)
+    A, B, ent = _checked_pairs(vectors1, vectors2, entailment)
     threshold = check_float_range("threshold", threshold)
     grid = [check_float_range("thresholds", t) for t in thresholds]
     n = A.shape[0]
@@ -457,6 +448,21 @@ def score_rte(
         entailment=ent,
         metadata=dict(metadata or {}),
     )
+
+
+def _checked_pairs(vectors1: Any, vectors2: Any, entailment: Any) -> tuple[Any, Any, np.ndarray]:
+    """:func:`score_rte`'s inputs checked: two finite (n, d) arrays, n >= 2, and n booleans."""
+    A = check_embeddings(vectors1, name="vectors1", min_rows=2)
+    B = check_embeddings(vectors2, name="vectors2", n_features=A.shape[1])
+    ent = np.asarray(entailment)
+    if B.shape != A.shape or ent.shape != (A.shape[0],):
+        raise ValueError(
+            f"vectors1 {A.shape}, vectors2 {B.shape} and entailment {ent.shape} disagree; "
+            "expected (n, d), (n, d) and (n,)"
+        )
+    if not np.isin(ent, (0, 1)).all():
+        raise ValueError("entailment must hold booleans or 0 / 1")
+    return A, B, ent.astype(bool)
 
 
 def evaluate_rte(

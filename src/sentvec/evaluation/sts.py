@@ -20,7 +20,11 @@ import numpy as np
 
 from sentvec._validation import check_choice, check_embeddings
 from sentvec.encoders.base import Encoder
-from sentvec.evaluation._kernels import row_dots
+from sentvec.evaluation.cosine import (  # cosine_similarity_rows: importable from here too
+    _subset_cosines,
+    _whiteningbert_zero_rule,
+    cosine_similarity_rows,
+)
 from sentvec.evaluation.results import (
     AGGREGATIONS,
     STSResult,
@@ -47,135 +51,6 @@ WHITENING_MODES: tuple[str, ...] = ("none", "year")
 #: "whiteningbert" 1.0 for two zero vectors, 0.5 for one (the WhiteningBERT code's
 #: ``1 - sklearn.metrics.pairwise.paired_cosine_distances``).
 ZERO_VECTOR_RULES: tuple[str, ...] = ("senteval", "whiteningbert")
-
-
-def _row_norms(A: np.ndarray) -> np.ndarray:
-    """Euclidean norm of each row of ``A`` (float64), by :func:`~sentvec.evaluation._kernels.row_dots`."""
-    idx = np.arange(A.shape[0], dtype=np.intp)
-    return np.sqrt(row_dots(A, A, idx, idx))
-
-
-#: Row norms inside this range leave every product and sum of :func:`~sentvec.evaluation._kernels.row_dots` in the normal
-#: float64 range (no overflow, no underflow to subnormals) for any width up to 2**100.
-_SAFE_NORMS = (2.0**-450, 2.0**450)
-
-
-def _rescale_extreme_rows(A: np.ndarray, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``A`` and its row norms with out-of-range rows scaled by a power of two.
-
-    Only float64 rows can be affected (float32 values squared stay far inside float64's range):
-    a row with entries near 1e200 has an infinite squared norm, one near 1e-200 a zero one, and
-    either would make its cosines NaN or flag it as a zero vector. Such a row is multiplied by
-    ``2**-e``, ``e`` the binary exponent of its largest entry, which is exact and leaves every
-    cosine of that row unchanged (cosine is scale-invariant). Other rows are not touched, so
-    ordinary inputs give bit-identical results; zero rows stay zero. ``A`` is copied when a row
-    changes, never modified.
-    """
-    bad = ~((norms >= _SAFE_NORMS[0]) & (norms <= _SAFE_NORMS[1]))
-    if not bad.any():
-        return A, norms
-    from sentvec._numeric import unit_scale_rows
-
-    scaled, nonzero = unit_scale_rows(A[bad])
-    rows = np.flatnonzero(bad)[nonzero]
-    if rows.size == 0:
-        return A, norms
-    A = np.array(A, dtype=np.float64)
-    A[rows] = scaled[nonzero]
-    norms = norms.copy()
-    norms[rows] = _row_norms(A[rows])
-    return A, norms
-
-
-def cosine_similarity_rows(A: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise cosine similarity of two (n, d) arrays.
-
-    Parameters
-    ----------
-    A, B : array-like of shape (n, d)
-        float32 or float64 (other real dtypes are converted to float64).
-
-    Returns
-    -------
-    cos : ndarray of shape (n,), float64
-        Cosine of each row pair, rounded to 12 decimals; 0.0 where a row is a zero vector
-        (cosine undefined).
-    undefined : ndarray of shape (n,), bool
-        True where either row has zero norm.
-
-    Raises
-    ------
-    ValueError
-        ``A`` and ``B`` are not 2-D arrays of equal shape, are complex, or hold NaN or inf.
-
-    Notes
-    -----
-    Dot products and norms are float64 sums over the features in a fixed order, so the scores
-    of ``score_sts`` are reproducible across machines. Rounding to 1e-12 makes pairs of
-    identical vectors (identical sentences: 65 pairs in STS12 SMTeuroparl) tie exactly at 1.0.
-    Unrounded, they come out as ``1 +- few ulp`` depending on the vector, an arbitrary order
-    that moved a Spearman score by 0.07 points between two algebraically equal whitening
-    computations; with exact ties Spearman uses average ranks.
-
-    float64 rows whose norm lies outside about 1e-135 ... 1e135 (squares would overflow or
-    underflow) are first scaled by a power of two, which is exact and does not change their
-    cosines, so values such as 1e200 or 1e-200 give correct cosines instead of NaN or 0.
-    """
-    for name, X in (("A", A), ("B", B)):
-        # before check_embeddings, whose float64 cast would drop the imaginary part
-        if np.iscomplexobj(X):
-            raise ValueError(f"cosine similarity needs real vectors, {name} is complex")
-    A, B = check_embeddings(A, name="A"), check_embeddings(B, name="B")
-    if A.shape != B.shape:
-        raise ValueError(f"A and B must be 2-D of equal shape, got {A.shape} and {B.shape}")
-    idx = np.arange(A.shape[0], dtype=np.intp)
-    A, norm_a = _rescale_extreme_rows(A, _row_norms(A))
-    B, norm_b = _rescale_extreme_rows(B, _row_norms(B))
-    return _cosines_from_norms(row_dots(A, B, idx, idx), norm_a, norm_b)
-
-
-def _cosines_from_norms(
-    num: np.ndarray, norm1: np.ndarray, norm2: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``num / (norm1 * norm2)`` rounded to 12 decimals; 0 and flagged where a norm is 0."""
-    den = norm1 * norm2
-    undefined = ~(den > 0)
-    cos = np.divide(num, den, out=np.zeros_like(num), where=~undefined)
-    return np.round(cos, 12), undefined
-
-
-def _subset_cosines(
-    Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]
-) -> tuple[list[np.ndarray], int, int]:
-    """Cosines of the pairs ``(Z[j1], Z[j2])`` of each subset (as ``cosine_similarity_rows``).
-
-    ``Z``: validated float32 or float64 rows. Row norms are computed once per distinct row.
-    Returns the cosines per subset, the number of zero rows of ``Z`` and the number of pairs
-    whose cosine is undefined.
-    """
-    Z, norms = _rescale_extreme_rows(Z, _row_norms(Z))
-    out = []
-    n_undefined = 0
-    for j1, j2 in subset_pairs:
-        cos, undefined = _cosines_from_norms(row_dots(Z, Z, j1, j2), norms[j1], norms[j2])
-        n_undefined += int(undefined.sum())
-        out.append(cos)
-    return out, int((~(norms > 0)).sum()), n_undefined
-
-
-def _whiteningbert_zero_rule(
-    cosines: list[np.ndarray], Z: np.ndarray, subset_pairs: Sequence[tuple[np.ndarray, np.ndarray]]
-) -> None:
-    """Set, in place, the cosine of two zero rows of ``Z`` to 1.0 and of one zero row to 0.5.
-
-    What ``1 - paired_cosine_distances`` gives: scikit-learn normalises rows and leaves zero rows
-    at zero, and the distance is ``||x/|x| - y/|y| ||^2 / 2``.
-    """
-    zero = ~np.any(Z != 0, axis=1)
-    for cos, (j1, j2) in zip(cosines, subset_pairs, strict=True):
-        z1, z2 = zero[j1], zero[j2]
-        cos[z1 & z2] = 1.0
-        cos[z1 ^ z2] = 0.5
 
 
 def _pair_indices(task: STSTask, index: dict[str, int]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -701,9 +576,8 @@ def evaluate_sts(
         (``sentvec.encoders.base.text_variant_of``). Names are read the same way.
     whitening : {"none", "year"}, None, fitted Whitening, list of str or ndarray
         As :func:`score_sts` (None means "none"), plus a corpus to fit on: a list of sentences
-        (encoded with the same
-        encoder in a second ``encode`` call) or an ndarray (n, d) of embeddings. The corpus and
-        its size are recorded in the result.
+        (encoded with the same encoder in a second ``encode`` call) or an ndarray (n, d) of
+        embeddings. The corpus and its size are recorded in the result.
     n_components : int, optional
         Dimensions kept by the whitening fitted here ("year" or a corpus).
     batch_size, show_progress_bar : optional
@@ -736,80 +610,31 @@ def evaluate_sts(
 
     Differences from other evaluators (README, "Evaluation protocols"): a pair with a zero vector
     scores cosine 0, as in SentEval (WhiteningBERT's evaluator gives 1.0 for two zero vectors
-    and 0.5 for one; ``zero_vectors="whiteningbert"`` applies that rule). Cosines are float64 sums rounded to 12 decimals, so identical
-    vectors tie at 1.0; SentEval's float32 cosines break those ties, which moves its Spearman by
-    up to about 0.08 per subset.
+    and 0.5 for one; ``zero_vectors="whiteningbert"`` applies that rule). Cosines are float64
+    sums rounded to 12 decimals, so identical vectors tie at 1.0; SentEval's float32 cosines
+    break those ties, which moves its Spearman by up to about 0.08 per subset.
     """
-    from sentvec.encoders.base import describe_encoder, text_variant_of
+    from sentvec.encoders.base import describe_encoder
 
     if not callable(getattr(encoder, "encode", None)):
         raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
-    if tasks is None:
-        task_list = load_sts(variant=text_variant_of(encoder))
-    elif isinstance(tasks, (str, STSTask)):
-        tasks = [tasks]
-        task_list = None
-    else:
-        tasks = list(tasks)
-        task_list = None
-    if task_list is None:
-        if all(isinstance(t, str) for t in tasks):
-            task_list = load_sts(tasks, variant=text_variant_of(encoder))
-        else:
-            task_list = as_task_list(tasks)
+    task_list = _task_list(tasks, encoder)
 
     def encode(items: list[str]) -> np.ndarray:
         return encode_checked(encoder, items, batch_size, show_progress_bar)
 
-    if whitening is None:
-        whitening = "none"
-    own = getattr(encoder, "year_postprocessor", None)
-    own = own() if callable(own) else None
+    kind, whitening = _whitening_kind(whitening)
+    own = _own_postprocessor(encoder, kind, whitening, postprocessor)
     if own is not None:
-        if postprocessor is not None or not (
-            isinstance(whitening, str) and whitening in ("none", "year")
-        ):
-            raise ValueError(
-                f"{type(encoder).__name__} removes its common components per task "
-                "(common_component='year'); it cannot be combined with another "
-                "whitening or postprocessor"
-            )
         whitening, postprocessor = "year", own
     sentences = unique_sentences(task_list)
-    if embeddings is None:
-        emb = encode(sentences)
-    else:
-        emb = check_embeddings(embeddings, name="embeddings")
-        if emb.shape[0] != len(sentences):
-            raise ValueError(
-                f"embeddings has {emb.shape[0]} rows for {len(sentences)} distinct task sentences"
-            )
+    emb = encode(sentences) if embeddings is None else _given_embeddings(embeddings, sentences)
     corpus_info = None
-    if isinstance(whitening, np.ndarray) or (
-        isinstance(whitening, (list, tuple)) and not isinstance(whitening, str)
-    ):
-        if isinstance(whitening, np.ndarray):
-            corpus = check_embeddings(whitening, name="whitening corpus", n_features=emb.shape[1])
-            desc = "embeddings array"
-        else:
-            from sentvec._validation import check_sentences
-
-            items, _ = check_sentences(whitening, name="whitening corpus")
-            corpus = encode(items)
-            desc = "sentences encoded with the evaluated encoder"
-        if postprocessor is not None:
-            from sklearn.base import clone
-
-            _check_year_postprocessor(postprocessor, ("year",), n_components)
-            fitted = clone(postprocessor).fit(corpus)
-            k = getattr(postprocessor, "n_components", None)
-            desc = f"{type(postprocessor).__name__} fitted on {desc}"
-        else:
-            fitted, k = Whitening(n_components).fit(corpus), n_components
-        corpus_info = WhiteningInfo(
-            mode="corpus", n_components=k, fit_corpus=desc, fit_size=int(corpus.shape[0])
+    if kind in ("sentences", "vectors"):
+        whitening, corpus_info = _fit_on_corpus(
+            kind, whitening, emb.shape[1], encode, postprocessor, n_components
         )
-        whitening, n_components, postprocessor = fitted, None, None
+        n_components, postprocessor = None, None
     meta = describe_encoder(encoder)
     meta.update(metadata or {})
     result = score_sts(
@@ -826,3 +651,103 @@ def evaluate_sts(
     if corpus_info is not None:
         result = result.replace(whitening=corpus_info)
     return result
+
+
+def _whitening_kind(whitening: Any) -> tuple[str, Any]:
+    """What :func:`evaluate_sts`'s ``whitening`` is: ``(kind, value)``.
+
+    Parameters
+    ----------
+    whitening : None, str, fitted transformer, list or tuple of str, or ndarray
+
+    Returns
+    -------
+    kind : {"mode", "fitted", "sentences", "vectors"}
+        "mode": a string ("none" for None; :func:`score_sts` checks it is "none" or "year");
+        "sentences": a corpus to encode and fit on (a list); "vectors": a corpus of embeddings
+        (an ndarray); "fitted": anything else (:func:`score_sts` checks it is a fitted
+        transformer).
+    value
+        ``whitening``, "none" for None, a list for a tuple.
+    """
+    if whitening is None:
+        return "mode", "none"
+    if isinstance(whitening, str):
+        return "mode", whitening
+    if isinstance(whitening, np.ndarray):
+        return "vectors", whitening
+    if isinstance(whitening, (list, tuple)):
+        return "sentences", list(whitening)
+    return "fitted", whitening
+
+
+def _given_embeddings(embeddings: Any, sentences: list[str]) -> np.ndarray:
+    """``embeddings`` checked: finite, one row per distinct task sentence."""
+    emb = check_embeddings(embeddings, name="embeddings")
+    if emb.shape[0] != len(sentences):
+        raise ValueError(
+            f"embeddings has {emb.shape[0]} rows for {len(sentences)} distinct task sentences"
+        )
+    return emb
+
+
+def _own_postprocessor(encoder: Encoder, kind: str, whitening: Any, postprocessor: Any) -> Any:
+    """The estimator an encoder removes per task itself (``year_postprocessor()``), or None;
+    ValueError when another whitening or postprocessor is asked for as well."""
+    own = getattr(encoder, "year_postprocessor", None)
+    own = own() if callable(own) else None
+    if own is not None:
+        if postprocessor is not None or not (kind == "mode" and whitening in ("none", "year")):
+            raise ValueError(
+                f"{type(encoder).__name__} removes its common components per task "
+                "(common_component='year'); it cannot be combined with another "
+                "whitening or postprocessor"
+            )
+    return own
+
+
+def _task_list(tasks: Any, encoder: Encoder) -> list[STSTask]:
+    """:func:`evaluate_sts`'s ``tasks`` as a list of tasks: all seven, or names, read with the
+    encoder's text variant; tasks as given."""
+    from sentvec.encoders.base import text_variant_of
+
+    if tasks is None:
+        return load_sts(variant=text_variant_of(encoder))
+    tasks = [tasks] if isinstance(tasks, (str, STSTask)) else list(tasks)
+    if all(isinstance(t, str) for t in tasks):
+        return load_sts(tasks, variant=text_variant_of(encoder))
+    return as_task_list(tasks)
+
+
+def _fit_on_corpus(
+    kind: str,
+    corpus: Any,
+    width: int,
+    encode: Callable[[list[str]], np.ndarray],
+    postprocessor: Any,
+    n_components: int | None,
+) -> tuple[Any, WhiteningInfo]:
+    """A Whitening (or a clone of ``postprocessor``) fitted on a corpus of ``kind`` "vectors"
+    or "sentences" (encoded by ``encode``), and the record of that fit."""
+    if kind == "vectors":
+        vectors = check_embeddings(corpus, name="whitening corpus", n_features=width)
+        desc = "embeddings array"
+    else:
+        from sentvec._validation import check_sentences
+
+        items, _ = check_sentences(corpus, name="whitening corpus")
+        vectors = encode(items)
+        desc = "sentences encoded with the evaluated encoder"
+    if postprocessor is not None:
+        from sklearn.base import clone
+
+        _check_year_postprocessor(postprocessor, ("year",), n_components)
+        fitted = clone(postprocessor).fit(vectors)
+        k = getattr(postprocessor, "n_components", None)
+        desc = f"{type(postprocessor).__name__} fitted on {desc}"
+    else:
+        fitted, k = Whitening(n_components).fit(vectors), n_components
+    info = WhiteningInfo(
+        mode="corpus", n_components=k, fit_corpus=desc, fit_size=int(vectors.shape[0])
+    )
+    return fitted, info

@@ -3,12 +3,15 @@
 BERT-whitening (Su et al., 2021) keeps the first k columns of ``U D^{-1/2}``; this module scores
 the STS tasks for each k with whitening fitted per STS year (WhiteningBERT's protocol) and
 fitted once on an outside corpus whose sentences never include a test sentence
-(:func:`prepare_corpus`). ``sentvec whiten-sweep`` writes the result.
+(:func:`prepare_corpus`). :func:`evaluate_whitening_sweep` runs it for a transformer (its
+vectors from the vector cache or one forward pass); ``sentvec whiten-sweep`` writes the result.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -25,6 +28,7 @@ __all__ = [
     "SweepPoint",
     "WhiteningSweep",
     "whitening_sweep",
+    "evaluate_whitening_sweep",
 ]
 
 
@@ -288,3 +292,149 @@ def whitening_sweep(
                     )
                 )
     return tuple(out)
+
+
+def evaluate_whitening_sweep(
+    encoder: Any,
+    ks: Sequence[int | None],
+    tasks: Sequence[str] | None = None,
+    *,
+    corpus: str | os.PathLike[str] | None = None,
+    corpus_size: int = 10_000,
+    corpus_preprocessing: str = "auto",
+    corpus_label: str | None = None,
+    aggregation: str = "mean",
+    cache: Any = None,
+    batch_size: int | None = None,
+    show_progress_bar: bool | None = None,
+    data_dir: Any = None,
+    variant: str | None = None,
+    model: str | None = None,
+) -> WhiteningSweep:
+    """STS against the whitening dimension k for a transformer, fitted per year and on a corpus.
+
+    Parameters
+    ----------
+    encoder : TransformerEncoder
+        Its ``pooling`` and ``layer_indices`` are the configuration swept; its pooled per-layer
+        vectors come from ``cache`` or one forward pass (and are cached).
+    ks : sequence of int or None
+        Dimensions to keep (``None``: all d); each at most d (see :func:`whitening_sweep`).
+    tasks : sequence of str, optional
+        STS task names (default: all seven).
+    corpus : path, optional
+        Outside corpus, one sentence per line (UTF-8), its first ``corpus_size`` lines read;
+        None: the per-year fit only.
+    corpus_size : int
+    corpus_preprocessing : {"auto", "none", "lower", "moses-lower"}
+        "auto": "moses-lower" for the senteval STS text, "none" for raw (see
+        :func:`prepare_corpus`; corpus sentences equal to a test sentence are dropped).
+    corpus_label : str, optional
+        How the corpus is named in the result (default: its path).
+    aggregation : {"mean", "wmean", "all"}
+    cache, batch_size, show_progress_bar, data_dir, variant
+        As :func:`sentvec.evaluation.evaluate_table1` (``batch_size`` None: the encoder's).
+    model : str, optional
+        The model's name in the result (default: the encoder's description).
+
+    Returns
+    -------
+    WhiteningSweep
+        Its timings: ``sts_vectors_s``, ``corpus_vectors_s``, ``scoring_s`` and ``total_s``
+        (this call).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``corpus`` is missing.
+    ValueError
+        A k above d or not positive, fewer than 2 usable corpus sentences, a corpus line that is
+        not UTF-8.
+    """
+    from sentvec._validation import check_path_exists
+    from sentvec.encoders.base import describe_encoder, text_variant_of
+    from sentvec.evaluation.sts_data import load_sts, unique_sentences
+
+    t0 = time.perf_counter()
+    path = None if corpus is None else check_path_exists(corpus, what="corpus file")
+    size = check_positive_int("corpus_size", corpus_size)
+    task_list = load_sts(tasks, data_dir=data_dir, variant=variant or text_variant_of(encoder))
+    text_variant = task_list[0].variant
+    sentences = unique_sentences(task_list)
+    pooling, layers = encoder.pooling, tuple(encoder.layer_indices)
+    run = (encoder, cache, batch_size, show_progress_bar)
+    sts_vectors, sts_s = _configuration_vectors(*run, sentences, text_variant)
+    corpus_vectors, corpus_info, corpus_s = None, {}, 0.0
+    if path is not None:
+        prep = corpus_preprocessing
+        if prep == "auto":
+            prep = "moses-lower" if text_variant == "senteval" else "none"
+        corpus_info = _read_corpus(path, size, prep, sentences)
+        kept = corpus_info.pop("sentences")
+        corpus_vectors, corpus_s = _configuration_vectors(*run, kept, f"corpus:{prep}")
+        corpus_info["path"] = corpus_label or str(path)
+    t1 = time.perf_counter()
+    how = aggregation
+    points = whitening_sweep(
+        sts_vectors, task_list, sentences, ks=ks, corpus_vectors=corpus_vectors, aggregation=how
+    )
+    t2 = time.perf_counter()
+    return WhiteningSweep(
+        model=model or str(describe_encoder(encoder).get("model")),
+        layers=layers,
+        pooling=pooling,
+        text_variant=text_variant,
+        aggregation=aggregation,
+        dim=int(sts_vectors.shape[1]),
+        corpus=corpus_info,
+        points=points,
+        timings=dict(
+            sts_vectors_s=sts_s, corpus_vectors_s=corpus_s, scoring_s=t2 - t1, total_s=t2 - t0
+        ),
+    )
+
+
+def _configuration_vectors(
+    encoder: Any,
+    cache: Any,
+    batch_size: int | None,
+    show_progress_bar: bool | None,
+    sentences: list[str],
+    text_variant: str,
+) -> tuple[np.ndarray, float]:
+    """The encoder's vectors of ``sentences`` (its pooling, its layers averaged) from the
+    per-layer cache or one forward pass, and the seconds that took."""
+    from sentvec.cache import pooled_layer_vectors
+    from sentvec.evaluation.layers import combine_layers
+
+    per, _, seconds = pooled_layer_vectors(
+        encoder,
+        sentences,
+        pooling=encoder.pooling,
+        text_variant=text_variant,
+        cache=cache,
+        batch_size=batch_size,
+        show_progress_bar=show_progress_bar,
+    )
+    return combine_layers(per[encoder.pooling], encoder.layer_indices), seconds
+
+
+def _read_corpus(
+    path: os.PathLike[str], size: int, preprocessing: str, exclude: Sequence[str]
+) -> dict[str, Any]:
+    """The first ``size`` lines of a corpus file prepared: the sentences kept and the counts
+    of the sweep's record (``path`` first, filled in by the caller)."""
+    from sentvec._io import read_text_lines
+
+    lines = read_text_lines(path, what="corpus", max_lines=size)
+    corpus, n_excluded = prepare_corpus(lines, preprocessing, exclude=exclude)
+    if len(corpus) < 2:
+        raise ValueError(f"the corpus {str(path)!r} has fewer than 2 usable sentences")
+    return {
+        "path": str(path),
+        "preprocessing": preprocessing,
+        "n_read": len(lines),
+        "n_used": len(corpus),
+        "n_excluded": n_excluded,
+        "sentences": corpus,
+    }

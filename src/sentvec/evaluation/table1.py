@@ -427,10 +427,6 @@ def render_report(
     """
     from sentvec import __version__
 
-    def fmt(v: float) -> str:
-        return "nan" if v != v else f"{v:.2f}"
-
-    head = ["Model", "token", "layer", "whitening"] + [h for _, h in TABLE_COLUMNS] + ["Avg."]
     lines = [
         "# Reproduction report: WhiteningBERT Table 1 protocol",
         "",
@@ -447,70 +443,10 @@ def render_report(
         "of one model come from one forward pass (per-layer vectors, cached).",
         "",
     ]
-    for agg, title in (
-        ("mean", "unweighted mean over the subsets of a year (WhiteningBERT)"),
-        ("wmean", "mean weighted by subset size (SentEval, BERT-whitening)"),
-        ("all", "Spearman over all subsets concatenated (SimCSE)"),
-    ):
-        lines += [
-            f"## Aggregation `{agg}`: {title}",
-            "",
-            "| " + " | ".join(head) + " |",
-            "|---|---|---|---|" + "---:|" * 8,
-        ]
-        for r in rows:
-            scores = r.result.task_scores_for(agg)
-            cells = [fmt(scores[t]) if t in scores else "-" for t, _ in TABLE_COLUMNS]
-            cells.append(fmt(r.result.average_for(agg)))
-            lines.append(
-                f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
-                + " | ".join(cells)
-                + " |"
-            )
-        lines.append("")
-    lines += [
-        "## Averages side by side",
-        "",
-        "| Model | token | layer | whitening | Avg. mean | Avg. wmean | Avg. all |",
-        "|---|---|---|---|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
-            + " | ".join(fmt(r.result.average_for(a)) for a in ("mean", "wmean", "all"))
-            + " |"
-        )
+    lines += _score_sections(rows)
     if postprocessing:
-        lines += [
-            "",
-            "## Post-processing: whitening, all-but-the-top, SIF, uSIF",
-            "",
-            "Aggregation `mean` per task; every estimator fitted per STS year on both "
-            "sentences of all the year's scored pairs (duplicates kept), as the whitening "
-            "rows above. whitening: WhiteningBERT Eq. 1, all dimensions; whitening-k: "
-            "BERT-whitening's first k components; ABTT: all-but-the-top (Mu & Viswanath "
-            "2018), centre and remove the top D principal components; SIF (Arora et al. "
-            "2017): weights a/(a + p(w)), first singular direction of the uncentred "
-            "matrix removed; uSIF (Ethayarajh 2018): weights a/(a/2 + p(w)) on unit word "
-            "vectors, a derived from the vocabulary (n = 11), top 5 directions removed "
-            "weighted by their singular values' share. wall s: scoring (and, for SIF / "
-            "uSIF, computing the averages) of that row.",
-            "",
-        ]
-        lines += postprocessing_markdown(postprocessing)
-        if postprocessing_notes:
-            lines += [""] + [f"- {n}" for n in postprocessing_notes]
-    lines += ["", "## Encoders", ""]
-    for i in infos:
-        lines.append(
-            f"- **{i['model']}**: {describe_encoder_line(i['description'])}; text "
-            f"`{i['text_variant']}`, {i['n_sentences']} distinct sentences; vectors "
-            f"{i['vectors_s']:.1f} s ({'cache hit' if i['cache_hit'] else 'computed'}), "
-            f"scoring {i['scoring_s']:.1f} s."
-        )
-    if skipped:
-        lines += ["", "## Skipped", ""]
-        lines += [f"- **{name}**: {why}" for name, why in skipped]
+        lines += _postprocessing_section(postprocessing, postprocessing_notes)
+    lines += _encoder_section(infos, skipped)
     lines += [
         "",
         "## Context",
@@ -526,3 +462,92 @@ def render_report(
         "",
     ]
     return "\n".join(lines)
+
+
+def _fmt(v: float) -> str:
+    return "nan" if v != v else f"{v:.2f}"
+
+
+def _score_sections(rows: Sequence[Table1Row]) -> list[str]:
+    """The report's rows under each of the three aggregations, then their averages side by
+    side."""
+    head = ["Model", "token", "layer", "whitening"] + [h for _, h in TABLE_COLUMNS] + ["Avg."]
+    lines: list[str] = []
+    for agg, title in (
+        ("mean", "unweighted mean over the subsets of a year (WhiteningBERT)"),
+        ("wmean", "mean weighted by subset size (SentEval, BERT-whitening)"),
+        ("all", "Spearman over all subsets concatenated (SimCSE)"),
+    ):
+        lines += [
+            f"## Aggregation `{agg}`: {title}",
+            "",
+            "| " + " | ".join(head) + " |",
+            "|---|---|---|---|" + "---:|" * 8,
+        ]
+        for r in rows:
+            scores = r.result.task_scores_for(agg)
+            cells = [_fmt(scores[t]) if t in scores else "-" for t, _ in TABLE_COLUMNS]
+            cells.append(_fmt(r.result.average_for(agg)))
+            lines.append(
+                f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
+                + " | ".join(cells)
+                + " |"
+            )
+        lines.append("")
+    lines += [
+        "## Averages side by side",
+        "",
+        "| Model | token | layer | whitening | Avg. mean | Avg. wmean | Avg. all |",
+        "|---|---|---|---|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.model} | {r.token} | {r.layers} | {'T' if r.whitening else 'F'} | "
+            + " | ".join(_fmt(r.result.average_for(a)) for a in ("mean", "wmean", "all"))
+            + " |"
+        )
+    return lines
+
+
+def _postprocessing_section(
+    postprocessing: Sequence[PostprocessingRow], notes: Sequence[str]
+) -> list[str]:
+    """The report's "Post-processing" section: what each method is, its table, the notes."""
+    lines = [
+        "",
+        "## Post-processing: whitening, all-but-the-top, SIF, uSIF",
+        "",
+        "Aggregation `mean` per task; every estimator fitted per STS year on both "
+        "sentences of all the year's scored pairs (duplicates kept), as the whitening "
+        "rows above. whitening: WhiteningBERT Eq. 1, all dimensions; whitening-k: "
+        "BERT-whitening's first k components; ABTT: all-but-the-top (Mu & Viswanath "
+        "2018), centre and remove the top D principal components; SIF (Arora et al. "
+        "2017): weights a/(a + p(w)), first singular direction of the uncentred "
+        "matrix removed; uSIF (Ethayarajh 2018): weights a/(a/2 + p(w)) on unit word "
+        "vectors, a derived from the vocabulary (n = 11), top 5 directions removed "
+        "weighted by their singular values' share. wall s: scoring (and, for SIF / "
+        "uSIF, computing the averages) of that row.",
+        "",
+    ]
+    lines += postprocessing_markdown(postprocessing)
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
+    return lines
+
+
+def _encoder_section(
+    infos: Sequence[Mapping[str, Any]], skipped: Sequence[tuple[str, str]]
+) -> list[str]:
+    """The report's "Encoders" section (and "Skipped", when a model was)."""
+    lines = ["", "## Encoders", ""]
+    for i in infos:
+        lines.append(
+            f"- **{i['model']}**: {describe_encoder_line(i['description'])}; text "
+            f"`{i['text_variant']}`, {i['n_sentences']} distinct sentences; vectors "
+            f"{i['vectors_s']:.1f} s ({'cache hit' if i['cache_hit'] else 'computed'}), "
+            f"scoring {i['scoring_s']:.1f} s."
+        )
+    if skipped:
+        lines += ["", "## Skipped", ""]
+        lines += [f"- **{name}**: {why}" for name, why in skipped]
+    return lines

@@ -1,21 +1,6 @@
-"""SentEval-style transfer (sentence classification) tasks: MR, CR, SUBJ, MPQA, TREC, MRPC, SST2.
-
-Readers follow SentEval's own parsing so that sample counts equal SentEval's (MR 10662, CR 3775,
-SUBJ 10000, MPQA 10606, TREC 5452 + 500, MRPC 4076 + 1725 pairs, SST2 67349 / 872 / 1821):
-
-* MR, CR, SUBJ, MPQA: decoded as latin-1, split with ``str.splitlines``; empty lines are kept
-  (they are samples in SentEval's CR and MPQA totals). Label 1 for ``*.pos`` (SUBJ: objective),
-  0 for ``*.neg`` (SUBJ: subjective), as SentEval's ``BinaryClassifierEval`` assigns them.
-* TREC: latin-1 (``train_5500.label`` line 66 holds one non-UTF-8 byte); coarse labels
-  (ABBR, DESC, ENTY, HUM, LOC, NUM); the fine label after the colon is dropped.
-* MRPC: UTF-8 with byte-order mark and one header line; columns 0 (label), 3 and 4 (sentences).
-* SST2: ``SST/binary/sentiment-{train,dev,test}``, UTF-8, ``text<TAB>label``.
-
-SentEval hands encoders whitespace-split token lists, which batchers join with one space; the
-sentences here are those strings (``" ".join(line.split())``), with no lower-casing or
-tokenization added. Models trained on lower-cased text either carry their own preprocessing (a
-Sent2Vec model applies its preprocessing record in ``encode``) or are evaluated with
-``lowercase=True`` / ``preprocess=...``.
+"""SentEval-style transfer (sentence classification) tasks: the classifier protocols of
+:func:`evaluate_transfer`. The readers (:func:`load_transfer`) are in
+:mod:`sentvec.evaluation.transfer_data`.
 
 Two classifier protocols are offered (``evaluate_transfer(..., protocol=...)``); both fit
 L2-regularised logistic regression (scikit-learn, lbfgs) on the raw, unstandardised embeddings,
@@ -91,13 +76,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from sentvec._data import data_dir as _data_dir
 from sentvec._validation import check_choice, check_float_range, check_positive_int
 from sentvec.encoders.base import Encoder, describe_encoder
+from sentvec.evaluation.transfer_data import (  # the readers: importable from here too
+    TRANSFER_TASKS,  # noqa: F401
+    TransferData,
+    TransferSplit,
+    TransferTaskName,
+    load_transfer,
+)
 
-TransferTaskName = Literal["MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC", "SST2"]
-#: Supported tasks, in the order of the Sent2Vec paper's Table 1 (SST2 last, an extra column).
-TRANSFER_TASKS: tuple[str, ...] = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC", "SST2")
 #: Tasks averaged in the "Avg" column (Sent2Vec paper Table 1; MRPC counted by accuracy).
 AVERAGED_TASKS: tuple[str, ...] = ("MRPC", "MR", "CR", "SUBJ", "MPQA", "TREC")
 #: Default C grid: 2^-2 ... 2^4 (reference README).
@@ -109,198 +97,6 @@ TRANSFER_PROTOCOLS: tuple[str, ...] = ("sentvec", "senteval")
 #: MPQA, SST2) and 2^-1 ... 2^5 (``KFoldClassifier``: TREC, MRPC).
 SENTEVAL_C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-2, 4))
 SENTEVAL_TRAIN_TEST_C_GRID: tuple[float, ...] = tuple(2.0**t for t in range(-1, 6))
-
-_BINARY_FILES = {
-    "MR": ("rt-polarity.pos", "rt-polarity.neg"),
-    "CR": ("custrev.pos", "custrev.neg"),
-    "SUBJ": ("subj.objective", "subj.subjective"),
-    "MPQA": ("mpqa.pos", "mpqa.neg"),
-}
-_TREC_LABELS = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
-
-
-@dataclass(frozen=True, eq=False)
-class TransferSplit:
-    """One labelled split of a transfer task.
-
-    Attributes
-    ----------
-    name : {"all", "train", "dev", "test"}
-        ``"all"`` for the cross-validated tasks (MR, CR, SUBJ, MPQA).
-    sentences : tuple of str, length n
-        First (or only) sentence of each sample.
-    labels : ndarray of shape (n,), int64
-    pair_sentences : tuple of str or None
-        Second sentence of each pair (MRPC), else None.
-    """
-
-    name: str
-    sentences: tuple[str, ...]
-    labels: np.ndarray
-    pair_sentences: tuple[str, ...] | None = None
-
-    def __len__(self) -> int:
-        return len(self.sentences)
-
-
-@dataclass(frozen=True, eq=False)
-class TransferData:
-    """A loaded transfer task: its splits and label names (see :func:`load_transfer`)."""
-
-    task: str
-    splits: tuple[TransferSplit, ...]
-    label_names: tuple[str, ...]
-
-    def split(self, name: str) -> TransferSplit:
-        """Return the split called ``name``; ValueError naming the available ones otherwise."""
-        for s in self.splits:
-            if s.name == name:
-                return s
-        check_choice("split", name, [s.name for s in self.splits])
-        raise AssertionError  # unreachable
-
-    @property
-    def n_samples(self) -> int:
-        """Total number of labelled samples (pairs for MRPC) over all splits."""
-        return sum(len(s) for s in self.splits)
-
-    def all_sentences(self) -> list[str]:
-        """Every sentence of every split (both sides of pairs), with repetitions."""
-        out: list[str] = []
-        for s in self.splits:
-            out.extend(s.sentences)
-            if s.pair_sentences is not None:
-                out.extend(s.pair_sentences)
-        return out
-
-
-def _tokens_joined(line: str) -> str:
-    return " ".join(line.split())
-
-
-def _task_dir(task: str, data_dir: str | Path | None) -> Path:
-    sub = "SST/binary" if task == "SST2" else task
-    d = _data_dir(data_dir) / "downstream" / sub
-    if not d.is_dir():
-        raise FileNotFoundError(f"{task} data directory not found: {str(d)!r}")
-    return d
-
-
-def _read(path: Path, encoding: str) -> str:
-    if not path.is_file():
-        raise FileNotFoundError(f"transfer-task file not found: {str(path)!r}")
-    with open(path, encoding=encoding) as fh:  # universal newlines, as SentEval's io.open
-        return fh.read()
-
-
-def _split(name: str, sents: list[str], labels: list[int], pairs: list[str] | None = None):
-    return TransferSplit(
-        name,
-        tuple(sents),
-        np.asarray(labels, dtype=np.int64),
-        None if pairs is None else tuple(pairs),
-    )
-
-
-def _load_binary(task: str, d: Path) -> TransferData:
-    pos_file, neg_file = _BINARY_FILES[task]
-    pos = [_tokens_joined(x) for x in _read(d / pos_file, "latin-1").splitlines()]
-    neg = [_tokens_joined(x) for x in _read(d / neg_file, "latin-1").splitlines()]
-    names = ("subjective", "objective") if task == "SUBJ" else ("negative", "positive")
-    return TransferData(task, (_split("all", pos + neg, [1] * len(pos) + [0] * len(neg)),), names)
-
-
-def _load_trec_file(path: Path, name: str) -> TransferSplit:
-    sents, labels = [], []
-    for i, line in enumerate(_read(path, "latin-1").splitlines(), start=1):
-        coarse, sep, rest = line.strip().partition(":")
-        parts = rest.split(" ", 1)
-        if not sep or coarse not in _TREC_LABELS or len(parts) != 2:
-            raise ValueError(
-                f"{str(path)!r} line {i}: expected 'COARSE:fine question', got {line!r:.80}"
-            )
-        sents.append(_tokens_joined(parts[1]))
-        labels.append(_TREC_LABELS.index(coarse))
-    return _split(name, sents, labels)
-
-
-def _load_mrpc_file(path: Path, name: str) -> TransferSplit:
-    lines = _read(path, "utf-8-sig").splitlines()
-    if not lines or not lines[0].startswith("Quality\t"):
-        raise ValueError(f"{str(path)!r}: expected the MRPC header line 'Quality\\t#1 ID\\t...'")
-    a, b, labels = [], [], []
-    for i, line in enumerate(lines[1:], start=2):
-        cols = line.strip().split("\t")
-        if len(cols) != 5 or cols[0] not in ("0", "1"):
-            raise ValueError(
-                f"{str(path)!r} line {i}: expected 5 tab-separated fields with label 0/1"
-            )
-        labels.append(int(cols[0]))
-        a.append(_tokens_joined(cols[3]))
-        b.append(_tokens_joined(cols[4]))
-    return _split(name, a, labels, b)
-
-
-def _load_sst2_file(path: Path, name: str) -> TransferSplit:
-    sents, labels = [], []
-    for i, line in enumerate(_read(path, "utf-8").splitlines(), start=1):
-        cols = line.strip().split("\t")
-        if len(cols) != 2 or cols[1] not in ("0", "1"):
-            raise ValueError(f"{str(path)!r} line {i}: expected 'text<TAB>0|1', got {line!r:.80}")
-        sents.append(_tokens_joined(cols[0]))
-        labels.append(int(cols[1]))
-    return _split(name, sents, labels)
-
-
-def load_transfer(task: TransferTaskName, *, data_dir: str | Path | None = None) -> TransferData:
-    """Read a transfer task as SentEval reads it.
-
-    Parameters
-    ----------
-    task : {"MR", "CR", "SUBJ", "MPQA", "TREC", "MRPC", "SST2"}
-    data_dir : path, optional
-        Root holding ``downstream/`` (default: ``sentvec._data.data_dir()``, the package copy).
-
-    Returns
-    -------
-    TransferData
-        One split ``"all"`` (MR, CR, SUBJ, MPQA), ``"train"``/``"test"`` (TREC, MRPC) or
-        ``"train"``/``"dev"``/``"test"`` (SST2). See the module docstring for the parsing rules.
-
-    Raises
-    ------
-    ValueError
-        Unknown task, or a malformed line (the message names file and line).
-    FileNotFoundError
-        Missing data directory or file.
-    """
-    check_choice("task", task, TRANSFER_TASKS)
-    d = _task_dir(task, data_dir)
-    if task in _BINARY_FILES:
-        return _load_binary(task, d)
-    if task == "TREC":
-        return TransferData(
-            task,
-            (
-                _load_trec_file(d / "train_5500.label", "train"),
-                _load_trec_file(d / "TREC_10.label", "test"),
-            ),
-            _TREC_LABELS,
-        )
-    if task == "MRPC":
-        return TransferData(
-            task,
-            (
-                _load_mrpc_file(d / "msr_paraphrase_train.txt", "train"),
-                _load_mrpc_file(d / "msr_paraphrase_test.txt", "test"),
-            ),
-            ("not_paraphrase", "paraphrase"),
-        )
-    return TransferData(
-        task,
-        tuple(_load_sst2_file(d / f"sentiment-{s}", s) for s in ("train", "dev", "test")),
-        ("negative", "positive"),
-    )
 
 
 # --------------------------------------------------------------------------- classifier protocol
@@ -634,12 +430,10 @@ def evaluate_transfer(
     task : task name or TransferData
         A name from :data:`TRANSFER_TASKS`, or already-loaded (e.g. subsampled) data.
     protocol : {"sentvec", "senteval"}
-        Classifier protocol (module docstring). ``"sentvec"`` (default): the reference README's
-        grid 2^-2 ... 2^4, inner 5-fold CV, lbfgs to tol 1e-6 with warm starts, float64, no
-        rounding of test accuracies. ``"senteval"``: SentEval's scikit-learn path exactly --
-        C in 2^-2 ... 2^3 (MR, CR, SUBJ, MPQA, SST2) or 2^-1 ... 2^5 (TREC, MRPC), inner folds =
-        ``kfold``, ``LogisticRegression`` defaults (lbfgs, tol 1e-4, max_iter 100) with a cold
-        fit per C, float32 features, accuracies rounded to 2 decimals per fold and in the mean.
+        The classifier protocol (module docstring): "sentvec" (default; the reference README's
+        C grid, inner 5-fold CV, warm-started lbfgs to tol 1e-6, float64) or "senteval"
+        (SentEval's scikit-learn path exactly: its C grids, inner folds = ``kfold``, a cold
+        lbfgs fit per C with tol 1e-4 and max_iter 100, float32, accuracies rounded to 2 places).
     data_dir : path, optional
         Data root for :func:`load_transfer`.
     seed : int
@@ -655,35 +449,28 @@ def evaluate_transfer(
     batch_size : int, optional
         Passed to ``encoder.encode`` (default: the encoder's own).
     lowercase : bool
-        Lower-case sentences before encoding (for models trained on lower-cased text that do not
-        apply their own preprocessing).
+        Lower-case sentences before encoding (a model trained on lower-cased text).
     preprocess : callable or Preprocessing, optional
-        A callable ``str -> str``, applied to each sentence before encoding (and before
-        ``lowercase``). An object with a ``prepare_batch(list of str) -> list of str`` method (e.g.
-        :class:`sentvec.sent2vec.Preprocessing` with the compiled Moses tokenizer) gets all
-        sentences of a split in one call instead.
+        A callable ``str -> str`` applied to each sentence before encoding (before
+        ``lowercase``), or an object whose ``prepare_batch(list of str) -> list of str`` gets
+        all sentences of a split at once (:class:`sentvec.sent2vec.Preprocessing`).
     tol, max_iter : float, int, optional
-        lbfgs gradient tolerance and iteration cap (sentvec defaults 1e-6 and 2000).
-        scikit-learn's default ``tol=1e-4`` is loose for its sample-averaged loss (a warm start
-        from the previous C would stop at once), so the sentvec default is 1e-6. Fits hitting
-        ``max_iter`` are counted in ``n_convergence_warnings``. Fixed by
-        ``protocol="senteval"`` (1e-4, 100).
+        lbfgs gradient tolerance and iteration cap (sentvec defaults 1e-6 and 2000: at
+        scikit-learn's 1e-4 a warm start would stop at once); fits hitting ``max_iter`` are
+        counted in ``n_convergence_warnings``. Fixed by ``protocol="senteval"`` (1e-4, 100).
     n_jobs : int
-        Threads running independent fits (inner folds, outer folds). The fits use
-        single-threaded BLAS, which is fastest for these small problems.
+        Threads running independent fits (inner folds, outer folds; single-threaded BLAS each).
 
     Returns
     -------
     TransferResult
-        With the protocol's settings (``protocol_name``, ``c_grid``, ``inner_kfold``, ``tol``,
-        ``max_iter``, ``warm_start``, ``feature_dtype``, ``round_decimals``).
+        With the protocol's settings (``protocol_name``, ``c_grid``, ``tol``, ...).
 
     Raises
     ------
     ValueError
-        Unknown task or protocol, bad fold counts, seed or grid, a setting that
-        ``protocol="senteval"`` fixes, splits other than all / train+test(+dev), encoder output
-        of the wrong shape or non-finite.
+        Unknown task or protocol, bad fold counts, seed or grid, a setting the "senteval"
+        protocol fixes, splits other than all / train+test(+dev), bad encoder output.
 
     Warns
     -----
@@ -695,18 +482,96 @@ def evaluate_transfer(
     kfold = check_positive_int("kfold", kfold, minimum=2)
     n_jobs = check_positive_int("n_jobs", n_jobs)
     seed = check_positive_int("seed", seed, minimum=0)  # None would make folds irreproducible
+    if batch_size is not None:
+        batch_size = check_positive_int("batch_size", batch_size)
+    inner_kfold, lr, dtype = _protocol_settings(
+        protocol, _train_test_only(data), kfold, inner_kfold, c_grid, tol, max_iter
+    )
+    splits = _prepared_splits(data, preprocess, lowercase)
+    index, emb = _encode_distinct(
+        encoder, [x for s in splits.values() for x in _sides(s)], batch_size, show_progress_bar
+    )
+    t_enc = time.perf_counter() - t0
+    if dtype == "float32":  # SentEval gets float32 from its batchers; exact for float32 encoders
+        emb = emb.astype(np.float32)
+    # order samples as SentEval does (by the loaded text, before preprocessing)
+    order = {s.name: _senteval_order(s) for s in data.splits}
+    X = {k: _features(s, index, emb)[order[k]] for k, s in splits.items()}
+    y = {k: s.labels[order[k]] for k, s in splits.items()}
+    fit = _fit(lr, X, y, data.task, kfold, inner_kfold, seed, n_jobs)
+    timings = (t_enc, time.perf_counter() - t0, time.process_time() - c0)
+    return _result(data, fit, lr, dtype, protocol, index, emb, encoder, seed, kfold, timings)
+
+
+def _result(
+    data: TransferData,
+    fit: _Fitted,
+    lr: _LogReg,
+    dtype: str,
+    protocol: str,
+    index: dict[str, int],
+    emb: np.ndarray,
+    encoder: Encoder,
+    seed: int,
+    kfold: int,
+    timings: tuple[float, float, float],
+) -> TransferResult:
+    """The :class:`TransferResult` of a fit: the scores (SentEval's rounding of the means where
+    the protocol rounds), the sentences and vectors counted, the settings, the seconds (encode,
+    wall, CPU)."""
+    accuracy, dev_accuracy = np.mean(fit.accs), np.mean(fit.devs)
+    if lr.round_decimals is not None:  # SentEval rounds the np.float64 means (numpy's round)
+        accuracy, dev_accuracy = (np.round(v, lr.round_decimals) for v in (accuracy, dev_accuracy))
+    return TransferResult(
+        task=data.task,
+        accuracy=float(accuracy),
+        f1=fit.f1,
+        dev_accuracy=float(dev_accuracy),
+        n_samples=data.n_samples,
+        n_train=fit.n_train,
+        n_test=fit.n_test,
+        n_dev=fit.n_dev,
+        n_distinct_sentences=len(index),
+        n_empty_sentences=sum(not s.strip() for s in index),
+        n_zero_vectors=int((~emb.any(axis=1)).sum()),
+        c=tuple(fit.cs),
+        fold_accuracies=tuple(fit.accs),
+        protocol=_protocol_description(fit.how, lr, dtype, data, protocol),
+        model=describe_encoder(encoder),
+        seed=seed,
+        kfold=kfold,
+        inner_kfold=fit.inner_kfold,
+        c_grid=lr.c_grid,
+        n_convergence_warnings=fit.n_stopped,
+        protocol_name=protocol,
+        tol=lr.tol,
+        max_iter=lr.max_iter,
+        warm_start=lr.warm_start,
+        feature_dtype=dtype,
+        round_decimals=lr.round_decimals,
+        encode_seconds=timings[0],
+        wall_seconds=timings[1],
+        cpu_seconds=timings[2],
+    )
+
+
+def _train_test_only(data: TransferData) -> bool:
+    """Whether the task is split into train and test alone (else all, or train, dev and test:
+    any other split is a ValueError)."""
     names = sorted(s.name for s in data.splits)
     if names not in (["all"], ["test", "train"], ["dev", "test", "train"]):
         raise ValueError(
             f"{data.task}: splits {names} are invalid; expected 'all' (scored by "
             "cross-validation) or 'train' and 'test', optionally with 'dev'"
         )
-    if batch_size is not None:
-        batch_size = check_positive_int("batch_size", batch_size)
-    inner_kfold, lr, dtype = _protocol_settings(
-        protocol, names == ["test", "train"], kfold, inner_kfold, c_grid, tol, max_iter
-    )
+    return names == ["test", "train"]
 
+
+def _prepared_splits(
+    data: TransferData, preprocess: Any, lowercase: bool
+) -> dict[str, TransferSplit]:
+    """The task's splits with ``preprocess`` (a callable per sentence, or ``prepare_batch`` per
+    split) and ``lowercase`` applied to their sentences."""
     batch = getattr(preprocess, "prepare_batch", None)
     if preprocess is not None and not callable(batch) and not callable(preprocess):
         raise TypeError(
@@ -722,7 +587,7 @@ def evaluate_transfer(
             out = [preprocess(s) for s in sentences]
         return tuple(s.lower() for s in out) if lowercase else tuple(out)
 
-    splits = {
+    return {
         s.name: TransferSplit(
             s.name,
             prep(s.sentences),
@@ -731,68 +596,112 @@ def evaluate_transfer(
         )
         for s in data.splits
     }
-    index, emb = _encode_distinct(
-        encoder, [x for s in splits.values() for x in _sides(s)], batch_size, show_progress_bar
-    )
-    t_enc = time.perf_counter() - t0
-    if dtype == "float32":  # SentEval gets float32 from its batchers; exact for float32 encoders
-        emb = emb.astype(np.float32)
-    # order samples as SentEval does (by the loaded text, before preprocessing)
-    order = {s.name: _senteval_order(s) for s in data.splits}
-    X = {k: _features(s, index, emb)[order[k]] for k, s in splits.items()}
-    y = {k: s.labels[order[k]] for k, s in splits.items()}
+
+
+@dataclass
+class _Fitted:
+    """What the classifier protocol gave on one task: C, dev and test accuracy per (outer)
+    fold, the fits that stopped at ``max_iter``, MRPC's F1, the split sizes, how C was chosen
+    (with ``inner_kfold`` folds)."""
+
+    cs: list[float]
+    devs: list[float]
+    accs: list[float]
+    n_stopped: int
+    f1: float | None
+    n_train: int
+    n_test: int
+    n_dev: int | None
+    how: str
+    inner_kfold: int
+
+
+def _fit(
+    lr: _LogReg,
+    X: dict[str, np.ndarray],
+    y: dict[str, np.ndarray],
+    task: str,
+    kfold: int,
+    inner_kfold: int,
+    seed: int,
+    n_jobs: int,
+) -> _Fitted:
+    """The classifier protocol on the features of each split (single-threaded BLAS; lbfgs's
+    convergence warnings counted, then shown once for the caller of evaluate_transfer)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    fitted = _fit_quietly(lr, X, y, task, kfold, inner_kfold, seed, n_jobs)
+    if fitted.n_stopped:
+        warnings.warn(
+            f"{task}: {fitted.n_stopped} logistic-regression fits stopped at "
+            f"max_iter={lr.max_iter} before converging",
+            ConvergenceWarning,
+            stacklevel=3,  # _fit, evaluate_transfer, its caller
+        )
+    return fitted
+
+
+def _fit_quietly(
+    lr: _LogReg,
+    X: dict[str, np.ndarray],
+    y: dict[str, np.ndarray],
+    task: str,
+    kfold: int,
+    inner_kfold: int,
+    seed: int,
+    n_jobs: int,
+) -> _Fitted:
+    """:func:`_fit` with lbfgs's convergence warnings counted, not shown."""
     from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # counted via n_iter_ instead
-        f1, n_dev = None, None
-        if list(splits) == ["all"]:
+        if list(X) == ["all"]:
             cs, devs, accs, hit = _cv_protocol(
                 lr, X["all"], y["all"], kfold, inner_kfold, seed, n_jobs
             )
-            n_train = n_test = len(y["all"])
-            desc = (
+            how = (
                 f"{kfold}-fold stratified CV; C per fold by inner {inner_kfold}-fold "
                 "stratified CV on the training folds"
             )
+            n = len(y["all"])
+            return _Fitted(cs, devs, accs, hit, None, n, n, None, how, inner_kfold)
+        Xtr, ytr = X["train"], y["train"]
+        n_dev = None
+        if "dev" in X:
+            acc, hit = lr.path(
+                np.concatenate([Xtr, X["dev"]]),
+                np.concatenate([ytr, y["dev"]]),
+                slice(0, len(ytr)),
+                slice(len(ytr), None),
+            )
+            c, dev = lr.best(acc)
+            n_dev = len(y["dev"])
+            how = "train/dev/test; C by dev accuracy"
         else:
-            Xtr, ytr = X["train"], y["train"]
-            if "dev" in splits:
-                acc, hit = lr.path(
-                    np.concatenate([Xtr, X["dev"]]),
-                    np.concatenate([ytr, y["dev"]]),
-                    slice(0, len(ytr)),
-                    slice(len(ytr), None),
-                )
-                c, dev = lr.best(acc)
-                n_dev = len(y["dev"])
-                desc = "train/dev/test; C by dev accuracy"
-            else:
-                tr = np.arange(len(ytr))
-                paths = _run(
-                    n_jobs,
-                    [
-                        (lr.path, (Xtr, ytr, a, b))
-                        for a, b in _inner_splits(ytr, tr, inner_kfold, seed)
-                    ],
-                )
-                c, dev = lr.best(lr.fold_mean([p for p, _ in paths]))
-                hit = sum(h for _, h in paths)
-                desc = f"train/test; C by {inner_kfold}-fold stratified CV on train"
-            pred, h = lr.predict(c, Xtr, ytr, slice(None), X["test"])
-            hit += h
-            cs, devs, accs = [c], [dev], [lr.percent(np.mean(pred == y["test"]))]
-            f1 = lr.percent(_f1(y["test"], pred)) if data.task == "MRPC" else None
-            n_train, n_test = len(ytr), len(y["test"])
-    if hit:
-        warnings.warn(
-            f"{data.task}: {hit} logistic-regression fits stopped at "
-            f"max_iter={lr.max_iter} before converging",
-            ConvergenceWarning,
-            stacklevel=2,
+            tr = np.arange(len(ytr))
+            paths = _run(
+                n_jobs,
+                [(lr.path, (Xtr, ytr, a, b)) for a, b in _inner_splits(ytr, tr, inner_kfold, seed)],
+            )
+            c, dev = lr.best(lr.fold_mean([p for p, _ in paths]))
+            hit = sum(h for _, h in paths)
+            how = f"train/test; C by {inner_kfold}-fold stratified CV on train"
+        pred, h = lr.predict(c, Xtr, ytr, slice(None), X["test"])
+        f1 = lr.percent(_f1(y["test"], pred)) if task == "MRPC" else None
+        acc_test = lr.percent(np.mean(pred == y["test"]))
+        n_test = len(y["test"])
+        return _Fitted(
+            [c], [dev], [acc_test], hit + h, f1, len(ytr), n_test, n_dev, how, inner_kfold
         )
-    desc += (
+
+
+def _protocol_description(
+    how: str, lr: _LogReg, dtype: str, data: TransferData, protocol: str
+) -> str:
+    """:attr:`TransferResult.protocol`: how C was chosen, the classifier and the features."""
+    desc = how + (
         f"; L2 logistic regression (lbfgs, tol={lr.tol:g}, max_iter={lr.max_iter}, "
         f"{'warm starts along the C grid' if lr.warm_start else 'a cold fit per C'}), "
         f"C grid {list(lr.c_grid)}, raw {dtype} features"
@@ -803,40 +712,7 @@ def evaluate_transfer(
         desc += f"; accuracies rounded to {lr.round_decimals} decimals per fold and in the mean"
     if protocol == "senteval":
         desc = "SentEval scikit-learn path: " + desc
-    accuracy, dev_accuracy = np.mean(accs), np.mean(devs)
-    if lr.round_decimals is not None:  # SentEval rounds the np.float64 means (numpy's round)
-        accuracy, dev_accuracy = (np.round(v, lr.round_decimals) for v in (accuracy, dev_accuracy))
-    return TransferResult(
-        task=data.task,
-        accuracy=float(accuracy),
-        f1=f1,
-        dev_accuracy=float(dev_accuracy),
-        n_samples=data.n_samples,
-        n_train=n_train,
-        n_test=n_test,
-        n_dev=n_dev,
-        n_distinct_sentences=len(index),
-        n_empty_sentences=sum(not s.strip() for s in index),
-        n_zero_vectors=int((~emb.any(axis=1)).sum()),
-        c=tuple(cs),
-        fold_accuracies=tuple(accs),
-        protocol=desc,
-        model=describe_encoder(encoder),
-        seed=seed,
-        kfold=kfold,
-        inner_kfold=inner_kfold,
-        c_grid=lr.c_grid,
-        n_convergence_warnings=hit,
-        protocol_name=protocol,
-        tol=lr.tol,
-        max_iter=lr.max_iter,
-        warm_start=lr.warm_start,
-        feature_dtype=dtype,
-        round_decimals=lr.round_decimals,
-        encode_seconds=t_enc,
-        wall_seconds=time.perf_counter() - t0,
-        cpu_seconds=time.process_time() - c0,
-    )
+    return desc
 
 
 def _sides(s: TransferSplit) -> tuple[str, ...]:

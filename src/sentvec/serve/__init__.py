@@ -2,7 +2,8 @@
 HTTP APIs over dynamic batching (``sentvec serve``; the ``serve`` extra).
 
 ``create_app(models, ...)`` returns an ASGI application (FastAPI) serving one or more encoders,
-each under a name; ``sentvec serve`` runs it on uvicorn. Nothing here is imported by
+each under a name; ``run_server(settings, ...)`` runs it on uvicorn, in one process or as
+a supervisor of several (what ``sentvec serve`` runs). Nothing here is imported by
 ``import sentvec``; the names below load on first access.
 """
 
@@ -19,6 +20,7 @@ _LAZY: dict[str, str] = {
     "QueueFullError": "sentvec.serve.batching",
     "ServedModel": "sentvec.serve.served_model",
     "ApiError": "sentvec.serve.errors",
+    "run_server": "sentvec.serve.supervisor",
     "start_server": "sentvec.serve.process",
     "ServerProcess": "sentvec.serve.process",
     "free_port": "sentvec.serve.process",
