@@ -248,7 +248,7 @@ def _table1_from_cache(args: argparse.Namespace) -> tuple[Any, ...] | None:
 
 
 def _table1(args: argparse.Namespace, t_start: float) -> int:
-    from sentvec.encoders import describe_encoder, output_dimension
+    from sentvec.encoders import LayeredEncoder, describe_encoder, output_dimension
     from sentvec.evaluation import table1_block, unique_sentences
     from sentvec.whitening import check_n_components
 
@@ -260,7 +260,7 @@ def _table1(args: argparse.Namespace, t_start: float) -> int:
     else:
         encoder = _load_encoder(args)
         check_n_components(args.n_components, output_dimension(encoder), name="--n-components")
-        if not callable(getattr(encoder, "encode_layers", None)):
+        if not isinstance(encoder, LayeredEncoder):
             print(
                 f"note: {type(encoder).__name__} has no layers or token pooling; evaluating "
                 "its own vectors (one row) instead of the Table 1 block",
@@ -403,7 +403,7 @@ def _single_from_cache(args: argparse.Namespace, whitening: Any) -> tuple[Any, .
 
 
 def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) -> int:
-    from sentvec.encoders import check_whitening_fits, output_dimension
+    from sentvec.encoders import LayeredEncoder, check_whitening_fits, output_dimension
     from sentvec.evaluation import evaluate_sts, unique_sentences
     from sentvec.whitening import check_n_components
 
@@ -424,7 +424,7 @@ def _single(args: argparse.Namespace, t_start: float, *, encoder: Any = None) ->
         tasks = sts_tasks_for(args, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
-    if not hit and callable(getattr(encoder, "encode_layers", None)):  # the per-layer cache
+    if not hit and isinstance(encoder, LayeredEncoder):  # the per-layer cache
         from sentvec.evaluation import combine_layers
 
         sentences = unique_sentences(tasks)

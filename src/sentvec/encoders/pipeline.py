@@ -19,7 +19,14 @@ import numpy as np
 
 from sentvec._io import read_json_object
 from sentvec._validation import check_sentences
-from sentvec.encoders.base import PIPELINE_FILE, Encoder, check_whitening_fits, describe_encoder
+from sentvec.encoders.base import (
+    PIPELINE_FILE,
+    Encoder,
+    PipelineComponent,
+    check_whitening_fits,
+    describe_encoder,
+    text_variant_of,
+)
 
 __all__ = ["Pipeline", "load_whitening", "PIPELINE_FORMAT", "PIPELINE_VERSION", "ENCODER_LOADERS"]
 
@@ -150,7 +157,7 @@ class Pipeline:
     """
 
     def __init__(self, encoder: Encoder, whitening: Any = None) -> None:
-        if not callable(getattr(encoder, "encode", None)):
+        if not isinstance(encoder, Encoder):
             raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
         if whitening is not None:
             from sklearn.utils.validation import check_is_fitted
@@ -164,7 +171,7 @@ class Pipeline:
 
     @property
     def preferred_text_variant(self) -> str:
-        return str(getattr(self.encoder, "preferred_text_variant", "senteval"))
+        return text_variant_of(self.encoder)
 
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description (encoder description + whitening summary)."""
@@ -282,16 +289,18 @@ class Pipeline:
             )
 
     def _save_encoder(self, directory: Path) -> str:
-        enc_type = getattr(self.encoder, "encoder_type", None)
-        save = getattr(self.encoder, "save", None)
-        if enc_type not in ENCODER_LOADERS or not callable(save):
+        encoder = self.encoder
+        if (
+            not isinstance(encoder, PipelineComponent)
+            or encoder.encoder_type not in ENCODER_LOADERS
+        ):
             raise TypeError(
                 f"cannot save an encoder of type {type(self.encoder).__name__}; a saved pipeline "
                 f"needs an encoder with save(path) and an encoder_type in "
                 f"{sorted(ENCODER_LOADERS)} (TransformerEncoder, Sent2Vec, SIFEncoder, USIFEncoder)"
             )
-        save(directory)
-        return str(enc_type)
+        encoder.save(directory)
+        return str(encoder.encoder_type)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Pipeline:

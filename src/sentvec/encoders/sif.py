@@ -33,6 +33,7 @@ from sentvec._io import (
 )
 from sentvec._readers import read_json
 from sentvec._validation import check_choice, check_float_range, check_positive_int, check_sentences
+from sentvec.encoders.base import TokenEmbeddings, text_variant_of
 
 __all__ = [
     "SIFEncoder",
@@ -279,6 +280,10 @@ class _WeightedAverageEncoder:
     def vocab_size(self) -> int:
         return int(self.vectors.shape[0])
 
+    def get_sentence_embedding_dimension(self) -> int:
+        """The width of the vectors (:attr:`dim`)."""
+        return self.dim
+
     def _params(self) -> dict[str, Any]:
         return {"n_components": self.n_components, "common_component": self.common_component}
 
@@ -353,7 +358,7 @@ class _WeightedAverageEncoder:
             counts,
             tokenizer=encoder.tokenizer,
             source=source,
-            preferred_text_variant=getattr(encoder, "preferred_text_variant", "raw"),
+            preferred_text_variant=text_variant_of(encoder, "raw"),
             **params,
         )
 
@@ -540,6 +545,24 @@ class _WeightedAverageEncoder:
             )
         return Path(path)
 
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Any:
+        """Read a directory written by :meth:`save` (as :func:`load_sif_encoder`).
+
+        Raises
+        ------
+        FileNotFoundError, ValueError
+            As :func:`load_sif_encoder`; ValueError also when the directory holds another
+            method's encoder (``USIFEncoder.load`` of a saved ``SIFEncoder``).
+        """
+        encoder = load_sif_encoder(path)
+        if not isinstance(encoder, cls):
+            raise ValueError(
+                f"{str(Path(path) / _CONFIG_FILE)!r} holds a {type(encoder).__name__}, "
+                f"not a {cls.__name__}; load it with {type(encoder).__name__}.load"
+            )
+        return encoder
+
 
 def load_sif_encoder(path: str | os.PathLike[str]) -> Any:
     """Read a directory written by ``SIFEncoder.save`` or ``USIFEncoder.save``.
@@ -622,7 +645,7 @@ def _sent2vec_vocabulary(model: Any) -> tuple[list[str], np.ndarray, np.ndarray]
 def _transformer_vocabulary(
     encoder: Any, corpus_path: Any, max_lines: int | None
 ) -> tuple[np.ndarray, np.ndarray, str]:
-    if not callable(getattr(encoder, "input_token_embeddings", None)):
+    if not isinstance(encoder, TokenEmbeddings):
         raise TypeError(
             f"from_transformer needs a TransformerEncoder, got {type(encoder).__name__}"
         )

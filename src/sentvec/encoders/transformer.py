@@ -851,6 +851,18 @@ class TransformerEncoder:
                 res.last_hidden_state = res.last_hidden_state.float()
         return res
 
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> TransformerEncoder:
+        """Same as :meth:`from_pretrained` (the name every sentvec component loads by).
+
+        Returns
+        -------
+        TransformerEncoder
+            With the pooling, layers, max_length and mean_mode :meth:`save` wrote, unless
+            ``kwargs`` override them.
+        """
+        return cls.from_pretrained(path, **kwargs)
+
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Same as :meth:`save_pretrained` (the name every sentvec component saves by)."""

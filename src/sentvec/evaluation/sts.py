@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sentvec._validation import check_choice, check_embeddings
-from sentvec.encoders.base import Encoder
+from sentvec.encoders.base import Encoder, YearPostprocessing
 from sentvec.evaluation._kernels import row_dots
 from sentvec.evaluation.results import (
     AGGREGATIONS,
@@ -742,7 +742,7 @@ def evaluate_sts(
     """
     from sentvec.encoders.base import describe_encoder, text_variant_of
 
-    if not callable(getattr(encoder, "encode", None)):
+    if not isinstance(encoder, Encoder):
         raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
     if tasks is None:
         task_list = load_sts(variant=text_variant_of(encoder))
@@ -763,8 +763,7 @@ def evaluate_sts(
 
     if whitening is None:
         whitening = "none"
-    own = getattr(encoder, "year_postprocessor", None)
-    own = own() if callable(own) else None
+    own = encoder.year_postprocessor() if isinstance(encoder, YearPostprocessing) else None
     if own is not None:
         if postprocessor is not None or not (
             isinstance(whitening, str) and whitening in ("none", "year")

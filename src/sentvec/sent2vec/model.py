@@ -246,6 +246,10 @@ class Sent2Vec:
             f"{', inference_only=True' if self.inference_only else ''})"
         )
 
+    def get_sentence_embedding_dimension(self) -> int:
+        """The width of the vectors (:attr:`dim`)."""
+        return self.dim
+
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description for result records."""
         return {
