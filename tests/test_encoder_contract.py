@@ -149,3 +149,63 @@ def test_a_sent2vec_subclass_without_one_fast_path_method_is_served_without_it(s
     assert not isinstance(model, base.PreparedInput)
     served = ServedModel("renamed", model)
     assert served.prepare is None and not served.counts_on_encode
+
+
+@pytest.mark.parametrize("kind", ENCODER_TYPES)
+def test_encode_takes_the_common_keywords_with_the_same_defaults(encoders, kind):
+    import inspect
+
+    params = inspect.signature(encoders(kind).encode).parameters
+    for name in ("batch_size", "show_progress_bar", "normalize"):
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert params[name].default is None
+    assert not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+@pytest.mark.parametrize("kind", ENCODER_TYPES)
+def test_an_unknown_encode_keyword_raises_type_error(encoders, kind):
+    with pytest.raises(TypeError, match="convert_to_numpy"):
+        encoders(kind).encode(TEXTS, convert_to_numpy=True)
+
+
+@pytest.mark.parametrize("kind", ENCODER_TYPES)
+def test_normalize_true_gives_unit_rows_and_batch_size_changes_nothing(encoders, kind):
+    enc = encoders(kind)
+    X = _quiet(enc, TEXTS, normalize=True)
+    assert X.dtype == np.float32 and X.shape[0] == len(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(_quiet(enc, TEXTS, normalize=True, batch_size=1), X, atol=1e-6)
+    raw = _quiet(enc, TEXTS, normalize=False)
+    assert not np.allclose(np.linalg.norm(raw, axis=1), 1.0)
+
+
+@pytest.mark.parametrize("kind", ENCODER_TYPES)
+def test_save_returns_a_path_that_load_reads_back_to_equal_vectors(encoders, kind, tmp_path):
+    enc = encoders(kind)
+    where = enc.save(tmp_path / "model")
+    assert isinstance(where, Path) and where == tmp_path / "model"
+    again = type(enc).load(where)
+    assert type(again) is type(enc)
+    np.testing.assert_allclose(_quiet(again, TEXTS), _quiet(enc, TEXTS), atol=1e-6)
+
+
+def test_bigram_static_encode_honours_batch_size_and_warns_on_zero_vectors(encoders):
+    enc = encoders("bigram_static")
+    texts = ["the cat", "", "cat the cat", "   "]
+    with pytest.warns(UserWarning, match="2 of 4 texts have no known token"):
+        whole = enc.encode(texts)
+    with pytest.warns(UserWarning, match="2 of 4 texts"):
+        one_by_one = enc.encode(texts, batch_size=1)
+    np.testing.assert_array_equal(one_by_one, whole)
+    assert not whole[[1, 3]].any() and whole[[0, 2]].any()
+    with pytest.raises(ValueError, match="batch_size"):
+        enc.encode(texts, batch_size=0)
+
+
+def test_load_of_one_sif_method_refuses_the_others_directory(encoders, tmp_path):
+    from sentvec import SIFEncoder, USIFEncoder
+
+    where = encoders("usif").save(tmp_path / "usif")
+    with pytest.raises(ValueError, match="holds a USIFEncoder, not a SIFEncoder"):
+        SIFEncoder.load(where)
+    assert isinstance(USIFEncoder.load(where), USIFEncoder)

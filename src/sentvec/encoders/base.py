@@ -79,18 +79,22 @@ class TruncationWarning(UserWarning):
 class Encoder(Protocol):
     """Maps sentences to fixed-size vectors.
 
-    ``encode(sentences, *, batch_size=..., show_progress_bar=None, normalize=False)`` returns an
-    ndarray of shape ``(n, d)`` and dtype float32 for a list of ``n`` strings (shape ``(0, d)``
-    for an empty list, ``(d,)`` for a single string).
+    ``encode(sentences, *, batch_size=None, show_progress_bar=None, normalize=None)`` returns
+    an ndarray of shape ``(n, d)`` and dtype float32 for a list of ``n`` strings (shape
+    ``(0, d)`` for an empty list, ``(d,)`` for a single string). ``None`` is the encoder's own
+    default for each keyword: its batch size; a progress bar for long inputs on a terminal; no
+    normalization, except a static model saved with ``normalize`` (as Model2Vec's ``encode``).
+    ``normalize=True`` scales each non-zero row to unit L2 norm, ``False`` never does. An
+    unknown keyword raises ``TypeError``.
     """
 
     def encode(
         self,
         sentences: Any,
         *,
-        batch_size: int = ...,
+        batch_size: int | None = ...,
         show_progress_bar: bool | None = ...,
-        normalize: bool = ...,
+        normalize: bool | None = ...,
     ) -> np.ndarray: ...
 
 
@@ -222,7 +226,7 @@ class PreparedInput(Protocol):
         *,
         batch_size: int | None = ...,
         show_progress_bar: bool | None = ...,
-        normalize: bool = ...,
+        normalize: bool | None = ...,
     ) -> tuple[np.ndarray, Any]:
         """Like ``encode``, without warnings, also returning statistics with ``tokens``."""
         ...
@@ -345,7 +349,14 @@ class DescribedEncoder:
         """The description given (a copy)."""
         return dict(self._description)
 
-    def encode(self, sentences: Any, **kwargs: Any) -> np.ndarray:
+    def encode(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        normalize: bool | None = None,
+    ) -> np.ndarray:
         """Always raises: the vectors of a described encoder come from elsewhere.
 
         Raises

@@ -193,7 +193,7 @@ class Pipeline:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
     ) -> np.ndarray:
         """Encode then whiten; rows the encoder returns as all-zero stay all-zero.
 
@@ -250,8 +250,9 @@ class Pipeline:
             return len(names())
         return int(getattr(self.whitening, "n_components_", d))
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the pipeline directory atomically (built in a temp dir, then renamed).
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the pipeline directory atomically (built in a temp dir, then renamed); return
+        ``path`` as a ``Path``.
 
         ``path`` may be missing, an empty directory or a saved pipeline (one holding
         ``pipeline.json``), which is replaced as a whole.
@@ -287,6 +288,7 @@ class Pipeline:
                     "whitening": wcfg,
                 },
             )
+        return Path(path)
 
     def _save_encoder(self, directory: Path) -> str:
         encoder = self.encoder

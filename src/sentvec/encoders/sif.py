@@ -457,7 +457,7 @@ class _WeightedAverageEncoder:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
     ) -> np.ndarray:
         """Sentence vectors: weighted averages, then the fitted removal (``"fit"``).
 
@@ -468,8 +468,8 @@ class _WeightedAverageEncoder:
         ----------
         sentences : str or sequence of str
         batch_size, show_progress_bar : ignored (accepted for the Encoder protocol)
-        normalize : bool, default False
-            Scale each non-zero vector to unit L2 norm.
+        normalize : bool, optional
+            Scale each non-zero vector to unit L2 norm; None (the default) is False.
 
         Returns
         -------

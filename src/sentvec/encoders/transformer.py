@@ -582,9 +582,9 @@ class TransformerEncoder:
         self,
         sentences: str | Sequence[str],
         *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
     ) -> np.ndarray:
         """Encode sentences into vectors.
 
@@ -592,14 +592,14 @@ class TransformerEncoder:
         ----------
         sentences : str or sequence of str
             Empty and whitespace-only strings are valid; they encode as ``[CLS] [SEP]``.
-        batch_size : int, default 32
-            Sentences per forward pass. Inputs are sorted by token count first; batches of short
+        batch_size : int, optional
+            Sentences per forward pass; None (the default) is 32. Inputs are sorted by token count first; batches of short
             sentences are enlarged to about ``32 * batch_size`` tokens (at most 4x the
             sentences), so a batch of long inputs is never larger than usual.
         show_progress_bar : bool, optional
             ``None``: shown for at least 1,000 distinct sentences when stderr is a terminal.
-        normalize : bool, default False
-            Scale each vector to unit L2 norm.
+        normalize : bool, optional
+            Scale each vector to unit L2 norm; None (the default) is False.
 
         Returns
         -------
@@ -630,7 +630,8 @@ class TransformerEncoder:
             hs = [h.float() for h in out.hidden_states]
             return pool_layers(hs, mask, self._pooling, self._layer_idx, mean_mode=self._mean_mode)
 
-        vecs = self._run(items, fn, (self.hidden_size,), need_all, batch_size, show_progress_bar)
+        batch = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+        vecs = self._run(items, fn, (self.hidden_size,), need_all, batch, show_progress_bar)
         if normalize:
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
             vecs = vecs / np.maximum(norms, np.finfo(np.float32).tiny)

@@ -655,7 +655,7 @@ class Sent2Vec:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
         num_threads: int | None = None,
     ) -> tuple[np.ndarray, EncodeStats]:
         """Like :meth:`encode`, without warnings, also returning :class:`EncodeStats`."""
@@ -726,7 +726,7 @@ class Sent2Vec:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
         num_threads: int | None = None,
     ) -> np.ndarray:
         """Embed sentences: mean of the input rows of their known words and hashed n-grams.
@@ -744,8 +744,8 @@ class Sent2Vec:
             Sentences prepared per batch (memory bound); default 16384.
         show_progress_bar : bool, optional
             Show a tqdm bar over batches.
-        normalize : bool, default False
-            Scale each non-zero vector to unit L2 norm.
+        normalize : bool, optional
+            Scale each non-zero vector to unit L2 norm; None (the default) is False.
         num_threads : int, optional
             Threads for the (GIL-free) kernel; default: the CPUs available to this process.
 
