@@ -122,6 +122,7 @@ def _report_sent2vec(
 ) -> tuple[Any, dict]:
     """Rows of an encoder without pooling or layers: a Sent2Vec model, or (``kind``
     ``"Static"``) a static embedding model."""
+    from sentvec.encoders import SelfDescribing
     from sentvec.evaluation import sent2vec_rows, unique_sentences
 
     tasks = sts_tasks_for(args, encoder)
@@ -132,13 +133,14 @@ def _report_sent2vec(
     label = f"{kind} ({Path(path).name})"
     rows = sent2vec_rows(label, emb, tasks, sentences)
     if args.post_processing:
+        from sentvec import Sent2Vec
         from sentvec.encoders.sif import SIFEncoder, USIFEncoder
         from sentvec.evaluation import postprocessing_rows, sif_rows
 
         post += postprocessing_rows(
             label, "sentence vectors", emb, tasks, sentences, **_post_kwargs(args)
         )
-        if hasattr(encoder, "dictionary"):
+        if isinstance(encoder, Sent2Vec):
             encs = [
                 cls.from_sent2vec(encoder, common_component="year")
                 for cls in (SIFEncoder, USIFEncoder)
@@ -148,7 +150,7 @@ def _report_sent2vec(
                 f"{label} SIF / uSIF: the model's unigram input rows and dictionary "
                 f"counts ({encs[0].vocab_size} words)."
             )
-    desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
+    desc = encoder.config_dict() if isinstance(encoder, SelfDescribing) else {}
     return rows, {
         "model": label,
         "description": desc,
