@@ -73,7 +73,7 @@ from sentvec.cache_keys import (
     modules_fingerprint,
     sentences_sha256,
 )
-from sentvec.encoders.base import Encoder
+from sentvec.encoders.base import Encoder, LayeredEncoder
 from sentvec.exceptions import CacheWarning
 
 #: The public names; those of the keys (:mod:`sentvec.cache_keys`) stay importable from here.
@@ -666,8 +666,7 @@ def load_or_encode_layer_vectors(
     """:func:`pooled_layer_vectors` without writing the cache: returns the vectors, the cache
     hit flag, the ``(cache key, array)`` entries still to be saved (see
     :func:`save_layer_vectors`) and the seconds."""
-    encode_layers = getattr(encoder, "encode_layers", None)
-    if not callable(encode_layers):
+    if not isinstance(encoder, LayeredEncoder):
         raise TypeError(
             f"{type(encoder).__name__} has no encode_layers(); the layer analysis "
             "needs a transformer encoder"
@@ -695,7 +694,7 @@ def load_or_encode_layer_vectors(
         kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
         if batch_size is not None:
             kwargs["batch_size"] = batch_size
-        computed = encode_layers(sentences, pooling=missing, **kwargs)
+        computed = encoder.encode_layers(sentences, pooling=missing, **kwargs)
         if not isinstance(computed, Mapping) or not set(missing) <= set(computed):
             got = sorted(computed) if isinstance(computed, Mapping) else type(computed).__name__
             raise ValueError(

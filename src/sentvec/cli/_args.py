@@ -357,13 +357,13 @@ def load_transformer(name: str, **overrides: Any) -> Any:
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    from sentvec.encoders import EncoderOptionsError, load_encoder
+    from sentvec.encoders import EncoderOptionsError, LayeredEncoder, load_encoder
 
     try:
         enc = load_encoder(name, **overrides)
     except EncoderOptionsError:  # a Sent2Vec model or pipeline: no layers to choose from
         enc = load_encoder(name)
-    if not callable(getattr(enc, "encode_layers", None)):
+    if not isinstance(enc, LayeredEncoder):
         raise ValueError(
             f"model {name!r} ({type(enc).__name__}) has no hidden layers; "
             "this command needs a transformer encoder"

@@ -189,13 +189,14 @@ def _write_json(path: str, payload: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- modes
 def _table1(args: argparse.Namespace, t_start: float) -> int:
+    from sentvec.encoders import LayeredEncoder
     from sentvec.encoders.loading import describe_without_loading, load_encoder
     from sentvec.evaluation import evaluate_table1
 
     model: Any = args.model
     if describe_without_loading(model, **device_options(args)) is None:  # not a local transformer
         encoder = load_encoder(model, **device_options(args))
-        if not callable(getattr(encoder, "encode_layers", None)):
+        if not isinstance(encoder, LayeredEncoder):
             print(
                 f"note: {type(encoder).__name__} has no layers or token pooling; evaluating "
                 "its own vectors (one row) instead of the Table 1 block",

@@ -1,6 +1,8 @@
 """Getting sentence vectors from text: encoders, pooling, loading and pipelines.
 
-* ``base``: the :class:`Encoder` protocol every part of sentvec relies on;
+* ``base``: the :class:`Encoder` protocol every part of sentvec relies on, and the declared
+  capability protocols (:class:`TokenCounting`, :class:`LayeredEncoder`, :class:`PreparedInput`,
+  :class:`Persistable`, ...) asked with ``isinstance``;
 * ``transformer`` / ``pooling`` / ``models``: WhiteningBERT's encoder over a Hugging Face model,
   its token pooling and layer averaging, and the model aliases (local weights only);
 * ``onnx_backend``: :class:`OnnxForward`, the ONNX Runtime forward passes of
@@ -24,6 +26,19 @@ from sentvec._lazy import attach
 # public name -> module that defines it (imported on first use)
 _LAZY: dict[str, str] = {
     "Encoder": "sentvec.encoders.base",
+    "SelfDescribing": "sentvec.encoders.base",
+    "DimensionStating": "sentvec.encoders.base",
+    "TextVariantAware": "sentvec.encoders.base",
+    "TokenCounting": "sentvec.encoders.base",
+    "LayeredEncoder": "sentvec.encoders.base",
+    "TokenEmbeddings": "sentvec.encoders.base",
+    "DeviceEncoder": "sentvec.encoders.base",
+    "PreparedInput": "sentvec.encoders.base",
+    "Preprocessing": "sentvec.encoders.base",
+    "YearPostprocessing": "sentvec.encoders.base",
+    "PostProcessed": "sentvec.encoders.base",
+    "Persistable": "sentvec.encoders.base",
+    "PipelineComponent": "sentvec.encoders.base",
     "PIPELINE_FILE": "sentvec.encoders.base",
     "describe_encoder": "sentvec.encoders.base",
     "text_variant_of": "sentvec.encoders.base",
@@ -87,8 +102,21 @@ if TYPE_CHECKING:  # pragma: no cover
         PRECISIONS,
         TRANSFORMER_BACKENDS,
         DescribedEncoder,
+        DeviceEncoder,
+        DimensionStating,
         Encoder,
+        LayeredEncoder,
+        Persistable,
+        PipelineComponent,
+        PostProcessed,
+        PreparedInput,
+        Preprocessing,
+        SelfDescribing,
+        TextVariantAware,
+        TokenCounting,
+        TokenEmbeddings,
         TruncationWarning,
+        YearPostprocessing,
         check_whitening_fits,
         describe_encoder,
         output_dimension,

@@ -1,11 +1,35 @@
-"""The encoder protocol every part of sentvec relies on.
+"""The encoder contract: what every part of sentvec may ask of an encoder.
 
-Evaluation, search and file encoding know an encoder only through ``encode``; anything with that
-method works (a ``TransformerEncoder``, a ``Sent2Vec`` model, a ``Pipeline``, a user's object).
+Evaluation, search and file encoding know an encoder only through ``encode`` (:class:`Encoder`);
+anything with that method works (a ``TransformerEncoder``, a ``Sent2Vec`` model, a ``Pipeline``,
+a user's object). Every further capability is a declared, ``runtime_checkable`` protocol below,
+asked with ``isinstance`` (never by probing attribute names), so mypy and the contract tests see
+what each encoder class provides:
+
+* :class:`Encoder`: ``encode(sentences, *, batch_size, show_progress_bar, normalize)``;
+* :class:`SelfDescribing`: ``config_dict()``, the JSON description of result records;
+* :class:`DimensionStating`: ``get_sentence_embedding_dimension()``, the width ``d``;
+* :class:`TextVariantAware`: ``preferred_text_variant``, ``"senteval"`` or ``"raw"`` text;
+* :class:`TokenCounting`: ``count_tokens`` and ``max_length`` (a transformer);
+* :class:`LayeredEncoder`: ``encode_layers`` (per-layer pooled vectors, the Table 1 block),
+  ``num_layers``, ``pooling``, ``layer_indices``;
+* :class:`TokenEmbeddings`: ``input_token_embeddings()`` (a transformer's input table),
+  ``tokenizer``, ``name_or_path``;
+* :class:`DeviceEncoder`: ``device`` and ``pooling``, a torch model's forward pass;
+* :class:`PreparedInput`: ``encode_with_stats``, ``prepare``, ``embed_prepared`` and
+  ``preprocessing``, Sent2Vec's encoding in two halves (the server's fast path);
+* :class:`YearPostprocessing`: ``year_postprocessor()``, a post-processor fitted per STS year;
+* :class:`PostProcessed`: ``encoder`` and ``whitening``, an encoder + post-processor;
+* :class:`Persistable`: ``save(path) -> Path`` and the classmethod ``load(path)``;
+* :class:`PipelineComponent`: a :class:`Persistable` with ``encoder_type``, which
+  ``pipeline.json`` records.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -14,6 +38,19 @@ from sentvec.exceptions import TruncationWarning
 
 __all__ = [
     "Encoder",
+    "SelfDescribing",
+    "DimensionStating",
+    "TextVariantAware",
+    "TokenCounting",
+    "LayeredEncoder",
+    "TokenEmbeddings",
+    "DeviceEncoder",
+    "PreparedInput",
+    "Preprocessing",
+    "YearPostprocessing",
+    "PostProcessed",
+    "Persistable",
+    "PipelineComponent",
     "PIPELINE_FILE",
     "TRANSFORMER_BACKENDS",
     "PRECISIONS",
@@ -40,23 +77,199 @@ PRECISIONS = ("auto", "float32", "bfloat16")
 class Encoder(Protocol):
     """Maps sentences to fixed-size vectors.
 
-    ``encode(sentences, *, batch_size=..., show_progress_bar=None, normalize=False)`` returns an
-    ndarray of shape ``(n, d)`` and dtype float32 for a list of ``n`` strings (shape ``(0, d)``
-    for an empty list, ``(d,)`` for a single string).
+    ``encode(sentences, *, batch_size=None, show_progress_bar=None, normalize=None)`` returns
+    an ndarray of shape ``(n, d)`` and dtype float32 for a list of ``n`` strings (shape
+    ``(0, d)`` for an empty list, ``(d,)`` for a single string). ``None`` is the encoder's own
+    default for each keyword: its batch size; a progress bar for long inputs on a terminal; no
+    normalization, except a static model saved with ``normalize`` (as Model2Vec's ``encode``).
+    ``normalize=True`` scales each non-zero row to unit L2 norm, ``False`` never does. An
+    unknown keyword raises ``TypeError``.
     """
 
     def encode(
         self,
         sentences: Any,
         *,
-        batch_size: int = ...,
+        batch_size: int | None = ...,
         show_progress_bar: bool | None = ...,
-        normalize: bool = ...,
+        normalize: bool | None = ...,
     ) -> np.ndarray: ...
 
 
-# An encoder that can be saved in a pipeline also has ``save(path)`` and a class attribute
-# ``encoder_type`` naming its loader in ``sentvec.encoders.pipeline.ENCODER_LOADERS``.
+@runtime_checkable
+class SelfDescribing(Protocol):
+    """An encoder that describes itself for result records and cache keys."""
+
+    def config_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict naming model, pooling, layers, text variant, ..."""
+        ...
+
+
+@runtime_checkable
+class DimensionStating(Protocol):
+    """An encoder that states the width ``d`` of its vectors without encoding."""
+
+    def get_sentence_embedding_dimension(self) -> int | None:
+        """The width ``d`` (None when it is not known before encoding)."""
+        ...
+
+
+@runtime_checkable
+class TextVariantAware(Protocol):
+    """An encoder that prefers one text variant of the evaluation data."""
+
+    #: ``"senteval"`` (tokenized and lower-cased, as SentEval feeds it) or ``"raw"``.
+    preferred_text_variant: str
+
+
+@runtime_checkable
+class TokenCounting(Protocol):
+    """An encoder that tokenizes before encoding and truncates at ``max_length`` tokens."""
+
+    @property
+    def max_length(self) -> int:
+        """The longest input, in tokens, before the encoder truncates."""
+        ...
+
+    def count_tokens(self, sentences: Sequence[str]) -> np.ndarray:
+        """Tokens of each sentence before truncation, special tokens included: ``(n,)`` int64."""
+        ...
+
+
+@runtime_checkable
+class LayeredEncoder(Encoder, Protocol):
+    """An encoder with hidden layers: per-layer pooled vectors (the Table 1 block)."""
+
+    #: Hidden layers of the model (the embedding output not counted).
+    num_layers: int
+
+    @property
+    def pooling(self) -> Any:
+        """The token pooling of :meth:`encode` (a ``str``-like name, e.g. ``"mean"``)."""
+        ...
+
+    @property
+    def layer_indices(self) -> tuple[int, ...]:
+        """The hidden states :meth:`encode` averages (0 = the embedding output)."""
+        ...
+
+    def encode_layers(self, sentences: Any, *args: Any, **kwargs: Any) -> Any:
+        """Pooled vectors of every hidden state (see ``TransformerEncoder.encode_layers``)."""
+        ...
+
+
+@runtime_checkable
+class TokenEmbeddings(Protocol):
+    """An encoder whose input token embedding table can be read (SIF / uSIF word vectors)."""
+
+    #: The Hugging Face tokenizer whose ids index the table.
+    tokenizer: Any
+    #: What the model was loaded from.
+    name_or_path: str
+
+    def input_token_embeddings(self) -> np.ndarray:
+        """The input embedding table, ``(vocabulary size, d)`` float32."""
+        ...
+
+
+@runtime_checkable
+class DeviceEncoder(Protocol):
+    """An encoder that runs a torch model's forward pass on a device, pooling its tokens."""
+
+    #: The ``torch.device`` of the forward pass.
+    device: Any
+
+    @property
+    def pooling(self) -> Any:
+        """The token pooling (a ``str``-like name, e.g. ``"mean"``)."""
+        ...
+
+
+class Preprocessing(Protocol):
+    """Text preparation stored with a model."""
+
+    @property
+    def is_identity(self) -> bool:
+        """Whether the text is used as given."""
+        ...
+
+
+@runtime_checkable
+class PreparedInput(Protocol):
+    """Sent2Vec's encoding in two halves, and with per-text statistics.
+
+    ``prepare`` (Python: the texts after :attr:`preprocessing`, as UTF-8 bytes) then
+    ``embed_prepared`` (the compiled kernel, without the GIL) give what ``encode`` gives;
+    ``encode_with_stats`` also reports each text's tokens. ``sentvec serve`` runs ``prepare``
+    on its event loop when :attr:`preprocessing` is the identity, so its encoding threads only
+    run the kernel.
+    """
+
+    @property
+    def preprocessing(self) -> Preprocessing:
+        """The text preparation ``prepare`` applies."""
+        ...
+
+    def prepare(self, sentences: Any) -> Any:
+        """The texts, prepared for :meth:`embed_prepared`."""
+        ...
+
+    def embed_prepared(self, prepared: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(vectors (n, d) float32, tokens (n,) int64)`` of prepared texts."""
+        ...
+
+    def encode_with_stats(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int | None = ...,
+        show_progress_bar: bool | None = ...,
+        normalize: bool | None = ...,
+    ) -> tuple[np.ndarray, Any]:
+        """Like ``encode``, without warnings, also returning statistics with ``tokens``."""
+        ...
+
+
+@runtime_checkable
+class YearPostprocessing(Protocol):
+    """An encoder whose vectors need a post-processor fitted on each STS year's sentences
+    (SIF / uSIF with ``common_component="year"``)."""
+
+    def year_postprocessor(self) -> Any:
+        """An unfitted post-processor (scikit-learn style), or None when none is needed."""
+        ...
+
+
+@runtime_checkable
+class PostProcessed(Protocol):
+    """An encoder followed by a fitted post-processor (a ``Pipeline``)."""
+
+    #: The encoder that reads the text.
+    encoder: Encoder
+    #: The fitted post-processor (a ``Whitening``, ...), or None.
+    whitening: Any
+
+
+@runtime_checkable
+class Persistable(Protocol):
+    """An encoder that saves itself to a directory and loads back from it."""
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the model to the directory ``path``; return it as a ``Path``."""
+        ...
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Any:
+        """Read a model written by :meth:`save`."""
+        ...
+
+
+@runtime_checkable
+class PipelineComponent(Persistable, Protocol):
+    """A :class:`Persistable` encoder a ``Pipeline`` can hold: ``encoder_type`` names its
+    loader in ``sentvec.encoders.pipeline.ENCODER_LOADERS`` (what ``pipeline.json`` records)."""
+
+    encoder_type: str
 
 
 def describe_encoder(encoder: Encoder) -> dict[str, Any]:
@@ -65,25 +278,27 @@ def describe_encoder(encoder: Encoder) -> dict[str, Any]:
     Uses ``encoder.config_dict()`` when present (a JSON-serialisable dict naming model, pooling,
     layers, ...), else the class name.
     """
-    getter = getattr(encoder, "config_dict", None)
-    if callable(getter):
-        return dict(getter())
+    if isinstance(encoder, SelfDescribing):
+        return dict(encoder.config_dict())
     return {"encoder": type(encoder).__name__}
 
 
 def text_variant_of(encoder: Encoder, default: str = "senteval") -> str:
     """Text variant (``"senteval"``: tokenized + lower-cased, or ``"raw"``) an encoder prefers."""
-    return str(getattr(encoder, "preferred_text_variant", default))
+    return str(encoder.preferred_text_variant) if isinstance(encoder, TextVariantAware) else default
 
 
 def output_dimension(encoder: Encoder) -> int | None:
     """The width ``d`` of the encoder's vectors when it says so without encoding, else None.
 
-    Asks ``get_sentence_embedding_dimension()`` (transformers, sentence-transformers style), then
-    an integer ``dim`` attribute (Sent2Vec).
+    Asks ``get_sentence_embedding_dimension()`` (:class:`DimensionStating`, as
+    sentence-transformers names it).
     """
-    getter = getattr(encoder, "get_sentence_embedding_dimension", None)
-    d = getter() if callable(getter) else getattr(encoder, "dim", None)
+    d = (
+        encoder.get_sentence_embedding_dimension()
+        if isinstance(encoder, DimensionStating)
+        else None
+    )
     return int(d) if isinstance(d, (int, np.integer)) and not isinstance(d, bool) else None
 
 
@@ -124,11 +339,22 @@ class DescribedEncoder:
         width = self._description.get("hidden_size")
         self.dim = int(width) if isinstance(width, int) and not isinstance(width, bool) else None
 
+    def get_sentence_embedding_dimension(self) -> int | None:
+        """The described ``hidden_size`` (None when the description has none)."""
+        return self.dim
+
     def config_dict(self) -> dict[str, Any]:
         """The description given (a copy)."""
         return dict(self._description)
 
-    def encode(self, sentences: Any, **kwargs: Any) -> np.ndarray:
+    def encode(
+        self,
+        sentences: Any,
+        *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
+        normalize: bool | None = None,
+    ) -> np.ndarray:
         """Always raises: the vectors of a described encoder come from elsewhere.
 
         Raises

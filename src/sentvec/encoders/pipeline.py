@@ -21,7 +21,14 @@ import numpy as np
 
 from sentvec._io import read_json_object
 from sentvec._validation import check_sentences
-from sentvec.encoders.base import PIPELINE_FILE, Encoder, check_whitening_fits, describe_encoder
+from sentvec.encoders.base import (
+    PIPELINE_FILE,
+    Encoder,
+    PipelineComponent,
+    check_whitening_fits,
+    describe_encoder,
+    text_variant_of,
+)
 from sentvec.encoders.formats import (
     FORMATS,
     by_encoder_type,
@@ -134,7 +141,7 @@ class Pipeline:
     """
 
     def __init__(self, encoder: Encoder, whitening: Any = None) -> None:
-        if not callable(getattr(encoder, "encode", None)):
+        if not isinstance(encoder, Encoder):
             raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
         if whitening is not None:
             from sklearn.utils.validation import check_is_fitted
@@ -148,7 +155,7 @@ class Pipeline:
 
     @property
     def preferred_text_variant(self) -> str:
-        return str(getattr(self.encoder, "preferred_text_variant", "senteval"))
+        return text_variant_of(self.encoder)
 
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description (encoder description + whitening summary)."""
@@ -170,7 +177,7 @@ class Pipeline:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
     ) -> np.ndarray:
         """Encode then whiten; rows the encoder returns as all-zero stay all-zero.
 
@@ -227,8 +234,9 @@ class Pipeline:
             return len(names())
         return int(getattr(self.whitening, "n_components_", d))
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the pipeline directory atomically (built in a temp dir, then renamed).
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the pipeline directory atomically (built in a temp dir, then renamed); return
+        ``path`` as a ``Path``.
 
         ``path`` may be missing, an empty directory or a saved pipeline (one holding
         ``pipeline.json``), which is replaced as a whole.
@@ -266,15 +274,16 @@ class Pipeline:
                     "whitening": wcfg,
                 },
             )
+        return Path(path)
 
     def _save_encoder(self, directory: Path) -> str:
-        enc_type = getattr(self.encoder, "encoder_type", None)
-        save = getattr(self.encoder, "save", None)
+        encoder = self.encoder
+        enc_type = encoder.encoder_type if isinstance(encoder, PipelineComponent) else None
         try:
             fmt = by_encoder_type(enc_type) if isinstance(enc_type, str) else None
         except KeyError:
             fmt = None
-        if fmt is None or not callable(save):
+        if fmt is None or not isinstance(encoder, PipelineComponent):
             saved = [f for f in FORMATS if f.saved_by_encoder]
             classes = ", ".join(sorted({f.encoder_class.rpartition(".")[2] for f in saved}))
             raise TypeError(
@@ -282,12 +291,12 @@ class Pipeline:
                 f"needs an encoder with save(path) and an encoder_type in "
                 f"{sorted(str(f.encoder_type) for f in saved)} ({classes})"
             )
-        save(directory)
+        encoder.save(directory)
         # the files must read back as the format the type names, or the pipeline cannot load
         found = detect_format(directory)
         if found is not fmt:
             raise TypeError(
-                f"{type(self.encoder).__name__} has encoder_type {enc_type!r} ({fmt.human_name}) "
+                f"{type(encoder).__name__} has encoder_type {enc_type!r} ({fmt.human_name}) "
                 f"but its save() wrote "
                 + ("no format sentvec reads" if found is None else f"a {found.human_name}")
             )

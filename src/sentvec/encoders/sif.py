@@ -33,6 +33,8 @@ from sentvec._io import (
 )
 from sentvec._readers import read_json
 from sentvec._validation import check_choice, check_float_range, check_positive_int, check_sentences
+from sentvec.encoders.base import TokenEmbeddings, text_variant_of
+from sentvec.encoders.sif_weights import count_tokens, sif_weights, usif_parameter, usif_weights
 
 __all__ = [
     "SIFEncoder",
@@ -57,150 +59,6 @@ USIF_DEFAULT_M = 5
 _CONFIG_FILE = "sif_encoder.json"
 _FORMAT = "sentvec-sif-encoder"
 _VERSION = 1
-
-
-def count_tokens(
-    tokenizer: Any,
-    corpus_path: str | os.PathLike[str],
-    *,
-    vocab_size: int,
-    max_lines: int | None = None,
-    batch_lines: int = 4096,
-) -> tuple[np.ndarray, int]:
-    """Token counts of a corpus file, tokenized with a Hugging Face tokenizer.
-
-    Each non-empty line (UTF-8, ``.xz`` / ``.gz`` / ``.bz2`` decompressed) is tokenized without
-    special tokens (``add_special_tokens=False``).
-
-    Parameters
-    ----------
-    tokenizer : transformers tokenizer
-    corpus_path : path-like
-    vocab_size : int
-        Length of the counts array (the embedding matrix's rows).
-    max_lines : int, optional
-        Read only the first ``max_lines`` lines.
-    batch_lines : int, default 4096
-
-    Returns
-    -------
-    counts : ndarray of shape (vocab_size,), int64
-    n_lines : int
-        Non-empty lines counted.
-
-    Raises
-    ------
-    FileNotFoundError
-        ``corpus_path`` does not exist.
-    ValueError
-        The tokenizer returned an id ``>= vocab_size``, or the corpus has no token.
-    """
-    from sentvec.sent2vec.dictionary import open_binary
-
-    path = Path(corpus_path)
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file not found: {str(path)!r}")
-    counts = np.zeros(vocab_size, dtype=np.int64)
-    n_lines = 0
-
-    def add(batch: list[str]) -> None:
-        ids = tokenizer(
-            batch,
-            add_special_tokens=False,
-            return_attention_mask=False,
-            return_token_type_ids=False,
-            verbose=False,
-        )["input_ids"]
-        flat = np.fromiter((i for row in ids for i in row), dtype=np.int64)
-        if flat.size and int(flat.max()) >= vocab_size:
-            raise ValueError(
-                f"the tokenizer gave id {int(flat.max())}, beyond the {vocab_size} embedding rows"
-            )
-        counts[:] += np.bincount(flat, minlength=vocab_size)
-
-    batch: list[str] = []
-    with open_binary(path) as fh:
-        for i, raw in enumerate(fh):
-            if max_lines is not None and i >= max_lines:
-                break
-            line = raw.decode("utf-8", "replace").strip()
-            if line:
-                batch.append(line)
-                n_lines += 1
-            if len(batch) >= batch_lines:
-                add(batch)
-                batch = []
-    if batch:
-        add(batch)
-    if not counts.any():
-        raise ValueError(f"no token counted in {str(path)!r}")
-    return counts, n_lines
-
-
-def usif_parameter(counts: np.ndarray, n: int) -> float:
-    """uSIF's ``a`` from the word counts and the expected sentence length ``n``.
-
-    ``V`` = number of words with a positive count, ``p(w) = count / total``; a word is expected
-    to appear in a random walk of ``n`` steps when ``p(w) > 1 - (1 - 1/V)^n``; ``alpha`` is the
-    share of such words and ``a = (1 - alpha) / (alpha * V / 2)`` (Ethayarajh 2018, Sec. 4,
-    with ``Z = V / 2``, as the authors' code).
-
-    Raises
-    ------
-    ValueError
-        No word is above the threshold (``alpha = 0``: ``a`` undefined), or no positive count.
-    """
-    counts = np.asarray(counts)
-    positive = counts[counts > 0].astype(np.float64)
-    if positive.size == 0:
-        raise ValueError("no word has a positive count")
-    V = float(positive.size)
-    p = positive / positive.sum()
-    threshold = 1.0 - (1.0 - 1.0 / V) ** int(n)
-    alpha = float((p > threshold).sum()) / V
-    if alpha == 0.0:
-        raise ValueError(
-            f"no word has p(w) > {threshold:.3g} (n={n}, V={int(V)}): uSIF's a is "
-            "undefined; use a larger n"
-        )
-    return (1.0 - alpha) / (alpha * 0.5 * V)
-
-
-def sif_weights(p: np.ndarray, a: float) -> np.ndarray:
-    """SIF's word weights ``a / (a + p(w))`` (Arora et al. 2017, Algorithm 1).
-
-    Parameters
-    ----------
-    p : ndarray of shape (V,), float
-        Word probabilities ``count / total`` (0 for a word without a count: weight 1).
-    a : float
-        SIF's ``a`` (> 0).
-
-    Returns
-    -------
-    ndarray of shape (V,), float64
-    """
-    return a / (a + np.asarray(p, dtype=np.float64))
-
-
-def usif_weights(p: np.ndarray, a: float) -> np.ndarray:
-    """uSIF's word weights ``a / (a/2 + p(w))`` (Ethayarajh 2018, Algorithm 1), a word without a
-    count taking the smallest positive ``p`` of the table (the authors' ``min_prob``).
-
-    Parameters
-    ----------
-    p : ndarray of shape (V,), float
-        Word probabilities ``count / total``, at least one positive.
-    a : float
-        uSIF's derived ``a`` (:func:`usif_parameter`).
-
-    Returns
-    -------
-    ndarray of shape (V,), float64
-    """
-    p = np.asarray(p, dtype=np.float64)
-    p = np.where(p > 0, p, p[p > 0].min())
-    return a / (0.5 * a + p)
 
 
 class _WeightedAverageEncoder:
@@ -279,6 +137,10 @@ class _WeightedAverageEncoder:
     def vocab_size(self) -> int:
         return int(self.vectors.shape[0])
 
+    def get_sentence_embedding_dimension(self) -> int:
+        """The width of the vectors (:attr:`dim`)."""
+        return self.dim
+
     def _params(self) -> dict[str, Any]:
         return {"n_components": self.n_components, "common_component": self.common_component}
 
@@ -323,7 +185,7 @@ class _WeightedAverageEncoder:
             counts,
             words=words,
             preprocessing=model.preprocessing.to_dict(),
-            source=f"Sent2Vec {getattr(model, 'source', None) or ''}".strip(),
+            source=f"Sent2Vec {model.source or ''}".strip(),
             preferred_text_variant=model.preferred_text_variant,
             **params,
         )
@@ -353,7 +215,7 @@ class _WeightedAverageEncoder:
             counts,
             tokenizer=encoder.tokenizer,
             source=source,
-            preferred_text_variant=getattr(encoder, "preferred_text_variant", "raw"),
+            preferred_text_variant=text_variant_of(encoder, "raw"),
             **params,
         )
 
@@ -452,7 +314,7 @@ class _WeightedAverageEncoder:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
     ) -> np.ndarray:
         """Sentence vectors: weighted averages, then the fitted removal (``"fit"``).
 
@@ -463,8 +325,8 @@ class _WeightedAverageEncoder:
         ----------
         sentences : str or sequence of str
         batch_size, show_progress_bar : ignored (accepted for the Encoder protocol)
-        normalize : bool, default False
-            Scale each non-zero vector to unit L2 norm.
+        normalize : bool, optional
+            Scale each non-zero vector to unit L2 norm; None (the default) is False.
 
         Returns
         -------
@@ -539,6 +401,24 @@ class _WeightedAverageEncoder:
                 },
             )
         return Path(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Any:
+        """Read a directory written by :meth:`save` (as :func:`load_sif_encoder`).
+
+        Raises
+        ------
+        FileNotFoundError, ValueError
+            As :func:`load_sif_encoder`; ValueError also when the directory holds another
+            method's encoder (``USIFEncoder.load`` of a saved ``SIFEncoder``).
+        """
+        encoder = load_sif_encoder(path)
+        if not isinstance(encoder, cls):
+            raise ValueError(
+                f"{str(Path(path) / _CONFIG_FILE)!r} holds a {type(encoder).__name__}, "
+                f"not a {cls.__name__}; load it with {type(encoder).__name__}.load"
+            )
+        return encoder
 
 
 def load_sif_encoder(path: str | os.PathLike[str]) -> Any:
@@ -622,7 +502,7 @@ def _sent2vec_vocabulary(model: Any) -> tuple[list[str], np.ndarray, np.ndarray]
 def _transformer_vocabulary(
     encoder: Any, corpus_path: Any, max_lines: int | None
 ) -> tuple[np.ndarray, np.ndarray, str]:
-    if not callable(getattr(encoder, "input_token_embeddings", None)):
+    if not isinstance(encoder, TokenEmbeddings):
         raise TypeError(
             f"from_transformer needs a TransformerEncoder, got {type(encoder).__name__}"
         )

@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_MAX_LENGTH",
     "load_tokenizer_file",
     "read_safetensors",
+    "warn_zero_vectors",
 ]
 
 #: The three files of a Model2Vec directory.
@@ -442,7 +443,6 @@ class StaticEncoder:
         show_progress_bar: bool | None = None,
         normalize: bool | None = None,
         num_threads: int | None = None,
-        **kwargs: Any,
     ) -> np.ndarray:
         """Embed texts: the (weighted) mean of their token rows.
 
@@ -454,11 +454,9 @@ class StaticEncoder:
         show_progress_bar : bool, optional
             A tqdm bar over batches.
         normalize : bool, optional
-            Unit L2 norm; default: the model's :attr:`normalize`.
+            Unit L2 norm; default: the model's :attr:`normalize` (as Model2Vec's ``encode``).
         num_threads : int, optional
             Threads for the GIL-free kernel; default: the CPUs available to this process.
-        **kwargs
-            Accepted and ignored (other encoders' options such as ``convert_to_numpy``).
 
         Returns
         -------
@@ -475,7 +473,7 @@ class StaticEncoder:
         Raises
         ------
         TypeError
-            ``sentences`` is not a str or a sequence of str.
+            ``sentences`` is not a str or a sequence of str, or an unknown keyword is given.
         """
         from sentvec.encoders import _static_kernels as K
 
@@ -496,6 +494,34 @@ class StaticEncoder:
         out = np.zeros((n, self.dim), dtype=np.float32)
         counts = np.zeros(n, dtype=np.int64)
         cut = np.zeros(n, dtype=np.bool_)
+        self._mean_batches(K, items, batch, threads, norm, show_progress_bar, out, counts, cut)
+        n_cut = int(cut.sum())
+        if n_cut:
+            warnings.warn(
+                f"{n_cut} of {n} texts were longer than max_length={self.max_length} tokens "
+                f"or max_chars={self.max_chars} characters and were truncated",
+                TruncationWarning,
+                stacklevel=2,
+            )
+        warn_zero_vectors(int((counts == 0).sum()), n, stacklevel=3)
+        return out[0] if single else out
+
+    def _mean_batches(
+        self,
+        K: Any,
+        items: list[str],
+        batch: int,
+        threads: int,
+        norm: bool,
+        show_progress_bar: bool | None,
+        out: np.ndarray,
+        counts: np.ndarray,
+        cut: np.ndarray,
+    ) -> None:
+        """The kernel over ``items`` in batches of ``batch`` texts (each batch split over
+        ``threads``): rows into ``out``, averaged tokens into ``counts``, truncated texts
+        marked in ``cut``."""
+        n = len(items)
         chars_cut: list[int] = []
         table = self.embeddings.view(np.uint16) if self._lut is not None else self.embeddings
         lut = self._lut if self._lut is not None else np.zeros(1, dtype=np.float32)
@@ -531,23 +557,6 @@ class StaticEncoder:
             if pool is not None:
                 pool.shutdown()
         cut[chars_cut] = True
-        n_cut = int(cut.sum())
-        if n_cut:
-            warnings.warn(
-                f"{n_cut} of {n} texts were longer than max_length={self.max_length} tokens "
-                f"or max_chars={self.max_chars} characters and were truncated",
-                TruncationWarning,
-                stacklevel=2,
-            )
-        n_zero = int((counts == 0).sum())
-        if n_zero:
-            warnings.warn(
-                f"{n_zero} of {n} texts have no known token (empty, whitespace-only or "
-                "only unknown tokens); their vectors are zero",
-                UserWarning,
-                stacklevel=2,
-            )
-        return out[0] if single else out
 
     def _warm_up(self, K: Any) -> None:
         """Call the kernel once on a one-token text (numba loads it from its cache or compiles)."""
@@ -564,8 +573,8 @@ class StaticEncoder:
         _COMPILED.add(self.embeddings.dtype.name)
 
     # ------------------------------------------------------------------ files
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write a Model2Vec directory (atomically: built aside, then renamed).
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write a Model2Vec directory (atomically: built aside, then renamed); return ``path``.
 
         ``model.safetensors`` (``embeddings`` in the table's dtype, ``weights`` and ``mapping``
         when set), ``tokenizer.json``, ``config.json`` (the source's entries, Model2Vec's
@@ -625,6 +634,7 @@ class StaticEncoder:
                 )
                 (tmp / "1_Normalize").mkdir()
             atomic_write_json(tmp / "modules.json", modules)
+        return Path(path)
 
     @classmethod
     def from_model2vec(cls, path: str | os.PathLike[str]) -> StaticEncoder:
@@ -685,3 +695,18 @@ class StaticEncoder:
             raise ModelFormatError(f"{str(where)!r}: {exc}") from exc
 
     load = from_model2vec
+
+
+def warn_zero_vectors(n_zero: int, n: int, *, stacklevel: int = 2) -> None:
+    """Warn (UserWarning) that ``n_zero`` of ``n`` texts got a zero vector; nothing if none.
+
+    The one wording of every static encoder's zero rows; ``stacklevel`` counts from the caller
+    of this function (3: the caller of the ``encode`` that calls it).
+    """
+    if n_zero:
+        warnings.warn(
+            f"{n_zero} of {n} texts have no known token (empty, whitespace-only or "
+            "only unknown tokens); their vectors are zero",
+            UserWarning,
+            stacklevel=stacklevel,
+        )

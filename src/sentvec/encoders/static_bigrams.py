@@ -29,15 +29,20 @@ from typing import Any
 import numpy as np
 
 from sentvec._readers import json_int, read_json_object
+from sentvec._validation import check_positive_int, check_sentences
 from sentvec.encoders.static import (
     DEFAULT_MAX_LENGTH,
     StaticEncoder,
     load_tokenizer_file,
     read_safetensors,
+    warn_zero_vectors,
 )
 from sentvec.sent2vec.binfile import ModelFormatError
 
 __all__ = ["BigramStaticEncoder", "BIGRAM_CONFIG", "is_bigram_model_dir"]
+
+#: Texts tokenized and averaged per batch by default (as :class:`StaticEncoder`'s).
+_BATCH = 16384
 
 #: The config file that marks a :class:`BigramStaticEncoder` directory.
 BIGRAM_CONFIG = "sentvec_bigrams.json"
@@ -154,47 +159,65 @@ class BigramStaticEncoder:
         self,
         sentences: Any,
         *,
+        batch_size: int | None = None,
+        show_progress_bar: bool | None = None,
         normalize: bool | None = None,
-        **kwargs: Any,
     ) -> np.ndarray:
         """Embed texts (see the module docstring).
 
         Parameters
         ----------
         sentences : str or sequence of str
+        batch_size : int, optional
+            Texts tokenized and averaged per batch (memory bound); default 16384.
+        show_progress_bar : bool, optional
+            A tqdm bar over batches.
         normalize : bool, optional
             Unit L2 norm; default: the model's :attr:`normalize`.
-        **kwargs
-            Accepted and ignored (``batch_size``, ``show_progress_bar``, ...).
 
         Returns
         -------
         ndarray of shape (n, d), float32
-            ``(d,)`` for a single string. A text without any row (empty, only unknown tokens)
-            gets a zero vector.
+            ``(d,)`` for a single string, ``(0, d)`` for an empty list. A text without any
+            row (empty, only unknown tokens) gets a zero vector; one UserWarning gives their
+            count.
 
         Raises
         ------
         TypeError, ValueError
-            Not strings (``sentvec._validation.check_sentences``).
+            Not strings (``sentvec._validation.check_sentences``), an unknown keyword, a
+            ``batch_size`` below 1.
         """
         import scipy.sparse
 
-        single = isinstance(sentences, str)
-        rows = self.row_ids([sentences] if single else list(sentences))
-        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
-        indptr = np.concatenate([[0], np.cumsum(lengths)])
-        flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(indptr[-1]))
-        vals = np.repeat(1.0 / np.maximum(lengths, 1), lengths)
-        M = scipy.sparse.csr_matrix((vals, flat, indptr), shape=(len(rows), len(self.embeddings)))
-        X = np.asarray(M @ self.embeddings.astype(np.float32), dtype=np.float32)
+        items, single = check_sentences(sentences)
+        batch = _BATCH if batch_size is None else check_positive_int("batch_size", batch_size)
+        table = self.embeddings.astype(np.float32, copy=False)
+        n = len(items)
+        X = np.zeros((n, self.dim), dtype=np.float32)
+        n_zero = 0
+        starts: Any = range(0, n, batch)
+        if show_progress_bar:
+            from sentvec._progress import progress_bar
+
+            starts = progress_bar(starts, show=True, desc="static encode", unit="batch")
+        for lo in starts:
+            rows = self.row_ids(items[lo : lo + batch])
+            lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+            indptr = np.concatenate([[0], np.cumsum(lengths)])
+            flat = np.fromiter((i for r in rows for i in r), dtype=np.int64, count=int(indptr[-1]))
+            vals = np.repeat(1.0 / np.maximum(lengths, 1), lengths)
+            M = scipy.sparse.csr_matrix((vals, flat, indptr), shape=(len(rows), len(table)))
+            X[lo : lo + len(rows)] = M @ table
+            n_zero += int((lengths == 0).sum())
         if self.normalize if normalize is None else normalize:
             norms = np.linalg.norm(X, axis=1, keepdims=True)
             X = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+        warn_zero_vectors(n_zero, n, stacklevel=3)
         return X[0] if single else X
 
-    def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the directory atomically (see the module docstring).
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the directory atomically (see the module docstring); return ``path``.
 
         Raises
         ------
@@ -205,6 +228,7 @@ class BigramStaticEncoder:
 
         with atomic_directory(path, marker=BIGRAM_CONFIG, kind="a static bigram model") as tmp:
             self.write_into(tmp)
+        return Path(path)
 
     def write_into(self, directory: Path) -> None:
         """Write the model's files into an existing directory (no atomicity: for callers that

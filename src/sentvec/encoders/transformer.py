@@ -8,11 +8,8 @@ paper's "L1+L12". Whitening is a separate post-processing step (:class:`sentvec.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import threading
 import warnings
-import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,9 +17,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from sentvec._io import atomic_write_json, make_temp
 from sentvec._validation import check_choice, check_positive_int, check_sentences
 from sentvec.encoders.base import PRECISIONS, TRANSFORMER_BACKENDS, TruncationWarning
+from sentvec.encoders.devices import resolve_device as _resolve_device
+from sentvec.encoders.hf_loading import load_model_and_tokenizer
 from sentvec.encoders.models import resolve_model
 from sentvec.encoders.pooling import (
     MEAN_MODES,
@@ -34,13 +32,16 @@ from sentvec.encoders.pooling import (
     pool_all_layers,
     pool_layers,
 )
+from sentvec.encoders.token_batches import (
+    _check_unicode,
+    _tokenizer_lock,
+    length_sorted_batches,
+)
 from sentvec.encoders.transformer_files import (
     DEFAULT_LAYERS,
     DEFAULT_POOLING,
-    ENCODER_CONFIG_FORMAT,
-    ENCODER_CONFIG_NAME,
-    ENCODER_CONFIG_VERSION,
     length_limits,
+    write_encoder_dir,
 )
 from sentvec.encoders.transformer_files import read_encoder_config as _read_encoder_config
 
@@ -50,54 +51,6 @@ DEFAULT_BATCH_SIZE = 32
 AUTO_PROGRESS_MIN_SENTENCES = 1000
 #: Distinct sentences tokenized and length-sorted together (bounds memory for huge inputs).
 _CHUNK_SENTENCES = 32768
-#: Batches of short sentences are enlarged up to a budget of ``batch_size * 32`` tokens (padding
-#: included) and at most ``4 * batch_size`` sentences; a batch never holds fewer than
-#: ``batch_size`` sentences (except the last), so long inputs use no more memory than usual.
-_TOKENS_PER_SLOT = 32
-_MAX_BATCH_GROWTH = 4
-
-
-#: One lock per tokenizer object. A Hugging Face fast tokenizer keeps each call's truncation
-#: and padding settings on its shared backend (``set_truncation_and_padding`` before the
-#: encoding), so two threads that tokenize with different settings get each other's: the server
-#: counts tokens untruncated on its event loop while its encoding thread truncates, and a long
-#: input was then encoded whole (past ``max_length``) or counted as truncated.
-_TOKENIZER_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
-_TOKENIZER_LOCKS_GUARD = threading.Lock()
-
-
-def _tokenizer_lock(tokenizer: Any) -> threading.Lock:
-    """The lock every call of ``tokenizer`` by a :class:`TransformerEncoder` holds (shared by
-    all encoders over the same tokenizer, e.g. those of :meth:`TransformerEncoder.with_options`)."""
-    with _TOKENIZER_LOCKS_GUARD:
-        lock = _TOKENIZER_LOCKS.get(tokenizer)
-        if lock is None:
-            lock = _TOKENIZER_LOCKS[tokenizer] = threading.Lock()
-        return lock
-
-
-def _check_unicode(unique: list[str], items: list[str]) -> None:
-    """Raise ValueError for the first text holding a lone surrogate (not encodable as UTF-8).
-
-    Python represents undecodable bytes as lone surrogates (``errors="surrogateescape"``, used
-    for command-line arguments); the tokenizers accept only real text.
-    """
-    for s in unique:
-        if s.isascii():
-            continue
-        try:
-            s.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise ValueError(
-                f"sentence {items.index(s)} holds {s[exc.start]!r} at character {exc.start}, a "
-                "lone surrogate, not text: it usually stands for a byte that is not valid UTF-8 "
-                "(e.g. Latin-1 input); decode the input with its real encoding, or with "
-                "errors='replace'"
-            ) from None
-
-
-def _default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def bfloat16_is_fast(device: str | torch.device) -> bool:
@@ -149,35 +102,6 @@ def resolve_precision(precision: str, device: str | torch.device) -> str:
     return "bfloat16" if bfloat16_is_fast(device) else "float32"
 
 
-def _resolve_device(device: str | torch.device | None) -> torch.device:
-    """``device`` as a torch device that this torch build can use, else a clear ValueError
-    (instead of torch's AssertionError deep inside the first ``.to()``)."""
-    if device is None:
-        return _default_device()
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={str(device)!r} is not a torch device ({exc})") from None
-    if dev.type == "cuda":
-        n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if n == 0:
-            raise ValueError(
-                f"device={str(device)!r}, but this torch ({torch.__version__}) sees "
-                "no CUDA device; use device='cpu'"
-            )
-        if dev.index is not None and dev.index >= n:
-            raise ValueError(
-                f"device={str(device)!r}, but torch sees {n} CUDA device(s) (cuda:0..cuda:{n - 1})"
-            )
-    elif dev.type == "mps":
-        mps = getattr(torch.backends, "mps", None)
-        if mps is None or not mps.is_available():
-            raise ValueError(
-                f"device={str(device)!r}, but MPS is not available here; use device='cpu'"
-            )
-    return dev
-
-
 def _length_limits(model: Any, tokenizer: Any, model_dir: str | None) -> tuple[int, int]:
     """(hard limit, default) input length: :func:`~sentvec.encoders.transformer_files.length_limits`."""
     return length_limits(
@@ -185,12 +109,6 @@ def _length_limits(model: Any, tokenizer: Any, model_dir: str | None) -> tuple[i
         getattr(tokenizer, "model_max_length", None),
         model_dir,
     )
-
-
-def _pickled_weights_only(directory: str | os.PathLike[str]) -> bool:
-    """True if a model directory has ``pytorch_model*.bin`` weights and no safetensors."""
-    d = Path(directory)
-    return not any(d.glob("*.safetensors")) and any(d.glob("pytorch_model*.bin"))
 
 
 class TransformerEncoder:
@@ -411,47 +329,8 @@ class TransformerEncoder:
         resolved = resolve_model(name_or_path)
         is_local = os.path.isdir(resolved)
         saved = _read_encoder_config(resolved) if is_local else {}
-        from transformers import AutoModel, AutoTokenizer
-
         _resolve_device(device)  # a device this torch cannot use fails before the weights load
-        # sentvec never downloads weights: a hub name loads only from the user's hub cache
-        model_kwargs.setdefault("local_files_only", True)
-        # weights sentvec did not write are read from safetensors only: a pickled checkpoint
-        # (pytorch_model.bin) is never even offered to torch.load
-        model_kwargs.setdefault("use_safetensors", True)
-        if is_local and model_kwargs["use_safetensors"] and _pickled_weights_only(resolved):
-            from sentvec.sent2vec import ModelFormatError
-
-            raise ModelFormatError(
-                f"{str(name_or_path)!r} holds pickled weights only (pytorch_model.bin, no "
-                "model.safetensors); sentvec reads safetensors weights only, since loading a "
-                "pickle can run code. If you trust the file, convert it once with transformers "
-                "(AutoModel.from_pretrained(DIR, use_safetensors=False).save_pretrained(DIR))"
-            )
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(
-                resolved, local_files_only=model_kwargs["local_files_only"]
-            )
-            model = AutoModel.from_pretrained(resolved, **model_kwargs)
-        except (ImportError, MemoryError, FileNotFoundError):
-            raise
-        except Exception as exc:  # what transformers, tokenizers and safetensors raise varies
-            if not is_local:
-                if isinstance(exc, OSError):
-                    raise OSError(
-                        f"could not load {str(name_or_path)!r}: it is not a sentvec alias or a "
-                        "local directory, and it is not in the Hugging Face cache (sentvec "
-                        "never downloads models; fetch it yourself, e.g. `hf download NAME` with "
-                        "huggingface-hub, or pass a local model directory)"
-                    ) from exc
-                raise
-            from sentvec.sent2vec import ModelFormatError
-
-            raise ModelFormatError(
-                f"{str(resolved)!r}: transformers cannot load this model directory (is a "
-                "weights, config or tokenizer file damaged or truncated?): "
-                f"{type(exc).__name__}: {str(exc)[:300]}"
-            ) from exc
+        model, tokenizer = load_model_and_tokenizer(name_or_path, resolved, model_kwargs)
         return cls(
             model,
             tokenizer,
@@ -582,9 +461,9 @@ class TransformerEncoder:
         self,
         sentences: str | Sequence[str],
         *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
     ) -> np.ndarray:
         """Encode sentences into vectors.
 
@@ -592,14 +471,14 @@ class TransformerEncoder:
         ----------
         sentences : str or sequence of str
             Empty and whitespace-only strings are valid; they encode as ``[CLS] [SEP]``.
-        batch_size : int, default 32
-            Sentences per forward pass. Inputs are sorted by token count first; batches of short
+        batch_size : int, optional
+            Sentences per forward pass; None (the default) is 32. Inputs are sorted by token count first; batches of short
             sentences are enlarged to about ``32 * batch_size`` tokens (at most 4x the
             sentences), so a batch of long inputs is never larger than usual.
         show_progress_bar : bool, optional
             ``None``: shown for at least 1,000 distinct sentences when stderr is a terminal.
-        normalize : bool, default False
-            Scale each vector to unit L2 norm.
+        normalize : bool, optional
+            Scale each vector to unit L2 norm; None (the default) is False.
 
         Returns
         -------
@@ -630,7 +509,8 @@ class TransformerEncoder:
             hs = [h.float() for h in out.hidden_states]
             return pool_layers(hs, mask, self._pooling, self._layer_idx, mean_mode=self._mean_mode)
 
-        vecs = self._run(items, fn, (self.hidden_size,), need_all, batch_size, show_progress_bar)
+        batch = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+        vecs = self._run(items, fn, (self.hidden_size,), need_all, batch, show_progress_bar)
         if normalize:
             norms = np.linalg.norm(vecs, axis=1, keepdims=True)
             vecs = vecs / np.maximum(norms, np.finfo(np.float32).tiny)
@@ -780,21 +660,9 @@ class TransformerEncoder:
         return ids, len(too_long), longest
 
     def _batches(self, lengths: np.ndarray, batch_size: int) -> list[np.ndarray]:
-        """Split positions into batches of similar token length, longest first.
-
-        Sorting by token count (not characters) keeps padding to a few percent; batches of short
-        sentences grow up to the token budget (see ``_TOKENS_PER_SLOT``).
-        """
-        order = np.argsort(-lengths, kind="stable")
-        budget = batch_size * _TOKENS_PER_SLOT
-        cap = batch_size * _MAX_BATCH_GROWTH
-        batches, start, n = [], 0, len(order)
-        while start < n:
-            longest = int(lengths[order[start]])
-            size = max(batch_size, min(cap, budget // max(longest, 1)))
-            batches.append(order[start : start + size])
-            start += size
-        return batches
+        """Positions in batches of similar token length, longest first
+        (:func:`~sentvec.encoders.token_batches.length_sorted_batches`)."""
+        return length_sorted_batches(lengths, batch_size)
 
     def _run(
         self,
@@ -879,6 +747,18 @@ class TransformerEncoder:
                 res.last_hidden_state = res.last_hidden_state.float()
         return res
 
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> TransformerEncoder:
+        """Same as :meth:`from_pretrained` (the name every sentvec component loads by).
+
+        Returns
+        -------
+        TransformerEncoder
+            With the pooling, layers, max_length and mean_mode :meth:`save` wrote, unless
+            ``kwargs`` override them.
+        """
+        return cls.from_pretrained(path, **kwargs)
+
     # ------------------------------------------------------------------ saving
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Same as :meth:`save_pretrained` (the name every sentvec component saves by)."""
@@ -897,41 +777,15 @@ class TransformerEncoder:
         Path
             ``path``.
         """
-        target = Path(path)
-        if target.exists() and not target.is_dir():
-            raise FileExistsError(f"{str(target)!r} exists and is not a directory")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = make_temp(target, directory=True)
-        try:
-            self.model.save_pretrained(tmp)
-            self.tokenizer.save_pretrained(tmp)
-            atomic_write_json(
-                tmp / ENCODER_CONFIG_NAME,
-                {
-                    "format": ENCODER_CONFIG_FORMAT,
-                    "version": ENCODER_CONFIG_VERSION,
-                    "pooling": self._pooling,
-                    "layers": list(self._layers_arg),
-                    "max_length": self._max_length,
-                    "mean_mode": self._mean_mode,
-                    "source_model": self._source_model or self.name_or_path,
-                },
-            )
-            if not target.exists():
-                os.replace(tmp, target)
-                return target
-            if not any(target.iterdir()):
-                target.rmdir()
-                os.replace(tmp, target)
-                return target
-            names = sorted(p.name for p in tmp.iterdir())
-            names.remove(ENCODER_CONFIG_NAME)
-            for name in [*names, ENCODER_CONFIG_NAME]:  # the sentvec config last
-                dest = target / name
-                if dest.is_dir() and not dest.is_symlink():
-                    shutil.rmtree(dest)
-                os.replace(tmp / name, dest)
-            return target
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        return write_encoder_dir(
+            path,
+            self.model,
+            self.tokenizer,
+            {
+                "pooling": self._pooling,
+                "layers": list(self._layers_arg),
+                "max_length": self._max_length,
+                "mean_mode": self._mean_mode,
+                "source_model": self._source_model or self.name_or_path,
+            },
+        )

@@ -12,10 +12,12 @@ readers of ``sentvec_encoder.json`` and of the input-length limits live here, an
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from sentvec._io import atomic_write_json, make_temp
 from sentvec._readers import json_int, read_json_object
 from sentvec.encoders.pooling import Pooling
 from sentvec.sent2vec.binfile import ModelFormatError
@@ -36,6 +38,7 @@ __all__ = [
     "read_encoder_config",
     "length_limits",
     "describe_pretrained",
+    "write_encoder_dir",
 ]
 
 
@@ -224,3 +227,64 @@ def describe_pretrained(
     if resolved_precision != "float32":
         desc["precision"] = resolved_precision
     return desc
+
+
+def write_encoder_dir(
+    path: str | os.PathLike[str], model: Any, tokenizer: Any, settings: dict[str, Any]
+) -> Path:
+    """Write a transformer's model, tokenizer and ``sentvec_encoder.json`` into directory
+    ``path`` (what ``TransformerEncoder.save_pretrained`` writes).
+
+    The files are written into a temporary sibling directory first; a new ``path`` appears in
+    one rename, an existing one has each file replaced atomically (other files in it are kept;
+    ``sentvec_encoder.json`` last).
+
+    Parameters
+    ----------
+    path : path-like
+    model, tokenizer
+        ``transformers`` objects with ``save_pretrained`` (weights saved as safetensors).
+    settings : dict
+        The encoder's settings (pooling, layers, max_length, mean_mode, source_model), written
+        to ``sentvec_encoder.json`` after its format and version.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` is a file.
+    """
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise FileExistsError(f"{str(target)!r} exists and is not a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = make_temp(target, directory=True)
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        atomic_write_json(
+            tmp / ENCODER_CONFIG_NAME,
+            {"format": ENCODER_CONFIG_FORMAT, "version": ENCODER_CONFIG_VERSION, **settings},
+        )
+        if not target.exists():
+            os.replace(tmp, target)
+            return target
+        if not any(target.iterdir()):
+            target.rmdir()
+            os.replace(tmp, target)
+            return target
+        names = sorted(p.name for p in tmp.iterdir())
+        names.remove(ENCODER_CONFIG_NAME)
+        for name in [*names, ENCODER_CONFIG_NAME]:  # the sentvec config last
+            dest = target / name
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)
+            os.replace(tmp / name, dest)
+        return target
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sentvec.encoders.base import SelfDescribing
 from sentvec.evaluation.sts_data import STSTask, unique_sentences
 from sentvec.evaluation.table1 import (
     PostprocessingRow,
@@ -205,6 +206,7 @@ def sentence_encoder_report(
     secs = time.perf_counter() - t0
     block = ReportBlock(list(sent2vec_rows(label, emb, tasks, sentences)), {})
     if post_processing:
+        from sentvec import Sent2Vec
         from sentvec.encoders.sif import SIFEncoder, USIFEncoder
 
         block.postprocessing += postprocessing_rows(
@@ -216,7 +218,7 @@ def sentence_encoder_report(
             whitening_k=whitening_k,
             abtt_components=abtt_components,
         )
-        if hasattr(encoder, "dictionary"):
+        if isinstance(encoder, Sent2Vec):
             encs = [
                 cls.from_sent2vec(encoder, common_component="year")
                 for cls in (SIFEncoder, USIFEncoder)
@@ -226,7 +228,7 @@ def sentence_encoder_report(
                 f"{label} SIF / uSIF: the model's unigram input rows and dictionary "
                 f"counts ({encs[0].vocab_size} words)."
             )
-    desc = encoder.config_dict() if callable(getattr(encoder, "config_dict", None)) else {}
+    desc = encoder.config_dict() if isinstance(encoder, SelfDescribing) else {}
     block.info = {
         "model": label,
         "description": desc,

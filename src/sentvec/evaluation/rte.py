@@ -38,7 +38,7 @@ import numpy as np
 
 from sentvec._data import data_dir as _data_dir
 from sentvec._validation import check_choice, check_embeddings, check_float_range
-from sentvec.encoders.base import Encoder
+from sentvec.encoders.base import Encoder, YearPostprocessing
 from sentvec.evaluation.cosine import cosine_similarity_rows
 from sentvec.evaluation.results import JSONRecord, WhiteningInfo
 from sentvec.evaluation.sts import encode_checked
@@ -519,7 +519,7 @@ def evaluate_rte(
     """
     from sentvec.encoders.base import describe_encoder, text_variant_of
 
-    if not callable(getattr(encoder, "encode", None)):
+    if not isinstance(encoder, Encoder):
         raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
     if not isinstance(data, RTEData):
         data = load_rte(data, data_dir=data_dir)
@@ -533,8 +533,7 @@ def evaluate_rte(
     emb = encode(distinct)
     row = {s: i for i, s in enumerate(distinct)}
     X = emb[[row[s] for s in texts]]
-    own = getattr(encoder, "year_postprocessor", None)
-    own = own() if callable(own) else None
+    own = encoder.year_postprocessor() if isinstance(encoder, YearPostprocessing) else None
     if own is not None:
         from sklearn.base import clone
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from sentvec._validation import check_choice, check_embeddings
-from sentvec.encoders.base import Encoder
+from sentvec.encoders.base import Encoder, YearPostprocessing
 from sentvec.evaluation.cosine import (  # cosine_similarity_rows: importable from here too
     _subset_cosines,
     _whiteningbert_zero_rule,
@@ -616,7 +616,7 @@ def evaluate_sts(
     """
     from sentvec.encoders.base import describe_encoder
 
-    if not callable(getattr(encoder, "encode", None)):
+    if not isinstance(encoder, Encoder):
         raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
     task_list = _task_list(tasks, encoder)
 
@@ -694,8 +694,7 @@ def _given_embeddings(embeddings: Any, sentences: list[str]) -> np.ndarray:
 def _own_postprocessor(encoder: Encoder, kind: str, whitening: Any, postprocessor: Any) -> Any:
     """The estimator an encoder removes per task itself (``year_postprocessor()``), or None;
     ValueError when another whitening or postprocessor is asked for as well."""
-    own = getattr(encoder, "year_postprocessor", None)
-    own = own() if callable(own) else None
+    own = encoder.year_postprocessor() if isinstance(encoder, YearPostprocessing) else None
     if own is not None:
         if postprocessor is not None or not (kind == "mode" and whitening in ("none", "year")):
             raise ValueError(

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec.encoders.base import Encoder
+from sentvec.encoders.base import Encoder, LayeredEncoder
 from sentvec.evaluation.results import STSResult
 from sentvec.evaluation.sts_data import STSTask, load_sts, unique_sentences
 
@@ -260,7 +260,7 @@ def _check_table1_encoder(encoder: Any, n_components: int | None) -> dict[str, A
     from sentvec.whitening import check_n_components
 
     check_n_components(n_components, output_dimension(encoder))
-    if not callable(getattr(encoder, "encode_layers", None)):
+    if not isinstance(encoder, LayeredEncoder):
         raise TypeError(
             f"{type(encoder).__name__} has no layers or token pooling: the Table 1 block "
             "needs encode_layers; evaluate its own vectors with evaluate_sts_model"
@@ -400,7 +400,7 @@ def evaluate_sts_model(
         task_list = _read_tasks(tasks, data_dir, variant, encoder)
     t_load = time.perf_counter() - t_start
     t0 = time.perf_counter()
-    if not hit and callable(getattr(encoder, "encode_layers", None)):  # the per-layer cache
+    if not hit and isinstance(encoder, LayeredEncoder):  # the per-layer cache
         args = (cache, batch_size, show_progress_bar, background_save)
         embeddings, whitening, hit = _combined_layer_vectors(encoder, task_list, whitening, *args)
     result = evaluate_sts(

@@ -315,6 +315,8 @@ def sif_rows(
     ValueError
         An encoder without ``common_component="year"``.
     """
+    from sentvec.encoders.sif import USIFEncoder
+
     scorer = STSScorer(tasks, sentences)
     rows = []
     for enc in encoders:
@@ -330,7 +332,7 @@ def sif_rows(
                 postprocessor=pp,
                 metadata=enc.config_dict(),
             )
-        a = f"a={enc.a:.3g}" + (f" (n={enc.n})" if hasattr(enc, "n") else "")
+        a = f"a={enc.a:.3g}" + (f" (n={enc.n})" if isinstance(enc, USIFEncoder) else "")
         detail = f"{a}, {enc.n_components} component{'s' * (enc.n_components > 1)}"
         rows.append(
             PostprocessingRow(

@@ -49,13 +49,14 @@ def _default_name(encoder: Any) -> str:
 
 
 def _embed_dim(encoder: Any) -> int | None:
-    from sentvec.encoders.base import output_dimension
+    from sentvec.encoders.base import PostProcessed, output_dimension
 
-    w = getattr(encoder, "whitening", None)
+    if not isinstance(encoder, PostProcessed):
+        return output_dimension(encoder)
+    w = encoder.whitening
     if w is not None and getattr(w, "n_components_", None) is not None:
         return int(w.n_components_)
-    inner = getattr(encoder, "encoder", None)
-    return output_dimension(inner if inner is not None else encoder)
+    return output_dimension(encoder.encoder)
 
 
 def mteb_model_meta(
@@ -90,10 +91,11 @@ def mteb_model_meta(
     from mteb.models import ModelMeta
 
     import sentvec
+    from sentvec.encoders.base import DeviceEncoder, PostProcessed, TokenCounting
 
-    inner = getattr(encoder, "encoder", encoder)
-    uses_torch = hasattr(inner, "model") and hasattr(inner, "tokenizer")
-    max_tokens = getattr(inner, "max_length", None)
+    inner = encoder.encoder if isinstance(encoder, PostProcessed) else encoder
+    uses_torch = isinstance(inner, DeviceEncoder)
+    max_tokens = inner.max_length if isinstance(inner, TokenCounting) else None
     fields: dict[str, Any] = {
         "loader": None,
         "name": name or _default_name(encoder),
@@ -158,7 +160,9 @@ class MTEBEncoder:
         normalize: bool = False,
         meta_overrides: Mapping[str, Any] | None = None,
     ) -> None:
-        if not callable(getattr(encoder, "encode", None)):
+        from sentvec.encoders.base import Encoder
+
+        if not isinstance(encoder, Encoder):
             raise TypeError(f"encoder must have an encode method, got {type(encoder).__name__}")
         if batch_size is not None:
             from sentvec._validation import check_positive_int

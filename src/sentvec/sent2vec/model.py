@@ -209,6 +209,10 @@ class Sent2Vec:
             f"{', inference_only=True' if self.inference_only else ''})"
         )
 
+    def get_sentence_embedding_dimension(self) -> int:
+        """The width of the vectors (:attr:`dim`)."""
+        return self.dim
+
     def config_dict(self) -> dict[str, Any]:
         """JSON-serialisable description for result records."""
         return {
@@ -614,7 +618,7 @@ class Sent2Vec:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
         num_threads: int | None = None,
     ) -> tuple[np.ndarray, EncodeStats]:
         """Like :meth:`encode`, without warnings, also returning :class:`EncodeStats`."""
@@ -679,7 +683,7 @@ class Sent2Vec:
         *,
         batch_size: int | None = None,
         show_progress_bar: bool | None = None,
-        normalize: bool = False,
+        normalize: bool | None = None,
         num_threads: int | None = None,
     ) -> np.ndarray:
         """Embed sentences: mean of the input rows of their known words and hashed n-grams.
@@ -697,8 +701,8 @@ class Sent2Vec:
             Sentences prepared per batch (memory bound); default 16384.
         show_progress_bar : bool, optional
             Show a tqdm bar over batches.
-        normalize : bool, default False
-            Scale each non-zero vector to unit L2 norm.
+        normalize : bool, optional
+            Scale each non-zero vector to unit L2 norm; None (the default) is False.
         num_threads : int, optional
             Threads for the (GIL-free) kernel; default: the CPUs available to this process.
 

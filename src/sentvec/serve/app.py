@@ -33,6 +33,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from sentvec._environment import SERVE_SETTINGS
+from sentvec.encoders.base import Encoder
 from sentvec.serve.batching import BatcherClosedError, DynamicBatcher, QueueFullError
 from sentvec.serve.errors import ApiError, error_payload
 from sentvec.serve.http_limits import REFUSAL_SCOPE_KEY
@@ -137,7 +138,7 @@ class ServerState:
 
 def _named(models: Any) -> list[tuple[str, Any]]:
     """``[(name, model)]`` from a mapping, a sequence or a single model (nothing loaded)."""
-    if isinstance(models, (str, os.PathLike)) or callable(getattr(models, "encode", None)):
+    if isinstance(models, (str, os.PathLike, Encoder)):
         models = [models]
     if isinstance(models, Mapping):
         pairs = list(models.items())

@@ -1,10 +1,12 @@
 """One served model: an encoder under a name, with what the APIs need to know about it.
 
-Nothing here depends on the encoder's type: it is asked through duck-typed attributes. Token
-counts come from the encoder's own ``count_tokens`` (a pipeline's inner encoder's; a transformer
+Nothing here depends on the encoder's type: it is asked through the capability protocols of
+:mod:`sentvec.encoders.base`. Token counts come from the encoder's own ``count_tokens``
+(:class:`~sentvec.encoders.base.TokenCounting`: a pipeline's inner encoder's; a transformer
 counts as it tokenizes, special tokens included). An encoder whose ``encode_with_stats`` reports
-each text's tokens (Sent2Vec) is counted by the encoding itself, with no pass of its own; any
-other encoder (a static model) counts whitespace-separated words. Neither of these truncates. An
+each text's tokens (:class:`~sentvec.encoders.base.PreparedInput`: Sent2Vec) is counted by the
+encoding itself, with no pass of its own; any other encoder (a static model) counts
+whitespace-separated words. Neither of these truncates. An
 input is truncated when it has more tokens than the encoder's ``max_length``; the server reports
 it, never hides it.
 """
@@ -20,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from sentvec._parallel import available_cpus
-from sentvec.encoders.base import Encoder, describe_encoder
+from sentvec.encoders.base import (
+    DeviceEncoder,
+    Encoder,
+    PostProcessed,
+    PreparedInput,
+    TokenCounting,
+    describe_encoder,
+)
 from sentvec.serve.settings import DEFAULT_BATCH_LIMITS, SENT2VEC_BATCH_LIMITS
 
 __all__ = ["ServedModel", "TokenCounts", "load_served_model", "model_name_for"]
@@ -66,8 +75,9 @@ class TokenCounts:
 
 def _inner(encoder: Any) -> Any:
     """The encoder that reads the text: a pipeline's own encoder, else the encoder itself."""
-    inner = getattr(encoder, "encoder", None)
-    return inner if callable(getattr(inner, "encode", None)) else encoder
+    if isinstance(encoder, PostProcessed) and isinstance(encoder.encoder, Encoder):
+        return encoder.encoder
+    return encoder
 
 
 #: Sentences per forward pass of a transformer on the CPU, inside one gathered batch. The
@@ -77,21 +87,15 @@ def _inner(encoder: Any) -> Any:
 CPU_FORWARD_BATCH_SIZE = 8
 
 
-def _forward_batch_size(encoder: Any, inner: Any) -> int | None:
-    """:data:`CPU_FORWARD_BATCH_SIZE` for a transformer on the CPU whose ``encode`` takes
-    ``batch_size``; None (the encoder's own default) for anything else."""
-    import inspect
-
-    device = getattr(inner, "device", None)
-    if getattr(device, "type", device) != "cpu" or not callable(
-        getattr(inner, "count_tokens", None)
-    ):
+def _forward_batch_size(inner: Any) -> int | None:
+    """:data:`CPU_FORWARD_BATCH_SIZE` for a transformer on the CPU (a
+    :class:`~sentvec.encoders.base.DeviceEncoder` that counts tokens); None (the encoder's own
+    default) for anything else. Every :class:`~sentvec.encoders.base.Encoder` takes
+    ``batch_size``."""
+    if not (isinstance(inner, DeviceEncoder) and isinstance(inner, TokenCounting)):
         return None
-    try:
-        takes = "batch_size" in inspect.signature(encoder.encode).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return None
-    return CPU_FORWARD_BATCH_SIZE if takes else None
+    device = inner.device
+    return CPU_FORWARD_BATCH_SIZE if getattr(device, "type", device) == "cpu" else None
 
 
 def model_name_for(source: str | os.PathLike[str]) -> str:
@@ -131,43 +135,32 @@ class ServedModel:
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"a model name must be a non-empty string, got {name!r}")
-        if not callable(getattr(encoder, "encode", None)):
+        if not isinstance(encoder, Encoder):
             raise TypeError(f"model {name!r}: {type(encoder).__name__} has no encode method")
         self.name = name
         self.encoder = encoder
         self.source = source or name
         inner = _inner(encoder)
-        count = getattr(inner, "count_tokens", None)
+        counting = inner if isinstance(inner, TokenCounting) else None
         self._count: Callable[[Sequence[str]], np.ndarray] | None = (
-            count if callable(count) else None
+            None if counting is None else counting.count_tokens
         )
-        limit = getattr(inner, "max_length", None)
-        self.max_input_length: int | None = (
-            int(limit) if isinstance(limit, (int, np.integer)) and self._count else None
-        )
-        stats_encode = getattr(encoder, "encode_with_stats", None)
-        #: ``encode_with_stats`` of an encoder that reads the text itself and counts no tokens
-        #: beforehand (Sent2Vec): its stats carry each text's tokens.
+        self.max_input_length: int | None = None if counting is None else int(counting.max_length)
+        #: An encoder that reads the text itself and counts no tokens beforehand (Sent2Vec):
+        #: its ``encode_with_stats`` carries each text's tokens.
+        fast = encoder if isinstance(encoder, PreparedInput) and counting is None else None
         self._stats_encode: Callable[[list[str]], tuple[Any, Any]] | None = (
-            stats_encode
-            if self._count is None and inner is encoder and callable(stats_encode)
-            else None
+            None if fast is None else fast.encode_with_stats
         )
-        prepare = getattr(encoder, "prepare", None)
-        embed_prepared = getattr(encoder, "embed_prepared", None)
         #: A Sent2Vec model without preprocessing: making its texts' UTF-8 bytes (one
         #: ``str.encode`` each) is cheap enough for the event loop, and then the encoding thread
         #: runs the GIL-free kernel only (see :attr:`prepare`).
+        cheap = fast is not None and fast.preprocessing.is_identity
         self._prepare: Callable[[list[str]], Any] | None = (
-            prepare
-            if self._stats_encode is not None
-            and callable(prepare)
-            and callable(embed_prepared)
-            and getattr(getattr(encoder, "preprocessing", None), "is_identity", False)
-            else None
+            fast.prepare if fast is not None and cheap else None
         )
-        self._embed_prepared = embed_prepared if self._prepare is not None else None
-        self.forward_batch_size = _forward_batch_size(encoder, inner)
+        self._embed_prepared = fast.embed_prepared if fast is not None and cheap else None
+        self.forward_batch_size = _forward_batch_size(inner)
         vec = self.encode([WARMUP_TEXT]) if warmup else None
         self.dim = int(vec.shape[-1]) if vec is not None else _declared_dim(encoder)
 
@@ -252,7 +245,7 @@ class ServedModel:
             return self.encode(texts), None
         out, stats = self._stats_encode(texts)  # no warnings: the responses report zero rows
         vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
-        tokens = getattr(stats, "tokens", None)
+        tokens = stats.tokens
         if tokens is None:
             tokens = self.count_tokens(texts).lengths
         return vectors, np.asarray(tokens, dtype=np.int64)
@@ -274,7 +267,7 @@ class ServedModel:
         BERT-whitening's dimension reduction). Cutting any other vector would be a different,
         untested model.
         """
-        w = getattr(self.encoder, "whitening", None)
+        w = self.encoder.whitening if isinstance(self.encoder, PostProcessed) else None
         if w is None or getattr(w, "explained_variance_", None) is None:
             return (
                 f"model {self.name!r} cannot shorten its vectors exactly: 'dimensions' is "
@@ -304,7 +297,8 @@ class ServedModel:
     @property
     def pooling(self) -> str:
         """The inner encoder's token pooling (``"mean"`` when it does not say)."""
-        return str(getattr(_inner(self.encoder), "pooling", "mean"))
+        inner = _inner(self.encoder)
+        return str(inner.pooling) if isinstance(inner, DeviceEncoder) else "mean"
 
 
 def _declared_dim(encoder: Any) -> int:
