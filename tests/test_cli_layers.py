@@ -97,6 +97,8 @@ def test_layers_best_pair_scores_exactly_what_eval_sts_gives(env, layers_run, tm
             TASKS,
             "--data",
             str(env["data"]),
+            "--precision",
+            "float32",  # as the layers run
         ]
     )
     assert rc == 0
