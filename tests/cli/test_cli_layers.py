@@ -32,6 +32,8 @@ def data_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli-layers")
     data = _small_sts_dir(root / "data")
     common = ["--data", str(data), "--tasks", TASKS, "--cache-dir", str(root / "cache"), "--quiet"]
+    # the oracles are float32 encoders; the default, auto, is bfloat16 on a CPU that has it
+    common += ["--precision", "float32"]
     return {"root": root, "data": data, "common": common}
 
 
@@ -95,6 +97,8 @@ def test_layers_best_pair_scores_exactly_what_eval_sts_gives(env, layers_run, tm
             TASKS,
             "--data",
             str(env["data"]),
+            "--precision",
+            "float32",  # as the layers run
         ]
     )
     assert rc == 0

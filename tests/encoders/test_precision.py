@@ -116,3 +116,58 @@ def test_eval_sts_records_and_keys_on_the_precision(tiny_minilm_dir, tmp_path, c
     assert first["precision"] == "bfloat16" and "precision" not in f32
     # float32 never reads bfloat16's cached vectors; the second bfloat16 run does
     assert not first["cache_hit"] and not f32["cache_hit"] and again["cache_hit"]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_the_cli_default_is_auto_and_keys_the_cache_as_the_encoder_does(
+    fast, tiny_minilm_dir, tmp_path, capsys, monkeypatch
+):
+    """A command without ``--precision`` runs bfloat16 exactly where :func:`bfloat16_is_fast`
+    says the CPU multiplies it; the run that keys the cache without loading torch resolves
+    ``auto`` alike, so it reads the entries of the explicit precision and never the other's."""
+    import json
+
+    from _helpers import small_sts_dir
+
+    from sentvec.cli import main
+    from sentvec.encoders import transformer_files
+
+    monkeypatch.setattr(transformer_files, "cpu_multiplies_bfloat16", lambda: fast)
+    assert bfloat16_is_fast("cpu") is fast
+    same, other = ("bfloat16", "float32") if fast else ("float32", "bfloat16")
+    data = small_sts_dir(tmp_path / "data", sts13_lines=5, stsb_lines=40)
+    base = ["eval-sts", "--model", str(tiny_minilm_dir), "--tasks", "STSB", "--layers", "1,-1"]
+    base += ["--data", str(data), "--cache-dir", str(tmp_path / "c")]
+    meta = []
+    for extra in ([], [], ["--precision", same], ["--precision", other]):
+        out = tmp_path / f"run{len(meta)}.json"
+        assert main([*base, *extra, "--json", str(out)]) == 0
+        capsys.readouterr()
+        meta.append(json.loads(out.read_text())["metadata"])
+    default, again, explicit, contrary = meta
+    assert default.get("precision", "float32") == same
+    assert [m["cache_hit"] for m in meta] == [False, True, True, False]
+
+
+def test_precision_float32_on_the_command_line_gives_the_float32_vectors(
+    tiny_minilm_dir, tmp_path, capsys
+):
+    from sentvec.cli import main
+    from sentvec.encode_files import load_embeddings
+
+    lines = [s for s in SENTS if s] * 3
+    path = tmp_path / "in.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    enc = TransformerEncoder.from_pretrained(tiny_minilm_dir, device="cpu")
+    got = {}
+    for precision in ("float32", "bfloat16", None):
+        out = tmp_path / f"out-{precision}"
+        extra = [] if precision is None else ["--precision", precision]
+        argv = ["encode", "--model", str(tiny_minilm_dir), "--input", str(path)]
+        assert main([*argv, "--output", str(out), "--quiet", *extra]) == 0
+        capsys.readouterr()
+        got[precision] = load_embeddings(out)
+    assert np.array_equal(got["float32"], enc.encode(lines))
+    bf16 = TransformerEncoder.from_pretrained(tiny_minilm_dir, device="cpu", precision="bfloat16")
+    assert np.array_equal(got["bfloat16"], bf16.encode(lines))
+    assert np.array_equal(got[None], got[resolve_precision("auto", "cpu")])

@@ -50,6 +50,7 @@ def server(tiny_minilm_dir, pipeline_dir, request):
         *[str(tiny_minilm_dir), str(BIN), str(pipeline_dir), "minilm"],
         *["--name", "tiny", "--name", "s2v", "--name", "white", "--name", "minilm"],
         *["--max-input-items", str(MAX_ITEMS), "--max-request-bytes", str(MAX_BYTES)],
+        *["--precision", "float32"],  # as the oracles (auto is bfloat16 on a CPU with it)
         wait=False,
     )
     with srv:

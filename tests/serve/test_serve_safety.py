@@ -25,6 +25,7 @@ LONG = "a fairly long sentence about nothing in particular, said again and again
 def server(tiny_minilm_dir):
     with start_server(
         *[str(tiny_minilm_dir), "--name", "tiny"],
+        *["--precision", "float32"],  # as the oracle (auto is bfloat16 on a CPU with it)
         *["--max-batch-size", "2", "--max-queue-items", "16", "--max-input-items", "8"],
         env={"SENTVEC_API_KEY": KEY},
     ) as srv:

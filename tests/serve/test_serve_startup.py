@@ -225,3 +225,59 @@ def test_embedding_routes_answer_mounted_under_a_prefix_too():
                 assert r.status_code == 405 and "not allowed" in r.text
 
     asyncio.run(main())
+
+
+class _CpuTransformerLike:
+    """Looks like a transformer on the CPU to the server (a device, token counts, a
+    ``batch_size``); every call with more than one text waits for a gate."""
+
+    device = "cpu"
+    max_length = 128
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+        self.calls: list[tuple[int, int, int]] = []  # (texts, batch_size, longest in words)
+
+    def count_tokens(self, texts: list[str]) -> np.ndarray:
+        return np.array([len(t.split()) + 2 for t in texts], dtype=np.int64)
+
+    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        self.calls.append((len(texts), batch_size, max(len(t.split()) for t in texts)))
+        if len(texts) > 1:
+            assert self.gate.wait(60), "the test never opened the gate"
+        return np.ones((len(texts), 3), dtype=np.float32)
+
+
+def test_health_waits_until_a_cpu_transformer_has_warmed_its_batch_shapes():
+    enc = _CpuTransformerLike()
+    app = create_app({"warm": enc}, background=True)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while not enc.calls or not server.started:
+            assert time.monotonic() < deadline, "the server never started warming"
+            time.sleep(0.02)
+        while enc.calls[-1][0] < 2:  # past the one-text warm-up, held at the first batch
+            assert time.monotonic() < deadline, "the server never warmed a batch"
+            time.sleep(0.02)
+        assert httpx.get(url + "/health").status_code == 503  # still warming
+        enc.gate.set()
+        while httpx.get(url + "/health").status_code != 200:
+            assert time.monotonic() < deadline, "the server never finished warming"
+            time.sleep(0.02)
+    finally:
+        enc.gate.set()
+        server.should_exit = True
+        thread.join(30)
+    from sentvec.serve.served_model import WARM_TOKEN_LENGTHS
+
+    size = enc.calls[0][1]
+    assert size > 1 and all(b == size for _, b, _ in enc.calls)
+    for tokens in WARM_TOKEN_LENGTHS:  # every forward batch size at every warmed length
+        sizes = {n for n, _, words in enc.calls if words == tokens - 2}
+        assert set(range(1, size + 1)) <= sizes, (tokens, sorted(sizes))
+    assert max(n for n, _, _ in enc.calls) > size  # one gathered batch wider than a pass

@@ -130,6 +130,7 @@ def server(tiny_minilm_dir, static_dir):
     with start_server(
         *[str(tiny_minilm_dir), str(BIN), str(static_dir)],
         *["--name", "tiny", "--name", "s2v", "--name", "static", "--max-wait-ms", "20"],
+        *["--precision", "float32"],  # as the oracles (auto is bfloat16 on a CPU with it)
     ) as srv:
         yield srv
 

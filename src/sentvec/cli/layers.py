@@ -38,8 +38,8 @@ def _eval_sts_command(
     args: argparse.Namespace, layers: tuple[int, ...], whitening: str, postprocessor: Any = None
 ) -> str | None:
     """The ``sentvec eval-sts`` command that scores one combination of this ``layers`` run
-    exactly (same model, pooling, tasks, data, text variant, aggregation and k); ``None`` when
-    eval-sts has no equivalent (``--max-length``)."""
+    exactly (same model, pooling, tasks, data, text variant, aggregation, k, device and
+    precision); ``None`` when eval-sts has no equivalent (``--max-length``)."""
     import shlex
 
     if args.max_length is not None:
@@ -67,6 +67,8 @@ def _eval_sts_command(
         ("--data", args.data),
         ("--variant", args.variant),
         ("--model-backend", args.model_backend),
+        ("--device", args.device),
+        ("--precision", None if args.precision == "auto" else args.precision),  # auto: default
         ("--cache-dir", args.cache_dir),  # eval-sts reads this run's vectors from there
     ):
         if value:

@@ -57,8 +57,10 @@ def bfloat16_is_fast(device: str | torch.device) -> bool:
     """Whether ``device`` multiplies bfloat16 matrices in hardware.
 
     True for a CUDA device that supports bfloat16 and for a CPU with AMX-BF16 tiles or
-    AVX512-BF16 instructions (as torch itself reports them); False elsewhere, where bfloat16
-    would be emulated and slower than float32.
+    AVX512-BF16 instructions (the CPU's flags: the probe that commands use without torch,
+    ``transformer_files.cpu_multiplies_bfloat16``, so that both resolve ``"auto"`` alike;
+    torch's own probes where the flags cannot be read); False elsewhere, where bfloat16 would
+    be emulated and slower than float32.
 
     Parameters
     ----------
@@ -73,6 +75,11 @@ def bfloat16_is_fast(device: str | torch.device) -> bool:
         return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     if dev.type != "cpu":
         return False
+    from sentvec.encoders.transformer_files import cpu_multiplies_bfloat16
+
+    fast = cpu_multiplies_bfloat16()
+    if fast is not None:
+        return fast
     # torch's own CPU feature probes (underscore names, hence the guard)
     probes = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in probes)

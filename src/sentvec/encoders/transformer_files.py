@@ -108,12 +108,37 @@ def length_limits(
 _BFLOAT16_CPU_FLAGS = frozenset({"amx_tile", "avx512_bf16"})
 
 
+def cpu_multiplies_bfloat16() -> bool | None:
+    """Whether this machine's CPU multiplies bfloat16 in hardware, from its flags (Linux
+    ``/proc/cpuinfo``: AMX tiles or AVX512-BF16), without importing torch.
+
+    The one CPU probe of both :func:`resolved_precision_without_torch` and
+    :func:`sentvec.encoders.bfloat16_is_fast`, so that a command which keys the vector cache
+    without loading the model resolves ``precision="auto"`` exactly as the encoder that wrote
+    the entries did.
+
+    Returns
+    -------
+    bool or None
+        None where the flags cannot be read (no ``/proc/cpuinfo``: not Linux); the caller then
+        asks torch.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return bool(set(line.partition(":")[2].split()) & _BFLOAT16_CPU_FLAGS)
+    except OSError:
+        return None
+    return None
+
+
 def resolved_precision_without_torch(precision: str, device: str | None) -> str | None:
     """What :func:`sentvec.encoders.transformer.resolve_precision` gives, without importing
     torch: ``precision`` itself unless it is ``"auto"``; for ``"auto"``, ``"bfloat16"`` or
-    ``"float32"`` from the CPU's flags (Linux ``/proc/cpuinfo``) when the forward pass surely runs
-    on the CPU (``device="cpu"``, or no device and no NVIDIA driver on the machine), else None
-    (uncertain: the caller loads torch)."""
+    ``"float32"`` from the CPU's flags (:func:`cpu_multiplies_bfloat16`) when the forward pass
+    surely runs on the CPU (``device="cpu"``, or no device and no NVIDIA driver on the machine),
+    else None (uncertain: the caller loads torch)."""
     if precision != "auto":
         return precision
     on_cpu = device == "cpu" or (
@@ -123,15 +148,10 @@ def resolved_precision_without_torch(precision: str, device: str | None) -> str 
     )
     if not on_cpu:
         return None
-    try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("flags"):
-                    flags = set(line.partition(":")[2].split())
-                    return "bfloat16" if flags & _BFLOAT16_CPU_FLAGS else "float32"
-    except OSError:
+    fast = cpu_multiplies_bfloat16()
+    if fast is None:
         return None
-    return None
+    return "bfloat16" if fast else "float32"
 
 
 def describe_pretrained(

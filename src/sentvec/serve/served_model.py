@@ -37,6 +37,11 @@ __all__ = ["ServedModel", "TokenCounts", "load_served_model", "model_name_for"]
 #: The text encoded once at start-up, so the first request pays no lazy initialisation.
 WARMUP_TEXT = "sentvec warms up"
 
+#: Token lengths of the synthetic texts a transformer on the CPU encodes at start-up, at every
+#: forward batch size (:meth:`ServedModel.warm_batch_shapes`): the lengths of most sentences
+#: clients send one at a time, and of the batches they are gathered into.
+WARM_TOKEN_LENGTHS = (8, 16, 32, 64)
+
 
 @dataclass(frozen=True)
 class TokenCounts:
@@ -163,6 +168,39 @@ class ServedModel:
         self.forward_batch_size = _forward_batch_size(inner)
         vec = self.encode([WARMUP_TEXT]) if warmup else None
         self.dim = int(vec.shape[-1]) if vec is not None else _declared_dim(encoder)
+        if warmup:
+            self.warm_batch_shapes()
+
+    def warm_batch_shapes(self) -> int:
+        """Encode synthetic texts in the forward batches the server will run, so that the
+        first requests after ``/health`` turns 200 find them ready (the kernels each new
+        batch shape selects, the memory of the largest batch).
+
+        Only a transformer on the CPU (:attr:`forward_batch_size` set) warms: for every batch
+        size from 1 to :attr:`forward_batch_size`, texts of about each of
+        :data:`WARM_TOKEN_LENGTHS` tokens (capped at :attr:`max_input_length`), then one
+        gathered batch of the shortest texts, which the encoder packs into its widest forward
+        pass. Any other model has no shapes to warm.
+
+        Returns
+        -------
+        int
+            Texts encoded (0 for a model that warms nothing).
+        """
+        size = self.forward_batch_size
+        if size is None:
+            return 0
+        limit = self.max_input_length or max(WARM_TOKEN_LENGTHS)
+        done = 0
+        for tokens in WARM_TOKEN_LENGTHS:
+            words = max(1, min(tokens, limit) - 3)  # the model adds its special tokens
+            texts = [" ".join([f"{i}", *["warm"] * words]) for i in range(size)]
+            for n in range(1, size + 1):
+                self.encode(texts[:n])
+                done += n
+        texts = [f"{i} warm" for i in range(size * 4)]
+        self.encode(texts)
+        return done + len(texts)
 
     # ------------------------------------------------------------------ texts
     @property
