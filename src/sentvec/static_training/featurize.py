@@ -119,6 +119,16 @@ def read_features_manifest(directory: str | os.PathLike[str]) -> dict[str, Any]:
     return m
 
 
+def contiguous_sentences(manifest: dict[str, Any]) -> int:
+    """Sentences ``0 .. n-1`` that finished shards of ``manifest`` cover without a gap."""
+    n = 0
+    for s in sorted(manifest["shards"], key=lambda r: int(r["start"])):
+        if int(s["start"]) != n:
+            break
+        n = int(s["end"])
+    return n
+
+
 def _teacher_description(encoder: Any) -> str:
     name = getattr(encoder, "name_or_path", None) or type(encoder).__name__
     return str(name)
