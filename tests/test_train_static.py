@@ -238,3 +238,56 @@ def test_train_static_refuses_bad_input(tiny_minilm_dir, corpus_file, random_ini
             max_sentences=16,
             show_progress_bar=False,
         )
+
+
+def test_featurization_on_a_dask_cluster_equals_the_local_run(
+    tiny_minilm_dir, corpus_file, tmp_path
+):
+    distributed = pytest.importorskip("distributed")
+    local = tmp_path / "local"
+    featurize_corpus(
+        tiny_minilm_dir,
+        corpus_file,
+        local,
+        shard_size=16,
+        max_sentences=40,
+        show_progress_bar=False,
+    )
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        on_cluster = tmp_path / "cluster"
+        featurize_corpus(
+            tiny_minilm_dir,
+            corpus_file,
+            on_cluster,
+            shard_size=16,
+            max_sentences=40,
+            client=client,
+            show_progress_bar=False,
+        )
+    a, ma = load_features(local)
+    b, mb = load_features(on_cluster)
+    np.testing.assert_array_equal(a, b)
+    assert ma["shards"] == mb["shards"]
+
+
+def test_procrustes_map_keeps_cosines_and_fits_a_scaled_rotation():
+    from sentvec.static_training.api import procrustes_map
+
+    rng = np.random.default_rng(5)
+    S = rng.normal(size=(200, 6))
+    Q, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    Y = 3.0 * S @ Q + 0.01 * rng.normal(size=(200, 6))
+    A = procrustes_map(S, Y)
+    np.testing.assert_allclose(A, 3.0 * Q, atol=1e-2)
+    SA = S @ A
+
+    def cos(X):
+        U = X / np.linalg.norm(X, axis=1, keepdims=True)
+        return U @ U.T
+
+    np.testing.assert_allclose(cos(SA), cos(S), atol=1e-12)

@@ -90,6 +90,32 @@ def teacher_targets(
     return ((T - mu) @ U).astype(np.float32), {"target": "pca", "dim": dim}
 
 
+def procrustes_map(S: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """The scaled rotation ``A`` minimising ``||S A - Y||`` (orthogonal Procrustes).
+
+    A rotation times a scalar keeps every cosine between the student's sentence vectors, so
+    the initial rows score exactly as the model they come from, while their space is turned
+    onto the targets' (a least-squares map would change the cosines, and it overfits small
+    corpora).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, d)
+        Student sentence vectors.
+    Y : ndarray of shape (n, d)
+        Targets.
+
+    Returns
+    -------
+    ndarray of shape (d, d), float64
+    """
+    S = np.asarray(S, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    U, sigma, Vt = np.linalg.svd(S.T @ Y)
+    scale = sigma.sum() / max(float((S**2).sum()), np.finfo(np.float64).tiny)
+    return scale * (U @ Vt)
+
+
 def train_static(
     model: str | os.PathLike[str] = "minilm",
     corpus: str | os.PathLike[str] | None = None,
@@ -255,9 +281,8 @@ def train_static(
         if init == "random":
             rng = np.random.default_rng(seed)
             rows = rng.normal(0.0, 1.0, size=rows.shape).astype(np.float32)
-        S = sentence_vectors(rows, flat, offsets)
-        A, *_ = np.linalg.lstsq(S, Y.astype(np.float64), rcond=None)
-        rows = (rows.astype(np.float64) @ A).astype(np.float32)
+        rows = rows.astype(np.float64) @ procrustes_map(sentence_vectors(rows, flat, offsets), Y)
+        rows = rows.astype(np.float32)
         times["targets_s"] = time.perf_counter() - t0
         # 4. training
         rows, log = train_rows(
