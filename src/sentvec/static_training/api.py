@@ -360,7 +360,19 @@ def _initial_student(
 ) -> Any:
     from sentvec.encoders.static import StaticEncoder, is_model2vec_dir
 
-    if init in INITS:
+    if init == "random":  # the teacher's tokenizer; the rows are drawn by the caller
+        from tokenizers import Tokenizer
+
+        from sentvec.encoders.loading import load_encoder
+
+        teacher = load_encoder(os.fspath(model), precision=precision, device=device)
+        tok = Tokenizer.from_str(teacher.tokenizer.backend_tokenizer.to_str())
+        return StaticEncoder(
+            np.zeros((tok.get_vocab_size(with_added_tokens=True), dim), np.float32),
+            tok,
+            normalize=True,
+        )
+    if init == "distill":
         from sentvec.distillation import distill
 
         out = Path(tmp) / "distilled"

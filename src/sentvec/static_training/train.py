@@ -63,10 +63,13 @@ def sentence_vectors(rows: np.ndarray, flat: np.ndarray, offsets: np.ndarray) ->
     -------
     ndarray of shape (n, d), float64
     """
+    from scipy import sparse
+
     n = len(offsets) - 1
-    sums = np.add.reduceat(rows[flat].astype(np.float64), offsets[:-1], axis=0)
     counts = np.diff(offsets).astype(np.float64)
-    return sums[:n] / counts[:, None]
+    data = np.repeat(1.0 / counts, np.diff(offsets))  # (n, V) averaging matrix, CSR
+    M = sparse.csr_matrix((data, flat, offsets), shape=(n, rows.shape[0]))
+    return np.asarray(M @ np.asarray(rows, dtype=np.float64))
 
 
 def loss_and_gradient(
@@ -167,7 +170,7 @@ def batch_loss(
         v, torch.as_tensor(np.asarray(targets, dtype=np.float64)), loss, temperature
     )
     value.backward()
-    return float(value), table.weight.grad.numpy().copy()
+    return value.item(), table.weight.grad.numpy().copy()
 
 
 def train_rows(
@@ -195,7 +198,9 @@ def train_rows(
     targets : ndarray of shape (n, d)
     loss : {"cosine", "mse", "contrastive"}
     epochs, batch_size, learning_rate, temperature, seed
-        Adam over shuffled mini-batches, the learning rate decayed linearly to 0.
+        Adam (sparse: only the rows of a batch's tokens move) over shuffled mini-batches;
+        ``learning_rate`` is relative to the root mean square of the initial rows, decayed
+        linearly to 0.
     show_progress_bar : bool, optional
 
     Returns
@@ -221,14 +226,55 @@ def train_rows(
     lengths = np.diff(offsets)
     if n == 0 or (lengths <= 0).any():
         raise ValueError("every training sentence needs at least one token (none given: n == 0)")
+    threads = torch.get_num_threads()
+    try:
+        # the batches are small sparse updates: one thread is as fast on a quiet machine and
+        # does not stall in thread barriers on a busy one
+        torch.set_num_threads(1)
+        return _train(
+            rows,
+            flat,
+            offsets,
+            targets,
+            loss,
+            epochs,
+            batch_size,
+            learning_rate,
+            temperature,
+            seed,
+            show_progress_bar,
+        )
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(
+    rows: np.ndarray,
+    flat: np.ndarray,
+    offsets: np.ndarray,
+    targets: np.ndarray,
+    loss: str,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    temperature: float,
+    seed: int,
+    show_progress_bar: bool | None,
+) -> tuple[np.ndarray, TrainingLog]:
+    import torch
+
+    n = len(offsets) - 1
+    lengths = np.diff(offsets)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
+    start = np.asarray(rows, dtype=np.float32)
+    scale = float(np.sqrt(np.mean(np.square(start, dtype=np.float64))))
     table = torch.nn.EmbeddingBag.from_pretrained(
-        torch.as_tensor(np.asarray(rows, dtype=np.float32)).clone(),
-        freeze=False,
-        mode="mean",
+        torch.as_tensor(start).clone(), freeze=False, mode="mean", sparse=True
     )
-    opt = torch.optim.Adam(table.parameters(), lr=learning_rate)
+    # Adam's steps are about lr per coordinate: relative to the rows' scale, the same
+    # learning_rate means the same thing for rows of any magnitude
+    opt = torch.optim.SparseAdam(list(table.parameters()), lr=learning_rate * max(scale, 1e-12))
     steps_per_epoch = math.ceil(n / batch_size)
     total = steps_per_epoch * epochs
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / total))
