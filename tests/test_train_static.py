@@ -291,3 +291,19 @@ def test_procrustes_map_keeps_cosines_and_fits_a_scaled_rotation():
         return U @ U.T
 
     np.testing.assert_allclose(cos(SA), cos(S), atol=1e-12)
+
+
+def test_learning_rate_is_relative_to_the_scale_of_the_rows():
+    # the cosine loss does not see the rows' scale, so neither may training: rows 1000 times
+    # larger follow the same path (with an absolute rate they would barely move)
+    rng, flat, offsets, vocab, d = _toy(seed=2, n=200, vocab=20, d=6)
+    y = rng.normal(size=(200, d)).astype(np.float32)
+    start = rng.normal(size=(vocab, d)).astype(np.float32)
+    small, log_small = train_rows(
+        start, flat, offsets, y, epochs=5, batch_size=20, learning_rate=0.05
+    )
+    large, log_large = train_rows(
+        1000 * start, flat, offsets, y, epochs=5, batch_size=20, learning_rate=0.05
+    )
+    np.testing.assert_allclose(log_large.losses, log_small.losses, rtol=5e-3)  # Adam eps
+    assert log_small.losses[-1] < log_small.losses[0] - 0.01
