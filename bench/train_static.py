@@ -5,8 +5,9 @@ Every variant trains from the same stored teacher features (``--features``, writ
 initial rows (``--init``, a ``sentvec distill`` directory of the same teacher and corpus), so a
 variant costs only its training. Each variant is scored on STS-B dev + SICK trial (the
 selection set: the defaults were chosen on it alone); ``--test`` also scores the 7 STS test
-sets (SentEval text, Spearman x 100, "mean" aggregation, no whitening: the README's scorer) and
-``--transfer`` the SentEval transfer tasks. Each record carries ``uptime``'s load average and
+sets (SentEval text, Spearman x 100, "mean" aggregation, no whitening: the README's scorer).
+Transfer tasks: ``sentvec eval-transfer --model DIR --tasks MRPC,MR,CR,SUBJ,MPQA,TREC,SST2``
+on a model kept with ``--save``. Each record carries ``uptime``'s load average and
 the times of the steps. Any Model2Vec directory (a tokenlearn or WordLlama output) is scored
 the same way with ``--score-only DIR``.
 
@@ -36,8 +37,8 @@ def load_average() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def score(model: Any, *, test: bool, transfer: bool) -> dict[str, Any]:
-    """Dev (STS-B dev + SICK trial), optionally the 7 STS test sets and transfer."""
+def score(model: Any, *, test: bool) -> dict[str, Any]:
+    """Dev (STS-B dev + SICK trial), optionally the 7 STS test sets."""
     from sentvec import evaluate_sts
     from sentvec.evaluation import load_sts
 
@@ -49,11 +50,6 @@ def score(model: Any, *, test: bool, transfer: bool) -> dict[str, Any]:
         r = evaluate_sts(model, load_sts(), aggregation="mean")
         out["test"] = {k: round(v, 2) for k, v in r.task_scores.items()}
         out["test"]["avg"] = round(r.average, 2)
-    if transfer:
-        from sentvec import evaluate_transfer
-
-        t = evaluate_transfer(model)
-        out["transfer"] = t.to_dict() if hasattr(t, "to_dict") else str(t)
     return out
 
 
@@ -85,7 +81,6 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--save", action="store_true", help="keep each variant's model in --out")
     ap.add_argument("--test", action="store_true")
-    ap.add_argument("--transfer", action="store_true")
     ap.add_argument("--score-only", default=None, metavar="DIR")
     args = ap.parse_args()
     out = Path(args.out)
@@ -94,7 +89,7 @@ def main() -> None:
         from sentvec import load_encoder
 
         rec = {"model": args.score_only, "load_average": load_average()}
-        rec.update(score(load_encoder(args.score_only), test=args.test, transfer=args.transfer))
+        rec.update(score(load_encoder(args.score_only), test=args.test))
         print(json.dumps(rec))
         (out / f"score-{Path(args.score_only).name}.json").write_text(json.dumps(rec, indent=2))
         return
@@ -123,7 +118,7 @@ def main() -> None:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
             "record": model.config["sentvec_train_static"],
         }
-        rec.update(score(model, test=args.test, transfer=args.transfer))
+        rec.update(score(model, test=args.test))
         print(json.dumps({k: rec[k] for k in rec if k != "record"}), flush=True)
         name = text.replace("=", "-").replace("+", "_")
         (out / f"variant-{name}.json").write_text(json.dumps(rec, indent=2))

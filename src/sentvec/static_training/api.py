@@ -25,13 +25,13 @@ from sentvec.static_training.train import LOSSES, flatten_ids, sentence_vectors,
 
 #: Defaults, chosen on STS-B dev + SICK trial (docs/train-static.md).
 DEFAULT_DIM = 256
-DEFAULT_LOSS = "cosine"
-DEFAULT_TARGET = "whiten"
+DEFAULT_LOSS = "mse"
+DEFAULT_TARGET = "pca"
 DEFAULT_TARGET_LAYERS = "last"
 DEFAULT_EPOCHS = 3
-DEFAULT_LEARNING_RATE = 1e-3
-DEFAULT_BATCH_SIZE = 1024
-DEFAULT_MAX_SENTENCES = 100_000
+DEFAULT_LEARNING_RATE = 0.03
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_MAX_SENTENCES = 50_000
 DEFAULT_REWEIGHTING = "none"
 #: The fewest usable sentences (with at least one token) training accepts.
 MIN_SENTENCES = 16
@@ -164,10 +164,10 @@ def train_static(
         The initial rows: a new ``distill`` of the teacher, random rows, or a static model
         directory of the teacher's tokenizer.
     dim : int, default 256
-    max_sentences : int, default 100000
+    max_sentences : int, default 50000
         Corpus sentences featurized and trained on.
-    loss : {"cosine", "mse", "contrastive"}, default "cosine"
-    target : {"whiten", "pca", "none"}, default "whiten"
+    loss : {"cosine", "mse", "contrastive"}, default "mse"
+    target : {"whiten", "pca", "none"}, default "pca"
     target_layers : {"last", "first_last"}, default "last"
     epochs, learning_rate, batch_size, seed
         Adam over shuffled batches.
