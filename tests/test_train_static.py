@@ -307,3 +307,27 @@ def test_learning_rate_is_relative_to_the_scale_of_the_rows():
     )
     np.testing.assert_allclose(log_large.losses, log_small.losses, rtol=5e-3)  # Adam eps
     assert log_small.losses[-1] < log_small.losses[0] - 0.01
+
+
+def test_train_static_command_reports_bad_input_as_one_error_line(
+    tiny_minilm_dir, corpus_file, random_init_dir, tmp_path, capsys
+):
+    from sentvec.cli import main
+
+    code = main(
+        ["train-static", "--model", str(tiny_minilm_dir), "--corpus", str(tmp_path / "no.txt")]
+        + ["--output", str(tmp_path / "out")]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("sentvec: error: corpus") and "no.txt" in err
+    featurize_corpus(
+        tiny_minilm_dir, corpus_file, tmp_path / "f", pooling="cls", shard_size=16
+    )  # features of another pooling
+    code = main(
+        ["train-static", "--model", str(tiny_minilm_dir), "--corpus", str(corpus_file)]
+        + ["--output", str(tmp_path / "out"), "--features", str(tmp_path / "f")]
+        + ["--init", str(random_init_dir), "--dim", "8", "--max-sentences", "40"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "pooling: 'cls' there, 'mean' asked" in err
+    assert not (tmp_path / "out").exists()

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from sentvec.static_training.featurize import (
+    DEFAULT_FEATURE_LAYERS,
     DEFAULT_SHARD_SIZE,
     MANIFEST_FILE,
     FeaturesMismatchError,
@@ -228,10 +229,17 @@ def train_static(
         if (Path(features) / MANIFEST_FILE).exists():
             existing = read_features_manifest(features)
             shard_size = int(existing["shard_size"])
-            if existing["teacher"] != os.fspath(model):
+            asked = {"teacher": os.fspath(model), "pooling": "mean"}
+            diff = [
+                f"{k}: {existing[k]!r} there, {v!r} asked"
+                for k, v in asked.items()
+                if existing[k] != v
+            ]
+            if diff or int(existing["layers"][0]) != DEFAULT_FEATURE_LAYERS[0]:
                 raise FeaturesMismatchError(
-                    f"features directory {os.fspath(features)!r} holds vectors of the teacher "
-                    f"{existing['teacher']!r}, not of {os.fspath(model)!r}"
+                    f"features directory {os.fspath(features)!r} was written with other options "
+                    f"({'; '.join(diff) or 'layers ' + str(existing['layers'])}); "
+                    "use another directory"
                 )
             ready = contiguous_sentences(existing) >= max_sentences
         else:
