@@ -98,13 +98,25 @@ def register(subparsers: Any) -> None:
         default=DEFAULT_TARGET_LAYERS,
         help=f"teacher layers: the last, or the (1, -1) average (default {DEFAULT_TARGET_LAYERS})",
     )
-    p.add_argument("--epochs", type=positive_int, default=DEFAULT_EPOCHS)
+    p.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=DEFAULT_EPOCHS,
+        help=f"passes over the sentences (default {DEFAULT_EPOCHS})",
+    )
     p.add_argument(
         "--learning-rate",
         type=float_range(0.0, 10.0, low_inclusive=False),
         default=DEFAULT_LEARNING_RATE,
+        help="Adam's rate, relative to the initial rows' root mean square "
+        f"(default {DEFAULT_LEARNING_RATE})",
     )
-    p.add_argument("--batch-size", type=positive_int, default=DEFAULT_BATCH_SIZE)
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=DEFAULT_BATCH_SIZE,
+        help=f"sentences per training step (default {DEFAULT_BATCH_SIZE})",
+    )
     p.add_argument(
         "--reweighting",
         choices=REWEIGHTINGS,
@@ -118,7 +130,9 @@ def register(subparsers: Any) -> None:
         help="teacher forward pass: auto is bfloat16 where the device has it in hardware",
     )
     p.add_argument("--device", default=None, help="torch device (default: cuda if available)")
-    p.add_argument("--seed", type=int_at_least(0), default=0)
+    p.add_argument(
+        "--seed", type=int_at_least(0, 2**32 - 1), default=0, help="shuffling seed (default 0)"
+    )
     d = p.add_argument_group("Dask cluster for the teacher pass (pip install 'sentvec[dask]')")
     where = d.add_mutually_exclusive_group()
     where.add_argument(
