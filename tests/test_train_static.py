@@ -194,7 +194,7 @@ def test_train_static_writes_a_model2vec_directory_that_model2vec_loads(
         show_progress_bar=False,
     )
     rec = model.config["sentvec_train_static"]
-    assert rec["n_sentences"] == 40 and rec["target"] == "whiten" and len(rec["epoch_losses"]) == 2
+    assert rec["n_sentences"] == 40 and rec["target"] == "pca" and len(rec["epoch_losses"]) == 2
     assert read_features_manifest(tmp_path / "feats")["n_sentences"] == 40
     sents = ["the cat sat in the park", "a dog ran"]
     ours = load_encoder(str(out))

@@ -170,7 +170,10 @@ def batch_loss(
         v, torch.as_tensor(np.asarray(targets, dtype=np.float64)), loss, temperature
     )
     value.backward()
-    return value.item(), table.weight.grad.numpy().copy()
+    grad = table.weight.grad
+    if grad is None:  # the rows are a leaf with requires_grad: backward always fills it
+        raise RuntimeError("the loss did not reach the rows")
+    return value.item(), grad.numpy().copy()
 
 
 def train_rows(
