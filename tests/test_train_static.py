@@ -331,3 +331,8 @@ def test_train_static_command_reports_bad_input_as_one_error_line(
     err = capsys.readouterr().err
     assert code == 2 and "pooling: 'cls' there, 'mean' asked" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_static_model_as_teacher_is_refused_by_name(random_init_dir, corpus_file, tmp_path):
+    with pytest.raises(ValueError, match="static embedding model"):
+        featurize_corpus(random_init_dir, corpus_file, tmp_path / "f", show_progress_bar=False)

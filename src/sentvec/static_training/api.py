@@ -20,6 +20,7 @@ from sentvec.static_training.featurize import (
     contiguous_sentences,
     featurize_corpus,
     load_features,
+    load_teacher,
     read_features_manifest,
 )
 from sentvec.static_training.train import LOSSES, flatten_ids, sentence_vectors, train_rows
@@ -371,9 +372,7 @@ def _initial_student(
     if init == "random":  # the teacher's tokenizer; the rows are drawn by the caller
         from tokenizers import Tokenizer
 
-        from sentvec.encoders.loading import load_encoder
-
-        teacher = load_encoder(os.fspath(model), precision=precision, device=device)
+        teacher = load_teacher(model, precision=precision, device=device)
         tok = Tokenizer.from_str(teacher.tokenizer.backend_tokenizer.to_str())
         return StaticEncoder(
             np.zeros((tok.get_vocab_size(with_added_tokens=True), dim), np.float32),

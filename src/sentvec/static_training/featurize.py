@@ -189,12 +189,31 @@ def _worker_features(
     """A shard's features on a Dask worker; the teacher is loaded once per worker process."""
     encoder = _WORKER_ENCODERS.get(spec)
     if encoder is None:
-        from sentvec.encoders.loading import load_encoder
-
         model, pooling, precision, device = spec
-        encoder = load_encoder(model, pooling=pooling, precision=precision, device=device)
+        encoder = load_teacher(model, pooling=pooling, precision=precision, device=device)
         _WORKER_ENCODERS[spec] = encoder
     return teacher_features(encoder, sentences, layers)
+
+
+def load_teacher(teacher: str | os.PathLike[str], **options: Any) -> Any:
+    """Load ``teacher`` as a :class:`~sentvec.encoders.transformer.TransformerEncoder`.
+
+    Raises
+    ------
+    ValueError
+        ``teacher`` is a model of another kind (a static or Sent2Vec model has no hidden states
+        to featurize).
+    """
+    from sentvec.encoders.loading import load_encoder
+    from sentvec.encoders.transformer import TransformerEncoder
+
+    encoder = load_encoder(os.fspath(teacher), **options)
+    if not isinstance(encoder, TransformerEncoder):
+        raise ValueError(
+            f"teacher {os.fspath(teacher)!r} is a {type(encoder).__name__}, not a transformer; "
+            "the teacher must be a transformer (an alias such as minilm or a model directory)"
+        )
+    return encoder
 
 
 def featurize_corpus(
@@ -254,7 +273,6 @@ def featurize_corpus(
         The corpus does not exist.
     """
     from sentvec.distill_corpus import corpus_lines
-    from sentvec.encoders.loading import load_encoder
 
     if shard_size < 1:
         raise ValueError(f"shard_size={shard_size} is invalid; it must be at least 1")
@@ -265,7 +283,7 @@ def featurize_corpus(
         raise FileNotFoundError(f"corpus {os.fspath(corpus)!r} does not exist or is not a file")
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    encoder = load_encoder(os.fspath(teacher), pooling=pooling, precision=precision, device=device)
+    encoder = load_teacher(teacher, pooling=pooling, precision=precision, device=device)
     layers = tuple(int(x) for x in layers)
     n_states = int(encoder.num_layers) + 1
     norm_layers = [x % n_states for x in layers]
@@ -295,7 +313,7 @@ def featurize_corpus(
                 "shards": [],
             }
         done = {int(s["start"]): s for s in manifest["shards"]}
-        lines = corpus_lines(corpus)
+        lines: Iterator[str] = corpus_lines(corpus)
         if max_sentences is not None:
             lines = itertools.islice(lines, max_sentences)
         total = max_sentences
