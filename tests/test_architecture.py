@@ -252,6 +252,7 @@ TORCH_MODULES = {
     "sentvec.distill.rows": "the teacher's thread count beside the corpus pass",
     "sentvec.integrations.sentence_transformers": "the exported sentence-transformers modules",
     "sentvec.cluster_worker": "torch's thread count on each Dask worker",
+    "sentvec.static_training.train": "the rows' training (EmbeddingBag, sparse Adam)",
 }
 
 
@@ -308,6 +309,8 @@ KNOWN_OVERSIZE_MODULES: set[str] = set()
 #: Functions over the limit today (being split), as ``module:qualified name``.
 KNOWN_OVERSIZE_FUNCTIONS = {
     "sentvec.cluster:encode_file_distributed",
+    "sentvec.static_training.api:train_static",
+    "sentvec.static_training.featurize:featurize_corpus",
 }
 
 

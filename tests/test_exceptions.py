@@ -29,6 +29,7 @@ EARLIER_HOMES = {
     "sentvec.serve.batching": ["QueueFullError", "BatcherClosedError"],
     "sentvec.integrations.sentence_transformers": ["ExportError"],
     "sentvec.cluster": ["PartitionError"],
+    "sentvec.static_training.featurize": ["FeaturesMismatchError"],
 }
 
 _OPTIONAL = {

@@ -25,7 +25,12 @@ AREAS: dict[str, tuple[str, tuple[str, ...]]] = {
     "evaluation": ("Evaluation", ("sentvec.evaluation", "sentvec.integrations.mteb")),
     "static": (
         "Static models and distillation",
-        ("sentvec.encoders.static", "sentvec.encoders.static_bigrams", "sentvec.distill"),
+        (
+            "sentvec.encoders.static",
+            "sentvec.encoders.static_bigrams",
+            "sentvec.distill",
+            "sentvec.static_training",
+        ),
     ),
     "serving": ("Serving", ("sentvec.serve",)),
     "files": (

@@ -50,6 +50,8 @@ _LAZY: dict[str, str] = {
     "encode_file_distributed": "sentvec.cluster",
     "distill": "sentvec.distill.run",
     "DistillConfig": "sentvec.distill.config",
+    "train_static": "sentvec.static_training.api",
+    "featurize_corpus": "sentvec.static_training.featurize",
     # integrations (optional extras; imported only on access)
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
     "MTEBEncoder": "sentvec.integrations.mteb",
@@ -93,6 +95,8 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.search import SemanticSearch  # noqa: F401
     from sentvec.sent2vec.model import Sent2Vec  # noqa: F401
     from sentvec.sent2vec.trainer import Sent2VecTrainer, train_sent2vec  # noqa: F401
+    from sentvec.static_training.api import train_static  # noqa: F401
+    from sentvec.static_training.featurize import featurize_corpus  # noqa: F401
     from sentvec.whitening.component_removal import AllButTheTop, CommonComponentRemoval  # noqa: F401
     from sentvec.whitening.estimator import Whitening  # noqa: F401
     from sentvec.whitening.statistics import WhiteningStatistics  # noqa: F401

@@ -23,6 +23,7 @@ __all__ = [
     # training and distributed work
     "TrainingDivergedError",
     "PartitionError",
+    "FeaturesMismatchError",
     # the server
     "ApiError",
     "QueueFullError",
@@ -121,6 +122,10 @@ class PartitionError(RuntimeError):
 
 
 # ------------------------------------------------------------------ the server
+class FeaturesMismatchError(ValueError):
+    """A features directory written with other options, another teacher or another corpus."""
+
+
 class ApiError(Exception):
     """A request the server refuses or could not serve, with what the client is told.
 

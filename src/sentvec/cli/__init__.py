@@ -38,6 +38,7 @@ _COMMAND_MODULES = (
     "export",
     "serve",
     "distill",
+    "train_static",
 )
 
 

@@ -49,9 +49,9 @@ def check_teacher(model: str | os.PathLike[str]) -> None:
         load_encoder(model)  # a file or directory that is no model: its own error
     what = "file that is no model" if fmt is None else fmt.human_name
     raise ValueError(
-        f"the teacher {os.fspath(model)!r} is a {what}, not a transformer: distill needs a "
-        "transformer (an alias such as 'minilm' or a Hugging Face model directory) to pass its "
-        "vocabulary through"
+        f"the teacher {os.fspath(model)!r} is a {what}, not a transformer: a teacher must be "
+        "a transformer (an alias such as 'minilm' or a Hugging Face model directory), whose "
+        "hidden states the static model learns from"
     )
 
 

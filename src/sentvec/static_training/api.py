@@ -1,0 +1,412 @@
+"""``train_static``: distil, featurize a corpus with the teacher, train the rows, write the model."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentvec.static_training.featurize import (
+    DEFAULT_FEATURE_LAYERS,
+    DEFAULT_SHARD_SIZE,
+    MANIFEST_FILE,
+    FeaturesMismatchError,
+    contiguous_sentences,
+    featurize_corpus,
+    load_features,
+    load_teacher,
+    read_features_manifest,
+)
+from sentvec.static_training.train import LOSSES, flatten_ids, sentence_vectors, train_rows
+
+#: Defaults, chosen on STS-B dev + SICK trial (docs/train-static.md).
+DEFAULT_DIM = 256
+DEFAULT_LOSS = "mse"
+DEFAULT_TARGET = "pca"
+DEFAULT_TARGET_LAYERS = "last"
+DEFAULT_EPOCHS = 3
+DEFAULT_LEARNING_RATE = 0.03
+DEFAULT_BATCH_SIZE = 64
+DEFAULT_MAX_SENTENCES = 50_000
+DEFAULT_REWEIGHTING = "none"
+#: The fewest usable sentences (with at least one token) training accepts.
+MIN_SENTENCES = 16
+
+TARGETS = ("whiten", "pca", "none")
+TARGET_LAYERS = ("last", "first_last")
+INITS = ("distill", "random")
+REWEIGHTINGS = ("none", "sif")
+
+
+def _check_choice(name: str, value: str, options: Sequence[str]) -> str:
+    if value not in options:
+        raise ValueError(f"{name}={value!r} is invalid; choose one of {list(options)}")
+    return value
+
+
+def teacher_targets(
+    features: np.ndarray, layers: str, target: str, dim: int
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The training targets from stored teacher features.
+
+    Parameters
+    ----------
+    features : ndarray of shape (n, 2, D)
+        Pooled hidden states (layer 1, last layer) as :func:`featurize_corpus` stores them.
+    layers : {"last", "first_last"}
+        The last layer, or the average of layer 1 and the last (WhiteningBERT's L1 + L_last).
+    target : {"whiten", "pca", "none"}
+        WhiteningBERT's whitening to ``dim``, a PCA to ``dim`` (centred, unscaled), or the raw
+        vectors (``dim`` must then be ``D``).
+    dim : int
+
+    Returns
+    -------
+    targets : ndarray of shape (n, dim), float32
+    record : dict
+    """
+    from sentvec.whitening import Whitening
+
+    T = features[:, -1] if layers == "last" else features.mean(axis=1)
+    T = np.asarray(T, dtype=np.float64)
+    if target == "none":
+        if dim != T.shape[1]:
+            raise ValueError(
+                f"target='none' keeps the teacher's {T.shape[1]} dimensions; dim={dim} needs "
+                "target='whiten' or 'pca'"
+            )
+        return T.astype(np.float32), {"target": "none"}
+    if target == "whiten":
+        Y = Whitening(n_components=dim).fit_transform(T)
+        return np.asarray(Y, dtype=np.float32), {"target": "whiten", "dim": dim}
+    mu = T.mean(axis=0)
+    C = np.cov(T - mu, rowvar=False, bias=True)
+    vals, vecs = np.linalg.eigh(C)
+    U = vecs[:, np.argsort(vals)[::-1][:dim]]
+    return ((T - mu) @ U).astype(np.float32), {"target": "pca", "dim": dim}
+
+
+def procrustes_map(S: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """The scaled rotation ``A`` minimising ``||S A - Y||`` (orthogonal Procrustes).
+
+    A rotation times a scalar keeps every cosine between the student's sentence vectors, so
+    the initial rows score exactly as the model they come from, while their space is turned
+    onto the targets' (a least-squares map would change the cosines, and it overfits small
+    corpora).
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, d)
+        Student sentence vectors.
+    Y : ndarray of shape (n, d)
+        Targets.
+
+    Returns
+    -------
+    ndarray of shape (d, d), float64
+    """
+    S = np.asarray(S, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    U, sigma, Vt = np.linalg.svd(S.T @ Y)
+    scale = sigma.sum() / max(float((S**2).sum()), np.finfo(np.float64).tiny)
+    return scale * (U @ Vt)
+
+
+def train_static(
+    model: str | os.PathLike[str] = "minilm",
+    corpus: str | os.PathLike[str] | None = None,
+    output: str | os.PathLike[str] | None = None,
+    *,
+    features: str | os.PathLike[str] | None = None,
+    init: str = "distill",
+    dim: int = DEFAULT_DIM,
+    max_sentences: int = DEFAULT_MAX_SENTENCES,
+    loss: str = DEFAULT_LOSS,
+    target: str = DEFAULT_TARGET,
+    target_layers: str = DEFAULT_TARGET_LAYERS,
+    epochs: int = DEFAULT_EPOCHS,
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    reweighting: str = DEFAULT_REWEIGHTING,
+    sif_a: float = 1e-3,
+    precision: str = "auto",
+    device: str | None = None,
+    client: Any = None,
+    seed: int = 0,
+    show_progress_bar: bool | None = None,
+) -> Any:
+    """Train a static model against a transformer teacher (``sentvec train-static``).
+
+    The rows start from ``sentvec distill``'s model of the teacher (or random), mapped by least
+    squares into the target space; the teacher's vectors of the corpus sentences are computed
+    (or read from ``features``) and reduced to ``dim`` dimensions; the rows are trained so that
+    the mean row of each sentence predicts its target (:func:`~sentvec.static_training.train.
+    train_rows`).
+
+    Parameters
+    ----------
+    model : str or path-like, default "minilm"
+        The teacher: an alias or a local transformer directory.
+    corpus : path-like, optional
+        One sentence per line (``.xz`` / ``.gz`` / ``.bz2`` read as they are). Default: the
+        packaged 10,000-line Wikipedia sample.
+    output : path-like, optional
+        Where the model is written (Model2Vec's format, float16 rows; atomically).
+    features : path-like, optional
+        A features directory (:func:`~sentvec.static_training.featurize.featurize_corpus`) to
+        reuse and extend; default: a ``<output>.features`` directory beside the output (a
+        temporary directory without ``output``).
+    init : {"distill", "random"} or path-like, default "distill"
+        The initial rows: a new ``distill`` of the teacher, random rows, or a static model
+        directory of the teacher's tokenizer.
+    dim : int, default 256
+    max_sentences : int, default 50000
+        Corpus sentences featurized and trained on.
+    loss : {"cosine", "mse", "contrastive"}, default "mse"
+    target : {"whiten", "pca", "none"}, default "pca"
+    target_layers : {"last", "first_last"}, default "last"
+    epochs, learning_rate, batch_size, seed
+        Adam over shuffled batches.
+    reweighting : {"none", "sif"}, default "none"
+        After training, multiply each row by SIF's ``a / (a + p)`` (``p`` from the training
+        sentences' token counts; ``sif_a``).
+    precision, device : optional
+        The teacher's forward pass.
+    client : distributed.Client, optional
+        Featurize on this Dask cluster.
+    show_progress_bar : bool, optional
+
+    Returns
+    -------
+    StaticEncoder
+        The trained model; ``model.config["sentvec_train_static"]`` records the recipe and
+        times.
+
+    Raises
+    ------
+    ValueError
+        An unknown choice, a corpus with fewer than 16 sentences that have a token,
+        ``max_sentences`` below 16.
+    FeaturesMismatchError
+        ``features`` written with another teacher, other options or another corpus.
+    FileNotFoundError
+        The corpus or the ``init`` directory does not exist.
+    """
+    from sentvec.distill.corpus import corpus_lines
+    from sentvec.encoders.static import StaticEncoder
+
+    _check_choice("loss", loss, LOSSES)
+    _check_choice("target", target, TARGETS)
+    _check_choice("target_layers", target_layers, TARGET_LAYERS)
+    _check_choice("reweighting", reweighting, REWEIGHTINGS)
+    if max_sentences < MIN_SENTENCES:
+        raise ValueError(
+            f"max_sentences={max_sentences} is invalid; training needs at least {MIN_SENTENCES}"
+        )
+    if corpus is None:
+        from sentvec._data import corpus_sample_path
+
+        corpus = corpus_sample_path()
+    corpus = Path(corpus)
+    if not corpus.is_file():
+        raise FileNotFoundError(f"corpus {os.fspath(corpus)!r} does not exist or is not a file")
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="sentvec-train-static-") as tmp:
+        # 1. the teacher's features
+        t0 = time.perf_counter()
+        if features is None:
+            features = (
+                Path(output).with_name(Path(output).name + ".features")
+                if output
+                else (Path(tmp) / "features")
+            )
+        shard_size = min(DEFAULT_SHARD_SIZE, max_sentences)
+        if (Path(features) / MANIFEST_FILE).exists():
+            existing = read_features_manifest(features)
+            shard_size = int(existing["shard_size"])
+            asked = {"teacher": os.fspath(model), "pooling": "mean"}
+            diff = [
+                f"{k}: {existing[k]!r} there, {v!r} asked"
+                for k, v in asked.items()
+                if existing[k] != v
+            ]
+            if diff or int(existing["layers"][0]) != DEFAULT_FEATURE_LAYERS[0]:
+                raise FeaturesMismatchError(
+                    f"features directory {os.fspath(features)!r} was written with other options "
+                    f"({'; '.join(diff) or 'layers ' + str(existing['layers'])}); "
+                    "use another directory"
+                )
+            ready = contiguous_sentences(existing) >= max_sentences
+        else:
+            ready = False
+        if not ready:  # featurize what is missing (a complete directory is only read)
+            featurize_corpus(
+                model,
+                corpus,
+                features,
+                max_sentences=max_sentences,
+                precision=precision,
+                device=device,
+                shard_size=shard_size,
+                client=client,
+                show_progress_bar=show_progress_bar,
+            )
+        feats, manifest = load_features(features, max_sentences=max_sentences)
+        times["teacher_features_s"] = time.perf_counter() - t0
+        sentences = []
+        for line in corpus_lines(corpus):
+            sentences.append(line)
+            if len(sentences) == len(feats):
+                break
+        if len(sentences) != len(feats):
+            raise FeaturesMismatchError(
+                f"features directory {os.fspath(features)!r} holds {len(feats)} sentences but "
+                f"corpus {os.fspath(corpus)!r} only {len(sentences)}"
+            )
+        # 2. the initial rows
+        t0 = time.perf_counter()
+        student = _initial_student(
+            model, init, dim, corpus, tmp, precision, device, show_progress_bar
+        )
+        times["init_s"] = time.perf_counter() - t0
+        # 3. targets, tokens, alignment
+        t0 = time.perf_counter()
+        ids = student.tokenize(sentences)
+        keep = np.fromiter((len(x) > 0 for x in ids), dtype=bool, count=len(ids))
+        if int(keep.sum()) < MIN_SENTENCES:
+            raise ValueError(
+                f"corpus {os.fspath(corpus)!r} gives {int(keep.sum())} sentences with a token; "
+                f"training needs at least {MIN_SENTENCES}"
+            )
+        Y, target_record = teacher_targets(feats[keep], target_layers, target, dim)
+        flat, offsets = flatten_ids([x for x, k in zip(ids, keep, strict=True) if k])
+        rows = _effective_rows(student)
+        if init == "random":
+            rng = np.random.default_rng(seed)
+            rows = rng.normal(0.0, 1.0, size=rows.shape).astype(np.float32)
+        rows = rows.astype(np.float64) @ procrustes_map(sentence_vectors(rows, flat, offsets), Y)
+        rows = rows.astype(np.float32)
+        times["targets_s"] = time.perf_counter() - t0
+        # 4. training
+        rows, log = train_rows(
+            rows,
+            flat,
+            offsets,
+            Y,
+            loss=loss,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            seed=seed,
+            show_progress_bar=show_progress_bar,
+        )
+        times["training_s"] = log.seconds
+        if reweighting == "sif":
+            counts = np.bincount(flat, minlength=len(rows)).astype(np.float64)
+            p = counts / counts.sum()
+            rows = (rows * (sif_a / (sif_a + p))[:, None]).astype(np.float32)
+    record = {
+        "teacher": str(model),
+        "corpus": os.fspath(corpus),
+        "features": {k: manifest[k] for k in ("teacher", "pooling", "layers", "precision")},
+        "init": str(init),
+        "dim": dim,
+        "n_sentences": int(keep.sum()),
+        "n_tokens": log.n_tokens,
+        "loss": loss,
+        "target_layers": target_layers,
+        **target_record,
+        "epochs": epochs,
+        "learning_rate": learning_rate,
+        "batch_size": batch_size,
+        "reweighting": reweighting,
+        "epoch_losses": log.losses,
+        "seconds": {k: round(v, 2) for k, v in times.items()},
+    }
+    if student.unk_id >= 0:
+        rows[student.unk_id] = 0.0  # dropped by sentvec and Model2Vec, averaged in elsewhere
+    config = {k: v for k, v in student.config.items() if k not in ("sentvec",)}
+    config["sentvec_train_static"] = record
+    trained = StaticEncoder(
+        rows.astype(np.float16),
+        student.tokenizer,
+        normalize=student.normalize,
+        drop_unknown=student.drop_unknown,
+        max_length=student.max_length,
+        source=f"train-static({model})",
+        config=config,
+    )
+    if output is not None:
+        trained.save(output)
+    return trained
+
+
+def _effective_rows(student: Any) -> np.ndarray:
+    """The student's rows with its per-token weights folded in, one row per token id."""
+    E = np.asarray(student.embeddings, dtype=np.float32)
+    if student.token_mapping is not None:
+        E = E[student.token_mapping]
+    if student.weights is not None:
+        E = E * student.weights[:, None]
+    return np.ascontiguousarray(E, dtype=np.float32)
+
+
+def _initial_student(
+    model: Any,
+    init: str | os.PathLike[str],
+    dim: int,
+    corpus: Path,
+    tmp: str,
+    precision: str,
+    device: str | None,
+    show_progress_bar: bool | None,
+) -> Any:
+    from sentvec.encoders.static import StaticEncoder, is_model2vec_dir
+
+    if init == "random":  # the teacher's tokenizer; the rows are drawn by the caller
+        from tokenizers import Tokenizer
+
+        teacher = load_teacher(model, precision=precision, device=device)
+        tok = Tokenizer.from_str(teacher.tokenizer.backend_tokenizer.to_str())
+        return StaticEncoder(
+            np.zeros((tok.get_vocab_size(with_added_tokens=True), dim), np.float32),
+            tok,
+            normalize=True,
+        )
+    if init == "distill":
+        from sentvec.distill.run import distill
+
+        out = Path(tmp) / "distilled"
+        distill(
+            model,
+            out,
+            corpus=corpus,
+            dim=dim,
+            precision=precision,
+            device=device,
+            show_progress_bar=show_progress_bar,
+        )
+        return StaticEncoder.from_model2vec(out)
+    path = Path(init)
+    if not path.exists():
+        raise FileNotFoundError(f"init {os.fspath(path)!r} does not exist")
+    if not is_model2vec_dir(path):
+        raise ValueError(
+            f"init {os.fspath(path)!r} is not a Model2Vec directory; give 'distill', 'random' "
+            "or a static model of the teacher's tokenizer"
+        )
+    student = StaticEncoder.from_model2vec(path)
+    if student.dim != dim:
+        raise ValueError(f"init {os.fspath(path)!r} has dimension {student.dim}, not dim={dim}")
+    return student
+
+
+def describe(model: Any) -> str:
+    """The training record of a model from :func:`train_static`, as JSON."""
+    return json.dumps(model.config.get("sentvec_train_static", {}), indent=2)
