@@ -47,7 +47,11 @@ class _PartitionOutput:
 
 
 class _ThreadLimited:
-    """An encoder whose ``encode`` defaults to ``num_threads=n`` (Sent2Vec's kernel threads)."""
+    """An encoder whose ``encode`` defaults to ``num_threads=n`` (Sent2Vec's kernel threads).
+
+    Only ``encode`` is asked of it; the encoder's description and width are read from the
+    encoder as loaded (``EncoderPlugin.base``).
+    """
 
     def __init__(self, encoder: Any, n: int) -> None:
         self._encoder, self._n = encoder, n
@@ -55,9 +59,6 @@ class _ThreadLimited:
     def encode(self, sentences: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("num_threads", self._n)
         return self._encoder.encode(sentences, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._encoder, name)
 
 
 class EncoderPlugin(WorkerPlugin):
