@@ -481,15 +481,12 @@ def encode_lines(
     :func:`sentvec.cluster.encode_file_distributed`. The encoder's warnings are collected into ``caught`` (summarised once by the caller) instead of
     being repeated for every chunk.
     """
-    kwargs: dict[str, Any] = {"show_progress_bar": False}
-    if batch_size is not None:
-        kwargs["batch_size"] = batch_size
     parts = []
     for c in range(0, len(lines), _CHUNK_LINES):
         chunk = lines[c : c + _CHUNK_LINES]
         with warnings.catch_warnings(record=True) as got:
             warnings.simplefilter("always")
-            emb = np.asarray(encoder.encode(chunk, **kwargs))
+            emb = np.asarray(encoder.encode(chunk, batch_size=batch_size, show_progress_bar=False))
         if caught is not None:
             caught.extend(got)
         else:

@@ -423,10 +423,9 @@ class SemanticSearch:
             )
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of str, not a single str")
-        kwargs: dict[str, Any] = {"show_progress_bar": bar}
-        if batch_size is not None:
-            kwargs["batch_size"] = batch_size
-        emb = np.asarray(self.encoder.encode(list(texts), **kwargs))
+        emb = np.asarray(
+            self.encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=bar)
+        )
         if emb.ndim != 2 or emb.shape[0] != len(texts):
             raise ValueError(f"encoder returned shape {emb.shape} for {len(texts)} texts")
         return emb
