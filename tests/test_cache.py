@@ -15,7 +15,6 @@ import pytest
 from sentvec.cache import (
     CACHE_ENV,
     CacheKey,
-    CacheWarning,
     VectorCache,
     content_fingerprint,
     default_cache_dir,
@@ -23,6 +22,7 @@ from sentvec.cache import (
     fingerprint_path,
     sentences_sha256,
 )
+from sentvec.exceptions import CacheWarning
 
 SENTS = ["a man is playing a guitar .", "a woman slices an onion .", "it 's raining ."]
 

@@ -62,17 +62,19 @@ from typing import Any
 from sentvec._extras import require_extra
 from sentvec._validation import check_float_range, check_positive_int
 from sentvec.encode_files import (
+    check_encode_arguments,
+    plan_shards,
+    remove_shards,
+    reusable_shards,
+    warn_zero_vectors,
+)
+from sentvec.encode_manifest import (
     MANIFEST_NAME,
     EncodeManifest,
     ManifestWriter,
     ShardRecord,
-    check_encode_arguments,
     describe_whitening,
-    plan_shards,
     read_manifest,
-    remove_shards,
-    reusable_shards,
-    warn_zero_vectors,
 )
 from sentvec.exceptions import PartitionError
 from sentvec.line_ranges import scan_lines

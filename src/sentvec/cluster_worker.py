@@ -17,14 +17,8 @@ import numpy as np
 
 from sentvec._extras import require_extra
 from sentvec._io import load_npy
-from sentvec.encode_files import (
-    PROBE_SENTENCES,
-    ShardRecord,
-    count_nonfinite,
-    encode_lines,
-    encode_shard,
-    jsonable,
-)
+from sentvec.encode_files import PROBE_SENTENCES, count_nonfinite, encode_lines, encode_shard
+from sentvec.encode_manifest import ShardRecord, jsonable
 from sentvec.line_ranges import read_line_range
 
 require_extra("dask", "sentvec.cluster (Dask distributed)")

@@ -44,14 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import (
-    DirectoryLock,
-    atomic_save_npy,
-    check_free_space,
-    check_input_file,
-    check_output_path,
-    load_npy,
-)
+from sentvec._io import atomic_save_npy, check_free_space, load_npy
+from sentvec._locks import DirectoryLock
+from sentvec._path_checks import check_input_file, check_output_path
 from sentvec._validation import check_positive_int
 from sentvec.encode_manifest import MANIFEST_NAME as MANIFEST_NAME
 from sentvec.encode_manifest import EncodeManifest as EncodeManifest

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import read_json_object
+from sentvec._readers import read_json_object
 from sentvec._validation import check_sentences
 from sentvec.encoders.base import (
     PIPELINE_FILE,
