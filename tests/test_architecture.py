@@ -7,6 +7,7 @@
   (``sentvec._io``, ``sentvec._validation``, ...) are the package's shared utilities: their public
   names may be used everywhere, their private names nowhere outside them;
 * every subpackage re-exports its public names; nothing outside ``cli/`` imports ``cli/``;
+* each name imported from the module that defines it, and no deprecated module or name used;
 * only the modules of :data:`TORCH_MODULES` import torch, and Sent2Vec work never loads it;
 * module and function sizes (:data:`MAX_MODULE_LINES`, :data:`MAX_FUNCTION_LINES`);
 * no capability of an encoder found by ``getattr`` / ``hasattr`` on it;
