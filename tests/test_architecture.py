@@ -7,6 +7,7 @@
   (``sentvec._io``, ``sentvec._validation``, ...) are the package's shared utilities: their public
   names may be used everywhere, their private names nowhere outside them;
 * every subpackage re-exports its public names; nothing outside ``cli/`` imports ``cli/``;
+* each name imported from the module that defines it, and no deprecated module or name used;
 * only the modules of :data:`TORCH_MODULES` import torch, and Sent2Vec work never loads it;
 * module and function sizes (:data:`MAX_MODULE_LINES`, :data:`MAX_FUNCTION_LINES`);
 * no capability of an encoder found by ``getattr`` / ``hasattr`` on it;
@@ -308,7 +309,6 @@ KERNEL_MODULES = {"sentvec.sent2vec.kernels", "sentvec.sent2vec._stdsort"}
 KNOWN_OVERSIZE_MODULES: set[str] = set()
 #: Functions over the limit today (being split), as ``module:qualified name``.
 KNOWN_OVERSIZE_FUNCTIONS = {
-    "sentvec.cluster:encode_file_distributed",
     "sentvec.static_training.api:train_static",
     "sentvec.static_training.featurize:featurize_corpus",
 }
@@ -388,13 +388,6 @@ def test_kernel_modules_exist():
 #: Names an encoder is bound to in the source; ``getattr(encoder, ...)`` / ``hasattr`` on one
 #: discovers a capability by an attribute's name, which neither mypy nor a test sees renamed.
 ENCODER_NAMES = {"encoder", "enc", "_encoder", "inner", "teacher"}
-#: ``getattr`` / ``hasattr`` calls on an encoder per module today (being replaced by the
-#: declared capabilities of ``encoders/base.py``).
-KNOWN_CAPABILITY_PROBES = {
-    "sentvec.cache_keys": 1,
-    "sentvec.cluster_worker": 1,
-    "sentvec.integrations.sentence_transformers": 1,
-}
 
 
 def _capability_probes(tree: ast.AST) -> int:
@@ -413,12 +406,8 @@ def _capability_probes(tree: ast.AST) -> int:
 
 
 def test_no_capability_probing_on_encoders():
-    counts = {name: _capability_probes(_tree(name)) for name in MODULES}
-    counts = {name: n for name, n in counts.items() if n}
-    more = {n: c for n, c in counts.items() if c > KNOWN_CAPABILITY_PROBES.get(n, 0)}
-    assert more == {}, "declare the capability in encoders/base.py and test it with isinstance"
-    fewer = {n: c for n, c in KNOWN_CAPABILITY_PROBES.items() if counts.get(n, 0) < c}
-    assert fewer == {}, "fewer probes than listed: lower KNOWN_CAPABILITY_PROBES"
+    found = {name: n for name in MODULES if (n := _capability_probes(_tree(name)))}
+    assert found == {}, "declare the capability in encoders/base.py and test it with isinstance"
 
 
 def test_the_probe_finder_sees_getattr_on_an_encoder():
@@ -517,3 +506,117 @@ def test_the_cpu_count_is_read_only_by_available_cpus():
         if isinstance(node, ast.Attribute) and node.attr in ("cpu_count", "sched_getaffinity")
     ]
     assert found == [], "use sentvec._parallel.available_cpus"
+
+
+# ------------------------------------------------------------------------ imports from the home
+#: Modules kept only so that users' imports keep working; nothing in ``src/`` imports them.
+DEPRECATED_MODULES = {
+    "sentvec.distillation",
+    "sentvec.distill_corpus",
+    "sentvec.distill_vocabulary",
+}
+#: Deprecated names (their replacement: ``detect_format``, ``by_encoder_type``), each kept where
+#: it is defined and in its package's re-exports, and used nowhere else in ``src/``.
+DEPRECATED_NAMES = {
+    "model_kind": {"sentvec.encoders.loading", "sentvec.encoders"},
+    "ENCODER_LOADERS": {"sentvec.encoders.pipeline", "sentvec.encoders"},
+    "static_model_format": {"sentvec.encoders.static_loaders"},
+}
+#: ``from module import name`` through a module that only re-exports the name, per importing
+#: module today (the counts only shrink).
+KNOWN_IMPORTS_THROUGH_REEXPORTS = {
+    "sentvec.cli._args": 3,
+    "sentvec.encoders.transformer": 1,
+    "sentvec.serve.app": 4,
+    "sentvec.serve.http_limits": 1,
+    "sentvec.serve.protocol": 1,
+    "sentvec.serve.security": 1,
+}
+
+
+def _top_level_bindings(name: str) -> tuple[set[str], dict[str, tuple[str, str]]]:
+    """(names a module defines, name -> (module, name) it imports from) at its top level,
+    ``if`` / ``try`` blocks included."""
+    defined: set[str] = set()
+    imported: dict[str, tuple[str, str]] = {}
+    stack: list[ast.stmt] = list(_tree(name).body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                imported[a.asname or a.name] = (_resolve(name, node), a.name)
+        elif isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body + node.orelse)
+            stack.extend(s for h in getattr(node, "handlers", []) for s in h.body)
+    return defined, imported
+
+
+def _home(module: str, name: str) -> str:
+    """The module that defines ``name``, following ``module``'s re-exports."""
+    for _ in range(10):
+        if module not in MODULES or _is_package(module):
+            return module
+        defined, imported = _top_level_bindings(module)
+        if name in defined or name not in imported or imported[name][1] != name:
+            return module
+        module = imported[name][0]
+    return module
+
+
+def _imports_through_reexports(name: str) -> list[str]:
+    found = []
+    for node in ast.walk(_tree(name)):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = _resolve(name, node)
+        if module not in MODULES or _is_package(module):
+            continue
+        for a in node.names:
+            if f"{module}.{a.name}" not in MODULES and _home(module, a.name) != module:
+                found.append(f"{_rel(name)}:{node.lineno}: {a.name} from {module}")
+    return found
+
+
+def test_src_imports_each_name_from_the_module_that_defines_it():
+    """A split module's old home re-exports what moved, for users; ``src/`` imports the home."""
+    found = {name: _imports_through_reexports(name) for name in MODULES}
+    found = {name: f for name, f in found.items() if f}
+    more = {n: f for n, f in found.items() if len(f) > KNOWN_IMPORTS_THROUGH_REEXPORTS.get(n, 0)}
+    assert more == {}, "import these names from the module that defines them"
+    fewer = {n: c for n, c in KNOWN_IMPORTS_THROUGH_REEXPORTS.items() if len(found.get(n, [])) < c}
+    assert fewer == {}, "fewer imports through re-exports: lower KNOWN_IMPORTS_THROUGH_REEXPORTS"
+
+
+def test_the_home_finder_follows_reexports():
+    assert _home("sentvec._io", "check_input_file") == "sentvec._path_checks"
+    assert _home("sentvec.sent2vec.binfile", "ModelFormatError") == "sentvec.exceptions"
+    assert _home("sentvec._path_checks", "check_input_file") == "sentvec._path_checks"
+
+
+def test_src_uses_no_deprecated_module_or_name():
+    found = []
+    for name in MODULES:
+        if name in DEPRECATED_MODULES:
+            continue
+        found += [
+            f"{_rel(name)}:{line}: imports {mod}"
+            for mod, _, line in _imports(name)
+            if mod in DEPRECATED_MODULES
+        ]
+        for node in ast.walk(_tree(name)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                used = node.id
+            elif isinstance(node, ast.Attribute):
+                used = node.attr
+            elif isinstance(node, ast.alias):
+                used = node.name
+            else:
+                continue
+            if used in DEPRECATED_NAMES and name not in DEPRECATED_NAMES[used]:
+                found.append(f"{_rel(name)}:{getattr(node, 'lineno', '?')}: uses {used}")
+    assert found == [], "use sentvec.distill and sentvec.encoders.formats instead"

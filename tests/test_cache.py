@@ -7,6 +7,7 @@ import hashlib
 import json
 import os
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,6 @@ import pytest
 from sentvec.cache import (
     CACHE_ENV,
     CacheKey,
-    CacheWarning,
     VectorCache,
     content_fingerprint,
     default_cache_dir,
@@ -22,6 +22,7 @@ from sentvec.cache import (
     fingerprint_path,
     sentences_sha256,
 )
+from sentvec.exceptions import CacheWarning
 
 SENTS = ["a man is playing a guitar .", "a woman slices an onion .", "it 's raining ."]
 
@@ -639,3 +640,21 @@ def test_sentence_ids_changed_in_place_serve_no_subset(tmp_path):
     with pytest.warns(CacheWarning, match="sentence ids"):
         assert cache.load_rows(_subset_key(subset), subset) is None
     np.testing.assert_array_equal(cache.load(key), arr)  # the entry itself is still served
+
+
+def test_a_described_pipeline_has_the_key_of_the_pipeline(tmp_path):
+    # a loaded Pipeline's files are fingerprinted; the DescribedEncoder that stands in for it
+    # on a vector-cache hit finds the same files from the description alone
+    from sentvec import Pipeline, Sent2Vec, Whitening, load_encoder
+    from sentvec.encoders.base import DescribedEncoder
+
+    model = Sent2Vec.load(Path(__file__).parent / "data" / "sent2vec-reference" / "tiny-bigram.bin")
+    X = model.encode([f"{w} {v}" for w in "abcdefgh" for v in "abcdefgh"])
+    saved = Pipeline(model, Whitening(n_components=4).fit(X)).save(tmp_path / "pipe")
+    pipeline = load_encoder(saved)
+    key = encoder_cache_key(pipeline, SENTS, kind="embeddings")
+    assert key.model_fingerprint == content_fingerprint(saved)
+    described = encoder_cache_key(
+        DescribedEncoder(pipeline.config_dict()), SENTS, kind="embeddings"
+    )
+    assert dataclasses.replace(described, code_sha256=key.code_sha256) == key

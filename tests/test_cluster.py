@@ -17,8 +17,9 @@ distributed = pytest.importorskip("distributed")
 
 import sentvec  # noqa: E402
 from sentvec.cli import main  # noqa: E402
-from sentvec.cluster import PartitionError, encode_file_distributed, local_client  # noqa: E402
+from sentvec.cluster import encode_file_distributed, local_client  # noqa: E402
 from sentvec.encode_files import encode_file, load_embeddings, read_manifest  # noqa: E402
+from sentvec.exceptions import PartitionError  # noqa: E402
 from sentvec.whitening import Whitening  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*all-zero vectors:UserWarning")

@@ -266,7 +266,8 @@ def test_second_encode_writer_is_refused_naming_the_holder(tmp_path, capsys):
 
 
 def test_lock_is_exclusive_in_one_process_too(tmp_path):
-    from sentvec._io import DirectoryLock, DirectoryLockedError
+    from sentvec._io import DirectoryLock
+    from sentvec.exceptions import DirectoryLockedError
 
     with DirectoryLock(tmp_path):
         with pytest.raises(DirectoryLockedError, match=f"pid {os.getpid()}"):
@@ -433,7 +434,7 @@ def test_training_that_cannot_fit_is_refused_before_reading_the_corpus(
 
 
 def test_max_memory_checked_again_with_the_real_vocabulary(tmp_path):
-    from sentvec._memory import InsufficientMemoryError
+    from sentvec.exceptions import InsufficientMemoryError
     from sentvec.sent2vec import Sent2VecTrainer
 
     kw = dict(dim=100, bucket=1000, thread=1, epoch=1, tmp_dir=tmp_path)
@@ -449,7 +450,7 @@ def test_max_memory_checked_again_with_the_real_vocabulary(tmp_path):
 
 
 def test_in_memory_load_guarded_but_mmap_is_not(monkeypatch):
-    from sentvec._memory import InsufficientMemoryError
+    from sentvec.exceptions import InsufficientMemoryError
     from sentvec.sent2vec import Sent2Vec
 
     monkeypatch.setenv("SENTVEC_MAX_MEMORY", "1K")

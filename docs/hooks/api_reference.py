@@ -2,8 +2,9 @@
 
 The reference has one page per public area (``docs/api/*.md``). Each page holds a marker line,
 ``<!-- sentvec-api AREA -->``; this hook replaces it with one mkdocstrings block per public name
-of that area, each pointing at the module that defines the name (``sentvec._LAZY``, and
-``sentvec.serve._LAZY`` for the server), under the heading a user imports it by
+of that area, each pointing at the module that defines the name (``sentvec._LAZY``;
+``sentvec.serve._LAZY`` for the server; ``sentvec.encoders._LAZY`` for the encoder contract and
+the format table; ``sentvec.exceptions.__all__``), under the heading a user imports it by
 (``sentvec.Whitening``). The area of a name is decided by its module (``AREAS``): a name added
 to ``sentvec.__all__`` appears on its page without editing it, and a name whose module belongs
 to no area stops the build (``tests/test_docs.py`` checks that every name is placed).
@@ -33,11 +34,16 @@ AREAS: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "serving": ("Serving", ("sentvec.serve",)),
+    "exceptions": ("Exceptions and warnings", ("sentvec.exceptions",)),
     "files": (
         "Files, search and cluster",
         ("sentvec.search", "sentvec.encode_files", "sentvec.cluster"),
     ),
 }
+
+#: Modules of ``sentvec.encoders`` whose public names are documented under ``sentvec.encoders``:
+#: the capability protocols an encoder declares and the table of on-disk formats.
+ENCODERS_MODULES = ("sentvec.encoders.base", "sentvec.encoders.formats")
 
 MARKER = re.compile(r"^<!-- sentvec-api (?P<area>[a-z0-9]+) -->$", re.M)
 INDEX_MARKER = "<!-- sentvec-api-index -->"
@@ -65,11 +71,20 @@ def area_of(module: str) -> str:
 def public_names() -> list[tuple[str, str]]:
     """``(import path, defining module)`` of every documented public name, in page order."""
     import sentvec
+    import sentvec.encoders
+    import sentvec.exceptions
     import sentvec.serve
 
     names = [(f"sentvec.{n}", sentvec._LAZY[n]) for n in sentvec.__all__ if n in sentvec._LAZY]
     names += [(f"sentvec.serve.{n}", m) for n, m in sentvec.serve._LAZY.items()]
-    return names
+    more = [
+        (f"sentvec.encoders.{n}", m)
+        for n, m in sentvec.encoders._LAZY.items()
+        if m in ENCODERS_MODULES
+    ]
+    more += [(f"sentvec.exceptions.{n}", "sentvec.exceptions") for n in sentvec.exceptions.__all__]
+    shown = {path.rsplit(".", 1)[1] for path, _ in names}  # each object once: where it is first
+    return names + [(path, m) for path, m in more if path.rsplit(".", 1)[1] not in shown]
 
 
 def api_reference_markdown(area: str) -> str:

@@ -37,7 +37,7 @@ _LAZY: dict[str, str] = {
     "STSResult": "sentvec.evaluation.results",
     "results_table_markdown": "sentvec.evaluation.results",
     "analyze_layers": "sentvec.evaluation.layers",
-    "load_transfer": "sentvec.evaluation.transfer",
+    "load_transfer": "sentvec.evaluation.transfer_data",
     "evaluate_transfer": "sentvec.evaluation.transfer",
     "TransferResult": "sentvec.evaluation.transfer",
     "evaluate_rte": "sentvec.evaluation.rte",
@@ -89,7 +89,8 @@ if TYPE_CHECKING:  # pragma: no cover - the same names, for IDEs and type checke
     from sentvec.evaluation.sts import STSScorer, evaluate_sts, score_sts  # noqa: F401
     from sentvec.evaluation.sts_data import STSTask, load_sts, unique_sentences  # noqa: F401
     from sentvec.evaluation.sts_model import evaluate_sts_model  # noqa: F401
-    from sentvec.evaluation.transfer import TransferResult, evaluate_transfer, load_transfer  # noqa: F401
+    from sentvec.evaluation.transfer import TransferResult, evaluate_transfer  # noqa: F401
+    from sentvec.evaluation.transfer_data import load_transfer  # noqa: F401
     from sentvec.integrations.mteb import MTEBEncoder  # noqa: F401
     from sentvec.integrations.sentence_transformers import export_sentence_transformers  # noqa: F401
     from sentvec.search import SemanticSearch  # noqa: F401

@@ -21,7 +21,6 @@ import numpy as np
 
 from sentvec._locks import LOCK_NAME as LOCK_NAME
 from sentvec._locks import DirectoryLock as DirectoryLock
-from sentvec._locks import DirectoryLockedError as DirectoryLockedError
 from sentvec._path_checks import check_input_file as check_input_file
 from sentvec._path_checks import check_model_path as check_model_path
 from sentvec._path_checks import check_output_path as check_output_path
@@ -34,6 +33,7 @@ from sentvec._text_lines import CONVERT_HINT as CONVERT_HINT
 from sentvec._text_lines import UTF8_BOM as UTF8_BOM
 from sentvec._text_lines import TextLineReader as TextLineReader
 from sentvec._text_lines import read_text_lines as read_text_lines
+from sentvec.exceptions import DirectoryLockedError as DirectoryLockedError
 from sentvec.exceptions import DiskFullError
 
 

@@ -301,15 +301,19 @@ def _sentvec_version() -> str:
     return __version__
 
 
-def _find_model_path(encoder: Encoder, config: Mapping[str, Any]) -> Path | None:
-    value = config.get("model_path")  # the resolved directory a transformer was loaded from
-    if isinstance(value, str) and value and Path(value).expanduser().exists():
-        return Path(value).expanduser()
-    for attr in ("model_path", "name_or_path", "path"):
-        value = getattr(encoder, attr, None)
-        if isinstance(value, (str, os.PathLike)) and Path(value).expanduser().exists():
-            return Path(value).expanduser()
-    for name in ("model_path", "path", "name_or_path", "model"):
+#: Entries of an encoder's description that may name its local model files, in the order they
+#: are tried: the resolved directory a transformer was loaded from, the directory a ``Pipeline``
+#: was loaded from, then the names the encoder gives its model.
+_MODEL_PATH_KEYS = ("model_path", "pipeline", "path", "name_or_path", "model")
+
+
+def _find_model_path(config: Mapping[str, Any]) -> Path | None:
+    """The first existing local file or directory ``config`` names (:data:`_MODEL_PATH_KEYS`).
+
+    Read from the description alone, so that an encoder and a ``DescribedEncoder`` standing
+    in for it find the same model files (the same cache key).
+    """
+    for name in _MODEL_PATH_KEYS:
         value = config.get(name)
         if isinstance(value, str) and value and Path(value).expanduser().exists():
             return Path(value).expanduser()
@@ -356,7 +360,7 @@ def encoder_cache_key(
     return description_cache_key(
         config,
         sentences,
-        model_path=_find_model_path(encoder, config),
+        model_path=_find_model_path(config),
         code_sha256=code_fingerprint(encoder),
         memo_dir=memo_dir,
         kind=kind,

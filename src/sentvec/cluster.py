@@ -48,12 +48,13 @@ client (a shared file system).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -61,17 +62,19 @@ from typing import Any
 from sentvec._extras import require_extra
 from sentvec._validation import check_float_range, check_positive_int
 from sentvec.encode_files import (
+    check_encode_arguments,
+    plan_shards,
+    remove_shards,
+    reusable_shards,
+    warn_zero_vectors,
+)
+from sentvec.encode_manifest import (
     MANIFEST_NAME,
     EncodeManifest,
     ManifestWriter,
     ShardRecord,
-    check_encode_arguments,
     describe_whitening,
-    plan_shards,
     read_manifest,
-    remove_shards,
-    reusable_shards,
-    warn_zero_vectors,
 )
 from sentvec.exceptions import PartitionError
 from sentvec.line_ranges import scan_lines
@@ -305,31 +308,27 @@ def encode_file_distributed(
     """Encode lines ``[start_line, end_line)`` of a text file on a Dask cluster into ``.npy`` shards.
 
     The output (shards, ``manifest.json``) and the resume rules are those of
-    :func:`sentvec.encode_files.encode_file` with the same ``shard_size``; see the module
-    docstring for how the work is spread and how worker loss is survived.
+    :func:`sentvec.encode_files.encode_file`; the module docstring says how work is spread.
 
     Parameters
     ----------
     encoder : str, path-like or encoder object
         Model path or alias, loaded on each worker by :func:`sentvec.load_encoder` (preferred:
-        nothing large goes through the scheduler), or an object with
-        ``encode(sentences, *, batch_size, show_progress_bar) -> ndarray (n, d)`` (pickled once).
+        nothing large goes through the scheduler), or an encoder object (pickled once).
     input_path, output_dir : path
         Text file (one sentence per line) and output directory, at the same paths on the client
         and every worker (shared file system).
     client : distributed.Client
-    shard_size : int
-        Lines per shard file (as ``encode_file``).
+    shard_size, batch_size, whitening, resume, overwrite, start_line, end_line, encoding
+        As :func:`~sentvec.encode_files.encode_file`; a whitening is loaded on the client.
     partition_lines : int, optional
         Lines per task, a multiple of ``shard_size`` (default: ``shard_size``, one shard a task).
-    batch_size, whitening, resume, overwrite, start_line, end_line, encoding
-        As ``encode_file``; a whitening is loaded on the client and shipped with the plugin.
     statistics : bool
         Also return the float64 :class:`~sentvec.whitening.WhiteningStatistics` of all vectors
         of the range (as written: whitened if ``whitening`` is given), merged on the client.
     retries : int
-        Dask ``retries`` of each task that raises (worker deaths are counted separately by the
-        scheduler's ``distributed.scheduler.allowed-failures``).
+        Dask ``retries`` of a task that raises (a worker's death counts against the scheduler's
+        ``distributed.scheduler.allowed-failures`` instead).
     threads_per_task : int
         Threads one task uses (torch and Sent2Vec); 1 suits one-thread workers.
     encoder_options : dict, optional
@@ -346,78 +345,78 @@ def encode_file_distributed(
     Raises
     ------
     FileNotFoundError, IsADirectoryError, ValueError
-        As ``encode_file`` (bad input, range, sizes; another configuration in ``output_dir``);
-        ValueError also for ``partition_lines`` not a multiple of ``shard_size``. Errors of
-        loading the model on a worker are raised as they happened there.
+        As ``encode_file``, and for ``partition_lines`` not a multiple of ``shard_size``.
+        Errors of loading the model on a worker are raised as they happened there.
     PartitionError
-        If partitions still fail after the retries (their line ranges are named; the finished
-        shards are recorded, so calling again resumes).
+        Partitions failing after the retries, by line range (calling again resumes).
 
     Warns
     -----
     UserWarning
-        As ``encode_file``: damaged recorded shards (re-encoded), all-zero vectors, and one
-        summary per category of the warnings the encoder gave on the workers.
+        As ``encode_file``, and one per category of the warnings the encoder gave on workers.
     """
-    t0 = time.perf_counter()
-    started = datetime.now(UTC).isoformat(timespec="seconds")
+    t0, started = time.perf_counter(), datetime.now(UTC).isoformat(timespec="seconds")
     path, shard_size, batch_size, start_line, end_line = check_encode_arguments(
         input_path, shard_size, batch_size, start_line, end_line
     )
-    partition_lines = (
-        shard_size
-        if partition_lines is None
-        else check_positive_int("partition_lines", partition_lines)
-    )
-    if partition_lines % shard_size:
-        raise ValueError(
-            f"partition_lines={partition_lines} must be a multiple of "
-            f"shard_size={shard_size} (a partition is a whole number of shards)"
-        )
-    retries = check_positive_int("retries", retries, minimum=0)
-    threads_per_task = check_positive_int("threads_per_task", threads_per_task)
-    import sentvec
-
-    white = sentvec.load_whitening(whitening)
-    out = Path(output_dir).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-
-    name = f"sentvec-encoder-{uuid.uuid4().hex[:12]}"
-    plugin = EncoderPlugin(
-        name,
-        _model_spec(encoder),
-        white,
-        threads_per_task=threads_per_task,
-        encoder_options=encoder_options,
-        statistics=statistics,
-    )
-    client.register_plugin(plugin, name=name)  # loads the model on every worker; raises there
     job = _Job(
         client=client,
-        name=name,
+        encoder=_model_spec(encoder),
         path=path,
-        out=out,
+        out=Path(output_dir).resolve(),
         started=started,
         t0=t0,
         shard_size=shard_size,
-        partition_lines=partition_lines,
+        partition_lines=_check_partition_lines(partition_lines, shard_size),
         batch_size=batch_size,
-        white=white,
         resume=resume,
         overwrite=overwrite,
         start_line=start_line,
         end_line=end_line,
         encoding=encoding,
         statistics=statistics,
-        retries=retries,
+        retries=check_positive_int("retries", retries, minimum=0),
+        threads_per_task=check_positive_int("threads_per_task", threads_per_task),
+        encoder_options=encoder_options,
         show_progress_bar=show_progress_bar,
         on_partition_done=on_partition_done,
     )
+    return _start(job, whitening)
+
+
+def _check_partition_lines(partition_lines: int | None, shard_size: int) -> int:
+    """``partition_lines`` checked: a positive multiple of ``shard_size`` (its default)."""
+    if partition_lines is None:
+        return shard_size
+    partition_lines = check_positive_int("partition_lines", partition_lines)
+    if partition_lines % shard_size:
+        raise ValueError(
+            f"partition_lines={partition_lines} must be a multiple of "
+            f"shard_size={shard_size} (a partition is a whole number of shards)"
+        )
+    return partition_lines
+
+
+def _start(job: _Job, whitening: Any) -> DistributedEncodeResult:
+    """Load ``whitening`` on the client, ship it and the encoder to every worker, run ``job``."""
+    import sentvec
+
+    job = dataclasses.replace(job, white=sentvec.load_whitening(whitening))
+    job.out.mkdir(parents=True, exist_ok=True)
+    plugin = EncoderPlugin(
+        job.name,
+        job.encoder,
+        job.white,
+        threads_per_task=job.threads_per_task,
+        encoder_options=job.encoder_options,
+        statistics=job.statistics,
+    )
+    job.client.register_plugin(plugin, name=job.name)  # loads the model on every worker
     try:
         return _run(job)
     finally:
         with contextlib.suppress(Exception):  # a closed client must not hide the real error
-            client.unregister_worker_plugin(name)
+            job.client.unregister_worker_plugin(job.name)
 
 
 @dataclass(frozen=True)
@@ -425,7 +424,7 @@ class _Job:
     """One call of :func:`encode_file_distributed`, its arguments checked, on the client."""
 
     client: Any
-    name: str  # of the EncoderPlugin registered for this call
+    encoder: Any  # path, alias or object, as shipped to the workers
     path: Path
     out: Path
     started: str  # ISO time, for the manifest's run record
@@ -433,7 +432,6 @@ class _Job:
     shard_size: int
     partition_lines: int
     batch_size: int | None
-    white: Any  # fitted post-processor or None
     resume: bool
     overwrite: bool
     start_line: int
@@ -441,8 +439,13 @@ class _Job:
     encoding: str
     statistics: bool
     retries: int
+    threads_per_task: int
+    encoder_options: dict[str, Any] | None
     show_progress_bar: bool | None
     on_partition_done: Callable[[PartitionRecord], None] | None
+    white: Any = None  # fitted post-processor or None
+    # of the EncoderPlugin registered for this call
+    name: str = field(default_factory=lambda: f"sentvec-encoder-{uuid.uuid4().hex[:12]}")
 
 
 def _run(job: _Job) -> DistributedEncodeResult:
@@ -472,7 +475,7 @@ def _run(job: _Job) -> DistributedEncodeResult:
             f"recorded in {str(out)!r}; run again to resume",
             [(a, b) for a, b, _ in failed],
         ) from failed[0][2]
-    warn_zero_vectors(new, path, stacklevel=3)
+    warn_zero_vectors(new, path, stacklevel=4)
     merged = None
     if job.statistics:
         from sentvec.whitening import WhiteningStatistics
@@ -650,5 +653,5 @@ def _summarise(caught: list[tuple[type, str]], path: Path) -> None:
     for cat, msgs in by_cat.items():
         more = f" (and {len(msgs) - 1} similar warnings)" if len(msgs) > 1 else ""
         warnings.warn(
-            f"while encoding {path.name}, the encoder warned: {msgs[0]}{more}", cat, stacklevel=4
+            f"while encoding {path.name}, the encoder warned: {msgs[0]}{more}", cat, stacklevel=5
         )

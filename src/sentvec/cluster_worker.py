@@ -17,14 +17,8 @@ import numpy as np
 
 from sentvec._extras import require_extra
 from sentvec._io import load_npy
-from sentvec.encode_files import (
-    PROBE_SENTENCES,
-    ShardRecord,
-    count_nonfinite,
-    encode_lines,
-    encode_shard,
-    jsonable,
-)
+from sentvec.encode_files import PROBE_SENTENCES, count_nonfinite, encode_lines, encode_shard
+from sentvec.encode_manifest import ShardRecord, jsonable
 from sentvec.line_ranges import read_line_range
 
 require_extra("dask", "sentvec.cluster (Dask distributed)")
@@ -47,7 +41,11 @@ class _PartitionOutput:
 
 
 class _ThreadLimited:
-    """An encoder whose ``encode`` defaults to ``num_threads=n`` (Sent2Vec's kernel threads)."""
+    """An encoder whose ``encode`` defaults to ``num_threads=n`` (Sent2Vec's kernel threads).
+
+    Only ``encode`` is asked of it; the encoder's description and width are read from the
+    encoder as loaded (``EncoderPlugin.base``).
+    """
 
     def __init__(self, encoder: Any, n: int) -> None:
         self._encoder, self._n = encoder, n
@@ -55,9 +53,6 @@ class _ThreadLimited:
     def encode(self, sentences: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("num_threads", self._n)
         return self._encoder.encode(sentences, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._encoder, name)
 
 
 class EncoderPlugin(WorkerPlugin):

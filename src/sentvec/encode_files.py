@@ -44,14 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import (
-    DirectoryLock,
-    atomic_save_npy,
-    check_free_space,
-    check_input_file,
-    check_output_path,
-    load_npy,
-)
+from sentvec._io import atomic_save_npy, check_free_space, load_npy
+from sentvec._locks import DirectoryLock
+from sentvec._path_checks import check_input_file, check_output_path
 from sentvec._validation import check_positive_int
 from sentvec.encode_manifest import MANIFEST_NAME as MANIFEST_NAME
 from sentvec.encode_manifest import EncodeManifest as EncodeManifest
@@ -481,15 +476,12 @@ def encode_lines(
     :func:`sentvec.cluster.encode_file_distributed`. The encoder's warnings are collected into ``caught`` (summarised once by the caller) instead of
     being repeated for every chunk.
     """
-    kwargs: dict[str, Any] = {"show_progress_bar": False}
-    if batch_size is not None:
-        kwargs["batch_size"] = batch_size
     parts = []
     for c in range(0, len(lines), _CHUNK_LINES):
         chunk = lines[c : c + _CHUNK_LINES]
         with warnings.catch_warnings(record=True) as got:
             warnings.simplefilter("always")
-            emb = np.asarray(encoder.encode(chunk, **kwargs))
+            emb = np.asarray(encoder.encode(chunk, batch_size=batch_size, show_progress_bar=False))
         if caught is not None:
             caught.extend(got)
         else:

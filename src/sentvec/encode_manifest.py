@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import atomic_write_json, read_json_object
+from sentvec._io import atomic_write_json
+from sentvec._readers import read_json_object
 
 MANIFEST_NAME = "manifest.json"
 _FORMAT = "sentvec-encoded-file"

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import UTF8_BOM
+from sentvec._text_lines import UTF8_BOM
 from sentvec._validation import check_positive_int
 
 __all__ = ["scan_lines", "iter_line_chunks", "read_line_range"]

@@ -45,8 +45,10 @@ from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-from sentvec._io import atomic_directory, load_npy, read_json_object
+from sentvec._io import atomic_directory, check_replaceable_directory, load_npy
 from sentvec._numeric import unit_scale_rows
+from sentvec._path_checks import check_output_path
+from sentvec._readers import read_json_object
 from sentvec._validation import check_choice, check_embeddings, check_positive_int
 from sentvec.encoders.base import Encoder
 
@@ -423,10 +425,9 @@ class SemanticSearch:
             )
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of str, not a single str")
-        kwargs: dict[str, Any] = {"show_progress_bar": bar}
-        if batch_size is not None:
-            kwargs["batch_size"] = batch_size
-        emb = np.asarray(self.encoder.encode(list(texts), **kwargs))
+        emb = np.asarray(
+            self.encoder.encode(list(texts), batch_size=batch_size, show_progress_bar=bar)
+        )
         if emb.ndim != 2 or emb.shape[0] != len(texts):
             raise ValueError(f"encoder returned shape {emb.shape} for {len(texts)} texts")
         return emb
@@ -594,7 +595,7 @@ def index_fingerprint(
     A SHA-256 over the corpus bytes, the model (its description and the size/mtime of its
     files), metric, backend and the index format.
     """
-    from sentvec.cache import fingerprint_path
+    from sentvec.cache_keys import fingerprint_path
     from sentvec.encoders.base import describe_encoder
 
     desc = json.loads(json.dumps(describe_encoder(encoder), default=str))
@@ -761,8 +762,6 @@ def _current_index(index_dir: Path, fp: dict[str, Any], encoder: Encoder) -> Cor
 def _prepare_index_dir(index_dir: Path, fp_path: Path, explicit: bool) -> bool:
     """Make ``index_dir`` ready for a new index, before anything is encoded; whether the index
     will be saved there (False: the default place cannot be written, with a warning)."""
-    from sentvec._io import check_output_path, check_replaceable_directory
-
     if index_dir.is_dir() and fp_path.is_file() and not (index_dir / _CONFIG).is_file():
         names = {f.name for f in index_dir.iterdir()}
         if names <= _INDEX_FILES:  # a damaged index written here: only our files, cleared

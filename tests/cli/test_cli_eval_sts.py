@@ -470,7 +470,7 @@ def test_a_cache_entry_changed_in_place_is_recomputed_with_one_warning(
     import warnings
 
     import sentvec.cache_keys as cache_keys_mod
-    from sentvec.cache import CacheWarning
+    from sentvec.exceptions import CacheWarning
 
     monkeypatch.setattr(cache_keys_mod, "_RACY_NS", 0)
     base = ["eval-sts", "--model", str(tiny_minilm_dir), "--tasks", "STSB", "--data"]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from sentvec._extras import EXTRAS, MissingExtraError, missing_extra_error, require_extra
+from sentvec._extras import EXTRAS, missing_extra_error, require_extra
+from sentvec.exceptions import MissingExtraError
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "data" / "sent2vec-reference" / "tiny-bigram.bin"

@@ -206,7 +206,7 @@ def test_utf8_bom_at_file_start_is_dropped_elsewhere_kept(tmp_path, capsys):
 
 
 def test_empty_or_missing_npy_in_model_directory_is_a_clean_error(tmp_path, capsys):
-    from sentvec.sent2vec.binfile import ModelFormatError
+    from sentvec.exceptions import ModelFormatError
     from sentvec.sent2vec.model import Sent2Vec
 
     inp = tmp_path / "in.txt"

@@ -641,7 +641,7 @@ def test_bigram_model_encodes_sent2vecs_mean_and_round_trips(small_teacher, corp
         np.testing.assert_allclose(raw.embeddings[model.n_tokens + j], ref, atol=2e-5)
     # a corrupt file is refused with its name
     (out / "sentvec_bigrams.json").write_text("{}")
-    from sentvec.sent2vec.binfile import ModelFormatError
+    from sentvec.exceptions import ModelFormatError
 
     with pytest.raises(ModelFormatError, match="sentvec_bigrams.json"):
         load_encoder(str(out))

@@ -20,7 +20,7 @@ import pytest
 
 from sentvec import StaticEncoder, load_encoder
 from sentvec._readers import check_regular_file, json_int, read_json, read_json_object
-from sentvec.sent2vec.binfile import ModelFormatError
+from sentvec.exceptions import ModelFormatError
 
 DIM = 8
 

@@ -17,9 +17,8 @@ import numpy as np
 import pytest
 
 from sentvec import StaticEncoder, load_encoder
-from sentvec.encoders.base import TruncationWarning
 from sentvec.encoders.static import chunk_separable
-from sentvec.sent2vec.binfile import ModelFormatError
+from sentvec.exceptions import ModelFormatError, TruncationWarning
 
 DIM = 48
 

@@ -18,7 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from sentvec.encoders import models  # noqa: E402
-from sentvec.encoders.transformer import TransformerEncoder, TruncationWarning  # noqa: E402
+from sentvec.encoders.transformer import TransformerEncoder  # noqa: E402
+from sentvec.exceptions import TruncationWarning  # noqa: E402
 
 # lengths all differ, so every multi-sentence batch is padded
 SENTENCES = [
@@ -438,7 +439,7 @@ def test_a_damaged_model_directory_is_a_model_format_error(
     import shutil
 
     from sentvec.cli import main
-    from sentvec.sent2vec import ModelFormatError
+    from sentvec.exceptions import ModelFormatError
 
     bad = tmp_path / "bad"
     shutil.copytree(tiny_minilm_dir, bad)
@@ -532,7 +533,7 @@ def test_pickled_weights_are_never_offered_to_torch_load(minilm_path, tmp_path, 
     import torch
 
     from sentvec.encoders import load_encoder
-    from sentvec.sent2vec import ModelFormatError
+    from sentvec.exceptions import ModelFormatError
 
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"):
         shutil.copy(minilm_path / name, tmp_path / name)

@@ -25,9 +25,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 st = pytest.importorskip("sentence_transformers")
 
 import sentvec  # noqa: E402
+from sentvec.exceptions import ExportError  # noqa: E402
 from sentvec.integrations.sentence_transformers import (  # noqa: E402
     EXPORT_MARKER,
-    ExportError,
     affine_parameters,
     dense_whitening_parameters,
     export_sentence_transformers,
@@ -557,7 +557,7 @@ def test_refusals_and_replacement(tiny_minilm, minilm_path, tmp_path):
     assert [m["path"] for m in modules] == ["", "1_WeightedLayerPooling", "2_Pooling"]
     lw = json.loads((out / "1_WeightedLayerPooling" / "config.json").read_text())
     assert lw == {"word_embedding_dimension": 384, "layer_start": 1, "num_hidden_layers": 2}
-    from sentvec.encoders.transformer import TruncationWarning
+    from sentvec.exceptions import TruncationWarning
 
     long = " ".join(["the quick brown fox jumps over the lazy dog"] * 40)  # > 256 tokens
     sents = ["A man is playing a guitar.", "Three dogs are running on the beach.", long]

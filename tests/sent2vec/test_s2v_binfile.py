@@ -8,14 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentvec.sent2vec.binfile import (
-    FASTTEXT_MAGIC,
-    ModelFormatError,
-    QuantizedModelError,
-    is_bin_file,
-    read_bin,
-    write_bin,
-)
+from sentvec.exceptions import ModelFormatError, QuantizedModelError
+from sentvec.sent2vec.binfile import FASTTEXT_MAGIC, is_bin_file, read_bin, write_bin
 
 REF = Path(__file__).parents[1] / "data" / "sent2vec-reference"
 MODELS = ["tiny-bigram", "tiny-unigram", "tiny-maxvocab"]

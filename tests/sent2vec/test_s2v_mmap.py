@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 from sentvec.cli import main
+from sentvec.exceptions import InferenceOnlyError, ModelFormatError
 from sentvec.sent2vec import binfile
-from sentvec.sent2vec.binfile import ModelFormatError, read_bin, write_bin
+from sentvec.sent2vec.binfile import read_bin, write_bin
 from sentvec.sent2vec.dictionary import Dictionary
-from sentvec.sent2vec.model import InferenceOnlyError, Sent2Vec
+from sentvec.sent2vec.model import Sent2Vec
 
 REF = Path(__file__).parents[1] / "data" / "sent2vec-reference"
 MODELS = ["tiny-bigram", "tiny-unigram", "tiny-maxvocab"]

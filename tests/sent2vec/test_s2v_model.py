@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentvec.sent2vec.binfile import ModelFormatError
+from sentvec.exceptions import ModelFormatError
 from sentvec.sent2vec.dictionary import Dictionary
 from sentvec.sent2vec.model import Sent2Vec
 from sentvec.sent2vec.preprocessing import Preprocessing

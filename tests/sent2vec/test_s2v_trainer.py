@@ -258,7 +258,7 @@ def test_non_utf8_bytes_are_kept_with_a_warning(tmp_path):
 
 
 def test_diverged_training_raises_instead_of_returning_nan_model(tmp_path):
-    from sentvec.sent2vec.trainer import TrainingDivergedError
+    from sentvec.exceptions import TrainingDivergedError
 
     lines = (
         (Path(__file__).parents[1] / "data" / "sent2vec-reference" / "train-sample.txt")

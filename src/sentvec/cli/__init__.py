@@ -52,7 +52,7 @@ def required_extras(args: argparse.Namespace) -> list[tuple[str, str]]:
     The command's own extra (``serve``); ``--model-backend onnx``; a ``--dask-*`` cluster; a
     WordLlama model (``--model wordllama``, read by name only: nothing is loaded).
     """
-    from sentvec.encoders.loading import model_kind
+    from sentvec.encoders.formats import detect_format
 
     options = vars(args)  # each sub-command has its own options
     needs = []
@@ -67,7 +67,8 @@ def required_extras(args: argparse.Namespace) -> list[tuple[str, str]]:
         models = [options["model"], *models]
     for model in models:
         try:
-            if model_kind(model) == "wordllama":
+            fmt = detect_format(model)
+            if fmt is not None and fmt.name == "wordllama":
                 needs.append(("static", f"the model {model!r}"))
         except OSError:  # an unreadable path: the command reports it
             pass

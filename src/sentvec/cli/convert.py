@@ -38,10 +38,10 @@ def register(subparsers: Any) -> None:
 
 
 def _run_convert(args: argparse.Namespace) -> int:
-    from sentvec._io import check_model_path
-    from sentvec.cli._args import check_output_path, check_outputs_not_inputs
+    from sentvec._path_checks import check_model_path, check_output_path, check_outputs_not_inputs
     from sentvec.sent2vec.binfile import is_bin_file
-    from sentvec.sent2vec.model import Sent2Vec, check_save_target, is_model_dir
+    from sentvec.sent2vec.model import Sent2Vec
+    from sentvec.sent2vec.model_dir import check_save_target, is_model_dir
 
     src, dst = Path(args.source), Path(args.destination)
     check_model_path(src, what="source")

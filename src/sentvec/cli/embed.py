@@ -18,15 +18,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from sentvec._io import TextLineReader as _LineReader
-from sentvec.cli._args import (
-    ERRORS,
-    add_progress_option,
-    check_output_path,
-    check_outputs_not_inputs,
-    positive_int,
-    progress,
-)
+from sentvec._path_checks import check_output_path, check_outputs_not_inputs
+from sentvec._text_lines import TextLineReader as _LineReader
+from sentvec.cli._args import ERRORS, add_progress_option, positive_int, progress
 
 
 def register(subparsers: Any) -> None:

@@ -26,12 +26,11 @@ import sys
 from contextlib import AbstractContextManager
 from typing import Any
 
+from sentvec._path_checks import check_output_path, check_outputs_not_inputs
 from sentvec.cli._args import (
     MODEL_HELP,
     add_device_options,
     add_progress_option,
-    check_output_path,
-    check_outputs_not_inputs,
     device_options,
     float_range,
     int_at_least,
@@ -204,12 +203,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
     """``encode_file_distributed`` on ``--dask-scheduler`` or a local ``--dask-workers`` cluster."""
-    from sentvec.cluster import (
-        PartitionError,
-        connect_client,
-        encode_file_distributed,
-        local_client,
-    )
+    from sentvec.cluster import connect_client, encode_file_distributed, local_client
+    from sentvec.exceptions import PartitionError
 
     opened: AbstractContextManager[Any]
     if args.dask_scheduler is not None:

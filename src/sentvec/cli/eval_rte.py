@@ -22,13 +22,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sentvec._path_checks import check_output_path, check_outputs_not_inputs
 from sentvec.cli._args import (
     MODEL_HELP,
     add_configuration_options,
     add_device_options,
     add_progress_option,
-    check_output_path,
-    check_outputs_not_inputs,
     device_options,
     float_range,
     plain_text,

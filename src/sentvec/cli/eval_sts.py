@@ -425,13 +425,13 @@ def _config_label(meta: dict[str, Any], result: Any, model: str | None = None) -
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``sentvec eval-sts``; returns the exit code."""
     t_start = time.perf_counter()
-    from sentvec._io import check_outputs_not_inputs
+    from sentvec._path_checks import check_outputs_not_inputs
 
     check_outputs_not_inputs(
         {"--json": args.json}, {"--model": args.model, "--whiten": args.whiten}
     )
     if args.json:  # before the work: a bad path must not fail after the evaluation
-        from sentvec._io import check_output_path
+        from sentvec._path_checks import check_output_path
 
         check_output_path(args.json, what="--json")
     single = (

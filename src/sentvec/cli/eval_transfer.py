@@ -41,7 +41,7 @@ _PREPROCESS_HELP = {
 
 
 def _tasks(text: str) -> list[str]:
-    from sentvec.evaluation.transfer import TRANSFER_TASKS
+    from sentvec.evaluation.transfer_data import TRANSFER_TASKS
 
     out = []
     for part in (p.strip() for p in text.split(",")):
@@ -150,11 +150,11 @@ def run(args: argparse.Namespace) -> int:
             "inner folds are --kfold"
         )
     t_start = time.perf_counter()
-    from sentvec._io import check_outputs_not_inputs
+    from sentvec._path_checks import check_outputs_not_inputs
 
     check_outputs_not_inputs({"--json": args.json}, {"--model": args.model})
     if args.json:  # before the work: a bad path must not fail after it
-        from sentvec._io import check_output_path
+        from sentvec._path_checks import check_output_path
 
         check_output_path(args.json, what="--json")
     encoder = load_encoder(args.model, **device_options(args))

@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--pretokenized applies to --format model2vec only")
     from sentvec import Pipeline, load_encoder
     from sentvec._io import check_replaceable_directory
-    from sentvec.cli._args import check_outputs_not_inputs
+    from sentvec._path_checks import check_outputs_not_inputs
     from sentvec.integrations.sentence_transformers import EXPORT_FORMAT, EXPORT_MARKER
 
     check_outputs_not_inputs(

@@ -14,12 +14,11 @@ import time
 import warnings
 from typing import Any
 
+from sentvec._path_checks import check_output_path, check_outputs_not_inputs
 from sentvec.cli._args import (
     add_evaluation_options,
     add_postprocess_options,
     add_transformer_options,
-    check_output_path,
-    check_outputs_not_inputs,
     check_postprocess_options,
     device_options,
     int_at_least,

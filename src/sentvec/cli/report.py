@@ -13,10 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sentvec._path_checks import check_output_path, check_outputs_not_inputs
 from sentvec.cli._args import (
     add_evaluation_options,
-    check_output_path,
-    check_outputs_not_inputs,
     device_options,
     display_name,
     load_transformer,

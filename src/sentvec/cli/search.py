@@ -95,8 +95,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build or reuse the index, search, print results; return 0."""
-    from sentvec._io import check_input_file
-    from sentvec.cli._args import check_outputs_not_inputs
+    from sentvec._path_checks import check_input_file, check_outputs_not_inputs
     from sentvec.encoders import load_encoder
     from sentvec.search import corpus_lines_at, open_corpus_index
 
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     )
     corpus = check_input_file(args.corpus, what="corpus", regular=True)
     if args.queries:
-        from sentvec._io import read_text_lines
+        from sentvec._text_lines import read_text_lines
 
         qpath = Path(args.queries)
         queries = [q.strip() for q in read_text_lines(qpath, what="queries") if q.strip()]

@@ -12,8 +12,9 @@ import sys
 from contextlib import ExitStack
 from typing import IO, Any
 
-from sentvec._io import TextLineReader as _LineReader
-from sentvec.cli._args import ERRORS, check_output_path, check_outputs_not_inputs
+from sentvec._path_checks import check_output_path, check_outputs_not_inputs
+from sentvec._text_lines import TextLineReader as _LineReader
+from sentvec.cli._args import ERRORS
 
 TOKENIZERS = ("moses", "whitespace")
 

@@ -181,8 +181,8 @@ def _check_outputs(
     model_bytes: int = 0,
 ) -> None:
     """Fail now if the model (or report) could not be written once training is done."""
-    from sentvec.cli._args import check_output_path
-    from sentvec.sent2vec.model import check_save_target
+    from sentvec._path_checks import check_output_path
+    from sentvec.sent2vec.model_dir import check_save_target
 
     if fmt in ("dir", "both"):
         check_save_target(out)
@@ -235,7 +235,7 @@ def _run(args: argparse.Namespace) -> int:
     fmt = args.format
     if fmt == "auto":
         fmt = "bin" if out.suffix.lower() == ".bin" else "dir"
-    from sentvec.cli._args import check_outputs_not_inputs
+    from sentvec._path_checks import check_outputs_not_inputs
 
     check_outputs_not_inputs(  # before anything else: the corpus must survive a typo
         {

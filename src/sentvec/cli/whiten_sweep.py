@@ -12,11 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sentvec._path_checks import check_output_path, check_outputs_not_inputs
 from sentvec.cli._args import (
     add_evaluation_options,
     add_transformer_options,
-    check_output_path,
-    check_outputs_not_inputs,
     device_options,
     layer_list,
     load_transformer,

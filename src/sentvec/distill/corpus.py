@@ -204,7 +204,7 @@ def corpus_lines(path: str | os.PathLike[str]) -> Generator[str, None, None]:
     OSError
         A corrupt ``.gz`` / ``.bz2`` file (gzip's and bz2's own errors).
     """
-    from sentvec.sent2vec.dictionary import open_binary
+    from sentvec.sent2vec.corpus_files import open_binary
 
     try:
         with open_binary(Path(path)) as fh:
@@ -331,7 +331,7 @@ def count_corpus_tokens(
     backend = Tokenizer.from_str(getattr(tokenizer, "backend_tokenizer", tokenizer).to_str())
     backend.no_padding()
     backend.no_truncation()
-    from sentvec._io import check_input_file
+    from sentvec._path_checks import check_input_file
 
     path = Path(check_input_file(corpus_path, what="corpus", regular=True))
     V = int(backend.get_vocab_size(with_added_tokens=True))

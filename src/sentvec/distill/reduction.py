@@ -159,7 +159,7 @@ def fit_rows(
         weighting, None if counts is None else counts[:n_uni], keep[:n_uni], sif_a=sif_a
     )
     if nb:
-        from sentvec.encoders.sif import sif_weights, usif_weights
+        from sentvec.encoders.sif_weights import sif_weights, usif_weights
 
         p = np.asarray(bigram_p, dtype=np.float64)
         wb = np.ones(nb) if weighting == "none" else sif_weights(p, params["a"])

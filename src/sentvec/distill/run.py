@@ -125,12 +125,8 @@ def _as_config(model: Any, output: Any, options: dict[str, Any]) -> DistillConfi
 
 def _check_paths(config: DistillConfig, corpus: str | os.PathLike[str] | None) -> None:
     """The corpus exists; the output is writable and is not an input (before any work)."""
-    from sentvec._io import (
-        check_input_file,
-        check_output_path,
-        check_outputs_not_inputs,
-        check_replaceable_directory,
-    )
+    from sentvec._io import check_replaceable_directory
+    from sentvec._path_checks import check_input_file, check_output_path, check_outputs_not_inputs
 
     if corpus is not None:
         check_input_file(corpus, what="corpus", regular=True)

@@ -41,7 +41,7 @@ def zipf_weights(n: int, a: float = ZIPF_SIF_COEFFICIENT) -> np.ndarray:
     -------
     ndarray of shape (n,), float64
     """
-    from sentvec.encoders.sif import sif_weights
+    from sentvec.encoders.sif_weights import sif_weights
 
     inv_rank = 1.0 / np.arange(2, n + 2, dtype=np.float64)
     return sif_weights(inv_rank / inv_rank.sum(), a)
@@ -82,12 +82,8 @@ def token_weights(
         Unknown weighting, or sif / usif without counts, or usif on counts where its ``a`` is
         undefined (no token frequent enough: a tiny corpus).
     """
-    from sentvec.encoders.sif import (
-        USIF_DEFAULT_N,
-        sif_weights,
-        usif_parameter,
-        usif_weights,
-    )
+    from sentvec.encoders.sif import USIF_DEFAULT_N
+    from sentvec.encoders.sif_weights import sif_weights, usif_parameter, usif_weights
 
     check_choice("weighting", weighting, WEIGHTINGS)
     V = keep.shape[0]

@@ -60,7 +60,7 @@ _LAZY: dict[str, str] = {
     "describe_without_loading": "sentvec.encoders.loading",
     "model_kind": "sentvec.encoders.loading",
     "ModelKind": "sentvec.encoders.loading",
-    "EncoderOptionsError": "sentvec.encoders.loading",
+    "EncoderOptionsError": "sentvec.exceptions",
     "Pipeline": "sentvec.encoders.pipeline",
     "load_whitening": "sentvec.encoders.pipeline",
     "PIPELINE_FORMAT": "sentvec.encoders.pipeline",
@@ -73,9 +73,9 @@ _LAZY: dict[str, str] = {
     "StaticEncoder": "sentvec.encoders.static",
     "BigramStaticEncoder": "sentvec.encoders.static_bigrams",
     "USIFEncoder": "sentvec.encoders.sif",
-    "TruncationWarning": "sentvec.encoders.base",
-    "DEFAULT_POOLING": "sentvec.encoders.transformer",
-    "DEFAULT_LAYERS": "sentvec.encoders.transformer",
+    "TruncationWarning": "sentvec.exceptions",
+    "DEFAULT_POOLING": "sentvec.encoders.transformer_files",
+    "DEFAULT_LAYERS": "sentvec.encoders.transformer_files",
     "DEFAULT_BATCH_SIZE": "sentvec.encoders.transformer",
     "POOLING_MODES": "sentvec.encoders.pooling",
     "MEAN_MODES": "sentvec.encoders.pooling",
@@ -115,7 +115,6 @@ if TYPE_CHECKING:  # pragma: no cover
         TextVariantAware,
         TokenCounting,
         TokenEmbeddings,
-        TruncationWarning,
         YearPostprocessing,
         check_whitening_fits,
         describe_encoder,
@@ -131,7 +130,6 @@ if TYPE_CHECKING:  # pragma: no cover
         format_named,
     )
     from sentvec.encoders.loading import (  # noqa: F401
-        EncoderOptionsError,
         ModelKind,
         describe_without_loading,
         load_encoder,
@@ -166,9 +164,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from sentvec.encoders.static_bigrams import BigramStaticEncoder  # noqa: F401
     from sentvec.encoders.transformer import (
         DEFAULT_BATCH_SIZE,
-        DEFAULT_LAYERS,
-        DEFAULT_POOLING,
         TransformerEncoder,
         bfloat16_is_fast,
         resolve_precision,
     )  # noqa: F401
+    from sentvec.encoders.transformer_files import DEFAULT_LAYERS, DEFAULT_POOLING  # noqa: F401
+    from sentvec.exceptions import EncoderOptionsError, TruncationWarning  # noqa: F401

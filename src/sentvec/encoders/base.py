@@ -267,7 +267,7 @@ class Persistable(Protocol):
 @runtime_checkable
 class PipelineComponent(Persistable, Protocol):
     """A :class:`Persistable` encoder a ``Pipeline`` can hold: ``encoder_type`` names its
-    loader in ``sentvec.encoders.pipeline.ENCODER_LOADERS`` (what ``pipeline.json`` records)."""
+    format (:func:`sentvec.encoders.formats.by_encoder_type`; what ``pipeline.json`` records)."""
 
     encoder_type: str
 

@@ -41,7 +41,7 @@ class ModelFormat:
     Attributes
     ----------
     name : str
-        Short name (what :func:`sentvec.encoders.model_kind` returns), e.g. ``"model2vec"``.
+        Short name, e.g. ``"model2vec"``.
     human_name : str
         The format in words, for messages and the docs.
     detected_by : str
@@ -178,7 +178,7 @@ def _is_transformer_dir(path: Path) -> bool:
 def _is_sent2vec_dir(text: str, path: Path) -> bool:
     if not path.is_dir():
         return False
-    from sentvec.sent2vec.model import is_model_dir
+    from sentvec.sent2vec.model_dir import is_model_dir
 
     # a directory that is no transformer either: Sent2Vec.load names what is missing
     return is_model_dir(path) or not _is_transformer_dir(path)

@@ -55,7 +55,7 @@ def load_model_and_tokenizer(
     # (pytorch_model.bin) is never even offered to torch.load
     model_kwargs.setdefault("use_safetensors", True)
     if is_local and model_kwargs["use_safetensors"] and _pickled_weights_only(resolved):
-        from sentvec.sent2vec import ModelFormatError
+        from sentvec.exceptions import ModelFormatError
 
         raise ModelFormatError(
             f"{str(name_or_path)!r} holds pickled weights only (pytorch_model.bin, no "
@@ -80,7 +80,7 @@ def load_model_and_tokenizer(
                     "huggingface-hub, or pass a local model directory)"
                 ) from exc
             raise
-        from sentvec.sent2vec import ModelFormatError
+        from sentvec.exceptions import ModelFormatError
 
         raise ModelFormatError(
             f"{str(resolved)!r}: transformers cannot load this model directory (is a "

@@ -62,7 +62,7 @@ def load_encoder(name_or_path: str | os.PathLike[str], **overrides: Any) -> Enco
     overrides = {k: v for k, v in overrides.items() if v is not None}
     text = os.fspath(name_or_path)
     path = Path(text).expanduser()
-    from sentvec._io import check_model_path
+    from sentvec._path_checks import check_model_path
 
     check_model_path(path)  # a FIFO or device: say so (not "not found", and never block on it)
     if path.suffix.lower() == ".bin" and not path.exists():

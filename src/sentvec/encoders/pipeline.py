@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import read_json_object
+from sentvec._readers import read_json_object
 from sentvec._validation import check_sentences
 from sentvec.encoders.base import (
     PIPELINE_FILE,
@@ -194,10 +194,10 @@ class Pipeline:
             zero instead of being whitened).
         """
         items, single = check_sentences(sentences)
-        kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
-        if batch_size is not None:
-            kwargs["batch_size"] = batch_size
-        X: np.ndarray = np.asarray(self.encoder.encode(items, **kwargs), dtype=np.float32)
+        X: np.ndarray = np.asarray(
+            self.encoder.encode(items, batch_size=batch_size, show_progress_bar=show_progress_bar),
+            dtype=np.float32,
+        )
         if self.whitening is not None:
             if len(X):
                 from sentvec.whitening import whiten_keeping_zero_rows

@@ -24,14 +24,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse
 
-from sentvec._io import (
-    atomic_directory,
-    atomic_save_npy,
-    atomic_write_json,
-    load_npy,
-    read_json_object,
-)
-from sentvec._readers import read_json
+from sentvec._io import atomic_directory, atomic_save_npy, atomic_write_json, load_npy
+from sentvec._readers import read_json, read_json_object
 from sentvec._validation import check_choice, check_float_range, check_positive_int, check_sentences
 from sentvec.encoders.base import TokenEmbeddings, text_variant_of
 from sentvec.encoders.sif_weights import count_tokens, sif_weights, usif_parameter, usif_weights

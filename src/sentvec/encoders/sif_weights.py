@@ -56,7 +56,7 @@ def count_tokens(
     ValueError
         The tokenizer returned an id ``>= vocab_size``, or the corpus has no token.
     """
-    from sentvec.sent2vec.dictionary import open_binary
+    from sentvec.sent2vec.corpus_files import open_binary
 
     path = Path(corpus_path)
     if not path.is_file():

@@ -34,8 +34,7 @@ import numpy as np
 from sentvec._parallel import available_cpus, fan_out, kernel_executor, piece_bounds
 from sentvec._readers import check_regular_file, json_int, read_json_object
 from sentvec._validation import check_positive_int, check_sentences
-from sentvec.encoders.base import TruncationWarning
-from sentvec.sent2vec.binfile import ModelFormatError
+from sentvec.exceptions import ModelFormatError, TruncationWarning
 
 __all__ = [
     "StaticEncoder",

@@ -37,7 +37,7 @@ from sentvec.encoders.static import (
     read_safetensors,
     warn_zero_vectors,
 )
-from sentvec.sent2vec.binfile import ModelFormatError
+from sentvec.exceptions import ModelFormatError
 
 __all__ = ["BigramStaticEncoder", "BIGRAM_CONFIG", "is_bigram_model_dir"]
 

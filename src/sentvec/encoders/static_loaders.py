@@ -26,7 +26,7 @@ from sentvec.encoders.static import (
     load_tokenizer_file,
     read_safetensors,
 )
-from sentvec.sent2vec.binfile import ModelFormatError
+from sentvec.exceptions import ModelFormatError
 
 __all__ = [
     "load_static_sentence_transformers",

@@ -20,7 +20,7 @@ from typing import Any
 from sentvec._io import atomic_write_json, make_temp
 from sentvec._readers import json_int, read_json_object
 from sentvec.encoders.pooling import Pooling
-from sentvec.sent2vec.binfile import ModelFormatError
+from sentvec.exceptions import ModelFormatError
 
 #: File written by ``save_pretrained`` next to the Hugging Face files.
 ENCODER_CONFIG_NAME = "sentvec_encoder.json"

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sentvec.evaluation.layers import layer_label
+from sentvec.evaluation.layer_results import layer_label
 
 if TYPE_CHECKING:
-    from sentvec.evaluation.layers import LayerAnalysis
+    from sentvec.evaluation.layer_results import LayerAnalysis
     from sentvec.evaluation.rte import RTEResult
     from sentvec.evaluation.sweep import WhiteningSweep
 

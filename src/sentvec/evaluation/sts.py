@@ -537,9 +537,7 @@ def encode_checked(
     ValueError
         When the result is not two-dimensional with ``n`` rows.
     """
-    kwargs: dict[str, Any] = {}
-    if batch_size is not None:
-        kwargs["batch_size"] = batch_size
+    kwargs: dict[str, Any] = {"batch_size": batch_size}
     if show_progress_bar is not None:
         kwargs["show_progress_bar"] = show_progress_bar
     out = np.asarray(encoder.encode(sentences, **kwargs))

@@ -424,7 +424,7 @@ def _read_corpus(
 ) -> dict[str, Any]:
     """The first ``size`` lines of a corpus file prepared: the sentences kept and the counts
     of the sweep's record (``path`` first, filled in by the caller)."""
-    from sentvec._io import read_text_lines
+    from sentvec._text_lines import read_text_lines
 
     lines = read_text_lines(path, what="corpus", max_lines=size)
     corpus, n_excluded = prepare_corpus(lines, preprocessing, exclude=exclude)

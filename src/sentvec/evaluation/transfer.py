@@ -348,10 +348,7 @@ def _encode_distinct(
     encoder: Encoder, sentences: list[str], batch_size: int | None, show_progress_bar: bool | None
 ) -> tuple[dict[str, int], np.ndarray]:
     distinct = list(dict.fromkeys(sentences))
-    kwargs: dict[str, Any] = {"show_progress_bar": show_progress_bar}
-    if batch_size is not None:
-        kwargs["batch_size"] = batch_size
-    emb = encoder.encode(distinct, **kwargs)
+    emb = encoder.encode(distinct, batch_size=batch_size, show_progress_bar=show_progress_bar)
     emb = np.asarray(emb)
     if emb.ndim != 2 or emb.shape[0] != len(distinct):
         raise ValueError(

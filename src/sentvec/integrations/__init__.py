@@ -13,7 +13,7 @@ _LAZY: dict[str, str] = {
     "export_sentence_transformers": "sentvec.integrations.sentence_transformers",
     "dense_whitening_parameters": "sentvec.integrations.sentence_transformers",
     "affine_parameters": "sentvec.integrations.sentence_transformers",
-    "ExportError": "sentvec.integrations.sentence_transformers",
+    "ExportError": "sentvec.exceptions",
     "check_exportable": "sentvec.integrations.sentence_transformers",
     "export_model2vec": "sentvec.integrations.model2vec",
     "sent2vec_static_encoder": "sentvec.integrations.model2vec",

@@ -238,10 +238,8 @@ class MTEBEncoder:
             Inputs that are not text (image or audio batches).
         """
         texts = self._texts(inputs)
-        enc_kwargs: dict[str, Any] = {}
         bs = self.batch_size or kwargs.get("batch_size")
-        if bs is not None:
-            enc_kwargs["batch_size"] = int(bs)
+        enc_kwargs: dict[str, Any] = {"batch_size": None if bs is None else int(bs)}
         if "show_progress_bar" in kwargs:
             enc_kwargs["show_progress_bar"] = kwargs["show_progress_bar"]
         X: np.ndarray = np.asarray(self.model.encode(texts, **enc_kwargs), dtype=np.float32)

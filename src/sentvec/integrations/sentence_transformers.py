@@ -53,6 +53,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sentvec._readers import read_json_object
+from sentvec.encoders.base import TokenEmbeddings
 from sentvec.exceptions import ExportError
 from sentvec.integrations.sentence_transformers_card import (
     hub_name,
@@ -386,12 +387,12 @@ def _save_transformer(
 _LOADER_KEYS = ("local_files_only", "is_local", "max_length")
 
 
-def _source_dir(encoder: Any) -> Path | None:
+def _source_dir(encoder: TokenEmbeddings) -> Path | None:
     """The local directory of the model the encoder was made from (its recorded source model
     first: a directory saved by sentvec records the one it came from), when there is one."""
     from sentvec.encoders.models import resolve_model
 
-    for name in (_source_model(encoder), getattr(encoder, "name_or_path", None)):
+    for name in (_source_model(encoder), encoder.name_or_path):
         if not name:
             continue
         if Path(str(name)).is_dir():

@@ -19,16 +19,16 @@ from sentvec._lazy import attach
 # public name -> module that defines it (imported on first use)
 _LAZY: dict[str, str] = {
     "Sent2Vec": "sentvec.sent2vec.model",
-    "EncodeStats": "sentvec.sent2vec.model",
+    "EncodeStats": "sentvec.sent2vec.encode_stats",
     "PreparedSentences": "sentvec.sent2vec.model",
     "Sent2VecTrainer": "sentvec.sent2vec.trainer",
-    "TrainingDivergedError": "sentvec.sent2vec.hogwild",
+    "TrainingDivergedError": "sentvec.exceptions",
     "TrainingReport": "sentvec.sent2vec.reports",
     "EpochReport": "sentvec.sent2vec.reports",
     "train_sent2vec": "sentvec.sent2vec.trainer",
     "Dictionary": "sentvec.sent2vec.dictionary",
-    "ModelFormatError": "sentvec.sent2vec.binfile",
-    "QuantizedModelError": "sentvec.sent2vec.binfile",
+    "ModelFormatError": "sentvec.exceptions",
+    "QuantizedModelError": "sentvec.exceptions",
     "BinModel": "sentvec.sent2vec.binfile",
     "read_bin": "sentvec.sent2vec.binfile",
     "write_bin": "sentvec.sent2vec.binfile",
@@ -40,17 +40,15 @@ _LAZY: dict[str, str] = {
 __all__, __getattr__, __dir__ = attach(__name__, _LAZY)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentvec.sent2vec.binfile import (
-        BinModel,
+    from sentvec.exceptions import (  # noqa: F401
         ModelFormatError,
         QuantizedModelError,
-        is_bin_file,
-        read_bin,
-        write_bin,
-    )  # noqa: F401
+        TrainingDivergedError,
+    )
+    from sentvec.sent2vec.binfile import BinModel, is_bin_file, read_bin, write_bin  # noqa: F401
     from sentvec.sent2vec.dictionary import Dictionary  # noqa: F401
-    from sentvec.sent2vec.hogwild import TrainingDivergedError  # noqa: F401
-    from sentvec.sent2vec.model import EncodeStats, PreparedSentences, Sent2Vec  # noqa: F401
+    from sentvec.sent2vec.encode_stats import EncodeStats  # noqa: F401
+    from sentvec.sent2vec.model import PreparedSentences, Sent2Vec  # noqa: F401
     from sentvec.sent2vec.moses import MosesTokenizer  # noqa: F401
     from sentvec.sent2vec.preprocessing import Preprocessing  # noqa: F401
     from sentvec.sent2vec.reports import EpochReport, TrainingReport  # noqa: F401

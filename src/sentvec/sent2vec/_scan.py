@@ -28,7 +28,8 @@ import numpy as np
 from numba import njit
 
 from sentvec.sent2vec._wordtable import _fnv, _same, is_sep
-from sentvec.sent2vec.dictionary import EOS, MAX_VOCAB_SIZE, iter_line_blocks
+from sentvec.sent2vec.corpus_files import iter_line_blocks
+from sentvec.sent2vec.dictionary import EOS, MAX_VOCAB_SIZE
 
 #: read-only like the corpus blocks, so that one compiled ``_key`` serves both
 _EOS_BYTES = np.frombuffer(EOS.encode(), dtype=np.uint8)

@@ -29,7 +29,7 @@ from sentvec._tempdirs import make_run_dir
 from sentvec.sent2vec._scan import close_sentence
 from sentvec.sent2vec._wordtable import build_table, lookup
 from sentvec.sent2vec._wordtable import is_sep as _is_sep
-from sentvec.sent2vec.dictionary import iter_line_blocks
+from sentvec.sent2vec.corpus_files import iter_line_blocks
 
 
 def check_corpus(corpus: Any) -> Path | list[str]:
@@ -49,7 +49,7 @@ def check_corpus(corpus: Any) -> Path | list[str]:
         the trainer reads the corpus twice).
     """
     if isinstance(corpus, (str, os.PathLike)):
-        from sentvec._io import check_input_file
+        from sentvec._path_checks import check_input_file
 
         return check_input_file(corpus, what="corpus", regular=True)
     if isinstance(corpus, (bytes, bytearray)) or not isinstance(corpus, Sequence):

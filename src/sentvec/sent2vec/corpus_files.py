@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sentvec._io import UTF8_BOM
+from sentvec._text_lines import UTF8_BOM
 
 
 def open_binary(path: Path):

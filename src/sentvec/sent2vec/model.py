@@ -17,18 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import (
-    atomic_directory,
-    atomic_save_npy,
-    atomic_write_text,
-    check_model_path,
-    load_npy,
-    read_json_object,
-)
+from sentvec._io import atomic_directory, atomic_save_npy, atomic_write_text, load_npy
 from sentvec._parallel import available_cpus, fan_out, kernel_executor, piece_bounds
+from sentvec._path_checks import check_model_path
+from sentvec._readers import read_json_object
 from sentvec._validation import check_positive_int, check_sentences
-from sentvec.exceptions import InferenceOnlyError
-from sentvec.sent2vec.binfile import ModelFormatError, check_mmap_mode, read_bin, write_bin
+from sentvec.exceptions import InferenceOnlyError, ModelFormatError
+from sentvec.sent2vec.binfile import check_mmap_mode, read_bin, write_bin
 from sentvec.sent2vec.dictionary import Dictionary
 from sentvec.sent2vec.encode_stats import EncodeStats, warn_encode_stats
 from sentvec.sent2vec.model_dir import (
@@ -129,7 +124,7 @@ class Sent2Vec:
 
     preferred_text_variant = "senteval"
 
-    #: Pipeline component type (see ``sentvec.encoders.pipeline.ENCODER_LOADERS``).
+    #: Pipeline component type (see :func:`sentvec.encoders.formats.by_encoder_type`).
     encoder_type = "sent2vec"
 
     def __init__(

@@ -174,7 +174,8 @@ def _pack(flags: np.ndarray, kinds: dict[str, int], lower: np.ndarray) -> _Table
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
     """The tables, from the disk cache or built (and cached; a failed write only warns)."""
-    from sentvec._io import atomic_save_npy, atomic_write_json, load_npy, read_json_object
+    from sentvec._io import atomic_save_npy, atomic_write_json, load_npy
+    from sentvec._readers import read_json_object
 
     version = sacremoses_version() or "none"
     stem = _tables_path(version)

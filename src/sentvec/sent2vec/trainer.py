@@ -31,16 +31,15 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 
 from sentvec import _jit
-from sentvec._io import atomic_write_json, atomic_write_text, read_json_object
+from sentvec._io import atomic_write_json, atomic_write_text
+from sentvec._readers import read_json_object
 from sentvec._validation import check_choice, check_float_range, check_positive_int
+from sentvec.exceptions import TrainingDivergedError as TrainingDivergedError
 from sentvec.sent2vec.hogwild import (
     _STATE_VERSION,
     _check_finite,
     _init_input,
     _Run,
-)
-from sentvec.sent2vec.hogwild import (
-    TrainingDivergedError as TrainingDivergedError,  # public here too
 )
 from sentvec.sent2vec.reports import TrainingReport
 

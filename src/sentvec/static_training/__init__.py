@@ -5,10 +5,10 @@ sentences, as resumable ``.npy`` shards), :mod:`~sentvec.static_training.train` 
 the row training), :mod:`~sentvec.static_training.api` (:func:`train_static`, the whole recipe).
 """
 
+from sentvec.exceptions import FeaturesMismatchError
 from sentvec.static_training.api import train_static
 from sentvec.static_training.featurize import (
     FEATURES_FORMAT,
-    FeaturesMismatchError,
     featurize_corpus,
     load_features,
     read_features_manifest,

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from sentvec.exceptions import FeaturesMismatchError
 from sentvec.static_training.featurize import (
     DEFAULT_FEATURE_LAYERS,
     DEFAULT_SHARD_SIZE,
     MANIFEST_FILE,
-    FeaturesMismatchError,
     contiguous_sentences,
     featurize_corpus,
     load_features,

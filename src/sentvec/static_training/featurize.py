@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from sentvec._io import DirectoryLock, atomic_save_npy, atomic_write_json
+from sentvec._io import atomic_save_npy, atomic_write_json
+from sentvec._locks import DirectoryLock
 from sentvec._progress import progress_bar
 from sentvec._readers import read_json_object
 from sentvec.exceptions import FeaturesMismatchError

@@ -17,13 +17,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from sentvec._io import (
-    atomic_directory,
-    atomic_save_npy,
-    atomic_write_json,
-    load_npy,
-    read_json_object,
-)
+from sentvec._io import atomic_directory, atomic_save_npy, atomic_write_json, load_npy
+from sentvec._readers import read_json_object
 from sentvec._validation import check_choice, check_float_range, check_positive_int
 from sentvec.whitening.solvers import (
     DEFAULT_EPS,
