@@ -604,8 +604,15 @@ def test_pooled_layer_vectors_of_a_subset_run_no_forward_pass(tmp_path):
         def __init__(self):
             self.calls = []
 
+        pooling = "mean"
+        layer_indices = (1, 2, 3)
+        num_layers = 3
+
         def config_dict(self):
             return {"model": "counting", "pooling": "mean"}
+
+        def encode(self, sentences, **kwargs):
+            raise AssertionError("the per-layer path is encode_layers")
 
         def encode_layers(self, sentences, pooling=("mean",), **kwargs):
             self.calls.append(list(sentences))
