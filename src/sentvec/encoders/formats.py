@@ -144,7 +144,7 @@ def _is_wordllama(text: str, path: Path) -> bool:
 
 
 #: The config file of a saved SIF / uSIF encoder (named here so that detection does not import
-#: the encoder's module and scipy; ``tests/test_formats.py`` checks it is the same).
+#: the encoder's module and scipy; ``tests/encoders/test_formats.py`` checks it is the same).
 SIF_CONFIG_FILE = "sif_encoder.json"
 
 
