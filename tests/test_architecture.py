@@ -309,7 +309,6 @@ KERNEL_MODULES = {"sentvec.sent2vec.kernels", "sentvec.sent2vec._stdsort"}
 KNOWN_OVERSIZE_MODULES: set[str] = set()
 #: Functions over the limit today (being split), as ``module:qualified name``.
 KNOWN_OVERSIZE_FUNCTIONS = {
-    "sentvec.static_training.api:train_static",
     "sentvec.static_training.featurize:featurize_corpus",
 }
 
