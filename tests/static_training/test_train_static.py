@@ -240,6 +240,41 @@ def test_train_static_refuses_bad_input(tiny_minilm_dir, corpus_file, random_ini
         )
 
 
+def test_train_static_reuses_complete_features_and_sif_scales_each_trained_row(
+    tiny_minilm_dir, corpus_file, tmp_path
+):
+    from sentvec import train_static
+
+    feats = tmp_path / "feats"
+    options = dict(
+        features=feats, init="random", dim=8, max_sentences=40, epochs=1, batch_size=8, seed=5
+    )
+    plain = train_static(tiny_minilm_dir, corpus_file, show_progress_bar=False, **options)
+    manifest = (feats / "features.json").read_bytes()
+    sif_a = 1e-2
+    sif = train_static(
+        tiny_minilm_dir,
+        corpus_file,
+        reweighting="sif",
+        sif_a=sif_a,
+        show_progress_bar=False,
+        **options,
+    )
+    assert (feats / "features.json").read_bytes() == manifest  # a complete directory is read
+    rec = sif.config["sentvec_train_static"]
+    assert rec["init"] == "random" and rec["reweighting"] == "sif" and rec["n_sentences"] == 40
+    assert list(rec["seconds"]) == ["teacher_features_s", "init_s", "targets_s", "training_s"]
+    assert rec["epoch_losses"] == plain.config["sentvec_train_static"]["epoch_losses"]
+    ids = plain.tokenize(CORPUS[:40])
+    counts = np.bincount([t for x in ids for t in x], minlength=len(plain.embeddings))
+    p = counts / counts.sum()
+    expected = plain.embeddings.astype(np.float64) * (sif_a / (sif_a + p))[:, None]
+    np.testing.assert_allclose(sif.embeddings, expected, rtol=2e-3, atol=1e-6)
+    assert plain.embeddings.any()
+    with pytest.raises(FeaturesMismatchError, match="teacher: .* there, 'other-teacher' asked"):
+        train_static("other-teacher", corpus_file, show_progress_bar=False, **options)
+
+
 def test_featurization_on_a_dask_cluster_equals_the_local_run(
     tiny_minilm_dir, corpus_file, tmp_path
 ):

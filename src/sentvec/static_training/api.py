@@ -7,6 +7,7 @@ import os
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,13 @@ from sentvec.static_training.featurize import (
     load_teacher,
     read_features_manifest,
 )
-from sentvec.static_training.train import LOSSES, flatten_ids, sentence_vectors, train_rows
+from sentvec.static_training.train import (
+    LOSSES,
+    TrainingLog,
+    flatten_ids,
+    sentence_vectors,
+    train_rows,
+)
 
 #: Defaults, chosen on STS-B dev + SICK trial (docs/train-static.md).
 DEFAULT_DIM = 256
@@ -198,24 +205,69 @@ def train_static(
     FileNotFoundError
         The corpus or the ``init`` directory does not exist.
     """
-    from sentvec.distill.corpus import corpus_lines
-    from sentvec.encoders.static import StaticEncoder
+    recipe = _Recipe(
+        init=init,
+        dim=dim,
+        max_sentences=max_sentences,
+        loss=loss,
+        target=target,
+        target_layers=target_layers,
+        epochs=epochs,
+        learning_rate=learning_rate,
+        batch_size=batch_size,
+        reweighting=reweighting,
+        sif_a=sif_a,
+        precision=precision,
+        device=device,
+        client=client,
+        seed=seed,
+        show_progress_bar=show_progress_bar,
+    )
+    return _train_static(model, corpus, output, features, recipe)
 
-    _check_choice("loss", loss, LOSSES)
-    _check_choice("target", target, TARGETS)
-    _check_choice("target_layers", target_layers, TARGET_LAYERS)
-    _check_choice("reweighting", reweighting, REWEIGHTINGS)
-    if max_sentences < MIN_SENTENCES:
-        raise ValueError(
-            f"max_sentences={max_sentences} is invalid; training needs at least {MIN_SENTENCES}"
-        )
-    if corpus is None:
-        from sentvec._data import corpus_sample_path
 
-        corpus = corpus_sample_path()
-    corpus = Path(corpus)
-    if not corpus.is_file():
-        raise FileNotFoundError(f"corpus {os.fspath(corpus)!r} does not exist or is not a file")
+@dataclass(frozen=True)
+class _Recipe:
+    """The keyword options of :func:`train_static`, checked on creation."""
+
+    init: str
+    dim: int
+    max_sentences: int
+    loss: str
+    target: str
+    target_layers: str
+    epochs: int
+    learning_rate: float
+    batch_size: int
+    reweighting: str
+    sif_a: float
+    precision: str
+    device: str | None
+    client: Any
+    seed: int
+    show_progress_bar: bool | None
+
+    def __post_init__(self) -> None:
+        _check_choice("loss", self.loss, LOSSES)
+        _check_choice("target", self.target, TARGETS)
+        _check_choice("target_layers", self.target_layers, TARGET_LAYERS)
+        _check_choice("reweighting", self.reweighting, REWEIGHTINGS)
+        if self.max_sentences < MIN_SENTENCES:
+            raise ValueError(
+                f"max_sentences={self.max_sentences} is invalid; training needs at least "
+                f"{MIN_SENTENCES}"
+            )
+
+
+def _train_static(
+    model: str | os.PathLike[str],
+    corpus: str | os.PathLike[str] | None,
+    output: str | os.PathLike[str] | None,
+    features: str | os.PathLike[str] | None,
+    recipe: _Recipe,
+) -> Any:
+    """The steps of :func:`train_static`: features, initial rows, targets, training, write."""
+    corpus = _corpus_path(corpus)
     times: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="sentvec-train-static-") as tmp:
         # 1. the teacher's features
@@ -226,114 +278,195 @@ def train_static(
                 if output
                 else (Path(tmp) / "features")
             )
-        shard_size = min(DEFAULT_SHARD_SIZE, max_sentences)
-        if (Path(features) / MANIFEST_FILE).exists():
-            existing = read_features_manifest(features)
-            shard_size = int(existing["shard_size"])
-            asked = {"teacher": os.fspath(model), "pooling": "mean"}
-            diff = [
-                f"{k}: {existing[k]!r} there, {v!r} asked"
-                for k, v in asked.items()
-                if existing[k] != v
-            ]
-            if diff or int(existing["layers"][0]) != DEFAULT_FEATURE_LAYERS[0]:
-                raise FeaturesMismatchError(
-                    f"features directory {os.fspath(features)!r} was written with other options "
-                    f"({'; '.join(diff) or 'layers ' + str(existing['layers'])}); "
-                    "use another directory"
-                )
-            ready = contiguous_sentences(existing) >= max_sentences
-        else:
-            ready = False
-        if not ready:  # featurize what is missing (a complete directory is only read)
-            featurize_corpus(
-                model,
-                corpus,
-                features,
-                max_sentences=max_sentences,
-                precision=precision,
-                device=device,
-                shard_size=shard_size,
-                client=client,
-                show_progress_bar=show_progress_bar,
-            )
-        feats, manifest = load_features(features, max_sentences=max_sentences)
+        feats, manifest = _teacher_features(model, corpus, features, recipe)
         times["teacher_features_s"] = time.perf_counter() - t0
-        sentences = []
-        for line in corpus_lines(corpus):
-            sentences.append(line)
-            if len(sentences) == len(feats):
-                break
-        if len(sentences) != len(feats):
-            raise FeaturesMismatchError(
-                f"features directory {os.fspath(features)!r} holds {len(feats)} sentences but "
-                f"corpus {os.fspath(corpus)!r} only {len(sentences)}"
-            )
+        sentences = _corpus_sentences(corpus, len(feats), features)
         # 2. the initial rows
         t0 = time.perf_counter()
         student = _initial_student(
-            model, init, dim, corpus, tmp, precision, device, show_progress_bar
+            model,
+            recipe.init,
+            recipe.dim,
+            corpus,
+            tmp,
+            recipe.precision,
+            recipe.device,
+            recipe.show_progress_bar,
         )
         times["init_s"] = time.perf_counter() - t0
         # 3. targets, tokens, alignment
         t0 = time.perf_counter()
-        ids = student.tokenize(sentences)
-        keep = np.fromiter((len(x) > 0 for x in ids), dtype=bool, count=len(ids))
-        if int(keep.sum()) < MIN_SENTENCES:
-            raise ValueError(
-                f"corpus {os.fspath(corpus)!r} gives {int(keep.sum())} sentences with a token; "
-                f"training needs at least {MIN_SENTENCES}"
-            )
-        Y, target_record = teacher_targets(feats[keep], target_layers, target, dim)
-        flat, offsets = flatten_ids([x for x, k in zip(ids, keep, strict=True) if k])
-        rows = _effective_rows(student)
-        if init == "random":
-            rng = np.random.default_rng(seed)
-            rows = rng.normal(0.0, 1.0, size=rows.shape).astype(np.float32)
-        rows = rows.astype(np.float64) @ procrustes_map(sentence_vectors(rows, flat, offsets), Y)
-        rows = rows.astype(np.float32)
+        keep, flat, offsets = _token_ids(student, sentences, corpus)
+        Y, target_record = teacher_targets(
+            feats[keep], recipe.target_layers, recipe.target, recipe.dim
+        )
+        rows = _aligned_rows(student, flat, offsets, Y, recipe)
         times["targets_s"] = time.perf_counter() - t0
         # 4. training
-        rows, log = train_rows(
-            rows,
-            flat,
-            offsets,
-            Y,
-            loss=loss,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            seed=seed,
-            show_progress_bar=show_progress_bar,
-        )
+        rows, log = _trained_rows(rows, flat, offsets, Y, recipe)
         times["training_s"] = log.seconds
-        if reweighting == "sif":
-            counts = np.bincount(flat, minlength=len(rows)).astype(np.float64)
-            p = counts / counts.sum()
-            rows = (rows * (sif_a / (sif_a + p))[:, None]).astype(np.float32)
     record = {
         "teacher": str(model),
         "corpus": os.fspath(corpus),
         "features": {k: manifest[k] for k in ("teacher", "pooling", "layers", "precision")},
-        "init": str(init),
-        "dim": dim,
+        "init": str(recipe.init),
+        "dim": recipe.dim,
         "n_sentences": int(keep.sum()),
         "n_tokens": log.n_tokens,
-        "loss": loss,
-        "target_layers": target_layers,
+        "loss": recipe.loss,
+        "target_layers": recipe.target_layers,
         **target_record,
-        "epochs": epochs,
-        "learning_rate": learning_rate,
-        "batch_size": batch_size,
-        "reweighting": reweighting,
+        "epochs": recipe.epochs,
+        "learning_rate": recipe.learning_rate,
+        "batch_size": recipe.batch_size,
+        "reweighting": recipe.reweighting,
         "epoch_losses": log.losses,
         "seconds": {k: round(v, 2) for k, v in times.items()},
     }
+    trained = _trained_model(model, student, rows, record)
+    if output is not None:
+        trained.save(output)
+    return trained
+
+
+def _corpus_path(corpus: str | os.PathLike[str] | None) -> Path:
+    """The corpus file (default: the packaged sample); FileNotFoundError when it is missing."""
+    if corpus is None:
+        from sentvec._data import corpus_sample_path
+
+        corpus = corpus_sample_path()
+    corpus = Path(corpus)
+    if not corpus.is_file():
+        raise FileNotFoundError(f"corpus {os.fspath(corpus)!r} does not exist or is not a file")
+    return corpus
+
+
+def _teacher_features(
+    model: str | os.PathLike[str],
+    corpus: Path,
+    features: str | os.PathLike[str],
+    recipe: _Recipe,
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The first ``max_sentences`` features of ``features``, featurizing what is missing.
+
+    An existing directory must hold the same teacher's mean-pooled features; a complete one is
+    only read.
+    """
+    max_sentences = recipe.max_sentences
+    shard_size = min(DEFAULT_SHARD_SIZE, max_sentences)
+    if (Path(features) / MANIFEST_FILE).exists():
+        existing = read_features_manifest(features)
+        shard_size = int(existing["shard_size"])
+        asked = {"teacher": os.fspath(model), "pooling": "mean"}
+        diff = [
+            f"{k}: {existing[k]!r} there, {v!r} asked" for k, v in asked.items() if existing[k] != v
+        ]
+        if diff or int(existing["layers"][0]) != DEFAULT_FEATURE_LAYERS[0]:
+            raise FeaturesMismatchError(
+                f"features directory {os.fspath(features)!r} was written with other options "
+                f"({'; '.join(diff) or 'layers ' + str(existing['layers'])}); "
+                "use another directory"
+            )
+        ready = contiguous_sentences(existing) >= max_sentences
+    else:
+        ready = False
+    if not ready:  # featurize what is missing (a complete directory is only read)
+        featurize_corpus(
+            model,
+            corpus,
+            features,
+            max_sentences=max_sentences,
+            precision=recipe.precision,
+            device=recipe.device,
+            shard_size=shard_size,
+            client=recipe.client,
+            show_progress_bar=recipe.show_progress_bar,
+        )
+    return load_features(features, max_sentences=max_sentences)
+
+
+def _corpus_sentences(corpus: Path, n: int, features: str | os.PathLike[str]) -> list[str]:
+    """The first ``n`` sentences of ``corpus``; FeaturesMismatchError when it has fewer."""
+    from sentvec.distill.corpus import corpus_lines
+
+    sentences = []
+    for line in corpus_lines(corpus):
+        sentences.append(line)
+        if len(sentences) == n:
+            break
+    if len(sentences) != n:
+        raise FeaturesMismatchError(
+            f"features directory {os.fspath(features)!r} holds {n} sentences but "
+            f"corpus {os.fspath(corpus)!r} only {len(sentences)}"
+        )
+    return sentences
+
+
+def _token_ids(
+    student: Any, sentences: list[str], corpus: Path
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which sentences have a token (bool, (n,)), and their token ids flattened with offsets.
+
+    Raises ValueError when fewer than :data:`MIN_SENTENCES` have one.
+    """
+    ids = student.tokenize(sentences)
+    keep = np.fromiter((len(x) > 0 for x in ids), dtype=bool, count=len(ids))
+    if int(keep.sum()) < MIN_SENTENCES:
+        raise ValueError(
+            f"corpus {os.fspath(corpus)!r} gives {int(keep.sum())} sentences with a token; "
+            f"training needs at least {MIN_SENTENCES}"
+        )
+    flat, offsets = flatten_ids([x for x, k in zip(ids, keep, strict=True) if k])
+    return keep, flat, offsets
+
+
+def _aligned_rows(
+    student: Any, flat: np.ndarray, offsets: np.ndarray, Y: np.ndarray, recipe: _Recipe
+) -> np.ndarray:
+    """The initial rows (the student's, or random ones), turned onto the targets' space."""
+    rows = _effective_rows(student)
+    if recipe.init == "random":
+        rng = np.random.default_rng(recipe.seed)
+        rows = rng.normal(0.0, 1.0, size=rows.shape).astype(np.float32)
+    rows = rows.astype(np.float64) @ procrustes_map(sentence_vectors(rows, flat, offsets), Y)
+    return rows.astype(np.float32)
+
+
+def _trained_rows(
+    rows: np.ndarray, flat: np.ndarray, offsets: np.ndarray, Y: np.ndarray, recipe: _Recipe
+) -> tuple[np.ndarray, TrainingLog]:
+    """The rows trained against ``Y``, then SIF-reweighted when the recipe asks; and the log."""
+    rows, log = train_rows(
+        rows,
+        flat,
+        offsets,
+        Y,
+        loss=recipe.loss,
+        epochs=recipe.epochs,
+        batch_size=recipe.batch_size,
+        learning_rate=recipe.learning_rate,
+        seed=recipe.seed,
+        show_progress_bar=recipe.show_progress_bar,
+    )
+    if recipe.reweighting == "sif":
+        sif_a = recipe.sif_a
+        counts = np.bincount(flat, minlength=len(rows)).astype(np.float64)
+        p = counts / counts.sum()
+        rows = (rows * (sif_a / (sif_a + p))[:, None]).astype(np.float32)
+    return rows, log
+
+
+def _trained_model(
+    model: str | os.PathLike[str], student: Any, rows: np.ndarray, record: dict[str, Any]
+) -> Any:
+    """The trained rows as a StaticEncoder of the student's tokenizer, ``record`` in its config."""
+    from sentvec.encoders.static import StaticEncoder
+
     if student.unk_id >= 0:
         rows[student.unk_id] = 0.0  # dropped by sentvec and Model2Vec, averaged in elsewhere
     config = {k: v for k, v in student.config.items() if k not in ("sentvec",)}
     config["sentvec_train_static"] = record
-    trained = StaticEncoder(
+    return StaticEncoder(
         rows.astype(np.float16),
         student.tokenizer,
         normalize=student.normalize,
@@ -342,9 +475,6 @@ def train_static(
         source=f"train-static({model})",
         config=config,
     )
-    if output is not None:
-        trained.save(output)
-    return trained
 
 
 def _effective_rows(student: Any) -> np.ndarray:

@@ -276,8 +276,6 @@ def featurize_corpus(
     FileNotFoundError
         The corpus does not exist.
     """
-    from sentvec.distill.corpus import corpus_lines
-
     if shard_size < 1:
         raise ValueError(f"shard_size={shard_size} is invalid; it must be at least 1")
     if max_sentences is not None and max_sentences < 1:
@@ -290,94 +288,135 @@ def featurize_corpus(
     encoder = load_teacher(teacher, pooling=pooling, precision=precision, device=device)
     layers = tuple(int(x) for x in layers)
     n_states = int(encoder.num_layers) + 1
-    norm_layers = [x % n_states for x in layers]
     config = {
         "teacher": _teacher_description(encoder),
         "pooling": pooling,
-        "layers": norm_layers,
+        "layers": [x % n_states for x in layers],
         "dim": int(encoder.get_sentence_embedding_dimension()),
         "precision": str(encoder.precision),
         "shard_size": int(shard_size),
         "corpus_name": corpus.name,
     }
     with DirectoryLock(out):
-        manifest_path = out / MANIFEST_FILE
-        if manifest_path.exists():
-            manifest = read_features_manifest(out)
-            _check_config(manifest, config, out)
-        else:
-            manifest = {
-                "format": FEATURES_FORMAT,
-                "version": FEATURES_VERSION,
-                **config,
-                "corpus": os.fspath(corpus.resolve()),
-                "max_length": int(encoder.max_length),
-                "dtype": "float32",
-                "shape": "(sentences, len(layers), dim)",
-                "shards": [],
-            }
-        done = {int(s["start"]): s for s in manifest["shards"]}
-        lines: Iterator[str] = corpus_lines(corpus)
-        if max_sentences is not None:
-            lines = itertools.islice(lines, max_sentences)
-        total = max_sentences
+        manifest = _open_manifest(out, config, corpus, encoder)
         bar = progress_bar(
-            total=total, show=show_progress_bar, desc="teacher features", unit="sent"
+            total=max_sentences, show=show_progress_bar, desc="teacher features", unit="sent"
         )
-        pending: list[Any] = []
-        start = 0
-        n_seen = 0
-
-        def record(s: int, chunk_len: int, text_sha: str, arr: np.ndarray) -> None:
-            name = shard_file_name(s, s + chunk_len)
-            atomic_save_npy(out / name, arr)
-            done[s] = {
-                "file": name,
-                "start": s,
-                "end": s + chunk_len,
-                "text_sha256": text_sha,
-                "file_sha256": _sha256_file(out / name),
-            }
-            manifest["shards"] = [done[k] for k in sorted(done)]
-            manifest["n_sentences"] = sum(int(v["end"]) - int(v["start"]) for v in done.values())
-            atomic_write_json(manifest_path, manifest)
-            bar.update(chunk_len)
-
+        shards = _ShardWriter(out, manifest, bar)
         spec = (os.fspath(teacher), pooling, precision, device)
-        for chunk in _chunks(lines, shard_size):
-            n_seen += len(chunk)
-            text_sha = _text_sha256(chunk)
-            prev = done.get(start)
-            if prev is not None:
-                if prev["text_sha256"] != text_sha or int(prev["end"]) != start + len(chunk):
-                    raise FeaturesMismatchError(
-                        f"features directory {os.fspath(out)!r}: shard {prev['file']} was "
-                        f"computed from other sentences than lines {start}..{start + len(chunk)} "
-                        f"of {os.fspath(corpus)!r}; use another directory for another corpus"
-                    )
-                if (out / prev["file"]).is_file():
-                    bar.update(len(chunk))
-                    start += len(chunk)
-                    continue
-            if client is None:
-                record(start, len(chunk), text_sha, teacher_features(encoder, chunk, layers))
-            else:
-                fut = client.submit(_worker_features, spec, chunk, layers, pure=False)
-                pending.append((fut, start, len(chunk), text_sha))
-            start += len(chunk)
-        if pending:
-            from distributed import as_completed
-
-            by_future = {p[0]: p for p in pending}
-            for fut in as_completed(list(by_future)):
-                _, s, n, sha = by_future[fut]
-                record(s, n, sha, fut.result())
+        n_seen = _featurize_shards(
+            shards, corpus, max_sentences, shard_size, encoder, spec, layers, client
+        )
         bar.close()
         if n_seen == 0:
             raise ValueError(f"corpus {os.fspath(corpus)!r} has no non-empty line")
-        manifest["n_sentences"] = sum(int(v["end"]) - int(v["start"]) for v in done.values())
-        atomic_write_json(manifest_path, manifest)
+        shards.write_manifest()
     return manifest
+
+
+def _open_manifest(out: Path, config: dict[str, Any], corpus: Path, encoder: Any) -> dict[str, Any]:
+    """The manifest of ``out`` to continue (its options checked against ``config``), or a new one."""
+    if (out / MANIFEST_FILE).exists():
+        manifest = read_features_manifest(out)
+        _check_config(manifest, config, out)
+        return manifest
+    return {
+        "format": FEATURES_FORMAT,
+        "version": FEATURES_VERSION,
+        **config,
+        "corpus": os.fspath(corpus.resolve()),
+        "max_length": int(encoder.max_length),
+        "dtype": "float32",
+        "shape": "(sentences, len(layers), dim)",
+        "shards": [],
+    }
+
+
+class _ShardWriter:
+    """Writes each finished shard, then records it in the manifest (so a killed run resumes)."""
+
+    def __init__(self, out: Path, manifest: dict[str, Any], bar: Any) -> None:
+        self.out = out
+        self.manifest = manifest
+        self.bar = bar
+        #: The finished shards by first sentence.
+        self.done: dict[int, dict[str, Any]] = {int(s["start"]): s for s in manifest["shards"]}
+
+    def record(self, s: int, chunk_len: int, text_sha: str, arr: np.ndarray) -> None:
+        """Write the features ``arr`` of sentences ``[s, s + chunk_len)`` and record them."""
+        name = shard_file_name(s, s + chunk_len)
+        atomic_save_npy(self.out / name, arr)
+        self.done[s] = {
+            "file": name,
+            "start": s,
+            "end": s + chunk_len,
+            "text_sha256": text_sha,
+            "file_sha256": _sha256_file(self.out / name),
+        }
+        self.manifest["shards"] = [self.done[k] for k in sorted(self.done)]
+        self.write_manifest()
+        self.bar.update(chunk_len)
+
+    def write_manifest(self) -> None:
+        """Write the manifest (atomically), its sentence count updated."""
+        self.manifest["n_sentences"] = sum(
+            int(v["end"]) - int(v["start"]) for v in self.done.values()
+        )
+        atomic_write_json(self.out / MANIFEST_FILE, self.manifest)
+
+
+def _featurize_shards(
+    shards: _ShardWriter,
+    corpus: Path,
+    max_sentences: int | None,
+    shard_size: int,
+    encoder: Any,
+    spec: tuple[str, str, str, str | None],
+    layers: tuple[int, ...],
+    client: Any,
+) -> int:
+    """Featurize the shards ``shards`` lacks, here or on ``client``'s cluster; the sentences seen.
+
+    A shard already recorded is skipped when its file is there, and refused
+    (:class:`FeaturesMismatchError`) when it was computed from other sentences.
+    """
+    from sentvec.distill.corpus import corpus_lines
+
+    lines: Iterator[str] = corpus_lines(corpus)
+    if max_sentences is not None:
+        lines = itertools.islice(lines, max_sentences)
+    pending: list[Any] = []
+    start = 0
+    n_seen = 0
+    for chunk in _chunks(lines, shard_size):
+        n_seen += len(chunk)
+        text_sha = _text_sha256(chunk)
+        prev = shards.done.get(start)
+        if prev is not None:
+            if prev["text_sha256"] != text_sha or int(prev["end"]) != start + len(chunk):
+                raise FeaturesMismatchError(
+                    f"features directory {os.fspath(shards.out)!r}: shard {prev['file']} was "
+                    f"computed from other sentences than lines {start}..{start + len(chunk)} "
+                    f"of {os.fspath(corpus)!r}; use another directory for another corpus"
+                )
+            if (shards.out / prev["file"]).is_file():
+                shards.bar.update(len(chunk))
+                start += len(chunk)
+                continue
+        if client is None:
+            shards.record(start, len(chunk), text_sha, teacher_features(encoder, chunk, layers))
+        else:
+            fut = client.submit(_worker_features, spec, chunk, layers, pure=False)
+            pending.append((fut, start, len(chunk), text_sha))
+        start += len(chunk)
+    if pending:
+        from distributed import as_completed
+
+        by_future = {p[0]: p for p in pending}
+        for fut in as_completed(list(by_future)):
+            _, s, n, sha = by_future[fut]
+            shards.record(s, n, sha, fut.result())
+    return n_seen
 
 
 def load_features(
