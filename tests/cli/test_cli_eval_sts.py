@@ -98,9 +98,10 @@ def test_table1_block(small_data, use_tiny, tiny_minilm, capsys, tmp_path):
     out_json = tmp_path / "t1.json"
     code = main(
         ["eval-sts", "--tasks", "STSB,SICK", "--data", str(small_data), "--json", str(out_json)]
+        + ["--precision", "float32"]  # the oracle below encodes in float32
     )
     assert code == 0
-    assert use_tiny == [("minilm", {})]  # default model, no configuration overrides
+    assert use_tiny == [("minilm", {"precision": "float32"})]  # default model
     out = capsys.readouterr().out
     rows = _table_rows(out)
     assert list(rows) == ["CLS L2", "AVG L2", "AVG L1", "AVG L1+L2", "AVG L1+L2 + whitening"]
@@ -143,7 +144,7 @@ def test_single_configuration_matches_table_row(small_data, use_tiny, capsys, tm
     table = _table_rows(capsys.readouterr().out)
     out_json = tmp_path / "one.json"
     assert main(args + ["--pooling", "cls", "--layers", "-1", "--json", str(out_json)]) == 0
-    assert use_tiny[-1][1] == {"pooling": "cls", "layers": (-1,)}
+    assert use_tiny[-1][1] == {"pooling": "cls", "layers": (-1,), "precision": "auto"}
     rows = _table_rows(capsys.readouterr().out)
     assert list(rows) == ["CLS L2"]
     assert rows["CLS L2"] == table["CLS L2"]
@@ -171,6 +172,7 @@ def test_whiten_with_corpus_file_and_saved_whitening(
     )
     out_json = tmp_path / "w.json"
     args = ["eval-sts", "--tasks", "STSB", "--data", str(small_data), "--layers", "1,-1"]
+    args += ["--precision", "float32"]  # the oracle below encodes in float32
     assert (
         main(args + ["--whiten", str(path), "--n-components", "16", "--json", str(out_json)]) == 0
     )

@@ -355,7 +355,7 @@ def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(
     tmp_path, capsys, corpus, monkeypatch
 ):
     # root ignores permission bits, so the unwritable folder is simulated at the write check
-    import sentvec._io as io_mod
+    import sentvec.search as search_mod
 
     def read_only(path, **kwargs):
         raise PermissionError(f"cannot write index directory {str(path)!r}: not writable")
@@ -376,7 +376,7 @@ def test_search_cli_next_to_a_read_only_corpus_searches_without_saving(
     assert main(args) == 0  # the oracle run, index saved next to the corpus
     good = json.loads(capsys.readouterr().out)
     shutil.rmtree(path.with_name(path.name + ".sentvec-index"))
-    monkeypatch.setattr(io_mod, "check_output_path", read_only)
+    monkeypatch.setattr(search_mod, "check_output_path", read_only)
     with pytest.warns(UserWarning, match="searching without saving the index"):
         assert main(args) == 0
     out = capsys.readouterr()

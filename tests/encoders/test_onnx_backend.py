@@ -151,6 +151,8 @@ def test_cli_model_backend_onnx_matches_torch(tiny_minilm_dir, tmp_path, monkeyp
                     str(out),
                     "--model-backend",
                     backend,
+                    "--precision",
+                    "float32",  # the two forward passes compared in one precision
                     "--no-progress",
                 ]
             )

@@ -383,6 +383,13 @@ def test_pooled_layer_vectors_names_an_encoder_missing_a_pooling():
     from sentvec.cache import pooled_layer_vectors
 
     class MeanOnly:
+        pooling = "mean"
+        layer_indices = (1, 2, 3)
+        num_layers = 3
+
+        def encode(self, sentences, **kwargs):
+            raise AssertionError("the per-layer path is encode_layers")
+
         def encode_layers(self, sentences, pooling=("mean",), **kwargs):
             return {"mean": np.ones((len(sentences), 3, 4), np.float32)}
 

@@ -232,6 +232,7 @@ class _CpuTransformerLike:
     ``batch_size``); every call with more than one text waits for a gate."""
 
     device = "cpu"
+    pooling = "mean"
     max_length = 128
 
     def __init__(self) -> None:
