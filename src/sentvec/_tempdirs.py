@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import re
 import shutil
-import socket
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -65,6 +63,9 @@ def pid_alive(pid: int) -> bool:
 def host_tag() -> str:
     """Eight hex digits of this host's name: names made elsewhere (a network file system shared
     by several hosts) are never judged by the pids of this one."""
+    import hashlib  # here, not at the top: every command imports this module, few write
+    import socket
+
     return hashlib.sha1(socket.gethostname().encode("utf-8", "replace")).hexdigest()[:8]
 
 
