@@ -331,7 +331,9 @@ def add_device_options(p: argparse.ArgumentParser) -> None:
         help="forward passes of transformer models: auto (default): bfloat16 where the device "
         "multiplies it in hardware (a CPU with AMX or AVX512-BF16, CUDA), else float32; "
         "float32; or bfloat16 (matrix products in bfloat16; pooling, layer averaging and "
-        "whitening stay float32). Scores of auto and float32 can differ in the second decimal",
+        "whitening stay float32); or int8 (with --model-backend onnx only: the ONNX graph's "
+        "matrix products dynamically quantized to int8, the graph cached beside the float32 "
+        "one). Scores of auto and float32 can differ in the second decimal",
     )
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "PIPELINE_FILE",
     "TRANSFORMER_BACKENDS",
     "PRECISIONS",
+    "precision_for_backend",
     "describe_encoder",
     "text_variant_of",
     "output_dimension",
@@ -69,8 +70,46 @@ PIPELINE_FILE = "pipeline.json"
 #: CPU (the ``onnx`` extra). Here, not in ``transformer.py``, so the CLI lists them without torch.
 TRANSFORMER_BACKENDS = ("torch", "onnx")
 #: Forward-pass precisions of :class:`sentvec.TransformerEncoder` (``--precision`` of every
-#: command that loads a transformer): see :func:`sentvec.encoders.resolve_precision`.
-PRECISIONS = ("auto", "float32", "bfloat16")
+#: command that loads a transformer): see :func:`sentvec.encoders.resolve_precision`; ``"int8"``
+#: (dynamic int8 quantization of the ONNX graph) needs ``backend="onnx"``.
+PRECISIONS = ("auto", "float32", "bfloat16", "int8")
+
+
+def precision_for_backend(backend: str, precision: str, resolved: str) -> str:
+    """The precision a forward-pass ``backend`` runs for a requested ``precision``.
+
+    Parameters
+    ----------
+    backend : {"torch", "onnx"}
+    precision : str
+        As requested (one of :data:`PRECISIONS`).
+    resolved : str
+        ``precision`` with ``"auto"`` resolved for the device (``"float32"``, ``"bfloat16"``
+        or ``"int8"``).
+
+    Returns
+    -------
+    str
+        ``resolved``, except that ``"auto"`` gives ``"float32"`` with ``backend="onnx"`` (the
+        graph's best exact precision; int8 is never chosen by ``"auto"``).
+
+    Raises
+    ------
+    ValueError
+        ``"int8"`` with the torch backend; ``"bfloat16"`` with the ONNX backend.
+    """
+    if backend == "onnx" and resolved == "bfloat16":
+        if precision == "auto":
+            return "float32"
+        raise ValueError(
+            f"precision={precision!r} needs backend='torch'; the ONNX backend runs float32 or int8"
+        )
+    if backend != "onnx" and resolved == "int8":
+        raise ValueError(
+            f"precision='int8' needs backend='onnx' (dynamic int8 quantization of the ONNX "
+            f"graph; --model-backend onnx), not backend={backend!r}"
+        )
+    return resolved
 
 
 @runtime_checkable

@@ -18,7 +18,12 @@ import numpy as np
 import torch
 
 from sentvec._validation import check_choice, check_positive_int, check_sentences
-from sentvec.encoders.base import PRECISIONS, TRANSFORMER_BACKENDS, TruncationWarning
+from sentvec.encoders.base import (
+    PRECISIONS,
+    TRANSFORMER_BACKENDS,
+    TruncationWarning,
+    precision_for_backend,
+)
 from sentvec.encoders.devices import resolve_device as _resolve_device
 from sentvec.encoders.hf_loading import load_model_and_tokenizer
 from sentvec.encoders.models import resolve_model
@@ -91,12 +96,12 @@ def resolve_precision(precision: str, device: str | torch.device) -> str:
 
     Parameters
     ----------
-    precision : {"auto", "float32", "bfloat16"}
+    precision : {"auto", "float32", "bfloat16", "int8"}
     device : str or torch.device
 
     Returns
     -------
-    {"float32", "bfloat16"}
+    {"float32", "bfloat16", "int8"}
 
     Raises
     ------
@@ -152,7 +157,7 @@ class TransformerEncoder:
         code for both; vectors agree to about 1e-5 (float32 rounding of another kernel order).
     onnx_cache_dir : path-like, optional
         Root of the ONNX graph cache (default ``$SENTVEC_CACHE`` or ``~/.cache/sentvec``).
-    precision : {"float32", "bfloat16", "auto"}, default "float32"
+    precision : {"float32", "bfloat16", "int8", "auto"}, default "float32"
         The forward pass's matrix products. ``"bfloat16"`` runs the model under
         ``torch.autocast`` with bfloat16: linear layers and attention products multiply in
         bfloat16, while the weights, layer norms, softmax, the hidden states handed to pooling,
@@ -161,21 +166,21 @@ class TransformerEncoder:
         bfloat16 where the device multiplies it in hardware (:func:`bfloat16_is_fast`: a CPU
         with AMX or AVX512-BF16, a CUDA device with bfloat16), float32 elsewhere. The resolved
         value is :attr:`precision` and is part of :meth:`config_dict` (so the vector cache keys
-        on it). The ONNX backend runs float32 only.
+        on it). The ONNX backend runs float32 or ``"int8"`` (only it: dynamic quantization).
 
     Raises
     ------
     ValueError
         Unknown ``pooling``, ``mean_mode``, ``backend`` or ``precision`` (the message lists
-        the options); ``precision="bfloat16"`` with ``backend="onnx"``; a
+        the options); ``precision="bfloat16"`` with ``backend="onnx"``, ``"int8"`` without; a
         layer index out of range (the message names the valid range); ``max_length`` above the
         model's limit; ``backend="onnx"`` with a device other than the CPU; a ``device`` that
         is not a torch device or that this torch build cannot use (CUDA or MPS absent).
     ImportError
         ``backend="onnx"`` without onnxruntime (``pip install 'sentvec[onnx]'``).
     RuntimeError
-        ``backend="onnx"`` and the model could not be exported, or its graph disagrees with
-        torch (checked on a small batch on every load).
+        ``backend="onnx"`` and the model could not be exported (or quantized), or its graph
+        disagrees with torch (checked on a small batch on every load).
 
     Notes
     -----
@@ -246,15 +251,10 @@ class TransformerEncoder:
                 )
             device = "cpu"
         self.device = _resolve_device(device)
-        #: The forward pass's resolved precision: ``"float32"`` or ``"bfloat16"``.
-        self.precision: str = resolve_precision(precision, self.device)
-        if self.backend == "onnx" and self.precision != "float32":
-            if precision == "auto":
-                self.precision = "float32"  # the ONNX graph is float32: auto means its best
-            else:
-                raise ValueError(
-                    f"precision={precision!r} needs backend='torch'; the ONNX backend runs float32"
-                )
+        #: The forward pass's resolved precision: ``"float32"``, ``"bfloat16"`` or ``"int8"``.
+        self.precision: str = precision_for_backend(
+            self.backend, precision, resolve_precision(precision, self.device)
+        )
         self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.name_or_path = (
@@ -266,10 +266,10 @@ class TransformerEncoder:
         if self.backend == "onnx":
             from sentvec.encoders.onnx_backend import OnnxForward
 
-            self._onnx = (
-                _onnx
-                if _onnx is not None
-                else OnnxForward(self.model, pad_id=self._pad_id, cache_dir=onnx_cache_dir)
+            if _onnx is not None and _onnx.precision != self.precision:  # with_options(precision)
+                onnx_cache_dir, _onnx = onnx_cache_dir or _onnx.cache_root, None
+            self._onnx = _onnx or OnnxForward(
+                self.model, pad_id=self._pad_id, cache_dir=onnx_cache_dir, precision=self.precision
             )
 
     # ------------------------------------------------------------------ construction
@@ -304,7 +304,7 @@ class TransformerEncoder:
             See :class:`TransformerEncoder` (not saved with the model: a deployment choice).
         onnx_cache_dir : path-like, optional
             Root of the ONNX graph cache for ``backend="onnx"``.
-        precision : {"float32", "bfloat16", "auto"}, default "float32"
+        precision : {"float32", "bfloat16", "int8", "auto"}, default "float32"
             See :class:`TransformerEncoder` (not saved with the model: a deployment choice).
         **model_kwargs
             Passed to ``transformers.AutoModel.from_pretrained`` (e.g. ``dtype``, or
