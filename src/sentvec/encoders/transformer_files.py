@@ -19,6 +19,7 @@ from typing import Any
 
 from sentvec._io import atomic_write_json, make_temp
 from sentvec._readers import json_int, read_json_object
+from sentvec.encoders.base import precision_for_backend
 from sentvec.encoders.pooling import Pooling
 from sentvec.exceptions import ModelFormatError
 
@@ -238,12 +239,12 @@ def describe_pretrained(
     if backend != "torch":
         desc["backend"] = backend
     resolved_precision = resolved_precision_without_torch(precision, device)
-    if resolved_precision is None or resolved_precision not in ("float32", "bfloat16"):
-        return None
-    if backend == "onnx" and resolved_precision != "float32":
-        if precision != "auto":
-            return None  # an invalid combination: loading reports it
-        resolved_precision = "float32"
+    if resolved_precision not in ("float32", "bfloat16"):
+        return None  # int8 or unknown: the loaded encoder describes itself
+    try:  # the encoder's own rule for a backend and a precision
+        resolved_precision = precision_for_backend(backend, precision, resolved_precision)
+    except ValueError:
+        return None  # an invalid combination: loading reports it
     if resolved_precision != "float32":
         desc["precision"] = resolved_precision
     return desc
