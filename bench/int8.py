@@ -23,11 +23,9 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -91,25 +89,10 @@ def speed(args: argparse.Namespace, cache: Path) -> None:
 
 
 def _eval_sts(precision: str, cache: Path, out: Path) -> dict:
-    argv = [sys.executable, "-m", "sentvec", "eval-sts", "--model", "minilm", "--no-cache"]
-    argv += ["--no-progress", "--model-backend", "onnx", "--precision", precision]
-    argv += ["--json", str(out)]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", SENTVEC_CACHE=str(cache))
-    load = os.getloadavg()[0]
-    t = time.perf_counter()
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv} exited {proc.returncode}: {proc.stderr[-2000:]}")
-    rows = json.loads(out.read_text())["rows"]
-    cells = {
-        (row["label"], task): float(score)
-        for row in rows
-        for task, score in row["result"]["task_scores"].items()
-    }
-    for row in rows:
-        cells[(row["label"], "Avg")] = float(row["result"]["average"])
-    return {"wall_s": wall, "load1": load, "cells": cells}
+    from precision import eval_sts_cells  # bench/precision.py, beside this script
+
+    options = ["--model", "minilm", "--model-backend", "onnx", "--precision", precision]
+    return eval_sts_cells(options, out, env={"SENTVEC_CACHE": str(cache)})
 
 
 def sts(args: argparse.Namespace, cache: Path) -> None:

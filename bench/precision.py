@@ -29,12 +29,13 @@ from pathlib import Path
 PRECISIONS = ("float32", "bfloat16")
 
 
-def run(precision: str, args: argparse.Namespace, out: Path) -> dict:
-    argv = [sys.executable, "-m", "sentvec", "eval-sts", "--model", args.model, "--no-cache"]
-    argv += ["--no-progress", "--precision", precision, "--json", str(out)]
-    if args.tasks:
-        argv += ["--tasks", args.tasks]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+def eval_sts_cells(options: list[str], out: Path, env: dict[str, str] | None = None) -> dict:
+    """Run ``sentvec eval-sts --no-cache --no-progress OPTIONS --json OUT`` in a fresh process;
+    its wall time, the load average before it, and every cell as ``{(row label, task): score}``
+    (``"Avg"`` for a row's average)."""
+    argv = [sys.executable, "-m", "sentvec", "eval-sts", "--no-cache", "--no-progress"]
+    argv += [*options, "--json", str(out)]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **(env or {}))
     load = os.getloadavg()[0]
     t = time.perf_counter()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -50,6 +51,13 @@ def run(precision: str, args: argparse.Namespace, out: Path) -> dict:
     for row in rows:
         cells[(row["label"], "Avg")] = float(row["result"]["average"])
     return {"wall_s": wall, "load1": load, "cells": cells}
+
+
+def run(precision: str, args: argparse.Namespace, out: Path) -> dict:
+    options = ["--model", args.model, "--precision", precision]
+    if args.tasks:
+        options += ["--tasks", args.tasks]
+    return eval_sts_cells(options, out)
 
 
 def main() -> int:
