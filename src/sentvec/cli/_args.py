@@ -8,6 +8,7 @@ import math
 import os
 import re
 import sys
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -352,6 +353,24 @@ def device_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.model_backend == "onnx" and getattr(args, "cache_dir", None):
         opts["onnx_cache_dir"] = args.cache_dir
     return opts
+
+
+def dask_client(args: argparse.Namespace) -> AbstractContextManager[Any]:
+    """The Dask client a command's ``--dask-scheduler`` (waiting ``--dask-timeout`` where the
+    command has it) or ``--dask-workers`` asks for, as a context manager; one that gives None
+    when neither is given (the work stays in this process)."""
+    from contextlib import nullcontext
+
+    if args.dask_scheduler is not None:
+        from sentvec.cluster import CONNECT_TIMEOUT, connect_client
+
+        timeout = getattr(args, "dask_timeout", CONNECT_TIMEOUT)  # not every command has it
+        return connect_client(args.dask_scheduler, timeout=timeout)
+    if args.dask_workers is not None:
+        from sentvec.cluster import local_client
+
+        return local_client(args.dask_workers)
+    return nullcontext(None)
 
 
 def load_transformer(name: str, **overrides: Any) -> Any:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from contextlib import AbstractContextManager
 from typing import Any
 
 from sentvec._path_checks import check_output_path, check_outputs_not_inputs
@@ -31,6 +30,7 @@ from sentvec.cli._args import (
     MODEL_HELP,
     add_device_options,
     add_progress_option,
+    dask_client,
     device_options,
     float_range,
     int_at_least,
@@ -203,15 +203,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_on_cluster(args: argparse.Namespace) -> tuple[Any, Any]:
     """``encode_file_distributed`` on ``--dask-scheduler`` or a local ``--dask-workers`` cluster."""
-    from sentvec.cluster import connect_client, encode_file_distributed, local_client
+    from sentvec.cluster import encode_file_distributed
     from sentvec.exceptions import PartitionError
 
-    opened: AbstractContextManager[Any]
-    if args.dask_scheduler is not None:
-        opened = connect_client(args.dask_scheduler, timeout=args.dask_timeout)
-    else:
-        opened = local_client(args.dask_workers)
-    with opened as client:
+    with dask_client(args) as client:
         import importlib.util
 
         served = "dashboard" in client.scheduler_info().get("services", {})

@@ -17,11 +17,11 @@ Examples::
 from __future__ import annotations
 
 import argparse
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from sentvec.cli._args import (
     add_progress_option,
+    dask_client,
     float_range,
     int_at_least,
     plain_text,
@@ -160,18 +160,7 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentvec.static_training.api import train_static
 
-    opened: AbstractContextManager[Any]
-    if args.dask_scheduler is not None:
-        from sentvec.cluster import connect_client
-
-        opened = connect_client(args.dask_scheduler)
-    elif args.dask_workers is not None:
-        from sentvec.cluster import local_client
-
-        opened = local_client(args.dask_workers)
-    else:
-        opened = nullcontext(None)
-    with opened as client:
+    with dask_client(args) as client:
         model = train_static(
             args.model,
             args.corpus,
