@@ -371,3 +371,90 @@ def test_train_static_command_reports_bad_input_as_one_error_line(
 def test_a_static_model_as_teacher_is_refused_by_name(random_init_dir, corpus_file, tmp_path):
     with pytest.raises(ValueError, match="is a Model2Vec model directory, not a transformer"):
         featurize_corpus(random_init_dir, corpus_file, tmp_path / "f", show_progress_bar=False)
+
+
+@pytest.fixture(scope="module")
+def bigram_init_dir(tiny_minilm_dir, tmp_path_factory):
+    """A bigram static directory of the tiny teacher's tokenizer: random 8-d rows for its tokens
+    and for the adjacent token pairs of the first corpus sentences."""
+    from tokenizers import Tokenizer
+
+    from sentvec.encoders.static import StaticEncoder
+    from sentvec.encoders.static_bigrams import BigramStaticEncoder
+
+    tok = Tokenizer.from_file(str(tiny_minilm_dir / "tokenizer.json"))
+    probe = StaticEncoder(np.zeros((tok.get_vocab_size(), 8), np.float32), tok)
+    pairs = sorted(
+        {(a, b) for ids in probe.tokenize(CORPUS[:10]) for a, b in zip(ids, ids[1:], strict=False)}
+    )
+    rng = np.random.default_rng(4)
+    rows = rng.normal(size=(tok.get_vocab_size() + len(pairs), 8)).astype(np.float32)
+    path = tmp_path_factory.mktemp("bigram-init") / "m"
+    BigramStaticEncoder(rows, tok, np.array(pairs, dtype=np.int64)).save(path)
+    return path
+
+
+def test_bigram_rows_are_trained_with_the_token_rows_and_saved_in_the_bigram_format(
+    tiny_minilm_dir, corpus_file, bigram_init_dir, tmp_path
+):
+    from sentvec import load_encoder, train_static
+    from sentvec.encoders.static_bigrams import BigramStaticEncoder
+
+    init = BigramStaticEncoder.load(bigram_init_dir)
+    n_pairs, V = len(init.bigrams), init.n_tokens
+    options = dict(features=tmp_path / "feats", init=bigram_init_dir, dim=8, max_sentences=40)
+    models = {}
+    for epochs in (1, 2):
+        out = tmp_path / f"trained-{epochs}"
+        models[epochs] = train_static(
+            tiny_minilm_dir,
+            corpus_file,
+            out,
+            epochs=epochs,
+            batch_size=8,
+            show_progress_bar=False,
+            **options,
+        )
+    model = models[2]
+    assert isinstance(model, BigramStaticEncoder) and len(model.bigrams) == n_pairs
+    assert model.config["sentvec_train_static"]["bigram_rows"] == n_pairs
+    # the same aligned start, one more epoch: the bigram rows moved too
+    assert not np.array_equal(models[1].embeddings[V:], model.embeddings[V:])
+    reloaded = load_encoder(str(tmp_path / "trained-2"))
+    assert isinstance(reloaded, BigramStaticEncoder)
+    assert reloaded.config["sentvec_train_static"]["epochs"] == 2
+    # Sent2Vec's sentence vector, written out in numpy: mean of token rows and bigram rows
+    sents = CORPUS[:3]
+    E = np.asarray(reloaded.embeddings, dtype=np.float64)
+    index = {(int(a), int(b)): V + j for j, (a, b) in enumerate(reloaded.bigrams)}
+    for sent, got in zip(sents, reloaded.encode(sents), strict=True):
+        ids = reloaded.unigrams.tokenize([sent])[0]
+        rows = ids + [index[p] for p in zip(ids, ids[1:], strict=False) if p in index]
+        assert len(rows) > len(ids)  # the first sentences' pairs all have rows
+        v = E[rows].mean(axis=0)
+        np.testing.assert_allclose(got, v / np.linalg.norm(v), atol=1e-5)
+
+
+def test_bigram_training_from_a_distilled_start_and_its_bad_options(
+    tiny_minilm_dir, corpus_file, tmp_path
+):
+    from sentvec import train_static
+    from sentvec.encoders.static_bigrams import BigramStaticEncoder
+
+    model = train_static(
+        tiny_minilm_dir,
+        corpus_file,
+        tmp_path / "m",
+        features=tmp_path / "feats",
+        init="distill",
+        bigrams=5,
+        dim=8,
+        max_sentences=40,
+        epochs=1,
+        show_progress_bar=False,
+    )
+    assert isinstance(model, BigramStaticEncoder) and len(model.bigrams) == 5
+    with pytest.raises(ValueError, match="bigrams need initial bigram rows"):
+        train_static(tiny_minilm_dir, corpus_file, init="random", bigrams=5)
+    with pytest.raises(ValueError, match="bigrams=-1 is invalid"):
+        train_static(tiny_minilm_dir, corpus_file, bigrams=-1)

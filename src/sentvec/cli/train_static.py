@@ -124,6 +124,14 @@ def register(subparsers: Any) -> None:
         help=f"after training: none, or SIF from the corpus counts (default {DEFAULT_REWEIGHTING})",
     )
     p.add_argument(
+        "--bigrams",
+        type=int_at_least(0),
+        default=0,
+        metavar="N",
+        help="also train rows for the N most frequent corpus bigrams (Sent2Vec's sentence "
+        "vector; written in sentvec's bigram format, which model2vec cannot read; default 0)",
+    )
+    p.add_argument(
         "--precision",
         choices=("auto", "float32", "bfloat16"),
         default="auto",
@@ -176,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
             learning_rate=args.learning_rate,
             batch_size=args.batch_size,
             reweighting=args.reweighting,
+            bigrams=args.bigrams,
             precision=args.precision,
             device=args.device,
             client=client,
@@ -185,8 +194,9 @@ def run(args: argparse.Namespace) -> int:
     rec = model.config["sentvec_train_static"]
     s = rec["seconds"]
     print(
-        f"wrote {args.output}: {model.embeddings.shape[0]} rows x {model.dim} (float16), "
-        f"{rec['n_sentences']} sentences, loss {rec['loss']}, target {rec['target']}; "
+        f"wrote {args.output}: {model.embeddings.shape[0]} rows x {model.dim} (float16)"
+        + (f" ({rec['bigram_rows']} of them bigrams)" if rec["bigram_rows"] else "")
+        + f", {rec['n_sentences']} sentences, loss {rec['loss']}, target {rec['target']}; "
         + ", ".join(f"{k} {v:.1f}" for k, v in s.items())
     )
     return 0

@@ -72,6 +72,9 @@ class BigramStaticEncoder:
     max_length : int or None, default 512
         Tokens kept per text (bigrams are formed from the kept tokens).
     source : str, optional
+    config : dict, optional
+        JSON-serialisable records kept with the model (``sentvec train-static`` writes its
+        recipe under ``"sentvec_train_static"``); saved in the config file under ``"config"``.
 
     Raises
     ------
@@ -92,6 +95,7 @@ class BigramStaticEncoder:
         normalize: bool = True,
         max_length: int | None = DEFAULT_MAX_LENGTH,
         source: str | None = None,
+        config: dict[str, Any] | None = None,
     ) -> None:
         E = np.asarray(embeddings)
         P = np.asarray(bigrams)
@@ -121,6 +125,7 @@ class BigramStaticEncoder:
         self.normalize = bool(normalize)
         self.max_length = max_length
         self.source = source
+        self.config: dict[str, Any] = dict(config or {})
 
     @property
     def dim(self) -> int:
@@ -250,6 +255,7 @@ class BigramStaticEncoder:
                 "bigrams": len(self.bigrams),
                 "embedding_dtype": self.embeddings.dtype.name,
                 "source": self.source,
+                "config": self.config,
             },
         )
 
@@ -288,6 +294,7 @@ class BigramStaticEncoder:
                 normalize=bool(cfg.get("normalize", True)),
                 max_length=max_length,
                 source=cfg.get("source") or f"static bigram model {d.name}",
+                config=cfg.get("config") if isinstance(cfg.get("config"), dict) else None,
             )
         except ModelFormatError as exc:
             raise ModelFormatError(f"{str(d / _TENSORS)!r} / {str(tok_path)!r}: {exc}") from exc

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sentvec.encoders.static_bigrams import BigramStaticEncoder, is_bigram_model_dir
 from sentvec.exceptions import FeaturesMismatchError
 from sentvec.static_training.featurize import (
     DEFAULT_FEATURE_LAYERS,
@@ -142,6 +143,7 @@ def train_static(
     batch_size: int = DEFAULT_BATCH_SIZE,
     reweighting: str = DEFAULT_REWEIGHTING,
     sif_a: float = 1e-3,
+    bigrams: int = 0,
     precision: str = "auto",
     device: str | None = None,
     client: Any = None,
@@ -183,6 +185,13 @@ def train_static(
     reweighting : {"none", "sif"}, default "none"
         After training, multiply each row by SIF's ``a / (a + p)`` (``p`` from the training
         sentences' token counts; ``sif_a``).
+    bigrams : int, default 0
+        Sent2Vec's bigram rows (Pagliardini et al. 2018, Eq. 2): with ``init="distill"``, the
+        ``bigrams`` most frequent corpus bigrams get rows (``sentvec distill --bigrams``) and a
+        sentence's vector is the mean of its token rows and its bigram rows, trained together.
+        An ``init`` directory with bigram rows trains them whatever this says. A model with
+        bigram rows is written in sentvec's own format
+        (:class:`~sentvec.encoders.static_bigrams.BigramStaticEncoder`).
     precision, device : optional
         The teacher's forward pass.
     client : distributed.Client, optional
@@ -191,15 +200,15 @@ def train_static(
 
     Returns
     -------
-    StaticEncoder
-        The trained model; ``model.config["sentvec_train_static"]`` records the recipe and
-        times.
+    StaticEncoder or BigramStaticEncoder
+        The trained model (a ``BigramStaticEncoder`` when it has bigram rows);
+        ``model.config["sentvec_train_static"]`` records the recipe and times.
 
     Raises
     ------
     ValueError
         An unknown choice, a corpus with fewer than 16 sentences that have a token,
-        ``max_sentences`` below 16.
+        ``max_sentences`` below 16, ``bigrams`` below 0 or with ``init="random"``.
     FeaturesMismatchError
         ``features`` written with another teacher, other options or another corpus.
     FileNotFoundError
@@ -217,6 +226,7 @@ def train_static(
         batch_size=batch_size,
         reweighting=reweighting,
         sif_a=sif_a,
+        bigrams=bigrams,
         precision=precision,
         device=device,
         client=client,
@@ -241,6 +251,7 @@ class _Recipe:
     batch_size: int
     reweighting: str
     sif_a: float
+    bigrams: int
     precision: str
     device: str | None
     client: Any
@@ -252,6 +263,13 @@ class _Recipe:
         _check_choice("target", self.target, TARGETS)
         _check_choice("target_layers", self.target_layers, TARGET_LAYERS)
         _check_choice("reweighting", self.reweighting, REWEIGHTINGS)
+        if self.bigrams < 0:
+            raise ValueError(f"bigrams={self.bigrams} is invalid; it must be at least 0")
+        if self.bigrams and self.init == "random":
+            raise ValueError(
+                "bigrams need initial bigram rows: init='distill' or a bigram model directory, "
+                "not init='random'"
+            )
         if self.max_sentences < MIN_SENTENCES:
             raise ValueError(
                 f"max_sentences={self.max_sentences} is invalid; training needs at least "
@@ -283,16 +301,7 @@ def _train_static(
         sentences = _corpus_sentences(corpus, len(feats), features)
         # 2. the initial rows
         t0 = time.perf_counter()
-        student = _initial_student(
-            model,
-            recipe.init,
-            recipe.dim,
-            corpus,
-            tmp,
-            recipe.precision,
-            recipe.device,
-            recipe.show_progress_bar,
-        )
+        student = _initial_student(model, corpus, tmp, recipe)
         times["init_s"] = time.perf_counter() - t0
         # 3. targets, tokens, alignment
         t0 = time.perf_counter()
@@ -320,6 +329,7 @@ def _train_static(
         "learning_rate": recipe.learning_rate,
         "batch_size": recipe.batch_size,
         "reweighting": recipe.reweighting,
+        "bigram_rows": len(student.bigrams) if isinstance(student, BigramStaticEncoder) else 0,
         "epoch_losses": log.losses,
         "seconds": {k: round(v, 2) for k, v in times.items()},
     }
@@ -409,7 +419,10 @@ def _token_ids(
 
     Raises ValueError when fewer than :data:`MIN_SENTENCES` have one.
     """
-    ids = student.tokenize(sentences)
+    if isinstance(student, BigramStaticEncoder):  # token rows, then the listed bigrams' rows
+        ids = student.row_ids(sentences)
+    else:
+        ids = student.tokenize(sentences)
     keep = np.fromiter((len(x) > 0 for x in ids), dtype=bool, count=len(ids))
     if int(keep.sum()) < MIN_SENTENCES:
         raise ValueError(
@@ -459,9 +472,23 @@ def _trained_rows(
 def _trained_model(
     model: str | os.PathLike[str], student: Any, rows: np.ndarray, record: dict[str, Any]
 ) -> Any:
-    """The trained rows as a StaticEncoder of the student's tokenizer, ``record`` in its config."""
+    """The trained rows as a model of the student's kind and tokenizer, ``record`` in its
+    config."""
     from sentvec.encoders.static import StaticEncoder
 
+    if isinstance(student, BigramStaticEncoder):
+        unk_id = student.unigrams.unk_id
+        if unk_id >= 0:
+            rows[unk_id] = 0.0
+        return BigramStaticEncoder(
+            rows.astype(np.float16),
+            student.tokenizer,
+            student.bigrams,
+            normalize=student.normalize,
+            max_length=student.max_length,
+            source=f"train-static({model})",
+            config={"sentvec_train_static": record},
+        )
     if student.unk_id >= 0:
         rows[student.unk_id] = 0.0  # dropped by sentvec and Model2Vec, averaged in elsewhere
     config = {k: v for k, v in student.config.items() if k not in ("sentvec",)}
@@ -478,7 +505,10 @@ def _trained_model(
 
 
 def _effective_rows(student: Any) -> np.ndarray:
-    """The student's rows with its per-token weights folded in, one row per token id."""
+    """The student's rows with its per-token weights folded in, one row per token id (then
+    one per bigram)."""
+    if isinstance(student, BigramStaticEncoder):
+        return np.array(student.embeddings, dtype=np.float32)
     E = np.asarray(student.embeddings, dtype=np.float32)
     if student.token_mapping is not None:
         E = E[student.token_mapping]
@@ -487,18 +517,11 @@ def _effective_rows(student: Any) -> np.ndarray:
     return np.ascontiguousarray(E, dtype=np.float32)
 
 
-def _initial_student(
-    model: Any,
-    init: str | os.PathLike[str],
-    dim: int,
-    corpus: Path,
-    tmp: str,
-    precision: str,
-    device: str | None,
-    show_progress_bar: bool | None,
-) -> Any:
+def _initial_student(model: Any, corpus: Path, tmp: str, recipe: _Recipe) -> Any:
+    """The model whose rows training starts from (its rows are aligned by the caller)."""
     from sentvec.encoders.static import StaticEncoder, is_model2vec_dir
 
+    init, dim, precision, device = recipe.init, recipe.dim, recipe.precision, recipe.device
     if init == "random":  # the teacher's tokenizer; the rows are drawn by the caller
         from tokenizers import Tokenizer
 
@@ -518,20 +541,27 @@ def _initial_student(
             out,
             corpus=corpus,
             dim=dim,
+            bigrams=recipe.bigrams,
             precision=precision,
             device=device,
-            show_progress_bar=show_progress_bar,
+            show_progress_bar=recipe.show_progress_bar,
         )
+        if recipe.bigrams:
+            return BigramStaticEncoder.load(out)
         return StaticEncoder.from_model2vec(out)
     path = Path(init)
     if not path.exists():
         raise FileNotFoundError(f"init {os.fspath(path)!r} does not exist")
-    if not is_model2vec_dir(path):
+    student: StaticEncoder | BigramStaticEncoder
+    if is_bigram_model_dir(path):
+        student = BigramStaticEncoder.load(path)
+    elif is_model2vec_dir(path):
+        student = StaticEncoder.from_model2vec(path)
+    else:
         raise ValueError(
-            f"init {os.fspath(path)!r} is not a Model2Vec directory; give 'distill', 'random' "
-            "or a static model of the teacher's tokenizer"
+            f"init {os.fspath(path)!r} is not a Model2Vec or bigram model directory; give "
+            "'distill', 'random' or a static model of the teacher's tokenizer"
         )
-    student = StaticEncoder.from_model2vec(path)
     if student.dim != dim:
         raise ValueError(f"init {os.fspath(path)!r} has dimension {student.dim}, not dim={dim}")
     return student
