@@ -217,10 +217,13 @@ def test_model_path_is_resolved_for_real(small_data, tiny_minilm_dir, tmp_path, 
     base = ["eval-sts", "--tasks", "STSB", "--data", str(small_data)]
     assert main(base + ["--model", str(tmp_path / "no-such-model")]) == 2
     assert "not found" in capsys.readouterr().err
-    assert main(base + ["--model", str(tiny_minilm_dir), "--layers=-1", "--markdown"]) == 0
+    model = ["--model", str(tiny_minilm_dir), "--layers=-1", "--markdown"]
+    assert main(base + model + ["--precision", "float32"]) == 0
     out = capsys.readouterr().out
     assert "| Model | STSB | SICK |" in out and "| AVG  L2 |" in out
-    assert "(2 layers x 384)" in out
+    assert "(2 layers x 384, float32)" in out  # the size and the precision that ran
+    assert main(base + model + ["--precision", "bfloat16"]) == 0
+    assert "(2 layers x 384, bfloat16)" in capsys.readouterr().out
 
 
 def test_n_components_above_the_width_fails_before_encoding(

@@ -143,8 +143,11 @@ def _header(
         encoder_desc.get("model") or encoder_desc.get("source") or encoder_desc.get("encoder", "?")
     )
     arch = ""
-    if encoder_desc.get("num_layers") is not None:
-        arch = f" ({encoder_desc['num_layers']} layers x {encoder_desc.get('hidden_size')})"
+    if encoder_desc.get("num_layers") is not None:  # a transformer: its size and precision
+        arch = (
+            f" ({encoder_desc['num_layers']} layers x {encoder_desc.get('hidden_size')}, "
+            f"{encoder_desc.get('precision', 'float32')})"
+        )
     variant = tasks[0].variant if tasks else "?"
     counts = ", ".join(f"{short.get(t.name, t.name)} {t.n_pairs}" for t in tasks)
     total = sum(t.n_pairs for t in tasks)
