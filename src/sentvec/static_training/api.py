@@ -41,7 +41,7 @@ DEFAULT_TARGET_LAYERS = "last"
 DEFAULT_EPOCHS = 3
 DEFAULT_LEARNING_RATE = 0.03
 DEFAULT_BATCH_SIZE = 64
-DEFAULT_MAX_SENTENCES = 50_000
+DEFAULT_MAX_SENTENCES = 300_000
 DEFAULT_REWEIGHTING = "none"
 #: The fewest usable sentences (with at least one token) training accepts.
 MIN_SENTENCES = 16
@@ -175,7 +175,7 @@ def train_static(
         The initial rows: a new ``distill`` of the teacher, random rows, or a static model
         directory of the teacher's tokenizer.
     dim : int, default 256
-    max_sentences : int, default 50000
+    max_sentences : int, default 300000
         Corpus sentences featurized and trained on.
     loss : {"cosine", "mse", "contrastive"}, default "mse"
     target : {"whiten", "pca", "none"}, default "pca"
