@@ -178,7 +178,31 @@ class BatcherClosedError(Exception):
 
 # ------------------------------------------------------------------ warnings
 class TruncationWarning(UserWarning):
-    """Some inputs were longer than the encoder's ``max_length`` and were truncated."""
+    """Some inputs were longer than the encoder's ``max_length`` and were truncated.
+
+    Parameters
+    ----------
+    message : str
+    n_truncated, n_texts, longest, max_length : int, optional
+        The counts behind the message, for callers that sum several calls' warnings into one
+        (the teacher pass of ``sentvec train-static``): texts truncated, texts encoded, the
+        longest text's length in tokens, the limit.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        n_truncated: int | None = None,
+        n_texts: int | None = None,
+        longest: int | None = None,
+        max_length: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.n_truncated = n_truncated
+        self.n_texts = n_texts
+        self.longest = longest
+        self.max_length = max_length
 
 
 class CacheWarning(UserWarning):

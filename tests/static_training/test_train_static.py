@@ -161,6 +161,29 @@ def test_featurizing_an_empty_corpus_is_an_error(tiny_minilm_dir, tmp_path):
         featurize_corpus(tiny_minilm_dir, empty, tmp_path / "f", show_progress_bar=False)
 
 
+def test_truncated_sentences_of_every_shard_are_one_warning_with_their_sum(
+    tiny_minilm_dir, tmp_path
+):
+    import warnings
+
+    from sentvec.exceptions import TruncationWarning
+
+    long_line = " ".join(["word"] * 400)  # over the teacher's max_length in tokens
+    lines = CORPUS[:2] + [long_line + " a", CORPUS[2], long_line + " b", long_line + " c"]
+    corpus = tmp_path / "long.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        featurize_corpus(
+            tiny_minilm_dir, corpus, tmp_path / "f", shard_size=2, show_progress_bar=False
+        )
+    truncations = [w.message for w in caught if issubclass(w.category, TruncationWarning)]
+    assert len(truncations) == 1  # two shards truncated sentences: one warning
+    (w,) = truncations
+    assert (w.n_truncated, w.n_texts) == (3, 6) and w.longest > w.max_length
+    assert "3 of 6 corpus sentences were longer than" in str(w)
+
+
 @pytest.fixture(scope="module")
 def random_init_dir(tiny_minilm_dir, tmp_path_factory):
     """A Model2Vec directory of the tiny teacher's tokenizer with random 8-d rows."""

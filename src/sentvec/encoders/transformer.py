@@ -723,10 +723,15 @@ class TransformerEncoder:
                     bar.update(len(batch))
         if n_truncated:
             warnings.warn(
-                f"{n_truncated} of {len(unique)} distinct sentences were longer than "
-                f"max_length={self._max_length} tokens (longest: {longest}) and were truncated "
-                f"to {self._max_length} tokens",
-                TruncationWarning,
+                TruncationWarning(
+                    f"{n_truncated} of {len(unique)} distinct sentences were longer than "
+                    f"max_length={self._max_length} tokens (longest: {longest}) and were "
+                    f"truncated to {self._max_length} tokens",
+                    n_truncated=n_truncated,
+                    n_texts=len(unique),
+                    longest=longest,
+                    max_length=self._max_length,
+                ),
                 stacklevel=3,
             )
         # all items distinct: inverse is 0..n-1, so skip the copy (280 MB for MiniLM's layers)

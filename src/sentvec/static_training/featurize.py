@@ -17,9 +17,11 @@ existing manifest is refused (:class:`FeaturesMismatchError`) instead of mixing 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ from sentvec._io import atomic_save_npy, atomic_write_json
 from sentvec._locks import DirectoryLock
 from sentvec._progress import progress_bar
 from sentvec._readers import read_json_object
-from sentvec.exceptions import FeaturesMismatchError
+from sentvec.exceptions import FeaturesMismatchError, TruncationWarning
 
 #: ``format`` field of ``features.json``.
 FEATURES_FORMAT = "sentvec-teacher-features"
@@ -304,14 +306,48 @@ def featurize_corpus(
         )
         shards = _ShardWriter(out, manifest, bar)
         spec = (os.fspath(teacher), pooling, precision, device)
-        n_seen = _featurize_shards(
-            shards, corpus, max_sentences, shard_size, encoder, spec, layers, client
-        )
+        with _truncations_summed():  # one warning for the run, not one per shard
+            n_seen = _featurize_shards(
+                shards, corpus, max_sentences, shard_size, encoder, spec, layers, client
+            )
         bar.close()
         if n_seen == 0:
             raise ValueError(f"corpus {os.fspath(corpus)!r} has no non-empty line")
         shards.write_manifest()
     return manifest
+
+
+@contextlib.contextmanager
+def _truncations_summed() -> Iterator[None]:
+    """Hold back the :class:`TruncationWarning` of each shard's forward pass and give one for
+    all of them at the end (other warnings are given back as they were)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            held = [w for w in caught if isinstance(w.message, TruncationWarning)]
+            others = [w for w in caught if not isinstance(w.message, TruncationWarning)]
+    for w in others:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    if held:
+        parts = [w.message for w in held if isinstance(w.message, TruncationWarning)]
+        n = sum(m.n_truncated or 0 for m in parts)
+        total = sum(m.n_texts or 0 for m in parts)
+        longest = max(m.longest or 0 for m in parts)
+        limit = parts[0].max_length
+        warnings.warn(
+            TruncationWarning(
+                f"teacher features: {n} of {total} corpus sentences were longer than "
+                f"max_length={limit} tokens (longest: {longest}) and were truncated to {limit} "
+                "tokens",
+                n_truncated=n,
+                n_texts=total,
+                longest=longest,
+                max_length=limit,
+            ),
+            stacklevel=4,
+        )
 
 
 def _open_manifest(out: Path, config: dict[str, Any], corpus: Path, encoder: Any) -> dict[str, Any]:
