@@ -333,16 +333,14 @@ def _truncations_summed() -> Iterator[None]:
     if held:
         parts = [w.message for w in held if isinstance(w.message, TruncationWarning)]
         n = sum(m.n_truncated or 0 for m in parts)
-        total = sum(m.n_texts or 0 for m in parts)
         longest = max(m.longest or 0 for m in parts)
         limit = parts[0].max_length
         warnings.warn(
             TruncationWarning(
-                f"teacher features: {n} of {total} corpus sentences were longer than "
-                f"max_length={limit} tokens (longest: {longest}) and were truncated to {limit} "
-                "tokens",
+                f"teacher features: {n} corpus sentences (in {len(parts)} shards) were longer "
+                f"than max_length={limit} tokens (longest: {longest}) and were truncated to "
+                f"{limit} tokens",
                 n_truncated=n,
-                n_texts=total,
                 longest=longest,
                 max_length=limit,
             ),
