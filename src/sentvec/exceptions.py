@@ -204,6 +204,22 @@ class TruncationWarning(UserWarning):
         self.longest = longest
         self.max_length = max_length
 
+    @classmethod
+    def counted(
+        cls, n_truncated: int, n_texts: int, longest: int, max_length: int
+    ) -> TruncationWarning:
+        """The warning of one encode call: ``n_truncated`` of its ``n_texts`` distinct texts
+        were longer than ``max_length`` tokens, the longest ``longest``."""
+        return cls(
+            f"{n_truncated} of {n_texts} distinct sentences were longer than "
+            f"max_length={max_length} tokens (longest: {longest}) and were truncated to "
+            f"{max_length} tokens",
+            n_truncated=n_truncated,
+            n_texts=n_texts,
+            longest=longest,
+            max_length=max_length,
+        )
+
 
 class CacheWarning(UserWarning):
     """A cache entry was unusable (corrupt or mismatched) and is being recomputed."""

@@ -723,15 +723,7 @@ class TransformerEncoder:
                     bar.update(len(batch))
         if n_truncated:
             warnings.warn(
-                TruncationWarning(
-                    f"{n_truncated} of {len(unique)} distinct sentences were longer than "
-                    f"max_length={self._max_length} tokens (longest: {longest}) and were "
-                    f"truncated to {self._max_length} tokens",
-                    n_truncated=n_truncated,
-                    n_texts=len(unique),
-                    longest=longest,
-                    max_length=self._max_length,
-                ),
+                TruncationWarning.counted(n_truncated, len(unique), longest, self._max_length),
                 stacklevel=3,
             )
         # all items distinct: inverse is 0..n-1, so skip the copy (280 MB for MiniLM's layers)
