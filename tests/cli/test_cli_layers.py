@@ -217,8 +217,25 @@ def test_whiten_sweep_matches_direct_scoring(env, tiny_minilm, tmp_path):
     assert f"({384 - full.n_dropped_} kept)" in md
 
 
+@pytest.fixture
+def mpnet_not_installed(monkeypatch):
+    """The mpnet alias's PyPI packages read as not installed, whether or not they are."""
+    from importlib import metadata
+
+    from sentvec.encoders import models
+
+    real = metadata.distribution
+
+    def distribution(name):
+        if name in models.MPNET_PACKAGES:
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(models.metadata, "distribution", distribution)
+
+
 @pytest.mark.slow
-def test_report_rows_skips_and_sent2vec(env, layers_run, tmp_path):
+def test_report_rows_skips_and_sent2vec(env, layers_run, tmp_path, mpnet_not_installed):
     from sentvec.evaluation.layers import LayerAnalysis
 
     out = tmp_path / "REPORT.md"
@@ -368,7 +385,7 @@ def test_layers_abtt_reuses_the_cached_vectors_and_scores_what_score_sts_gives(
     assert "--abtt-components=385 is invalid" in capsys.readouterr().err
 
 
-def test_errors_are_reported_not_raised(data_env, capsys, tmp_path):
+def test_errors_are_reported_not_raised(data_env, capsys, tmp_path, mpnet_not_installed):
     env = data_env
     assert main(["layers", "--model", str(S2V_BIN), *env["common"]]) == 2
     assert "no hidden layers" in capsys.readouterr().err

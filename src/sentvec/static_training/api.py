@@ -152,28 +152,24 @@ def train_static(
 ) -> Any:
     """Train a static model against a transformer teacher (``sentvec train-static``).
 
-    The rows start from ``sentvec distill``'s model of the teacher (or random), mapped by least
-    squares into the target space; the teacher's vectors of the corpus sentences are computed
-    (or read from ``features``) and reduced to ``dim`` dimensions; the rows are trained so that
-    the mean row of each sentence predicts its target (:func:`~sentvec.static_training.train.
-    train_rows`).
+    The rows start from ``sentvec distill``'s model of the teacher (or random), turned onto the
+    target space by a scaled rotation (:func:`procrustes_map`); the teacher's vectors of the
+    corpus sentences (computed, or read from ``features``) are reduced to ``dim``; the rows are
+    trained so that each sentence's mean row predicts its target (:func:`train_rows`).
 
     Parameters
     ----------
     model : str or path-like, default "minilm"
         The teacher: an alias or a local transformer directory.
     corpus : path-like, optional
-        One sentence per line (``.xz`` / ``.gz`` / ``.bz2`` read as they are). Default: the
-        packaged 10,000-line Wikipedia sample.
+        One sentence per line (``.xz``/``.gz``/``.bz2`` as they are); default: the packaged sample.
     output : path-like, optional
         Where the model is written (Model2Vec's format, float16 rows; atomically).
     features : path-like, optional
-        A features directory (:func:`~sentvec.static_training.featurize.featurize_corpus`) to
-        reuse and extend; default: a ``<output>.features`` directory beside the output (a
-        temporary directory without ``output``).
+        A features directory (:func:`featurize_corpus`) to reuse and extend; default:
+        ``<output>.features`` beside the output (a temporary directory without ``output``).
     init : {"distill", "random"} or path-like, default "distill"
-        The initial rows: a new ``distill`` of the teacher, random rows, or a static model
-        directory of the teacher's tokenizer.
+        A new ``distill`` of the teacher, random rows, or a static model of its tokenizer.
     dim : int, default 256
     max_sentences : int, default 300000
         Corpus sentences featurized and trained on.
@@ -183,15 +179,11 @@ def train_static(
     epochs, learning_rate, batch_size, seed
         Adam over shuffled batches.
     reweighting : {"none", "sif"}, default "none"
-        After training, multiply each row by SIF's ``a / (a + p)`` (``p`` from the training
-        sentences' token counts; ``sif_a``).
+        After training, rows times SIF's ``sif_a / (sif_a + p)``, ``p`` from the token counts.
     bigrams : int, default 0
-        Sent2Vec's bigram rows (Pagliardini et al. 2018, Eq. 2): with ``init="distill"``, the
-        ``bigrams`` most frequent corpus bigrams get rows (``sentvec distill --bigrams``) and a
-        sentence's vector is the mean of its token rows and its bigram rows, trained together.
-        An ``init`` directory with bigram rows trains them whatever this says. A model with
-        bigram rows is written in sentvec's own format
-        (:class:`~sentvec.encoders.static_bigrams.BigramStaticEncoder`).
+        Sent2Vec's bigram rows (Pagliardini et al. 2018, Eq. 2), trained with the token rows:
+        ``init="distill"`` gives the most frequent corpus bigrams rows (an ``init`` directory with
+        bigram rows trains them whatever this says); written as a ``BigramStaticEncoder``.
     precision, device : optional
         The teacher's forward pass.
     client : distributed.Client, optional
