@@ -3,8 +3,8 @@
 The rows start from ``sentvec distill``'s model of the teacher (or random); the teacher encodes
 the first --max-sentences corpus sentences (mean-pooled layer 1 and last layer, stored as
 resumable .npy shards in --features, reusable by later runs); the targets are the teacher's
-last-layer vectors reduced to --dim by PCA (or whitened: WhiteningBERT Eq. 1); the rows are trained by Adam so that the mean
-row of each sentence predicts its target. The output is a Model2Vec directory that model2vec,
+last-layer vectors reduced to --dim by PCA (or whitened: WhiteningBERT Eq. 1); the rows are
+trained by Adam so that the mean row of each sentence predicts its target. The output is a Model2Vec directory that model2vec,
 sentence-transformers' StaticEmbedding and sentvec load.
 
 Examples::

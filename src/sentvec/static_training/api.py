@@ -468,10 +468,11 @@ def _trained_model(
     config."""
     from sentvec.encoders.static import StaticEncoder
 
-    if isinstance(student, BigramStaticEncoder):
-        unk_id = student.unigrams.unk_id
-        if unk_id >= 0:
-            rows[unk_id] = 0.0
+    bigram = isinstance(student, BigramStaticEncoder)
+    unk_id = student.unigrams.unk_id if bigram else student.unk_id
+    if unk_id >= 0:
+        rows[unk_id] = 0.0  # dropped by sentvec and Model2Vec, averaged in elsewhere
+    if bigram:
         return BigramStaticEncoder(
             rows.astype(np.float16),
             student.tokenizer,
@@ -481,8 +482,6 @@ def _trained_model(
             source=f"train-static({model})",
             config={"sentvec_train_static": record},
         )
-    if student.unk_id >= 0:
-        rows[student.unk_id] = 0.0  # dropped by sentvec and Model2Vec, averaged in elsewhere
     config = {k: v for k, v in student.config.items() if k not in ("sentvec",)}
     config["sentvec_train_static"] = record
     return StaticEncoder(

@@ -326,12 +326,11 @@ def _truncations_summed() -> Iterator[None]:
         try:
             yield
         finally:
-            held = [w for w in caught if isinstance(w.message, TruncationWarning)]
+            parts = [w.message for w in caught if isinstance(w.message, TruncationWarning)]
             others = [w for w in caught if not isinstance(w.message, TruncationWarning)]
     for w in others:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
-    if held:
-        parts = [w.message for w in held if isinstance(w.message, TruncationWarning)]
+    if parts:
         n = sum(m.n_truncated or 0 for m in parts)
         longest = max(m.longest or 0 for m in parts)
         limit = parts[0].max_length
